@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+// Shared by every native/*.cc: per-env state, error raising, argument readers and context binding.
+#pragma once
+
+#include <napi.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cuda_api.h"
+#include "loader.h"
+
+namespace cudakit {
+
+using namespace cu;
+
+// What the env owns, so that a worker's exit or the process's exit releases it (cleanup hook in addon.cc).
+enum class Kind : uint8_t { DeviceMemory, HostMemory, HostRegistration, Module, Stream, Event, Graph, GraphExec };
+
+struct Resource {
+  Kind kind;
+  CUcontext ctx;
+  size_t bytes;    // memory only: what was reported to V8 as external memory
+  void* record;    // HostMemory: the HostAlloc shared with the ArrayBuffer's finalizer
+};
+
+// A pinned allocation is freed by dispose, by its ArrayBuffer's finalizer or by env cleanup, whichever is first.
+struct HostAlloc {
+  void* ptr;
+  CUcontext ctx;
+  bool freed;
+};
+
+struct KernelSlot;  // kernel.cc
+struct Waiter;      // event.cc
+
+struct Addon {
+  Napi::FunctionReference makeError;  // lib/errors.ts: (kind, code, api, result, message, extra) => Error
+  std::unordered_map<uintptr_t, Resource> resources;
+  std::unordered_map<int, CUcontext> retained;  // device ordinal -> primary context retained by this env
+  std::vector<KernelSlot*> slots;               // kernel.cc: index = slot id
+  std::vector<uint32_t> freeSlots;
+  Waiter* waiter = nullptr;
+  bool tornDown = false;
+};
+
+Addon& GetAddon(Napi::Env env);
+
+// ---- errors ----
+[[noreturn]] void ThrowCuda(Napi::Env env, const char* api, CUresult result, const std::string& extra = "");
+[[noreturn]] void ThrowLoader(Napi::Env env, const loader::LibraryStatus& status, const char* api);
+[[noreturn]] void ThrowMissing(Napi::Env env, const char* api, const std::string& why);
+[[noreturn]] void ThrowNvrtc(Napi::Env env, const char* api, int result, const std::string& log);
+Napi::Error MakeCudaError(Napi::Env env, const char* api, CUresult result, const std::string& extra = "");
+std::string ErrorName(CUresult r);
+
+// Resolves a driver entry point or throws CUDA_DRIVER_NOT_FOUND / CUDA_DRIVER_TOO_OLD naming the call.
+template <typename Fn>
+Fn* NeedDriver(Napi::Env env, loader::Entry<Fn>& e) {
+  Fn* f = e.fn.load(std::memory_order_acquire);
+  if (f != nullptr) return f;
+  const auto& st = loader::Driver();
+  if (!st.loaded) ThrowLoader(env, st, e.symbol);
+  f = e.Get();
+  if (f == nullptr) ThrowMissing(env, e.symbol, e.why);
+  return f;
+}
+
+template <typename Fn>
+Fn* NeedNvrtc(Napi::Env env, loader::Entry<Fn>& e) {
+  Fn* f = e.fn.load(std::memory_order_acquire);
+  if (f != nullptr) return f;
+  const auto& st = loader::Nvrtc();
+  if (!st.loaded) ThrowLoader(env, st, e.symbol);
+  f = e.Get();
+  if (f == nullptr) ThrowMissing(env, e.symbol, e.why);
+  return f;
+}
+
+// Calls a driver entry point and throws CudaError on failure: CU_CALL(env, cuMemAlloc, &ptr, bytes).
+#define CU_CALL(env, name, ...)                                                       \
+  do {                                                                                \
+    ::cu::CUresult cu_result_ = ::cudakit::NeedDriver(env, ::drv::name)(__VA_ARGS__); \
+    if (cu_result_ != ::cu::CUDA_SUCCESS) ::cudakit::ThrowCuda(env, #name, cu_result_); \
+  } while (0)
+
+// For paths that must not throw (cleanup, other threads): the result, or CUDA_ERROR_NOT_FOUND if unresolvable.
+#define CU_TRY(name, ...) \
+  (::drv::name.Get() != nullptr ? ::drv::name.Get()(__VA_ARGS__) : ::cu::CUDA_ERROR_NOT_FOUND)
+
+// Makes ctx current on the calling thread if it is not already (cheap: cuCtxGetCurrent reads thread-local state).
+void BindContext(Napi::Env env, CUcontext ctx);
+// Same, without throwing: for threads that are not JS threads.
+CUresult TryBindContext(CUcontext ctx);
+
+// ---- arguments (type checks only; lib/ validates meaning) ----
+uint64_t ArgU64(const Napi::CallbackInfo& info, size_t i, const char* name);
+int64_t ArgI64(const Napi::CallbackInfo& info, size_t i, const char* name);
+double ArgNumber(const Napi::CallbackInfo& info, size_t i, const char* name);
+uint32_t ArgU32(const Napi::CallbackInfo& info, size_t i, const char* name);
+int32_t ArgI32(const Napi::CallbackInfo& info, size_t i, const char* name);
+bool ArgBool(const Napi::CallbackInfo& info, size_t i, const char* name);
+std::string ArgString(const Napi::CallbackInfo& info, size_t i, const char* name);
+
+// Bytes of an ArrayBuffer, TypedArray, DataView or Buffer.
+struct Bytes {
+  uint8_t* data;
+  size_t length;
+};
+Bytes ArgBytes(const Napi::CallbackInfo& info, size_t i, const char* name);
+
+template <typename T>
+T ArgHandle(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  return reinterpret_cast<T>(static_cast<uintptr_t>(ArgU64(info, i, name)));
+}
+
+inline Napi::BigInt ToBigInt(Napi::Env env, uint64_t v) { return Napi::BigInt::New(env, v); }
+template <typename T>
+Napi::BigInt HandleValue(Napi::Env env, T h) {
+  return Napi::BigInt::New(env, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h)));
+}
+
+// ---- resource bookkeeping ----
+void Track(Napi::Env env, uintptr_t key, Kind kind, CUcontext ctx, size_t bytes = 0, void* record = nullptr);
+// Returns false when key was not tracked (double free, or a handle this env does not own).
+bool Untrack(Napi::Env env, uintptr_t key, Kind kind, Resource* out = nullptr);
+void RequireTracked(Napi::Env env, uintptr_t key, Kind kind, const char* what);
+
+// Export helper: exports["name"] = fn.
+inline void Export(Napi::Env env, Napi::Object exports, const char* name, Napi::Function::Callback fn) {
+  exports.Set(name, Napi::Function::New(env, fn, name));
+}
+
+// Per-file init functions, called from addon.cc.
+void InitErrors(Napi::Env env, Napi::Object exports);
+void InitDevice(Napi::Env env, Napi::Object exports);
+void InitMemory(Napi::Env env, Napi::Object exports);
+void InitProgram(Napi::Env env, Napi::Object exports);
+void InitModule(Napi::Env env, Napi::Object exports);
+void InitKernel(Napi::Env env, Napi::Object exports);
+void InitStream(Napi::Env env, Napi::Object exports);
+void InitEvent(Napi::Env env, Napi::Object exports);
+void InitGraph(Napi::Env env, Napi::Object exports);
+
+// Teardown pieces, called from the env cleanup hook in addon.cc.
+void ReleaseKernelSlots(Addon& addon);
+void StopWaiter(Addon& addon);
+
+}  // namespace cudakit

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+// Devices and primary contexts: cuDevice*, cuDevicePrimaryCtx*, cuCtx*, cuMemGetInfo, default memory pool.
+#include <cstdio>
+
+#include "common.h"
+
+namespace cudakit {
+
+// cuDriverGetVersion
+static Napi::Value DriverGetVersion(const Napi::CallbackInfo& info) {
+  int v = 0;
+  CU_CALL(info.Env(), cuDriverGetVersion, &v);
+  return Napi::Number::New(info.Env(), v);
+}
+
+// cuDeviceGetCount
+static Napi::Value DeviceGetCount(const Napi::CallbackInfo& info) {
+  int n = 0;
+  CU_CALL(info.Env(), cuDeviceGetCount, &n);
+  return Napi::Number::New(info.Env(), n);
+}
+
+// cuDeviceGet(ordinal) -> CUdevice
+static Napi::Value DeviceGet(const Napi::CallbackInfo& info) {
+  CUdevice d = 0;
+  CU_CALL(info.Env(), cuDeviceGet, &d, ArgI32(info, 0, "ordinal"));
+  return Napi::Number::New(info.Env(), d);
+}
+
+// cuDeviceGetName
+static Napi::Value DeviceGetName(const Napi::CallbackInfo& info) {
+  char name[256] = {0};
+  CU_CALL(info.Env(), cuDeviceGetName, name, sizeof(name) - 1, ArgI32(info, 0, "device"));
+  return Napi::String::New(info.Env(), name);
+}
+
+// cuDeviceGetUuid -> 'GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx' (nvidia-smi's spelling)
+static Napi::Value DeviceGetUuid(const Napi::CallbackInfo& info) {
+  CUuuid u{};
+  CU_CALL(info.Env(), cuDeviceGetUuid, &u, ArgI32(info, 0, "device"));
+  char s[64];
+  const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
+  std::snprintf(s, sizeof(s), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return Napi::String::New(info.Env(), s);
+}
+
+// cuDeviceGetPCIBusId
+static Napi::Value DeviceGetPCIBusId(const Napi::CallbackInfo& info) {
+  char id[64] = {0};
+  CU_CALL(info.Env(), cuDeviceGetPCIBusId, id, sizeof(id) - 1, ArgI32(info, 0, "device"));
+  return Napi::String::New(info.Env(), id);
+}
+
+// cuDeviceGetAttribute(device, attribute)
+static Napi::Value DeviceGetAttribute(const Napi::CallbackInfo& info) {
+  int v = 0;
+  CU_CALL(info.Env(), cuDeviceGetAttribute, &v, ArgI32(info, 1, "attribute"), ArgI32(info, 0, "device"));
+  return Napi::Number::New(info.Env(), v);
+}
+
+// cuDeviceTotalMem
+static Napi::Value DeviceTotalMem(const Napi::CallbackInfo& info) {
+  size_t bytes = 0;
+  CU_CALL(info.Env(), cuDeviceTotalMem, &bytes, ArgI32(info, 0, "device"));
+  return Napi::Number::New(info.Env(), static_cast<double>(bytes));
+}
+
+// cuDevicePrimaryCtxRetain: once per env and device; released by the env's cleanup hook.
+static Napi::Value DevicePrimaryCtxRetain(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int dev = ArgI32(info, 0, "device");
+  Addon& addon = GetAddon(env);
+  auto it = addon.retained.find(dev);
+  if (it != addon.retained.end()) return HandleValue(env, it->second);
+  CUcontext ctx = nullptr;
+  CU_CALL(env, cuDevicePrimaryCtxRetain, &ctx, dev);
+  addon.retained[dev] = ctx;
+  return HandleValue(env, ctx);
+}
+
+// cuCtxSynchronize (ctx bound first)
+static Napi::Value CtxSynchronize(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  BindContext(env, ArgHandle<CUcontext>(info, 0, "ctx"));
+  CU_CALL(env, cuCtxSynchronize);
+  return env.Undefined();
+}
+
+// cuCtxSynchronize on a libuv pool thread -> Promise<void>
+class CtxSyncWorker : public Napi::AsyncWorker {
+ public:
+  CtxSyncWorker(Napi::Env env, CUcontext ctx) : Napi::AsyncWorker(env, "cudakit:ctxSynchronize"), d_(env), ctx_(ctx) {}
+  void Execute() override {
+    result_ = TryBindContext(ctx_);
+    if (result_ == CUDA_SUCCESS) result_ = CU_TRY(cuCtxSynchronize);
+  }
+  void OnOK() override {
+    if (result_ == CUDA_SUCCESS) {
+      d_.Resolve(Env().Undefined());
+    } else {
+      d_.Reject(MakeCudaError(Env(), "cuCtxSynchronize", result_).Value());
+    }
+  }
+  Napi::Promise Promise() { return d_.Promise(); }
+
+ private:
+  Napi::Promise::Deferred d_;
+  CUcontext ctx_;
+  CUresult result_ = CUDA_SUCCESS;
+};
+
+static Napi::Value CtxSynchronizeAsync(const Napi::CallbackInfo& info) {
+  NeedDriver(info.Env(), drv::cuCtxSynchronize);
+  auto* w = new CtxSyncWorker(info.Env(), ArgHandle<CUcontext>(info, 0, "ctx"));
+  Napi::Promise p = w->Promise();
+  w->Queue();
+  return p;
+}
+
+// cuMemGetInfo -> [freeBytes, totalBytes]
+static Napi::Value MemGetInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  BindContext(env, ArgHandle<CUcontext>(info, 0, "ctx"));
+  size_t freeBytes = 0, totalBytes = 0;
+  CU_CALL(env, cuMemGetInfo, &freeBytes, &totalBytes);
+  Napi::Array a = Napi::Array::New(env, 2);
+  a.Set(0u, static_cast<double>(freeBytes));
+  a.Set(1u, static_cast<double>(totalBytes));
+  return a;
+}
+
+// cuCtxSetLimit(ctx, limit, value) / cuCtxGetLimit(ctx, limit)
+static Napi::Value CtxSetLimit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  BindContext(env, ArgHandle<CUcontext>(info, 0, "ctx"));
+  CU_CALL(env, cuCtxSetLimit, ArgI32(info, 1, "limit"), static_cast<size_t>(ArgU64(info, 2, "value")));
+  return env.Undefined();
+}
+static Napi::Value CtxGetLimit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  BindContext(env, ArgHandle<CUcontext>(info, 0, "ctx"));
+  size_t v = 0;
+  CU_CALL(env, cuCtxGetLimit, &v, ArgI32(info, 1, "limit"));
+  return Napi::Number::New(env, static_cast<double>(v));
+}
+
+// cuCtxResetPersistingL2Cache
+static Napi::Value CtxResetPersistingL2Cache(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  BindContext(env, ArgHandle<CUcontext>(info, 0, "ctx"));
+  CU_CALL(env, cuCtxResetPersistingL2Cache);
+  return env.Undefined();
+}
+
+// cuCtxGetStreamPriorityRange -> [least, greatest]
+static Napi::Value CtxGetStreamPriorityRange(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  BindContext(env, ArgHandle<CUcontext>(info, 0, "ctx"));
+  int least = 0, greatest = 0;
+  CU_CALL(env, cuCtxGetStreamPriorityRange, &least, &greatest);
+  Napi::Array a = Napi::Array::New(env, 2);
+  a.Set(0u, least);
+  a.Set(1u, greatest);
+  return a;
+}
+
+// cuDeviceGetDefaultMemPool + cuMemPoolSetAttribute(RELEASE_THRESHOLD, bytes)
+static Napi::Value MemPoolSetReleaseThreshold(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  BindContext(env, ArgHandle<CUcontext>(info, 0, "ctx"));
+  CUmemoryPool pool = nullptr;
+  CU_CALL(env, cuDeviceGetDefaultMemPool, &pool, ArgI32(info, 1, "device"));
+  cuuint64_t threshold = ArgU64(info, 2, "bytes");
+  CU_CALL(env, cuMemPoolSetAttribute, pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+  return env.Undefined();
+}
+
+void InitDevice(Napi::Env env, Napi::Object exports) {
+  Export(env, exports, "driverGetVersion", DriverGetVersion);
+  Export(env, exports, "deviceGetCount", DeviceGetCount);
+  Export(env, exports, "deviceGet", DeviceGet);
+  Export(env, exports, "deviceGetName", DeviceGetName);
+  Export(env, exports, "deviceGetUuid", DeviceGetUuid);
+  Export(env, exports, "deviceGetPCIBusId", DeviceGetPCIBusId);
+  Export(env, exports, "deviceGetAttribute", DeviceGetAttribute);
+  Export(env, exports, "deviceTotalMem", DeviceTotalMem);
+  Export(env, exports, "devicePrimaryCtxRetain", DevicePrimaryCtxRetain);
+  Export(env, exports, "ctxSynchronize", CtxSynchronize);
+  Export(env, exports, "ctxSynchronizeAsync", CtxSynchronizeAsync);
+  Export(env, exports, "memGetInfo", MemGetInfo);
+  Export(env, exports, "ctxSetLimit", CtxSetLimit);
+  Export(env, exports, "ctxGetLimit", CtxGetLimit);
+  Export(env, exports, "ctxResetPersistingL2Cache", CtxResetPersistingL2Cache);
+  Export(env, exports, "ctxGetStreamPriorityRange", CtxGetStreamPriorityRange);
+  Export(env, exports, "memPoolSetReleaseThreshold", MemPoolSetReleaseThreshold);
+}
+
+}  // namespace cudakit
