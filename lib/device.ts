@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+// Devices: properties, attributes, memory info, synchronization, and the factories for everything that lives in
+// the device's primary context (streams, buffers, pinned host memory, modules).
+import { DEVICE_ATTRIBUTES, type DeviceAttributeName } from './attributes.js';
+import { assertUsable } from './errors.js';
+import { INTERNAL, checkInternal } from './lifetime.js';
+import { DeviceArray, DeviceBuffer, type TypedArrayConstructor, allocDevice, allocHostArray, registerHostMemory,
+  type AllocOptions, type HostRegistration } from './memory.js';
+import { Module, type LoadModuleOptions, loadModule } from './module.js';
+import { getNative, type Handle } from './native.js';
+import type { ObjectCode } from './program.js';
+import { Stream, type StreamOptions, createStream, defaultStream } from './stream.js';
+import { rangeError, typeError } from './validate.js';
+
+export interface ComputeCapability {
+  major: number;
+  minor: number;
+}
+
+export interface MemoryInfo {
+  freeBytes: number;
+  totalBytes: number;
+}
+
+/** Launch limits, read once per device; used to validate launches before the driver sees them. */
+export interface LaunchLimits {
+  maxThreadsPerBlock: number;
+  maxBlockDim: readonly [number, number, number];
+  maxGridDim: readonly [number, number, number];
+  maxSharedMemoryPerBlockOptinBytes: number;
+}
+
+const devices = new Map<number, Device>();
+
+/** A CUDA device and its primary context. Get one with `Device.get(ordinal)`. */
+export class Device {
+  readonly ordinal: number;
+  readonly #cuDevice: number;
+  #ctx: Handle | undefined;
+  #name: string | undefined;
+  #limits: LaunchLimits | undefined;
+  #pools: boolean | undefined;
+  #defaultStream: Stream | undefined;
+  readonly #attributeCache = new Map<number, number>();
+
+  /** @internal */
+  constructor(token: typeof INTERNAL, ordinal: number, cuDevice: number) {
+    checkInternal(token, 'Device', 'Device.get(ordinal)');
+    this.ordinal = ordinal;
+    this.#cuDevice = cuDevice;
+  }
+
+  /** Number of CUDA devices. Throws CudaError (CUDA_DRIVER_NOT_FOUND ...) when there is no usable driver. */
+  static count(): number {
+    return getNative().deviceGetCount();
+  }
+
+  /** The device with this ordinal (0 by default); the same object on every call. */
+  static get(ordinal = 0): Device {
+    const cached = devices.get(ordinal);
+    if (cached !== undefined) return cached;
+    const n = getNative();
+    const count = n.deviceGetCount();
+    if (typeof ordinal !== 'number' || !Number.isInteger(ordinal)) throw typeError('ordinal', 'an integer', ordinal);
+    if (ordinal < 0 || ordinal >= count) {
+      throw rangeError('ordinal', count === 0 ? 'a device, but none is present' : `an integer in [0, ${count - 1}]`, ordinal);
+    }
+    const d = new Device(INTERNAL, ordinal, n.deviceGet(ordinal));
+    devices.set(ordinal, d);
+    return d;
+  }
+
+  /** Every device, in ordinal order. */
+  static all(): Device[] {
+    const count = Device.count();
+    return Array.from({ length: count }, (_, i) => Device.get(i));
+  }
+
+  /** @internal The retained primary context (retained on first use, released at env exit). */
+  get ctx(): Handle {
+    if (this.#ctx === undefined) this.#ctx = getNative().devicePrimaryCtxRetain(this.#cuDevice);
+    return this.#ctx;
+  }
+
+  get name(): string {
+    this.#name ??= getNative().deviceGetName(this.#cuDevice);
+    return this.#name;
+  }
+
+  /** 'GPU-xxxxxxxx-xxxx-...', as nvidia-smi prints it. */
+  get uuid(): string {
+    return getNative().deviceGetUuid(this.#cuDevice);
+  }
+
+  get pciBusId(): string {
+    return getNative().deviceGetPCIBusId(this.#cuDevice);
+  }
+
+  get computeCapability(): ComputeCapability {
+    return { major: this.attribute('COMPUTE_CAPABILITY_MAJOR'), minor: this.attribute('COMPUTE_CAPABILITY_MINOR') };
+  }
+
+  /** 'sm_90' for compute capability 9.0: what NVRTC's arch option expects. */
+  get arch(): string {
+    const { major, minor } = this.computeCapability;
+    return `sm_${major}${minor}`;
+  }
+
+  get multiprocessorCount(): number {
+    return this.attribute('MULTIPROCESSOR_COUNT');
+  }
+
+  get totalMemoryBytes(): number {
+    return getNative().deviceTotalMem(this.#cuDevice);
+  }
+
+  get l2CacheBytes(): number {
+    return this.attribute('L2_CACHE_SIZE');
+  }
+
+  get maxThreadsPerBlock(): number {
+    return this.attribute('MAX_THREADS_PER_BLOCK');
+  }
+
+  /** Static shared memory per block without opt-in (48 KiB); kernels may opt into more (setMaxDynamicSharedMemory). */
+  get maxSharedMemoryPerBlockBytes(): number {
+    return this.attribute('MAX_SHARED_MEMORY_PER_BLOCK');
+  }
+
+  get warpSize(): number {
+    return this.attribute('WARP_SIZE');
+  }
+
+  get clockRateKHz(): number {
+    return this.attribute('CLOCK_RATE');
+  }
+
+  /** Any CUdevice_attribute by name, e.g. `device.attribute('MAX_BLOCK_DIM_X')`. Values are cached. */
+  attribute(name: DeviceAttributeName): number {
+    const id = (DEVICE_ATTRIBUTES as Record<string, number>)[name];
+    if (id === undefined) {
+      throw rangeError('attribute', 'a CUdevice_attribute name such as MAX_BLOCK_DIM_X', name);
+    }
+    let v = this.#attributeCache.get(id);
+    if (v === undefined) {
+      v = getNative().deviceGetAttribute(this.#cuDevice, id);
+      this.#attributeCache.set(id, v);
+    }
+    return v;
+  }
+
+  /** @internal */
+  get limits(): LaunchLimits {
+    this.#limits ??= {
+      maxThreadsPerBlock: this.attribute('MAX_THREADS_PER_BLOCK'),
+      maxBlockDim: [this.attribute('MAX_BLOCK_DIM_X'), this.attribute('MAX_BLOCK_DIM_Y'), this.attribute('MAX_BLOCK_DIM_Z')],
+      maxGridDim: [this.attribute('MAX_GRID_DIM_X'), this.attribute('MAX_GRID_DIM_Y'), this.attribute('MAX_GRID_DIM_Z')],
+      maxSharedMemoryPerBlockOptinBytes: this.attribute('MAX_SHARED_MEMORY_PER_BLOCK_OPTIN'),
+    };
+    return this.#limits;
+  }
+
+  /** @internal Whether stream-ordered allocation is used; the pool's release threshold is raised on first use. */
+  get usesMemoryPools(): boolean {
+    if (this.#pools === undefined) {
+      this.#pools = this.attribute('MEMORY_POOLS_SUPPORTED') === 1;
+      // Keep freed memory in the pool instead of returning it to the OS at every synchronize.
+      if (this.#pools) getNative().memPoolSetReleaseThreshold(this.ctx, this.#cuDevice, 0xffffffffffffffffn);
+    }
+    return this.#pools;
+  }
+
+  memoryInfo(): MemoryInfo {
+    assertUsable('cuMemGetInfo');
+    const [freeBytes, totalBytes] = getNative().memGetInfo(this.ctx);
+    return { freeBytes, totalBytes };
+  }
+
+  /** Blocks until all work on the device has finished. */
+  synchronize(): void {
+    assertUsable('cuCtxSynchronize');
+    getNative().ctxSynchronize(this.ctx);
+  }
+
+  /** Resolves when all work on the device has finished; does not block the event loop. */
+  synchronizeAsync(): Promise<void> {
+    assertUsable('cuCtxSynchronize');
+    return getNative().ctxSynchronizeAsync(this.ctx);
+  }
+
+  /** The legacy default stream (handle 0): ordered with every blocking stream of the context. */
+  get defaultStream(): Stream {
+    this.#defaultStream ??= defaultStream(this);
+    return this.#defaultStream;
+  }
+
+  createStream(options?: StreamOptions): Stream {
+    return createStream(this, options);
+  }
+
+  /** Device memory, uninitialized. Stream-ordered (cuMemAllocAsync) where the device supports memory pools. */
+  alloc(byteLength: number, options?: AllocOptions): DeviceBuffer {
+    return allocDevice(this, byteLength, options);
+  }
+
+  /** Typed device memory: `device.allocArray(Float32Array, n)`; copyToHost() then returns a Float32Array. */
+  allocArray<T extends TypedArrayConstructor>(type: T, length: number, options?: AllocOptions): DeviceArray<T> {
+    return allocDevice(this, length, options, type) as DeviceArray<T>;
+  }
+
+  /**
+   * Page-locked host memory as a TypedArray, for copies at full bus speed. Free it with `freeHost(array)` (or let
+   * it be garbage-collected); after that the array is detached (length 0), never dangling.
+   */
+  allocHost<T extends TypedArrayConstructor>(type: T, length: number): InstanceType<T> {
+    return allocHostArray(this, type, length);
+  }
+
+  /** Pins memory JS already owns (an ArrayBuffer or a view of one); `unregister()` on the result unpins it. */
+  registerHost(buffer: ArrayBuffer | ArrayBufferView): HostRegistration {
+    return registerHostMemory(this, buffer);
+  }
+
+  /** Loads PTX, CUBIN or a fatbin (an ObjectCode from Program.compile, or raw bytes, e.g. from nvcc or Triton). */
+  loadModule(code: ObjectCode | Uint8Array | ArrayBuffer | string, options?: LoadModuleOptions): Module {
+    return loadModule(this, code, options);
+  }
+
+  /** Stream priorities this device accepts: lower numbers are higher priority. */
+  streamPriorityRange(): { least: number; greatest: number } {
+    const [least, greatest] = getNative().ctxGetStreamPriorityRange(this.ctx);
+    return { least, greatest };
+  }
+
+  toString(): string {
+    return `Device(${this.ordinal}: ${this.name}, ${this.arch})`;
+  }
+}

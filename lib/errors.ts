@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+// Error classes. Native code builds them through the factory registered below, so every failure from any layer
+// is a CudaError (driver, loader) or a CompileError (NVRTC) with a code, the API name, an explanation and a remedy.
+import { whenLoaded } from './native.js';
+
+/** Remedies for the driver errors people actually meet; the explanation itself comes from cuGetErrorString. */
+const REMEDIES: Record<string, string> = {
+  CUDA_DRIVER_NOT_FOUND:
+    'Install the NVIDIA driver (it provides libcuda.so.1), or point CUDAKIT_LIBCUDA_PATH at libcuda.so.1. ' +
+    'In a container, run it with the GPU exposed (e.g. --gpus all).',
+  CUDA_DRIVER_TOO_OLD: 'Update the NVIDIA driver, or avoid this call on this machine.',
+  NVRTC_NOT_FOUND:
+    'Install NVRTC (the CUDA toolkit, the nvidia-cuda-nvrtc pip wheel, or Debian non-free libnvrtc11.2), ' +
+    'or point CUDAKIT_NVRTC_PATH at libnvrtc.so.',
+  CUDA_ERROR_NO_DEVICE: 'No CUDA-capable GPU is visible: check nvidia-smi and CUDA_VISIBLE_DEVICES.',
+  CUDA_ERROR_INVALID_DEVICE: 'Use an ordinal below Device.count().',
+  CUDA_ERROR_OUT_OF_MEMORY:
+    'Free buffers you no longer need (dispose() them), allocate less, or check device.memoryInfo().',
+  CUDA_ERROR_NOT_FOUND:
+    'Check the name. For C++ kernels use extern "C" or pass the name through nameExpressions at compile time.',
+  CUDA_ERROR_INVALID_PTX: 'The PTX does not assemble for this device: see the JIT log above.',
+  CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    'The PTX was made by a newer compiler than this driver understands: update the driver, or compile to cubin.',
+  CUDA_ERROR_NO_BINARY_FOR_GPU:
+    'The code was compiled for another architecture: compile for this device (arch: device.arch) or include PTX.',
+  CUDA_ERROR_INVALID_IMAGE: 'The bytes are not a CUBIN, fatbin or PTX module for this driver.',
+  CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+    'Use fewer threads per block, fewer registers (maxRegisters) or less shared memory for this launch.',
+  CUDA_ERROR_INVALID_VALUE: 'An argument is out of range for this call: check sizes, offsets and launch dimensions.',
+  CUDA_ERROR_INVALID_HANDLE: 'The object was destroyed or belongs to another context.',
+  CUDA_ERROR_NOT_READY: 'The work has not finished yet: synchronize() first.',
+  CUDA_ERROR_ILLEGAL_ADDRESS:
+    'A kernel read or wrote memory it does not own. Run under compute-sanitizer --tool memcheck to find where. ' +
+    'The CUDA context is now unusable: restart the process.',
+  CUDA_ERROR_LAUNCH_FAILED: 'A kernel faulted. The CUDA context is now unusable: restart the process.',
+  CUDA_ERROR_ASSERT: 'A device-side assert() fired. The CUDA context is now unusable: restart the process.',
+  CUDA_ERROR_MISALIGNED_ADDRESS:
+    'A kernel made a misaligned access. The CUDA context is now unusable: restart the process.',
+  CUDA_ERROR_ILLEGAL_INSTRUCTION: 'A kernel executed an illegal instruction. Restart the process.',
+  CUDA_ERROR_HARDWARE_STACK_ERROR: 'A kernel overflowed its call stack (deep recursion?). Restart the process.',
+  CUDA_ERROR_LAUNCH_TIMEOUT: 'A kernel ran past the watchdog limit. Restart the process.',
+  CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE:
+    'A cooperative grid must fit on the device at once: use at most maxActiveBlocksPerMultiprocessor × SMs blocks.',
+  CUDA_ERROR_INVALID_CLUSTER_SIZE: 'The cluster size must divide the grid and not exceed the device limit (8, or 16).',
+  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: 'This operation cannot be captured into a graph: move it out of the capture.',
+  CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: 'The capture was broken by an earlier error: begin it again.',
+  CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: 'This memory is already pinned.',
+  CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: 'The kernel module and libcuda versions differ: reinstall the driver or reboot.',
+};
+
+/** Errors after which the CUDA context is unusable until the process restarts. */
+const STICKY = new Set([
+  'CUDA_ERROR_ILLEGAL_ADDRESS',
+  'CUDA_ERROR_LAUNCH_FAILED',
+  'CUDA_ERROR_ASSERT',
+  'CUDA_ERROR_MISALIGNED_ADDRESS',
+  'CUDA_ERROR_ILLEGAL_INSTRUCTION',
+  'CUDA_ERROR_HARDWARE_STACK_ERROR',
+  'CUDA_ERROR_INVALID_ADDRESS_SPACE',
+  'CUDA_ERROR_INVALID_PC',
+  'CUDA_ERROR_LAUNCH_TIMEOUT',
+  'CUDA_ERROR_TENSOR_MEMORY_LEAK',
+  'CUDA_ERROR_ECC_UNCORRECTABLE',
+]);
+
+interface StickyState {
+  code: string;
+  api: string;
+  result: number;
+}
+let sticky: StickyState | undefined;
+
+export interface CudaErrorFields {
+  code: string;
+  api: string;
+  result: number;
+  explanation: string;
+  remedy?: string | undefined;
+  tried?: string[] | undefined;
+  detail?: string | undefined;
+}
+
+/** A failed CUDA driver call, or a driver/NVRTC that could not be loaded. */
+export class CudaError extends Error {
+  /** 'CUDA_ERROR_OUT_OF_MEMORY', or a loader code: 'CUDA_DRIVER_NOT_FOUND', 'CUDA_DRIVER_TOO_OLD', 'NVRTC_NOT_FOUND'. */
+  readonly code: string;
+  /** The CUresult number; -1 for loader codes. */
+  readonly result: number;
+  /** The API that failed, e.g. 'cuLaunchKernel'. */
+  readonly api: string;
+  readonly explanation: string;
+  readonly remedy: string;
+  /** Loader errors: every place that was tried, with why it failed. */
+  readonly tried: readonly string[];
+  /** True when this error left the CUDA context unusable (the process must restart to use the GPU again). */
+  readonly sticky: boolean;
+
+  constructor(f: CudaErrorFields) {
+    const remedy = f.remedy ?? REMEDIES[f.code] ?? '';
+    const isSticky = STICKY.has(f.code);
+    let message = `${f.api} failed: ${f.code}${f.result >= 0 ? ` (${f.result})` : ''}: ${f.explanation}`;
+    if (f.detail) message += `\n${f.detail.trimEnd()}`;
+    if (f.tried && f.tried.length > 0) message += `\n  tried:\n${f.tried.map((t) => `    ${t}`).join('\n')}`;
+    const earlier = sticky;
+    if (earlier !== undefined && !isSticky) {
+      message +=
+        `\n  The CUDA context has been unusable since ${earlier.api} failed with ${earlier.code}; ` +
+        'every later call fails. Restart the process to use the GPU again.';
+    }
+    if (remedy) message += `\n  Remedy: ${remedy}`;
+    super(message);
+    this.name = 'CudaError';
+    this.code = f.code;
+    this.result = f.result;
+    this.api = f.api;
+    this.explanation = f.explanation;
+    this.remedy = remedy;
+    this.tried = f.tried ?? [];
+    this.sticky = isSticky || earlier !== undefined;
+    if (isSticky && sticky === undefined) sticky = { code: f.code, api: f.api, result: f.result };
+  }
+}
+
+/** One diagnostic from the NVRTC log. `column` is undefined when NVRTC printed none. */
+export interface Diagnostic {
+  file: string;
+  line: number;
+  column: number | undefined;
+  severity: 'error' | 'warning' | 'remark' | 'catastrophic error';
+  message: string;
+}
+
+export interface CompileErrorFields {
+  code: string;
+  api: string;
+  result: number;
+  log: string;
+  options: readonly string[];
+  diagnostics: readonly Diagnostic[];
+  name: string;
+}
+
+/** NVRTC rejected the program (or an option). Carries the full log, the exact flags and parsed diagnostics. */
+export class CompileError extends Error {
+  /** 'NVRTC_ERROR_COMPILATION', 'NVRTC_ERROR_INVALID_OPTION', ... */
+  readonly code: string;
+  readonly api: string;
+  readonly result: number;
+  readonly log: string;
+  /** The exact flags given to NVRTC. */
+  readonly options: readonly string[];
+  readonly diagnostics: readonly Diagnostic[];
+
+  constructor(f: CompileErrorFields) {
+    const first = f.diagnostics.find((d) => d.severity === 'error' || d.severity === 'catastrophic error');
+    const head = first
+      ? `${first.file}:${first.line}${first.column !== undefined ? `:${first.column}` : ''}: ${first.message}`
+      : f.log.trim().split('\n')[0] ?? '';
+    super(
+      `${f.api} failed: ${f.code} (${f.result}) compiling ${f.name}: ${head}\n` +
+        `  options: ${f.options.join(' ')}\n` +
+        (f.log.trim() ? `  log:\n${f.log.trimEnd().replace(/^/gm, '    ')}\n` : '') +
+        '  Remedy: fix the reported lines; error.diagnostics has them parsed, error.log has the full NVRTC output.',
+    );
+    this.name = 'CompileError';
+    this.code = f.code;
+    this.api = f.api;
+    this.result = f.result;
+    this.log = f.log;
+    this.options = f.options;
+    this.diagnostics = f.diagnostics;
+  }
+}
+
+/** Throws at once when an earlier sticky error has made the context unusable (cheap: one variable check). */
+export function assertUsable(api: string): void {
+  if (sticky !== undefined) {
+    throw new CudaError({
+      code: sticky.code,
+      api,
+      result: sticky.result,
+      explanation: `not attempted: the CUDA context was lost when ${sticky.api} failed with ${sticky.code}`,
+      remedy: 'Restart the process to use the GPU again (the CUDA context cannot be recovered in-process).',
+    });
+  }
+}
+
+/** The sticky error that made the context unusable, if any. */
+export function contextLostBy(): { code: string; api: string } | undefined {
+  return sticky === undefined ? undefined : { code: sticky.code, api: sticky.api };
+}
+
+whenLoaded((native) => {
+  native.setErrorFactory((kind, code, api, result, message, extra) => {
+    if (kind === 'loader') {
+      return new CudaError({
+        code,
+        api,
+        result: -1,
+        explanation: message,
+        tried: Array.isArray(extra) ? (extra as string[]) : undefined,
+      });
+    }
+    if (kind === 'nvrtc') {
+      return new CompileError({
+        code,
+        api,
+        result,
+        log: typeof extra === 'string' ? extra : '',
+        options: [],
+        diagnostics: [],
+        name: 'program',
+      });
+    }
+    return new CudaError({
+      code,
+      api,
+      result,
+      explanation: message || code,
+      detail: typeof extra === 'string' && extra.trim() ? `  log:\n${extra.trimEnd().replace(/^/gm, '    ')}` : undefined,
+    });
+  });
+});

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// Events: markers in a stream, for dependencies between streams and for GPU-side timing.
+import { assertUsable } from './errors.js';
+import { INTERNAL, checkInternal, disposedError, unwatch, watch } from './lifetime.js';
+import { getNative, type Handle } from './native.js';
+import type { Stream } from './stream.js';
+import { checkBoolean, checkOptions, typeError } from './validate.js';
+
+const CU_EVENT_DISABLE_TIMING = 2;
+
+export interface RecordOptions {
+  /** Record a timestamp, so Event.elapsedMs works. Default true. Without timing, events are cheaper to wait on. */
+  timing?: boolean;
+}
+
+export class Event implements Disposable {
+  readonly stream: Stream;
+  readonly timing: boolean;
+  #handle: Handle | undefined;
+
+  /** @internal */
+  constructor(token: typeof INTERNAL, stream: Stream, handle: Handle, timing: boolean) {
+    checkInternal(token, 'Event', 'stream.record()');
+    this.stream = stream;
+    this.#handle = handle;
+    this.timing = timing;
+  }
+
+  /** The raw CUevent. Borrowed: do not destroy it. */
+  get handle(): Handle {
+    if (this.#handle === undefined) throw disposedError('Event');
+    return this.#handle;
+  }
+
+  /** True once the GPU has passed this point of the stream. */
+  get isDone(): boolean {
+    assertUsable('cuEventQuery');
+    return getNative().eventQuery(this.stream.device.ctx, this.handle);
+  }
+
+  /** Blocks until the GPU has passed this point. */
+  synchronize(): void {
+    assertUsable('cuEventSynchronize');
+    getNative().eventSynchronize(this.stream.device.ctx, this.handle);
+  }
+
+  /** Resolves when the GPU has passed this point; never blocks the event loop. */
+  synchronizeAsync(): Promise<void> {
+    assertUsable('cuEventSynchronize');
+    return getNative().eventWaitAsync(this.stream.device.ctx, this.handle);
+  }
+
+  /** Records this event again, at the current end of `stream` (default: the stream it was made on). */
+  record(stream: Stream = this.stream): void {
+    getNative().eventRecord(this.stream.device.ctx, this.handle, stream.handle);
+  }
+
+  /** Milliseconds of GPU time between two recorded events (about 0.5 µs resolution); waits for `end`. */
+  static elapsedMs(start: Event, end: Event): number {
+    if (!(start instanceof Event)) throw typeError('start', 'an Event', start);
+    if (!(end instanceof Event)) throw typeError('end', 'an Event', end);
+    if (!start.timing || !end.timing) {
+      throw new TypeError('Event.elapsedMs needs events recorded with timing (stream.record({ timing: true }))');
+    }
+    assertUsable('cuEventElapsedTime');
+    const n = getNative();
+    n.eventSynchronize(end.stream.device.ctx, end.handle);
+    return n.eventElapsedTime(start.stream.device.ctx, start.handle, end.handle);
+  }
+
+  dispose(): void {
+    const h = this.#handle;
+    if (h === undefined) return;
+    this.#handle = undefined;
+    unwatch(this);
+    getNative().eventDestroy(h);
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+/** @internal */
+export function recordEvent(stream: Stream, options?: RecordOptions): Event {
+  const o = checkOptions('options', options, ['timing'] as const);
+  const timing = o.timing === undefined ? true : checkBoolean('options.timing', o.timing);
+  assertUsable('cuEventRecord');
+  const n = getNative();
+  const ctx = stream.device.ctx;
+  const h = n.eventCreate(ctx, timing ? 0 : CU_EVENT_DISABLE_TIMING);
+  try {
+    n.eventRecord(ctx, h, stream.handle);
+  } catch (e) {
+    n.eventDestroy(h);
+    throw e;
+  }
+  const ev = new Event(INTERNAL, stream, h, timing);
+  watch(ev, () => n.eventDestroy(h));
+  return ev;
+}

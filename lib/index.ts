@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// cudakit: the CUDA Driver API and NVRTC for Node.js. Public surface (values first, then types).
+export { Device } from './device.js';
+export { CudaError, CompileError, contextLostBy } from './errors.js';
+export { DeviceBuffer, DeviceArray, HostRegistration, freeHost, isPinned } from './memory.js';
+export { Program, ObjectCode, compileFlags, nvrtcVersion, supportedArchs, parseDiagnostics } from './program.js';
+export { Module } from './module.js';
+export { Kernel, toHalfBits, toBf16Bits } from './kernel.js';
+export { Stream } from './stream.js';
+export { Event } from './event.js';
+export { Graph, GraphExec } from './graph.js';
+export { probe } from './probe.js';
+export { getNative as native } from './native.js';
+export { clearMemoryCache, defaultCacheDir } from './cache.js';
+
+export type { DeviceAttributeName } from './attributes.js';
+export type { ComputeCapability, MemoryInfo, LaunchLimits } from './device.js';
+export type { Diagnostic } from './errors.js';
+export type { AllocOptions, CopyOptions, TypedArrayConstructor } from './memory.js';
+export type { CompileOptions, CompileTarget, CppStandard, ProgramOptions } from './program.js';
+export type { JitOptions, LoadModuleOptions } from './module.js';
+export type {
+  ArgFor, ArgsFor, BytesType, Dim3, KernelAttributes, LaunchConfig, ParamType, ScalarType, Signature, StructType,
+} from './kernel.js';
+export type { StreamOptions, CaptureMode } from './stream.js';
+export type { RecordOptions } from './event.js';
+export type { ProbeResult } from './probe.js';
+export type { Native, NativeStats, Handle } from './native.js';

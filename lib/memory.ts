@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: MIT
+// Device memory (DeviceBuffer, typed DeviceArray), copies, fills, pinned host memory and registration.
+import type { Device } from './device.js';
+import { assertUsable, contextLostBy } from './errors.js';
+import { INTERNAL, checkInternal, disposedError, unwatch, watch } from './lifetime.js';
+import { getNative, type Handle } from './native.js';
+import type { Stream } from './stream.js';
+import { checkOptions, checkSize, isBufferSource, rangeError, typeError } from './validate.js';
+
+export type TypedArrayConstructor =
+  | Int8ArrayConstructor
+  | Uint8ArrayConstructor
+  | Uint8ClampedArrayConstructor
+  | Int16ArrayConstructor
+  | Uint16ArrayConstructor
+  | Int32ArrayConstructor
+  | Uint32ArrayConstructor
+  | Float32ArrayConstructor
+  | Float64ArrayConstructor
+  | BigInt64ArrayConstructor
+  | BigUint64ArrayConstructor;
+
+const TYPED_ARRAYS: readonly TypedArrayConstructor[] = [
+  Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, Float32Array,
+  Float64Array, BigInt64Array, BigUint64Array,
+];
+
+export interface AllocOptions {
+  /** Stream the allocation is ordered on (and freed on). Default: the device's legacy default stream. */
+  stream?: Stream;
+}
+
+export interface CopyOptions {
+  /** Where in the device buffer to start: bytes for DeviceBuffer, elements for DeviceArray. Default 0. */
+  offset?: number;
+  /**
+   * Enqueue on this stream instead of copying synchronously. With pinned host memory the copy is then truly
+   * asynchronous: do not touch the host array until the stream is synchronized.
+   */
+  stream?: Stream;
+}
+
+interface Allocation {
+  readonly ptr: Handle;
+  readonly device: Device;
+  readonly stream: Stream | undefined; // stream-ordered allocations are freed on it
+  readonly async: boolean;
+  freed: boolean;
+}
+
+// Pageable copies at least this large are staged through pinned chunks by native helper threads.
+const STAGING_MIN_BYTES = 8 << 20;
+const STAGING_CHUNK_BYTES = 4 << 20;
+const STAGING_THREADS = 4;
+
+/** ArrayBuffers whose memory is page-locked (allocHost / registerHost): copied directly, never staged. */
+const pinned = new WeakSet<ArrayBuffer | SharedArrayBuffer>();
+
+function releaseAllocation(a: Allocation): void {
+  if (a.freed) return;
+  a.freed = true;
+  const n = getNative();
+  try {
+    if (!a.async) n.memFree(a.ptr);
+    else if (a.stream === undefined) n.memFreeAsync(a.ptr, 0n);
+    else if (!a.stream.disposed) n.memFreeAsync(a.ptr, a.stream.handle);
+    else n.memFree(a.ptr); // its stream is gone: free synchronously
+  } catch (e) {
+    // After a sticky error the context is gone and so is the memory; anything else is reported.
+    if (contextLostBy() === undefined) throw e;
+  }
+}
+
+/** Device memory: `ptr` (a bigint address, for interop) and `byteLength`. */
+export class DeviceBuffer implements Disposable {
+  readonly device: Device;
+  readonly byteLength: number;
+  readonly #ptr: Handle;
+  readonly #alloc: Allocation | undefined; // undefined: memory owned elsewhere (fromPointer)
+  readonly #root: boolean;
+  // A view keeps the buffer it views reachable, so garbage collection never frees memory under a live view.
+  readonly #parent: object | undefined;
+  #disposed = false;
+
+  /** @internal */
+  constructor(
+    token: typeof INTERNAL, device: Device, ptr: Handle, byteLength: number, alloc: Allocation | undefined,
+    root: boolean, parent?: object,
+  ) {
+    checkInternal(token, 'DeviceBuffer', 'device.alloc()');
+    this.device = device;
+    this.#ptr = ptr;
+    this.byteLength = byteLength;
+    this.#alloc = alloc;
+    this.#root = root;
+    this.#parent = parent;
+  }
+
+
+  /**
+   * Wraps device memory owned elsewhere (another library, a __device__ global): never freed by cudakit.
+   * The caller keeps the memory alive while this buffer is used.
+   */
+  static fromPointer(ptr: bigint, byteLength: number, device: Device): DeviceBuffer {
+    if (typeof ptr !== 'bigint') throw typeError('ptr', 'a bigint device address', ptr);
+    if (ptr <= 0n || ptr >= 1n << 64n) throw rangeError('ptr', 'a non-null 64-bit device address', ptr);
+    checkSize('byteLength', byteLength);
+    return new DeviceBuffer(INTERNAL, device, ptr, byteLength, undefined, false);
+  }
+
+  /** The device address (bigint). Throws once the buffer (or the allocation it views) is disposed. */
+  get ptr(): Handle {
+    if (this.#disposed || this.#alloc?.freed === true) throw disposedError('DeviceBuffer');
+    return this.#ptr;
+  }
+
+  get disposed(): boolean {
+    return this.#disposed || this.#alloc?.freed === true;
+  }
+
+  /** Bytes per element: 1 for a DeviceBuffer. */
+  get bytesPerElement(): number {
+    return 1;
+  }
+
+  /** A view of [begin, end) (in elements; bytes for DeviceBuffer) sharing this memory. Negative indices count from the end. */
+  subarray(begin = 0, end?: number): this {
+    const len = this.byteLength / this.bytesPerElement;
+    const b = clampIndex('begin', begin, len);
+    const e = end === undefined ? len : clampIndex('end', end, len);
+    const count = Math.max(0, e - b);
+    return this.view(BigInt(b * this.bytesPerElement), count * this.bytesPerElement);
+  }
+
+  /** @internal */
+  protected view(byteOffset: bigint, byteLength: number): this {
+    return new DeviceBuffer(INTERNAL, this.device, this.ptr + byteOffset, byteLength, this.#alloc, false, this) as this;
+  }
+
+  /** @internal */
+  protected get allocation(): Allocation | undefined {
+    return this.#alloc;
+  }
+
+  /** Copies host bytes (a TypedArray, DataView or ArrayBuffer) into this buffer at `offset`. Returns this. */
+  copyFromHost(src: ArrayBufferView | ArrayBuffer, options?: CopyOptions): this {
+    if (!isBufferSource(src)) throw typeError('src', 'a TypedArray, DataView or ArrayBuffer', src);
+    const { byteOffset, stream } = this.copyOptions(options);
+    const bytes = src.byteLength;
+    if (byteOffset + bytes > this.byteLength) {
+      throw rangeError('src.byteLength', `at most ${this.byteLength - byteOffset} bytes (the room after offset)`, bytes);
+    }
+    if (bytes === 0) return this;
+    assertUsable('cuMemcpyHtoD');
+    const n = getNative();
+    const dst = this.ptr + BigInt(byteOffset);
+    const buffer = ArrayBuffer.isView(src) ? src.buffer : src;
+    if (bytes >= STAGING_MIN_BYTES && !pinned.has(buffer) && ArrayBuffer.isView(src)) {
+      n.memcpyHtoDStaged(this.device.ctx, dst, src, stream?.handle ?? 0n, STAGING_CHUNK_BYTES, STAGING_THREADS);
+    } else if (stream === undefined) {
+      n.memcpyHtoD(this.device.ctx, dst, src);
+    } else {
+      n.memcpyHtoD(this.device.ctx, dst, src, stream.handle);
+    }
+    return this;
+  }
+
+  /**
+   * Copies this buffer (from `offset` to the end, or as many bytes as `dst` holds) to the host. Without `dst`,
+   * returns a new Uint8Array (a typed array for DeviceArray).
+   */
+  copyToHost<D extends ArrayBufferView | ArrayBuffer = Uint8Array>(dst?: D, options?: CopyOptions): D {
+    const { byteOffset, stream } = this.copyOptions(options);
+    const out = (dst ?? this.newHostArray(this.byteLength - byteOffset)) as D;
+    if (!isBufferSource(out)) throw typeError('dst', 'a TypedArray, DataView or ArrayBuffer', dst);
+    const bytes = out.byteLength;
+    if (byteOffset + bytes > this.byteLength) {
+      throw rangeError('dst.byteLength', `at most ${this.byteLength - byteOffset} bytes (what the buffer holds after offset)`, bytes);
+    }
+    if (bytes === 0) return out;
+    assertUsable('cuMemcpyDtoH');
+    const n = getNative();
+    const src = this.ptr + BigInt(byteOffset);
+    const buffer = ArrayBuffer.isView(out) ? out.buffer : out;
+    if (bytes >= STAGING_MIN_BYTES && !pinned.has(buffer) && ArrayBuffer.isView(out)) {
+      n.memcpyDtoHStaged(this.device.ctx, out, src, stream?.handle ?? 0n, STAGING_CHUNK_BYTES, STAGING_THREADS);
+    } else if (stream === undefined) {
+      n.memcpyDtoH(this.device.ctx, out, src);
+    } else {
+      n.memcpyDtoH(this.device.ctx, out, src, stream.handle);
+    }
+    return out;
+  }
+
+  /** Copies all of `src` (device memory) into this buffer at `offset`. Returns this. */
+  copyFrom(src: DeviceBuffer, options?: CopyOptions): this {
+    if (!(src instanceof DeviceBuffer)) throw typeError('src', 'a DeviceBuffer', src);
+    const { byteOffset, stream } = this.copyOptions(options);
+    if (byteOffset + src.byteLength > this.byteLength) {
+      throw rangeError('src.byteLength', `at most ${this.byteLength - byteOffset} bytes (the room after offset)`, src.byteLength);
+    }
+    if (src.byteLength === 0) return this;
+    assertUsable('cuMemcpyDtoD');
+    const n = getNative();
+    const dst = this.ptr + BigInt(byteOffset);
+    if (stream === undefined) n.memcpyDtoD(this.device.ctx, dst, src.ptr, src.byteLength);
+    else n.memcpyDtoD(this.device.ctx, dst, src.ptr, src.byteLength, stream.handle);
+    return this;
+  }
+
+  /**
+   * Sets every element to `value` (raw bits) with an 8, 16 or 32-bit memset (`elementBytes`, default 1).
+   * Enqueued on `stream` (default: the legacy default stream). Returns this.
+   */
+  fill(value: number, options?: { elementBytes?: 1 | 2 | 4; stream?: Stream }): this {
+    const o = checkOptions('options', options, ['elementBytes', 'stream'] as const);
+    const elementBytes = o.elementBytes ?? 1;
+    if (elementBytes !== 1 && elementBytes !== 2 && elementBytes !== 4) {
+      throw rangeError('options.elementBytes', '1, 2 or 4', elementBytes);
+    }
+    const max = 2 ** (8 * elementBytes) - 1;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
+      throw (typeof value !== 'number' ? typeError : rangeError)('value', `an integer in [0, ${max}]`, value);
+    }
+    if (this.byteLength % elementBytes !== 0) {
+      throw rangeError('options.elementBytes', `a divisor of byteLength ${this.byteLength}`, elementBytes);
+    }
+    this.memset(value, elementBytes, o.stream as Stream | undefined);
+    return this;
+  }
+
+  /** @internal */
+  protected memset(bits: number, elementBytes: 1 | 2 | 4, stream: Stream | undefined): void {
+    if (this.byteLength === 0) return;
+    assertUsable('cuMemsetAsync');
+    getNative().memsetAsync(this.device.ctx, this.ptr, bits, this.byteLength / elementBytes, stream?.handle ?? 0n, elementBytes);
+  }
+
+  /** @internal */
+  protected newHostArray(byteLength: number): ArrayBufferView {
+    return new Uint8Array(byteLength);
+  }
+
+  private copyOptions(options: CopyOptions | undefined): { byteOffset: number; stream: Stream | undefined } {
+    const o = checkOptions('options', options, ['offset', 'stream'] as const);
+    const offset = o.offset === undefined ? 0 : checkSize('options.offset', o.offset);
+    const byteOffset = offset * this.bytesPerElement;
+    if (byteOffset > this.byteLength) {
+      throw rangeError('options.offset', `at most ${this.byteLength / this.bytesPerElement}`, offset);
+    }
+    return { byteOffset, stream: o.stream as Stream | undefined };
+  }
+
+  /**
+   * Frees the memory (on its allocation stream when stream-ordered). Idempotent. Views of this buffer become
+   * unusable. Disposing a view only retires the view; memory from fromPointer() is never freed.
+   */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    if (this.#root && this.#alloc !== undefined) {
+      unwatch(this);
+      releaseAllocation(this.#alloc);
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  toString(): string {
+    return `DeviceBuffer(${this.byteLength} bytes at 0x${this.#ptr.toString(16)})`;
+  }
+}
+
+/** Typed device memory from device.allocArray(T, length): offsets and lengths count elements of T. */
+export class DeviceArray<T extends TypedArrayConstructor> extends DeviceBuffer {
+  readonly type: T;
+  readonly length: number;
+
+  /** @internal */
+  constructor(
+    token: typeof INTERNAL, device: Device, ptr: Handle, type: T, length: number, alloc: Allocation | undefined,
+    root: boolean, parent?: object,
+  ) {
+    super(token, device, ptr, length * type.BYTES_PER_ELEMENT, alloc, root, parent);
+    this.type = type;
+    this.length = length;
+  }
+
+  override get bytesPerElement(): number {
+    return this.type.BYTES_PER_ELEMENT;
+  }
+
+  protected override view(byteOffset: bigint, byteLength: number): this {
+    return new DeviceArray(
+      INTERNAL, this.device, this.ptr + byteOffset, this.type, byteLength / this.bytesPerElement, this.allocation,
+      false, this,
+    ) as this;
+  }
+
+  protected override newHostArray(byteLength: number): ArrayBufferView {
+    return new this.type(byteLength / this.bytesPerElement);
+  }
+
+  override copyToHost<D extends ArrayBufferView | ArrayBuffer = InstanceType<T>>(dst?: D, options?: CopyOptions): D {
+    return super.copyToHost(dst, options);
+  }
+
+  /** Sets every element to `value` (a number, or a bigint for 64-bit integer arrays). */
+  override fill(value: number | bigint, options?: { stream?: Stream }): this {
+    const o = checkOptions('options', options, ['stream'] as const);
+    const probe = new this.type(1);
+    try {
+      (probe as unknown as (number | bigint)[])[0] = value;
+    } catch {
+      throw typeError('value', probe instanceof BigInt64Array || probe instanceof BigUint64Array ? 'a bigint' : 'a number', value);
+    }
+    if (typeof value !== (probe instanceof BigInt64Array || probe instanceof BigUint64Array ? 'bigint' : 'number')) {
+      throw typeError('value', typeof (probe as unknown as (number | bigint)[])[0] === 'bigint' ? 'a bigint' : 'a number', value);
+    }
+    const bytes = new Uint8Array(probe.buffer);
+    const stream = o.stream as Stream | undefined;
+    if (bytes.length <= 4) {
+      const bits = bytes.length === 1 ? bytes[0]! : bytes.length === 2 ? new Uint16Array(probe.buffer)[0]! : new Uint32Array(probe.buffer)[0]!;
+      this.memset(bits, bytes.length as 1 | 2 | 4, stream);
+      return this;
+    }
+    const halves = new Uint32Array(probe.buffer);
+    if (halves[0] !== halves[1]) {
+      throw rangeError('value', 'an 8-byte value whose two 32-bit halves are equal (e.g. 0); other patterns need a kernel', value);
+    }
+    this.memset(halves[0]!, 4, stream);
+    return this;
+  }
+}
+
+function clampIndex(name: string, i: number, len: number): number {
+  if (typeof i !== 'number' || !Number.isInteger(i)) throw typeError(name, 'an integer', i);
+  return i < 0 ? Math.max(0, len + i) : Math.min(i, len);
+}
+
+/** @internal */
+export function allocDevice(device: Device, count: number, options?: AllocOptions, type?: TypedArrayConstructor): DeviceBuffer {
+  if (type !== undefined && !TYPED_ARRAYS.includes(type)) throw typeError('type', 'a TypedArray constructor', type);
+  checkSize(type === undefined ? 'byteLength' : 'length', count);
+  const o = checkOptions('options', options, ['stream'] as const);
+  const stream = o.stream as Stream | undefined;
+  if (stream !== undefined && stream.device !== device) throw new TypeError('options.stream belongs to another device');
+  const byteLength = count * (type?.BYTES_PER_ELEMENT ?? 1);
+  assertUsable('cuMemAlloc');
+  const n = getNative();
+  const async = device.usesMemoryPools;
+  // Zero bytes still gets a real (1-byte) allocation, so ptr is always a valid, distinct address.
+  const bytes = Math.max(byteLength, 1);
+  const ptr = async ? n.memAllocAsync(device.ctx, bytes, stream?.handle ?? 0n) : n.memAlloc(device.ctx, bytes);
+  const alloc: Allocation = { ptr, device, stream, async, freed: false };
+  const buf = type === undefined
+    ? new DeviceBuffer(INTERNAL, device, ptr, byteLength, alloc, true)
+    : new DeviceArray(INTERNAL, device, ptr, type, count, alloc, true);
+  watch(buf, () => releaseAllocation(alloc));
+  return buf;
+}
+
+const CU_MEMHOSTALLOC_PORTABLE = 1;
+
+/** @internal */
+export function allocHostArray<T extends TypedArrayConstructor>(device: Device, type: T, length: number): InstanceType<T> {
+  if (!TYPED_ARRAYS.includes(type)) throw typeError('type', 'a TypedArray constructor', type);
+  checkSize('length', length);
+  assertUsable('cuMemHostAlloc');
+  const ab = getNative().memHostAlloc(device.ctx, length * type.BYTES_PER_ELEMENT, CU_MEMHOSTALLOC_PORTABLE);
+  pinned.add(ab);
+  return new type(ab) as InstanceType<T>;
+}
+
+/** Frees pinned memory from device.allocHost now (instead of at garbage collection); the array is detached. */
+export function freeHost(array: ArrayBufferView): void {
+  if (!ArrayBuffer.isView(array)) throw typeError('array', 'a TypedArray from device.allocHost()', array);
+  const ab = array.buffer;
+  if (!pinned.has(ab)) throw typeError('array', 'a TypedArray from device.allocHost()', array);
+  if (ab.byteLength === 0) return; // already freed (detached)
+  pinned.delete(ab);
+  getNative().memFreeHost(ab as ArrayBuffer);
+}
+
+/** True when the array's memory is page-locked (allocHost or registerHost). */
+export function isPinned(array: ArrayBufferView | ArrayBuffer): boolean {
+  return pinned.has(ArrayBuffer.isView(array) ? array.buffer : array);
+}
+
+/** Host memory pinned by device.registerHost; unregister() (or dispose) unpins it. */
+export class HostRegistration implements Disposable {
+  readonly buffer: ArrayBuffer;
+  readonly #device: Device;
+  #active = true;
+
+  /** @internal */
+  constructor(token: typeof INTERNAL, device: Device, buffer: ArrayBuffer) {
+    checkInternal(token, 'HostRegistration', 'device.registerHost()');
+    this.#device = device;
+    this.buffer = buffer;
+  }
+
+  get active(): boolean {
+    return this.#active;
+  }
+
+  unregister(): void {
+    if (!this.#active) return;
+    this.#active = false;
+    unwatch(this);
+    pinned.delete(this.buffer);
+    getNative().memHostUnregister(this.#device.ctx, this.buffer);
+  }
+
+  dispose(): void {
+    this.unregister();
+  }
+
+  [Symbol.dispose](): void {
+    this.unregister();
+  }
+}
+
+/** @internal */
+export function registerHostMemory(device: Device, buffer: ArrayBuffer | ArrayBufferView): HostRegistration {
+  const ab = ArrayBuffer.isView(buffer) ? buffer.buffer : buffer;
+  if (!(ab instanceof ArrayBuffer)) throw typeError('buffer', 'an ArrayBuffer or a view of one', buffer);
+  if (ab.byteLength === 0) throw rangeError('buffer.byteLength', 'a positive size', 0);
+  if (pinned.has(ab)) throw new TypeError('This ArrayBuffer is already pinned (allocHost or registerHost)');
+  assertUsable('cuMemHostRegister');
+  const n = getNative();
+  n.memHostRegister(device.ctx, ab);
+  pinned.add(ab);
+  const reg = new HostRegistration(INTERNAL, device, ab);
+  const ctx = device.ctx;
+  watch(reg, () => n.memHostUnregister(ctx, ab));
+  return reg;
+}
+
+/** @internal A view of module memory (a __device__ global): never freed here, unusable once `retire` runs. */
+export function globalView(device: Device, ptr: Handle, byteLength: number, owner: object): { buffer: DeviceBuffer; retire: () => void } {
+  // `async: false` is never consulted: the view is not a root, so dispose() never frees it.
+  const alloc: Allocation = { ptr, device, stream: undefined, async: false, freed: false };
+  return { buffer: new DeviceBuffer(INTERNAL, device, ptr, byteLength, alloc, false, owner), retire: () => (alloc.freed = true) };
+}

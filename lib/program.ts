@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: MIT
+// Run-time compilation with NVRTC: typed options mapped to flags in one function, in-memory headers, name
+// expressions for templates, a memory + disk cache, and CompileError with parsed diagnostics.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import {
+  type CachedCompile, cacheKey, defaultCacheDir, diskGet, diskGetAsync, diskSet, memoryGet, memorySet,
+} from './cache.js';
+import { Device } from './device.js';
+import { CompileError, type Diagnostic } from './errors.js';
+import { getNative, type CompileOutput, type CompileSpec } from './native.js';
+import { checkBoolean, checkObject, checkOptions, checkPositiveInt, checkString, rangeError, typeError } from './validate.js';
+
+export type CompileTarget = 'ptx' | 'cubin';
+export type CppStandard = 'c++03' | 'c++11' | 'c++14' | 'c++17' | 'c++20';
+
+export interface CompileOptions {
+  /** 'cubin' (default): machine code for one architecture; 'ptx': portable assembly the driver JIT-compiles. */
+  target?: CompileTarget;
+  /** 'sm_90', 'sm_90a', 'compute_90' ... Default: the current device's arch (without a device: NVRTC's default, PTX only). */
+  arch?: string;
+  /** C++ dialect, e.g. 'c++17'. Default: NVRTC's (c++17 for NVRTC 11+). */
+  std?: CppStandard;
+  /** Preprocessor macros: { N: 256, USE_FAST: true } or ['N=256', 'USE_FAST']. */
+  defines?: Record<string, string | number | boolean> | readonly string[];
+  /** Directories searched by #include "..." after the in-memory headers. */
+  includePaths?: readonly string[];
+  /** --use_fast_math: fast approximate math, flush denormals to zero. Default false. */
+  fastMath?: boolean;
+  /** --generate-line-info: source lines in profiles (ncu, compute-sanitizer). Default false. */
+  lineInfo?: boolean;
+  /** --device-debug: device debug information (-G); much slower code. Default false. */
+  debug?: boolean;
+  /** --maxrregcount: cap registers per thread. */
+  maxRegisters?: number;
+  /** Extra NVRTC flags, passed last and verbatim. */
+  extraFlags?: readonly string[];
+  /** Template instantiations to compile and name: ['scale<float>'] → objectCode.loweredNames['scale<float>']. */
+  nameExpressions?: readonly string[];
+  /** Compile cache: true (default: memory + disk), false, or { memory, disk, dir }. Also CUDAKIT_CACHE=0. */
+  cache?: boolean | { memory?: boolean; disk?: boolean; dir?: string };
+  /** Add the CUDA toolkit's include directory (cuda_fp16.h ...) when one matching NVRTC is found. Default true. */
+  cudaIncludes?: boolean;
+}
+
+export interface ProgramOptions {
+  /** File name used in diagnostics. Default 'program.cu'. */
+  name?: string;
+  /** Headers from memory: { 'common.h': '...' }, found by #include "common.h". */
+  headers?: Readonly<Record<string, string>>;
+}
+
+const COMPILE_OPTION_KEYS = [
+  'target', 'arch', 'std', 'defines', 'includePaths', 'fastMath', 'lineInfo', 'debug', 'maxRegisters', 'extraFlags',
+  'nameExpressions', 'cache', 'cudaIncludes',
+] as const;
+
+/** The result of a compile: PTX text bytes or a CUBIN, with the log (warnings) and lowered template names. */
+export class ObjectCode {
+  readonly target: CompileTarget;
+  readonly arch: string | undefined;
+  readonly bytes: Uint8Array;
+  /** NVRTC's log, kept on success so warnings are visible. */
+  readonly log: string;
+  /** Name expression → mangled name, for module.getKernel('scale<float>'). */
+  readonly loweredNames: Readonly<Record<string, string>>;
+  readonly nvrtcVersion: string;
+  /** Where this came from when it was not compiled now. */
+  readonly cached: 'memory' | 'disk' | undefined;
+
+  /** @internal */
+  constructor(entry: CachedCompile, cached: 'memory' | 'disk' | undefined) {
+    this.target = entry.target;
+    this.arch = entry.arch;
+    this.bytes = entry.bytes;
+    this.log = entry.log;
+    this.loweredNames = Object.freeze({ ...entry.loweredNames });
+    this.nvrtcVersion = entry.nvrtcVersion;
+    this.cached = cached;
+  }
+
+  /** The PTX as text (target 'ptx' only). */
+  get ptx(): string {
+    if (this.target !== 'ptx') throw new TypeError("objectCode.ptx needs target 'ptx'");
+    return Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength).toString('utf8');
+  }
+}
+
+/** NVRTC's version as 'major.minor'. Throws CudaError NVRTC_NOT_FOUND when there is none. */
+export function nvrtcVersion(): string {
+  const [major, minor] = getNative().nvrtcVersion();
+  return `${major}.${minor}`;
+}
+
+/** Architectures this NVRTC can target, e.g. [50, 52, ..., 90]. */
+export function supportedArchs(): number[] {
+  return getNative().nvrtcGetSupportedArchs();
+}
+
+const ARCH_RE = /^(sm|compute)_(\d{2,3})([af]?)$/;
+
+interface Resolved {
+  target: CompileTarget;
+  arch: string | undefined;
+  flags: string[];
+  nameExpressions: string[];
+  cache: { memory: boolean; disk: boolean; dir: string };
+}
+
+/**
+ * Maps typed options to NVRTC flags: the one place where flags are made. `arch` here is already resolved.
+ * Exported for tests and for tools that show the exact command line.
+ */
+export function compileFlags(options: CompileOptions, arch: string | undefined, cudaIncludeDir?: string): string[] {
+  const flags: string[] = [];
+  if (arch !== undefined) flags.push(`--gpu-architecture=${arch}`);
+  if (options.std !== undefined) flags.push(`--std=${options.std}`);
+  const defines = options.defines;
+  if (Array.isArray(defines)) {
+    for (const d of defines as readonly string[]) flags.push(`-D${d}`);
+  } else if (defines !== undefined) {
+    for (const [k, v] of Object.entries(defines)) {
+      if (v === false) continue;
+      flags.push(v === true ? `-D${k}` : `-D${k}=${String(v)}`);
+    }
+  }
+  for (const p of options.includePaths ?? []) flags.push(`--include-path=${p}`);
+  if (cudaIncludeDir !== undefined) flags.push(`--include-path=${cudaIncludeDir}`);
+  if (options.fastMath === true) flags.push('--use_fast_math');
+  if (options.lineInfo === true) flags.push('--generate-line-info');
+  if (options.debug === true) flags.push('--device-debug');
+  if (options.maxRegisters !== undefined) flags.push(`--maxrregcount=${options.maxRegisters}`);
+  flags.push(...(options.extraFlags ?? []));
+  return flags;
+}
+
+function checkCompileOptions(options: CompileOptions | undefined): CompileOptions {
+  const o = checkOptions('options', options, COMPILE_OPTION_KEYS) as CompileOptions;
+  if (o.target !== undefined && o.target !== 'ptx' && o.target !== 'cubin') {
+    throw typeError('options.target', "'cubin' or 'ptx'", o.target);
+  }
+  if (o.arch !== undefined && (typeof o.arch !== 'string' || !ARCH_RE.test(o.arch))) {
+    throw typeError('options.arch', "an architecture such as 'sm_90' or 'compute_90'", o.arch);
+  }
+  if (o.std !== undefined && !['c++03', 'c++11', 'c++14', 'c++17', 'c++20'].includes(o.std)) {
+    throw typeError('options.std', "'c++11', 'c++14', 'c++17' or 'c++20'", o.std);
+  }
+  if (o.defines !== undefined) {
+    if (Array.isArray(o.defines)) {
+      for (const d of o.defines as unknown[]) {
+        if (typeof d !== 'string' || !/^[A-Za-z_]\w*(=.*)?$/s.test(d)) throw typeError('options.defines[]', "'NAME' or 'NAME=value'", d);
+      }
+    } else {
+      for (const [k, v] of Object.entries(checkObject('options.defines', o.defines))) {
+        if (!/^[A-Za-z_]\w*$/.test(k)) throw typeError('options.defines key', 'a macro name', k);
+        if (!['string', 'number', 'boolean'].includes(typeof v)) throw typeError(`options.defines.${k}`, 'a string, number or boolean', v);
+      }
+    }
+  }
+  for (const [key, list] of [['includePaths', o.includePaths], ['extraFlags', o.extraFlags], ['nameExpressions', o.nameExpressions]] as const) {
+    if (list === undefined) continue;
+    if (!Array.isArray(list)) throw typeError(`options.${key}`, 'an array of strings', list);
+    for (const s of list as unknown[]) checkString(`options.${key}[]`, s);
+  }
+  for (const key of ['fastMath', 'lineInfo', 'debug', 'cudaIncludes'] as const) {
+    if (o[key] !== undefined) checkBoolean(`options.${key}`, o[key]);
+  }
+  if (o.maxRegisters !== undefined) checkPositiveInt('options.maxRegisters', o.maxRegisters, 255);
+  if (o.cache !== undefined && typeof o.cache !== 'boolean') checkOptions('options.cache', o.cache, ['memory', 'disk', 'dir'] as const);
+  return o;
+}
+
+let deviceArchMemo: string | null | undefined;
+/** The first device's arch, or undefined without a usable driver/device (never throws). */
+function deviceArch(): string | undefined {
+  if (deviceArchMemo === undefined) {
+    try {
+      const n = getNative();
+      deviceArchMemo = n.driverStatus().loaded && n.deviceGetCount() > 0 ? Device.get(0).arch : null;
+    } catch {
+      deviceArchMemo = null;
+    }
+  }
+  return deviceArchMemo ?? undefined;
+}
+
+let includeDirMemo: { dir: string | undefined; version: string } | undefined;
+/**
+ * A CUDA toolkit include directory whose version matches NVRTC's major version (cuda_fp16.h from another major
+ * release does not compile), searched in $CUDA_PATH, $CUDA_HOME, beside libnvrtc, /usr/local/cuda, /usr.
+ */
+export function findCudaIncludeDir(nvrtcMajor: number, nvrtcPath: string, env = process.env): string | undefined {
+  const roots = [env.CUDA_PATH, env.CUDA_HOME, nvrtcPath ? join(dirname(nvrtcPath), '..') : undefined, '/usr/local/cuda', '/usr'];
+  for (const root of roots) {
+    if (!root) continue;
+    const dir = join(root, 'include');
+    if (!existsSync(join(dir, 'cuda_fp16.h'))) continue;
+    try {
+      const m = /#define\s+CUDA_VERSION\s+(\d+)/.exec(readFileSync(join(dir, 'cuda.h'), 'utf8'));
+      if (m && Math.floor(Number(m[1]) / 1000) !== nvrtcMajor) continue;
+    } catch {
+      // no cuda.h: cannot tell the version; take it
+    }
+    return dir;
+  }
+  return undefined;
+}
+
+function cudaIncludeDir(): string | undefined {
+  if (includeDirMemo === undefined) {
+    const n = getNative();
+    const [major] = n.nvrtcVersion();
+    includeDirMemo = { dir: findCudaIncludeDir(major, n.nvrtcStatus().path), version: String(major) };
+  }
+  return includeDirMemo.dir;
+}
+
+function resolve(options: CompileOptions | undefined): Resolved {
+  const o = checkCompileOptions(options);
+  const target = o.target ?? 'cubin';
+  let arch = o.arch;
+  if (arch === undefined) {
+    arch = deviceArch();
+    if (arch !== undefined) {
+      const supported = supportedArchs();
+      const num = Number(ARCH_RE.exec(arch)?.[2]);
+      const max = Math.max(...supported);
+      if (supported.length > 0 && !supported.includes(num)) {
+        if (target === 'cubin') {
+          throw new RangeError(
+            `NVRTC ${nvrtcVersion()} cannot compile for this device's ${arch} (it supports up to sm_${max}). ` +
+              `Remedy: use a newer NVRTC (CUDAKIT_NVRTC_PATH), or compile { target: 'ptx', arch: 'compute_${max}' } ` +
+              'and let the driver JIT it.',
+          );
+        }
+        arch = `compute_${max}`;
+      }
+    } else if (target === 'cubin') {
+      throw new RangeError(
+        "target 'cubin' needs an architecture and no CUDA device was found to take it from. " +
+          "Remedy: pass { arch: 'sm_90' } (or the device you will run on), or use { target: 'ptx' }.",
+      );
+    }
+  }
+  if (target === 'cubin' && arch?.startsWith('compute_')) {
+    throw rangeError('options.arch', "a real architecture ('sm_XX') for target 'cubin'", arch);
+  }
+  const include = o.cudaIncludes === false ? undefined : cudaIncludeDir();
+  const envOff = process.env.CUDAKIT_CACHE === '0';
+  const c = o.cache;
+  const cache = {
+    memory: !envOff && c !== false && (typeof c !== 'object' || c.memory !== false),
+    disk: !envOff && c !== false && (typeof c !== 'object' || c.disk !== false),
+    dir: (typeof c === 'object' && c.dir) || defaultCacheDir(),
+  };
+  return { target, arch, flags: compileFlags(o, arch, include), nameExpressions: [...(o.nameExpressions ?? [])], cache };
+}
+
+const DIAG_RE = /^(.*?)\((\d+)\): (catastrophic error|error|warning|remark)(?: #[\w-]+)?: (.*)$/;
+
+/** Parses NVRTC's log into diagnostics; the column comes from the caret line NVRTC 12+ prints under the source. */
+export function parseDiagnostics(log: string, source?: string): Diagnostic[] {
+  const lines = log.split('\n');
+  const sourceLines = source?.split('\n');
+  const out: Diagnostic[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const m = DIAG_RE.exec(lines[i]!);
+    if (!m) continue;
+    const line = Number(m[2]);
+    let column: number | undefined;
+    const echoed = lines[i + 1];
+    const caret = lines[i + 2];
+    if (echoed !== undefined && caret !== undefined && /^\s*\^\s*$/.test(caret)) {
+      const text = sourceLines?.[line - 1];
+      const caretAt = caret.indexOf('^');
+      if (text !== undefined && text.length > 0 && echoed.endsWith(text)) {
+        column = caretAt - (echoed.length - text.length) + 1;
+      } else {
+        // NVRTC echoes the line with its own indentation: map the caret back to the source's
+        const lead = echoed.length - echoed.trimStart().length;
+        const sourceLead = text === undefined ? 0 : text.length - text.trimStart().length;
+        column = caretAt - lead + sourceLead + 1;
+      }
+      if (column < 1) column = undefined;
+    }
+    out.push({ file: m[1]!, line, column, severity: m[3] as Diagnostic['severity'], message: m[4]! });
+  }
+  return out;
+}
+
+/** CUDA C++ source to compile at run time. */
+export class Program {
+  readonly source: string;
+  readonly name: string;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(source: string, options?: ProgramOptions) {
+    checkString('source', source);
+    const o = checkOptions('options', options, ['name', 'headers'] as const);
+    this.source = source;
+    this.name = o.name === undefined ? 'program.cu' : checkString('options.name', o.name);
+    const headers: Record<string, string> = {};
+    if (o.headers !== undefined) {
+      for (const [k, v] of Object.entries(checkObject('options.headers', o.headers))) headers[k] = checkString(`options.headers['${k}']`, v);
+    }
+    this.headers = Object.freeze(headers);
+  }
+
+  /** Compiles (or takes from the cache) and returns the object code. Throws CompileError on errors. */
+  compile(options?: CompileOptions): ObjectCode {
+    const r = resolve(options);
+    const { key, spec } = this.prepare(r);
+    const hit = this.lookup(r, key);
+    if (hit !== undefined) return hit;
+    return this.finish(r, key, spec, getNative().compileProgram(spec));
+  }
+
+  /** Same as compile(), with NVRTC running on a libuv pool thread: the event loop stays free. */
+  async compileAsync(options?: CompileOptions): Promise<ObjectCode> {
+    const r = resolve(options);
+    const { key, spec } = this.prepare(r);
+    const inMemory = r.cache.memory ? memoryGet(key) : undefined;
+    if (inMemory !== undefined) return new ObjectCode(inMemory, 'memory');
+    if (r.cache.disk) {
+      const onDisk = await diskGetAsync(r.cache.dir, key);
+      if (onDisk !== undefined) {
+        if (r.cache.memory) memorySet(key, onDisk);
+        return new ObjectCode(onDisk, 'disk');
+      }
+    }
+    return this.finish(r, key, spec, await getNative().compileProgramAsync(spec));
+  }
+
+  private prepare(r: Resolved): { key: string; spec: CompileSpec } {
+    const n = getNative();
+    const [major, minor] = n.nvrtcVersion();
+    const headerNames = Object.keys(this.headers).sort();
+    const spec: CompileSpec = {
+      source: this.source,
+      name: this.name,
+      target: r.target,
+      headerNames,
+      headerSources: headerNames.map((h) => this.headers[h]!),
+      options: r.flags,
+      nameExpressions: r.nameExpressions,
+    };
+    const key = cacheKey([spec, r.arch, `${major}.${minor}`, n.nvrtcStatus().path]);
+    return { key, spec };
+  }
+
+  private lookup(r: Resolved, key: string): ObjectCode | undefined {
+    const inMemory = r.cache.memory ? memoryGet(key) : undefined;
+    if (inMemory !== undefined) return new ObjectCode(inMemory, 'memory');
+    if (!r.cache.disk) return undefined;
+    const onDisk = diskGet(r.cache.dir, key);
+    if (onDisk === undefined) return undefined;
+    if (r.cache.memory) memorySet(key, onDisk);
+    return new ObjectCode(onDisk, 'disk');
+  }
+
+  private finish(r: Resolved, key: string, spec: CompileSpec, out: CompileOutput): ObjectCode {
+    if (out.result !== 0 || out.code === undefined) {
+      throw new CompileError({
+        code: out.resultName || `NVRTC_ERROR_${out.result}`,
+        api: out.failedCall || 'nvrtcCompileProgram',
+        result: out.result,
+        log: out.log,
+        options: spec.options,
+        diagnostics: parseDiagnostics(out.log, this.source),
+        name: this.name,
+      });
+    }
+    const loweredNames: Record<string, string> = {};
+    spec.nameExpressions.forEach((e, i) => {
+      const lowered = out.loweredNames?.[i];
+      if (lowered) loweredNames[e] = lowered;
+    });
+    const entry: CachedCompile = {
+      target: r.target,
+      arch: r.arch,
+      bytes: new Uint8Array(out.code.buffer, out.code.byteOffset, out.code.byteLength),
+      log: out.log,
+      loweredNames,
+      nvrtcVersion: nvrtcVersion(),
+    };
+    if (r.cache.memory) memorySet(key, entry);
+    if (r.cache.disk) diskSet(r.cache.dir, key, entry);
+    return new ObjectCode(entry, undefined);
+  }
+}

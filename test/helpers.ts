@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+// Tier gates: GPU tests skip with a visible reason where there is no GPU, and fail instead when
+// CUDAKIT_REQUIRE_GPU=1 (the GPU host). NVRTC tests likewise with CUDAKIT_REQUIRE_NVRTC=1 (CI).
+import { describe, it } from 'vitest';
+import { probe } from '../lib/index.js';
+
+export const machine = probe();
+
+function gate(ok: boolean, required: boolean, what: string, reason: string | undefined) {
+  return (name: string, body: () => void): void => {
+    if (ok) describe(name, body);
+    else if (required) {
+      describe(name, () => {
+        it(`needs ${what}`, () => {
+          throw new Error(`${what} is required here but unavailable: ${reason ?? 'unknown reason'}`);
+        });
+      });
+    } else describe.skip(`${name} [skipped: no ${what}: ${(reason ?? '').split('\n')[0]}]`, body);
+  };
+}
+
+export const describeGpu = gate(machine.ok, process.env.CUDAKIT_REQUIRE_GPU === '1', 'GPU', machine.reason);
+export const describeNvrtc = gate(
+  machine.nvrtcVersion !== undefined,
+  process.env.CUDAKIT_REQUIRE_NVRTC === '1' || process.env.CUDAKIT_REQUIRE_GPU === '1',
+  'NVRTC',
+  machine.reason,
+);
+
+export const VECTOR_ADD = `
+extern "C" __global__ void vector_add(const float* a, const float* b, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a[i] + b[i];
+}
+`;

@@ -1,0 +1,140 @@
+// Real NVRTC, no GPU: runs in CI (CUDAKIT_REQUIRE_NVRTC=1 there).
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { CompileError, Program, clearMemoryCache, nvrtcVersion, supportedArchs } from '../../lib/index.js';
+import { describeNvrtc } from '../helpers.js';
+
+const SAXPY = `
+extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}`;
+const arch = 'sm_80'; // every NVRTC from 11.1 on knows it; no device needed
+const noCache = { cache: false } as const;
+
+describeNvrtc('NVRTC compile', () => {
+  it('reports its version and architectures', () => {
+    expect(nvrtcVersion()).toMatch(/^\d+\.\d+$/);
+    expect(supportedArchs()).toContain(80);
+  });
+
+  it('compiles to PTX and to CUBIN', () => {
+    const p = new Program(SAXPY, { name: 'saxpy.cu' });
+    const ptx = p.compile({ target: 'ptx', arch, ...noCache });
+    expect(ptx.target).toBe('ptx');
+    expect(ptx.ptx).toContain('.entry saxpy');
+    expect(ptx.ptx).toContain('.target sm_80');
+    const cubin = p.compile({ arch, ...noCache });
+    expect(cubin.target).toBe('cubin');
+    expect(Buffer.from(cubin.bytes.subarray(0, 4)).toString('latin1')).toBe('\x7fELF');
+    expect(cubin.arch).toBe('sm_80');
+  });
+
+  it('applies defines and reports warnings on success', () => {
+    const src = `extern "C" __global__ void k(int* o) { int unused = 1; o[0] = VALUE; }`;
+    const code = new Program(src).compile({ target: 'ptx', arch, defines: { VALUE: 42 }, ...noCache });
+    expect(code.ptx).toMatch(/mov\.u32\s+%r\d+, 42;|st\.global\.u32\s+\[%rd\d+\], 42;/);
+    expect(code.log).toMatch(/warning.*unused/);
+  });
+
+  it('names template instantiations through name expressions', () => {
+    const src = 'template <typename T> __global__ void scale(T* x, T a) { x[threadIdx.x] *= a; }';
+    const code = new Program(src).compile({ target: 'ptx', arch, nameExpressions: ['scale<float>', 'scale<double>'], ...noCache });
+    expect(code.loweredNames['scale<float>']).toBe('_Z5scaleIfEvPT_S0_');
+    expect(code.loweredNames['scale<double>']).toBe('_Z5scaleIdEvPT_S0_');
+    expect(code.ptx).toContain('.entry _Z5scaleIdEvPT_S0_');
+  });
+
+  it('includes headers given from memory', () => {
+    const p = new Program('#include "consts.h"\nextern "C" __global__ void k(int* o) { o[0] = MAGIC; }', {
+      headers: { 'consts.h': '#define MAGIC 1234567\n' },
+    });
+    expect(p.compile({ target: 'ptx', arch, ...noCache }).ptx).toContain('1234567');
+  });
+
+  it('throws CompileError with parsed diagnostics and the exact options', () => {
+    const src = 'extern "C" __global__ void k(int* o) {\n  o[0] = undefined_name;\n}\n';
+    let err: unknown;
+    try {
+      new Program(src, { name: 'bad.cu' }).compile({ target: 'ptx', arch, ...noCache });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(CompileError);
+    const e = err as CompileError;
+    expect(e.code).toBe('NVRTC_ERROR_COMPILATION');
+    expect(e.options).toEqual(['--gpu-architecture=sm_80']);
+    expect(e.diagnostics[0]).toMatchObject({ file: 'bad.cu', line: 2, severity: 'error' });
+    expect(e.diagnostics[0]!.message).toContain('undefined_name');
+    expect(e.message).toContain('bad.cu:2');
+  });
+
+  it('reports an invalid option as CompileError, the process survives', () => {
+    expect(() => new Program(SAXPY).compile({ target: 'ptx', arch, extraFlags: ['--no-such-flag'], ...noCache })).toThrow(
+      expect.objectContaining({ name: 'CompileError', code: 'NVRTC_ERROR_INVALID_OPTION' }) as Error,
+    );
+  });
+
+  it('validates options before NVRTC is called', () => {
+    const p = new Program(SAXPY);
+    expect(() => p.compile({ target: 'sass' as never })).toThrow(TypeError);
+    expect(() => p.compile({ arch: 'sm90' })).toThrow(/architecture such as 'sm_90'/);
+    expect(() => p.compile({ maxRegisters: 0 })).toThrow(RangeError);
+    expect(() => p.compile({ target: 'cubin', arch: 'compute_80' })).toThrow(/real architecture/);
+    expect(() => p.compile({ defines: { 'bad name': 1 } })).toThrow(TypeError);
+    expect(() => new Program(42 as never)).toThrow(TypeError);
+  });
+
+  it('compileAsync gives the same result without blocking the event loop', async () => {
+    const p = new Program(SAXPY + '\n// async');
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const code = await p.compileAsync({ target: 'ptx', arch, ...noCache });
+    clearInterval(timer);
+    expect(code.ptx).toContain('.entry saxpy');
+    expect(ticks).toBeGreaterThan(0);
+    await expect(new Program('garbage here').compileAsync({ target: 'ptx', arch, ...noCache })).rejects.toBeInstanceOf(CompileError);
+  });
+});
+
+describeNvrtc('compile cache', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cudakit-ccache-'));
+  const cache = { dir };
+
+  it('hits in memory, then on disk, and invalidates on any input change', () => {
+    const src = SAXPY + '\n// cache test';
+    const first = new Program(src).compile({ target: 'ptx', arch, cache });
+    expect(first.cached).toBeUndefined();
+    const again = new Program(src).compile({ target: 'ptx', arch, cache });
+    expect(again.cached).toBe('memory');
+    expect(again.bytes).toEqual(first.bytes);
+    clearMemoryCache();
+    const fromDisk = new Program(src).compile({ target: 'ptx', arch, cache });
+    expect(fromDisk.cached).toBe('disk');
+    expect(fromDisk.ptx).toBe(first.ptx);
+    expect(new Program(src).compile({ target: 'ptx', arch, cache, defines: ['X'] }).cached).toBeUndefined();
+    expect(new Program(src).compile({ target: 'ptx', arch: 'sm_86', cache }).cached).toBeUndefined();
+    expect(new Program(src, { headers: { 'a.h': '1' } }).compile({ target: 'ptx', arch, cache }).cached).toBeUndefined();
+    expect(new Program(src, { headers: { 'a.h': '2' } }).compile({ target: 'ptx', arch, cache }).cached).toBeUndefined();
+  });
+
+  it('recompiles over a corrupt or truncated entry, never fails', () => {
+    const src = SAXPY + '\n// corrupt test';
+    new Program(src).compile({ target: 'ptx', arch, cache });
+    clearMemoryCache();
+    for (const sub of readdirSync(dir)) {
+      for (const f of readdirSync(join(dir, sub))) {
+        const path = join(dir, sub, f);
+        const b = readFileSync(path);
+        writeFileSync(path, b.subarray(0, Math.floor(b.length / 2)));
+      }
+    }
+    const again = new Program(src).compile({ target: 'ptx', arch, cache });
+    expect(again.cached).toBeUndefined();
+    expect(again.ptx).toContain('.entry saxpy');
+    clearMemoryCache();
+    expect(new Program(src).compile({ target: 'ptx', arch, cache }).cached).toBe('disk'); // rewritten
+  });
+});

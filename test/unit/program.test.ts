@@ -1,0 +1,59 @@
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { compileFlags, parseDiagnostics } from '../../lib/program.js';
+import { findCudaIncludeDir } from '../../lib/program.js';
+
+describe('compileFlags (options → NVRTC flags, one function)', () => {
+  it('maps every typed option to its flag, extra flags last', () => {
+    const flags = compileFlags(
+      {
+        std: 'c++17', defines: { N: 256, FAST: true, OFF: false, NAME: 'x' }, includePaths: ['/inc'], fastMath: true,
+        lineInfo: true, debug: true, maxRegisters: 64, extraFlags: ['--extra-device-vectorization'],
+      },
+      'sm_90',
+      '/cuda/include',
+    );
+    expect(flags).toEqual([
+      '--gpu-architecture=sm_90', '--std=c++17', '-DN=256', '-DFAST', '-DNAME=x', '--include-path=/inc',
+      '--include-path=/cuda/include', '--use_fast_math', '--generate-line-info', '--device-debug', '--maxrregcount=64',
+      '--extra-device-vectorization',
+    ]);
+  });
+
+  it('passes nothing for undefined options and accepts defines as strings', () => {
+    expect(compileFlags({}, undefined)).toEqual([]);
+    expect(compileFlags({ defines: ['A=1', 'B'] }, 'compute_80')).toEqual(['--gpu-architecture=compute_80', '-DA=1', '-DB']);
+  });
+});
+
+describe('parseDiagnostics', () => {
+  it('parses NVRTC 11 style lines (no column)', () => {
+    const log = 'k.cu(3): error: expected an expression\nk.cu(5): warning #177-D: variable "x" was declared but never referenced\n\n1 error detected in the compilation of "k.cu".\n';
+    expect(parseDiagnostics(log)).toEqual([
+      { file: 'k.cu', line: 3, column: undefined, severity: 'error', message: 'expected an expression' },
+      { file: 'k.cu', line: 5, column: undefined, severity: 'warning', message: 'variable "x" was declared but never referenced' },
+    ]);
+  });
+
+  it('takes the column from the caret line NVRTC 12+ prints', () => {
+    const source = 'int a;\n    int x = ;\n';
+    const log = 'p.cu(2): error: expected an expression\n      int x = ;\n              ^\n';
+    const [d] = parseDiagnostics(log, source);
+    expect(d).toMatchObject({ line: 2, column: 13, severity: 'error' });
+    expect(source.split('\n')[1]![12]).toBe(';');
+  });
+});
+
+describe('findCudaIncludeDir', () => {
+  it('takes a toolkit include dir only when its CUDA major matches NVRTC', () => {
+    const root = mkdtempSync(join(tmpdir(), 'cudakit-inc-'));
+    mkdirSync(join(root, 'include'));
+    writeFileSync(join(root, 'include', 'cuda_fp16.h'), '// stub');
+    writeFileSync(join(root, 'include', 'cuda.h'), '#define CUDA_VERSION 12080\n');
+    const env = { CUDA_PATH: root };
+    expect(findCudaIncludeDir(12, '', env)).toBe(join(root, 'include'));
+    expect(findCudaIncludeDir(11, '', env)).not.toBe(join(root, 'include'));
+  });
+});
