@@ -83,6 +83,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitStream(env, exports);
   InitEvent(env, exports);
   InitGraph(env, exports);
+  InitStaging(env, exports);
   Export(env, exports, "stats", Stats);
   return exports;
 }

@@ -144,6 +144,7 @@ void InitKernel(Napi::Env env, Napi::Object exports);
 void InitStream(Napi::Env env, Napi::Object exports);
 void InitEvent(Napi::Env env, Napi::Object exports);
 void InitGraph(Napi::Env env, Napi::Object exports);
+void InitStaging(Napi::Env env, Napi::Object exports);
 
 // Teardown pieces, called from the env cleanup hook in addon.cc.
 void ReleaseKernelSlots(Addon& addon);

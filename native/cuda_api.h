@@ -115,6 +115,7 @@ struct CUlaunchConfig {
   X(cuCtxGetCurrent, "cuCtxGetCurrent", 4000, CUresult(CUcontext * pctx))                                        \
   X(cuCtxSetCurrent, "cuCtxSetCurrent", 4000, CUresult(CUcontext ctx))                                           \
   X(cuCtxSynchronize, "cuCtxSynchronize", 2000, CUresult())                                                      \
+  X(cuCtxGetDevice, "cuCtxGetDevice", 2000, CUresult(CUdevice * device))                                          \
   X(cuCtxSetLimit, "cuCtxSetLimit", 3010, CUresult(int limit, size_t value))                                    \
   X(cuCtxGetLimit, "cuCtxGetLimit", 3010, CUresult(size_t * value, int limit))                                  \
   X(cuCtxResetPersistingL2Cache, "cuCtxResetPersistingL2Cache", 11000, CUresult())                               \

@@ -1,0 +1,83 @@
+import { Worker } from 'node:worker_threads';
+import { expect, it } from 'vitest';
+import { Device, probe } from '../../lib/index.js';
+import { describeGpu } from '../helpers.js';
+
+describeGpu('Device', () => {
+  it('counts and returns the same object per ordinal', () => {
+    expect(Device.count()).toBeGreaterThan(0);
+    expect(Device.get(0)).toBe(Device.get(0));
+    expect(Device.all().length).toBe(Device.count());
+    expect(() => Device.get(Device.count())).toThrow(RangeError);
+    expect(() => Device.get(-1)).toThrow(RangeError);
+  });
+
+  it('reports properties consistent with each other', () => {
+    const d = Device.get(0);
+    expect(d.name).toMatch(/NVIDIA|H100|H200/);
+    expect(d.uuid).toMatch(/^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(d.pciBusId).toMatch(/^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d$/);
+    const { major, minor } = d.computeCapability;
+    expect(d.arch).toBe(`sm_${major}${minor}`);
+    expect(major).toBeGreaterThanOrEqual(7);
+    expect(d.multiprocessorCount).toBeGreaterThan(10);
+    expect(d.totalMemoryBytes).toBeGreaterThan(8 * 2 ** 30);
+    expect(d.l2CacheBytes).toBeGreaterThan(2 ** 20);
+    expect(d.maxThreadsPerBlock).toBe(1024);
+    expect(d.maxSharedMemoryPerBlockBytes).toBe(48 * 1024);
+    expect(d.warpSize).toBe(32);
+    expect(d.clockRateKHz).toBeGreaterThan(500_000);
+    expect(d.attribute('MAX_BLOCK_DIM_X')).toBe(1024);
+    expect(d.attribute('MAX_GRID_DIM_X')).toBe(2 ** 31 - 1);
+    expect(() => d.attribute('NOT_AN_ATTRIBUTE' as never)).toThrow(RangeError);
+  });
+
+  it('reports memory info and synchronizes', async () => {
+    const d = Device.get(0);
+    const m = d.memoryInfo();
+    expect(m.totalBytes).toBe(d.totalMemoryBytes);
+    expect(m.freeBytes).toBeGreaterThan(0);
+    expect(m.freeBytes).toBeLessThanOrEqual(m.totalBytes);
+    d.synchronize();
+    await d.synchronizeAsync();
+  });
+
+  it('probe() sees the driver, NVRTC and the devices', () => {
+    const p = probe();
+    expect(p).toMatchObject({ ok: true, deviceCount: Device.count(), reason: undefined });
+    expect(p.driverVersion).toMatch(/^1[2-9]\.\d+$/);
+    expect(p.nvrtcVersion).toMatch(/^\d+\.\d+$/);
+  });
+
+  it('works from worker_threads, each with its own context binding and cleanup', async () => {
+    const code = `
+      const { parentPort } = require('node:worker_threads');
+      import('${new URL('../../lib/index.ts', import.meta.url).href}').then(({ Device, Program }) => {
+        const d = Device.get(0);
+        const buf = d.allocArray(Float32Array, 1024);
+        buf.copyFromHost(new Float32Array(1024).fill(3));
+        const host = buf.copyToHost();
+        parentPort.postMessage({ name: d.name, sum: host.reduce((a, b) => a + b, 0) });
+        // buf is deliberately not disposed: the worker's env cleanup must release it
+      }).catch((e) => parentPort.postMessage({ error: String(e && e.stack || e) }));
+    `;
+    const results = await Promise.all(
+      [0, 1].map(
+        () =>
+          new Promise<{ name?: string; sum?: number; error?: string }>((resolve, reject) => {
+            const w = new Worker(code, { eval: true, execArgv: ['--import', 'tsx'] });
+            w.once('message', (m) => {
+              resolve(m as { name: string; sum: number });
+              void w.terminate();
+            });
+            w.once('error', reject);
+          }),
+      ),
+    );
+    for (const r of results) {
+      expect(r.error).toBeUndefined();
+      expect(r.sum).toBe(3 * 1024);
+      expect(r.name).toBe(Device.get(0).name);
+    }
+  });
+});

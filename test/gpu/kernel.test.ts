@@ -1,0 +1,140 @@
+import { expect, it } from 'vitest';
+import { Device, type Kernel, Program, native } from '../../lib/index.js';
+import { VECTOR_ADD, describeGpu } from '../helpers.js';
+
+const SCALARS = `
+struct Pair { char tag; double value; short small; };
+extern "C" __global__ void scalars(double* out, signed char a, unsigned char b, short c, unsigned short d, int e,
+                                   unsigned int f, long long g, unsigned long long h, float i, double j, bool k,
+                                   __half l, __nv_bfloat16 m, Pair p) {
+  out[0] = a; out[1] = b; out[2] = c; out[3] = d; out[4] = e; out[5] = f; out[6] = (double)g; out[7] = (double)h;
+  out[8] = i; out[9] = j; out[10] = k ? 1 : 0; out[11] = __half2float(l); out[12] = __bfloat162float(m);
+  out[13] = p.tag; out[14] = p.value; out[15] = p.small;
+}`;
+
+describeGpu('Kernel', () => {
+  const d = () => Device.get(0);
+
+  it('launches vector_add and computes the right answer', () => {
+    const m = d().loadModule(new Program(VECTOR_ADD).compile());
+    const k = m.getKernel('vector_add', ['ptr', 'ptr', 'ptr', 'i32']);
+    const n = 100_003;
+    const a = Float32Array.from({ length: n }, (_, i) => Math.sin(i));
+    const b = Float32Array.from({ length: n }, (_, i) => Math.cos(i));
+    using da = d().allocArray(Float32Array, n).copyFromHost(a);
+    using db = d().allocArray(Float32Array, n).copyFromHost(b);
+    using out = d().allocArray(Float32Array, n);
+    out.fill(Number.NaN);
+    k.launch({ grid: Math.ceil(n / 256), block: 256 }, da, db, out, n);
+    const r = out.copyToHost();
+    for (let i = 0; i < n; i += 997) expect(r[i]).toBe(Math.fround(a[i]! + b[i]!));
+    expect(Number.isNaN(r[n - 1]!)).toBe(false);
+    m.dispose();
+  });
+
+  it('passes every scalar type and structs by value exactly', () => {
+    const src = '#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n' + SCALARS;
+    const m = d().loadModule(new Program(src).compile());
+    const k = m.getKernel('scalars', [
+      'ptr', 'i8', 'u8', 'i16', 'u16', 'i32', 'u32', 'i64', 'u64', 'f32', 'f64', 'bool', 'f16', 'bf16',
+      { struct: ['i8', 'f64', 'i16'] },
+    ]);
+    using out = d().allocArray(Float64Array, 16);
+    k.launch({ grid: 1, block: 1 }, out, -5, 250, -30000, 60000, -2e9, 4e9, -(2n ** 40n), 2n ** 52n, 1.5, Math.PI, true, 0.5, 3, [7, 2.25, -9]);
+    expect([...out.copyToHost()]).toEqual([-5, 250, -30000, 60000, -2e9, 4e9, -(2 ** 40), 2 ** 52, 1.5, Math.PI, 1, 0.5, 3, 7, 2.25, -9]);
+    m.dispose();
+  });
+
+  it('checks the signature against the compiled kernel where the driver can (cuFuncGetParamInfo)', () => {
+    const m = d().loadModule(new Program(VECTOR_ADD).compile());
+    const hasParamInfo = native().funcGetParamInfo(d().ctx, m.getKernel('vector_add', ['ptr', 'ptr', 'ptr', 'i32']).handle) !== null;
+    expect(hasParamInfo).toBe(true); // CUDA 13 driver on the GPU host
+    expect(() => m.getKernel('vector_add', ['ptr', 'ptr', 'ptr'])).toThrow(
+      new TypeError("Kernel 'vector_add' takes 4 parameters but the signature lists 3: [ptr, ptr, ptr]"),
+    );
+    expect(() => m.getKernel('vector_add', ['ptr', 'ptr', 'ptr', 'f64'])).toThrow(
+      new TypeError("Parameter 3 of kernel 'vector_add' is 4 bytes but the signature says f64 (8 bytes)"),
+    );
+    m.dispose();
+  });
+
+  it('rejects bad launches before the driver sees them; the process survives', () => {
+    const m = d().loadModule(new Program(VECTOR_ADD).compile());
+    const k = m.getKernel('vector_add', ['ptr', 'ptr', 'ptr', 'i32']) as Kernel;
+    using x = d().alloc(1024);
+    const launch = k.launch.bind(k) as (...a: unknown[]) => void;
+    expect(() => launch({ grid: 1, block: 2048 }, x, x, x, 1)).toThrow(/block.x but received 2048/);
+    expect(() => launch({ grid: 1, block: [32, 32, 2] }, x, x, x, 1)).toThrow(/at most 1024 threads/);
+    expect(() => launch({ grid: 0, block: 1 }, x, x, x, 1)).toThrow(RangeError);
+    expect(() => launch({ grid: 1, block: 1 }, x, x, x)).toThrow(/takes 4 arguments \[ptr, ptr, ptr, i32\] but received 3/);
+    expect(() => launch({ grid: 1, block: 1 }, x, x, x, 1.5)).toThrow(/argument 3 \(i32\) of kernel 'vector_add'/);
+    expect(() => launch({ grid: 1, block: 1 }, x, x, 12, 1)).toThrow(/a DeviceBuffer or a bigint/);
+    expect(() => launch({ grid: 1, block: 1, sharedMemBytes: 1 << 20 }, x, x, x, 1)).toThrow(/sharedMemBytes/);
+    expect(() => launch({ grid: 1, block: 1, strem: 1 }, x, x, x)).toThrow(/Unknown launch option 'strem'/);
+    const gone = d().alloc(16);
+    gone.dispose();
+    expect(() => launch({ grid: 1, block: 1 }, gone, x, x, 1)).toThrow(/disposed/);
+    k.launch({ grid: 1, block: 1 }, x, x, x, 0); // still usable
+    d().synchronize();
+    m.dispose();
+  });
+
+  it('reports attributes, occupancy and a suggested block size; raises the dynamic shared memory limit', () => {
+    const src = 'extern "C" __global__ void smem(float* o) { extern __shared__ float s[]; s[threadIdx.x] = threadIdx.x; __syncthreads(); o[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x]; }';
+    const m = d().loadModule(new Program(src).compile());
+    const k = m.getKernel('smem', ['ptr']);
+    const a = k.attributes;
+    expect(a.numRegs).toBeGreaterThan(0);
+    expect(a.maxThreadsPerBlock).toBe(1024);
+    expect(a.binaryVersion).toBe(Number(d().arch.slice(3)));
+    expect(a.localSizeBytes).toBe(0);
+    expect(k.maxActiveBlocksPerMultiprocessor(256, 1024)).toBeGreaterThan(0);
+    const s = k.suggestedBlockSize();
+    expect(s.blockSize).toBeGreaterThanOrEqual(32);
+    expect(s.minGridSize).toBeGreaterThan(0);
+    using o = d().allocArray(Float32Array, 256);
+    const big = 100 * 1024;
+    expect(() => k.launch({ grid: 1, block: 256, sharedMemBytes: big }, o)).toThrow(RangeError);
+    k.setMaxDynamicSharedMemory(big);
+    k.launch({ grid: 1, block: 256, sharedMemBytes: big }, o);
+    expect(o.copyToHost()[0]).toBe(255);
+    m.dispose();
+  });
+
+  it('supports cooperative launches and thread block clusters', () => {
+    const src = `
+      #include <cooperative_groups.h>
+      namespace cg = cooperative_groups;
+      extern "C" __global__ void coop(int* x) {
+        cg::grid_group g = cg::this_grid();
+        if (g.thread_rank() == 0) x[0] = 41;
+        g.sync();
+        if (g.thread_rank() == g.size() - 1) x[1] = x[0] + 1;
+      }
+      extern "C" __global__ void __cluster_dims__(2, 1, 1) clustered(int* x) {
+        cg::cluster_group c = cg::this_cluster();
+        x[blockIdx.x] = c.block_rank();
+      }
+      extern "C" __global__ void plain(int* x) { x[blockIdx.x] = (int)cg::this_cluster().num_blocks(); }`;
+    const m = d().loadModule(new Program(src).compile());
+    using x = d().allocArray(Int32Array, 8);
+    m.getKernel('coop', ['ptr']).launch({ grid: 4, block: 64, cooperative: true }, x);
+    expect([...x.copyToHost()].slice(0, 2)).toEqual([41, 42]);
+    m.getKernel('plain', ['ptr']).launch({ grid: 8, block: 32, clusterDim: [4, 1, 1] }, x);
+    expect([...x.copyToHost()]).toEqual([4, 4, 4, 4, 4, 4, 4, 4]);
+    m.getKernel('clustered', ['ptr']).launch({ grid: 4, block: 32 }, x);
+    expect([...x.copyToHost()].slice(0, 4)).toEqual([0, 1, 0, 1]);
+    m.dispose();
+  });
+
+  it('launching does not allocate per call (native slots stay constant)', () => {
+    const m = d().loadModule(new Program('extern "C" __global__ void empty() {}').compile());
+    const k = m.getKernel('empty', []);
+    const slots = native().stats().kernelSlots;
+    for (let i = 0; i < 10_000; i++) k.launch({ grid: 1, block: 1 });
+    d().synchronize();
+    expect(native().stats().kernelSlots).toBe(slots);
+    m.dispose();
+    expect(native().stats().kernelSlots).toBe(slots - 1);
+  });
+});

@@ -1,0 +1,157 @@
+import { expect, it } from 'vitest';
+import { CudaError, Device, DeviceBuffer, freeHost, isPinned, native } from '../../lib/index.js';
+import { describeGpu } from '../helpers.js';
+
+describeGpu('memory', () => {
+  const d = () => Device.get(0);
+
+  it('round-trips bytes and typed arrays, with offsets', () => {
+    using buf = d().alloc(64);
+    expect(buf.byteLength).toBe(64);
+    expect(typeof buf.ptr).toBe('bigint');
+    buf.copyFromHost(new Uint8Array(64).map((_, i) => i));
+    buf.copyFromHost(new Uint8Array([200, 201]), { offset: 10 });
+    const back = buf.copyToHost();
+    expect(back).toBeInstanceOf(Uint8Array);
+    expect([...back.subarray(8, 14)]).toEqual([8, 9, 200, 201, 12, 13]);
+    using arr = d().allocArray(Float64Array, 8);
+    arr.copyFromHost(new Float64Array([1, 2, 3, 4, 5, 6, 7, 8]));
+    const tail = arr.copyToHost(new Float64Array(3), { offset: 5 });
+    expect([...tail]).toEqual([6, 7, 8]);
+    expect(arr.copyToHost()).toBeInstanceOf(Float64Array);
+  });
+
+  it('subarray views share memory and count elements', () => {
+    using arr = d().allocArray(Int32Array, 100);
+    arr.copyFromHost(Int32Array.from({ length: 100 }, (_, i) => i));
+    const view = arr.subarray(10, 20);
+    expect(view.length).toBe(10);
+    expect(view.ptr).toBe(arr.ptr + 40n);
+    expect([...view.copyToHost()]).toEqual([10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+    view.fill(-1);
+    expect(arr.copyToHost()[15]).toBe(-1);
+    expect(arr.copyToHost()[20]).toBe(20);
+    expect(arr.subarray(-5).length).toBe(5);
+  });
+
+  it('copies device to device and fills with 8/16/32-bit patterns and typed values', () => {
+    using a = d().allocArray(Float32Array, 1000);
+    using b = d().allocArray(Float32Array, 1000);
+    a.fill(2.5);
+    b.copyFrom(a);
+    expect(b.copyToHost().every((v) => v === 2.5)).toBe(true);
+    using raw = d().alloc(8);
+    raw.fill(0xabcd, { elementBytes: 2 });
+    expect([...raw.copyToHost()]).toEqual([0xcd, 0xab, 0xcd, 0xab, 0xcd, 0xab, 0xcd, 0xab]);
+    using big = d().allocArray(BigInt64Array, 4);
+    big.fill(0n);
+    expect([...big.copyToHost()]).toEqual([0n, 0n, 0n, 0n]);
+    expect(() => big.fill(1n)).toThrow(/halves are equal/);
+    expect(() => a.fill('1' as never)).toThrow(TypeError);
+  });
+
+  it('checks ranges before the driver is called', () => {
+    using buf = d().alloc(16);
+    expect(() => buf.copyFromHost(new Uint8Array(17))).toThrow(RangeError);
+    expect(() => buf.copyFromHost(new Uint8Array(8), { offset: 9 })).toThrow(RangeError);
+    expect(() => buf.copyToHost(new Uint8Array(4), { offset: 13 })).toThrow(RangeError);
+    expect(() => buf.copyFromHost([1, 2] as never)).toThrow(TypeError);
+    expect(() => d().alloc(-1)).toThrow(RangeError);
+    expect(() => d().alloc(1.5)).toThrow(RangeError);
+    expect(() => buf.copyFromHost(new Uint8Array(4), { ofset: 1 } as never)).toThrow(/Unknown option/);
+  });
+
+  it('use after dispose is a clear error, never a crash; dispose is idempotent', () => {
+    const buf = d().alloc(16);
+    const view = buf.subarray(4);
+    buf.dispose();
+    buf.dispose();
+    expect(buf.disposed).toBe(true);
+    expect(() => buf.ptr).toThrow(/has been disposed/);
+    expect(() => view.copyToHost()).toThrow(/has been disposed/);
+    expect(() => buf.copyFromHost(new Uint8Array(1))).toThrow(expect.objectContaining({ code: 'ERR_DISPOSED' }) as Error);
+  });
+
+  it('out of memory is a CudaError and leaks nothing', () => {
+    const before = native().stats();
+    let err: unknown;
+    try {
+      d().alloc(d().totalMemoryBytes * 4);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(CudaError);
+    expect((err as CudaError).code).toBe('CUDA_ERROR_OUT_OF_MEMORY');
+    expect(native().stats().deviceAllocations).toBe(before.deviceAllocations);
+    using ok = d().alloc(1024); // the context is still fine
+    ok.fill(1);
+    expect(ok.copyToHost()[1023]).toBe(1);
+  });
+
+  it('wraps foreign pointers without owning them', () => {
+    using owner = d().allocArray(Uint32Array, 4);
+    owner.copyFromHost(new Uint32Array([1, 2, 3, 4]));
+    const alias = DeviceBuffer.fromPointer(owner.ptr + 4n, 8, d());
+    expect([...new Uint32Array(alias.copyToHost().buffer)]).toEqual([2, 3]);
+    alias.dispose(); // must not free
+    expect([...owner.copyToHost()]).toEqual([1, 2, 3, 4]);
+    expect(() => DeviceBuffer.fromPointer(0n, 4, d())).toThrow(RangeError);
+  });
+
+  it('pinned host memory: allocHost, freeHost detaches, registerHost pins existing memory', () => {
+    const h = d().allocHost(Float32Array, 1 << 16);
+    expect(h).toBeInstanceOf(Float32Array);
+    expect(isPinned(h)).toBe(true);
+    h.fill(7);
+    using buf = d().allocArray(Float32Array, 1 << 16);
+    buf.copyFromHost(h);
+    const back = d().allocHost(Float32Array, 1 << 16);
+    buf.copyToHost(back);
+    expect(back[12345]).toBe(7);
+    freeHost(h);
+    expect(h.length).toBe(0); // detached: no view can reach freed memory
+    freeHost(back);
+    const ab = new ArrayBuffer(1 << 20);
+    const reg = d().registerHost(ab);
+    expect(isPinned(ab)).toBe(true);
+    new Float32Array(ab).fill(1.5);
+    using dev = d().allocArray(Float32Array, (1 << 20) / 4);
+    dev.copyFromHost(new Float32Array(ab));
+    expect(dev.copyToHost()[100]).toBe(1.5);
+    reg.unregister();
+    reg.unregister();
+    expect(isPinned(ab)).toBe(false);
+  });
+
+  it('stages large pageable copies and keeps them exact', () => {
+    const n = (40 << 20) / 4 + 123; // not a multiple of the chunk size
+    const src = new Float32Array(n);
+    for (let i = 0; i < n; i++) src[i] = i * 0.5;
+    using dev = d().allocArray(Float32Array, n);
+    dev.copyFromHost(src);
+    const out = dev.copyToHost();
+    let mismatches = 0;
+    for (let i = 0; i < n; i++) if (out[i] !== src[i]) mismatches++;
+    expect(mismatches).toBe(0);
+    const stream = d().createStream({ nonBlocking: true });
+    dev.fill(3, { stream });
+    dev.copyToHost(out, { stream }); // staged copy is ordered after the fill on that stream
+    expect(out[n - 1]).toBe(3);
+    stream.dispose();
+  });
+
+  it('reports device memory as external memory and frees garbage-collected buffers', async () => {
+    const gc = (globalThis as { gc?: () => void }).gc;
+    expect(gc).toBeTypeOf('function');
+    const before = native().stats().deviceAllocations;
+    (() => {
+      for (let i = 0; i < 50; i++) d().alloc(1 << 20);
+    })();
+    expect(native().stats().deviceAllocations).toBe(before + 50);
+    for (let i = 0; i < 10 && native().stats().deviceAllocations > before; i++) {
+      gc!();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(native().stats().deviceAllocations).toBe(before);
+  });
+});
