@@ -67,9 +67,12 @@ export class ObjectCode {
   readonly nvrtcVersion: string;
   /** Where this came from when it was not compiled now. */
   readonly cached: 'memory' | 'disk' | undefined;
+  /** The exact NVRTC flags this code was (or would have been) compiled with. */
+  readonly options: readonly string[];
 
   /** @internal */
-  constructor(entry: CachedCompile, cached: 'memory' | 'disk' | undefined) {
+  constructor(entry: CachedCompile, cached: 'memory' | 'disk' | undefined, options: readonly string[]) {
+    this.options = Object.freeze([...options]);
     this.target = entry.target;
     this.arch = entry.arch;
     this.bytes = entry.bytes;
@@ -111,7 +114,7 @@ interface Resolved {
  * Maps typed options to NVRTC flags: the one place where flags are made. `arch` here is already resolved.
  * Exported for tests and for tools that show the exact command line.
  */
-export function compileFlags(options: CompileOptions, arch: string | undefined, cudaIncludeDir?: string): string[] {
+export function compileFlags(options: CompileOptions, arch: string | undefined, cudaIncludeDirs: readonly string[] = []): string[] {
   const flags: string[] = [];
   if (arch !== undefined) flags.push(`--gpu-architecture=${arch}`);
   if (options.std !== undefined) flags.push(`--std=${options.std}`);
@@ -125,7 +128,7 @@ export function compileFlags(options: CompileOptions, arch: string | undefined, 
     }
   }
   for (const p of options.includePaths ?? []) flags.push(`--include-path=${p}`);
-  if (cudaIncludeDir !== undefined) flags.push(`--include-path=${cudaIncludeDir}`);
+  for (const dir of cudaIncludeDirs) flags.push(`--include-path=${dir}`);
   if (options.fastMath === true) flags.push('--use_fast_math');
   if (options.lineInfo === true) flags.push('--generate-line-info');
   if (options.debug === true) flags.push('--device-debug');
@@ -184,7 +187,7 @@ function deviceArch(): string | undefined {
   return deviceArchMemo ?? undefined;
 }
 
-let includeDirMemo: { dir: string | undefined; version: string } | undefined;
+let includeDirsMemo: string[] | undefined;
 /**
  * A CUDA toolkit include directory whose version matches NVRTC's major version (cuda_fp16.h from another major
  * release does not compile), searched in $CUDA_PATH, $CUDA_HOME, beside libnvrtc, /usr/local/cuda, /usr.
@@ -206,13 +209,15 @@ export function findCudaIncludeDir(nvrtcMajor: number, nvrtcPath: string, env = 
   return undefined;
 }
 
-function cudaIncludeDir(): string | undefined {
-  if (includeDirMemo === undefined) {
+/** The toolkit include directory and, where present, its CCCL directory (cooperative_groups needs cuda/std). */
+function cudaIncludeDirs(): string[] {
+  if (includeDirsMemo === undefined) {
     const n = getNative();
     const [major] = n.nvrtcVersion();
-    includeDirMemo = { dir: findCudaIncludeDir(major, n.nvrtcStatus().path), version: String(major) };
+    const dir = findCudaIncludeDir(major, n.nvrtcStatus().path);
+    includeDirsMemo = dir === undefined ? [] : [dir, join(dir, 'cccl')].filter((d) => existsSync(d));
   }
-  return includeDirMemo.dir;
+  return includeDirsMemo;
 }
 
 function resolve(options: CompileOptions | undefined): Resolved {
@@ -245,7 +250,7 @@ function resolve(options: CompileOptions | undefined): Resolved {
   if (target === 'cubin' && arch?.startsWith('compute_')) {
     throw rangeError('options.arch', "a real architecture ('sm_XX') for target 'cubin'", arch);
   }
-  const include = o.cudaIncludes === false ? undefined : cudaIncludeDir();
+  const include = o.cudaIncludes === false ? [] : cudaIncludeDirs();
   const envOff = process.env.CUDAKIT_CACHE === '0';
   const c = o.cache;
   const cache = {
@@ -320,12 +325,12 @@ export class Program {
     const r = resolve(options);
     const { key, spec } = this.prepare(r);
     const inMemory = r.cache.memory ? memoryGet(key) : undefined;
-    if (inMemory !== undefined) return new ObjectCode(inMemory, 'memory');
+    if (inMemory !== undefined) return new ObjectCode(inMemory, 'memory', r.flags);
     if (r.cache.disk) {
       const onDisk = await diskGetAsync(r.cache.dir, key);
       if (onDisk !== undefined) {
         if (r.cache.memory) memorySet(key, onDisk);
-        return new ObjectCode(onDisk, 'disk');
+        return new ObjectCode(onDisk, 'disk', r.flags);
       }
     }
     return this.finish(r, key, spec, await getNative().compileProgramAsync(spec));
@@ -350,12 +355,12 @@ export class Program {
 
   private lookup(r: Resolved, key: string): ObjectCode | undefined {
     const inMemory = r.cache.memory ? memoryGet(key) : undefined;
-    if (inMemory !== undefined) return new ObjectCode(inMemory, 'memory');
+    if (inMemory !== undefined) return new ObjectCode(inMemory, 'memory', r.flags);
     if (!r.cache.disk) return undefined;
     const onDisk = diskGet(r.cache.dir, key);
     if (onDisk === undefined) return undefined;
     if (r.cache.memory) memorySet(key, onDisk);
-    return new ObjectCode(onDisk, 'disk');
+    return new ObjectCode(onDisk, 'disk', r.flags);
   }
 
   private finish(r: Resolved, key: string, spec: CompileSpec, out: CompileOutput): ObjectCode {
@@ -385,6 +390,6 @@ export class Program {
     };
     if (r.cache.memory) memorySet(key, entry);
     if (r.cache.disk) diskSet(r.cache.dir, key, entry);
-    return new ObjectCode(entry, undefined);
+    return new ObjectCode(entry, undefined, r.flags);
   }
 }

@@ -52,7 +52,8 @@ describeGpu('Device', () => {
   it('works from worker_threads, each with its own context binding and cleanup', async () => {
     const code = `
       const { parentPort } = require('node:worker_threads');
-      import('${new URL('../../lib/index.ts', import.meta.url).href}').then(({ Device, Program }) => {
+      // the compiled package (npm run build:ts): worker threads do not inherit the TypeScript loader
+      import('${new URL('../../dist/index.js', import.meta.url).href}').then(({ Device }) => {
         const d = Device.get(0);
         const buf = d.allocArray(Float32Array, 1024);
         buf.copyFromHost(new Float32Array(1024).fill(3));
@@ -65,7 +66,7 @@ describeGpu('Device', () => {
       [0, 1].map(
         () =>
           new Promise<{ name?: string; sum?: number; error?: string }>((resolve, reject) => {
-            const w = new Worker(code, { eval: true, execArgv: ['--import', 'tsx'] });
+            const w = new Worker(code, { eval: true });
             w.once('message', (m) => {
               resolve(m as { name: string; sum: number });
               void w.terminate();

@@ -13,11 +13,11 @@ describe('compileFlags (options → NVRTC flags, one function)', () => {
         lineInfo: true, debug: true, maxRegisters: 64, extraFlags: ['--extra-device-vectorization'],
       },
       'sm_90',
-      '/cuda/include',
+      ['/cuda/include', '/cuda/include/cccl'],
     );
     expect(flags).toEqual([
       '--gpu-architecture=sm_90', '--std=c++17', '-DN=256', '-DFAST', '-DNAME=x', '--include-path=/inc',
-      '--include-path=/cuda/include', '--use_fast_math', '--generate-line-info', '--device-debug', '--maxrregcount=64',
+      '--include-path=/cuda/include', '--include-path=/cuda/include/cccl', '--use_fast_math', '--generate-line-info', '--device-debug', '--maxrregcount=64',
       '--extra-device-vectorization',
     ]);
   });

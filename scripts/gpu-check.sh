@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Everything one GPU-host session checks, in one call (the GPU host has no Node: run it through the bundle):
+#   bash .gpuhost/enter.sh bash scripts/gpu-check.sh [tests] [sanitizer] [bench]
+# Logs go to $OUT (the device tool's output folder) or ./gpu-out.
+set -uo pipefail
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+steps=${*:-tests sanitizer bench}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$out/smi.txt" 2>&1
+cat "$out/smi.txt"
+
+summary() {
+  node -e '
+    const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    console.log(`${process.argv[2]}: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${(r.numPendingTests ?? 0) + (r.numTodoTests ?? 0)} skipped`);
+    for (const f of r.testResults) for (const t of f.assertionResults) if (t.status === "failed") console.log("  FAILED:", t.fullName, "\n   ", (t.failureMessages[0] ?? "").split("\n").slice(0, 6).join("\n    "));
+  ' "$1" "$2"
+}
+
+if [[ " $steps " == *" tests "* ]]; then
+  CUDAKIT_REQUIRE_GPU=1 timeout 400 npx vitest run --reporter=json --outputFile.json="$out/vitest.json" > "$out/tests.log" 2>&1
+  summary "$out/vitest.json" "all tiers, CUDAKIT_REQUIRE_GPU=1"
+fi
+if [[ " $steps " == *" sanitizer "* ]]; then
+  CUDAKIT_REQUIRE_GPU=1 CUDAKIT_UNDER_SANITIZER=1 timeout 500 compute-sanitizer --tool memcheck --target-processes all \
+    --print-limit 20 npx vitest run --project gpu --reporter=json --outputFile.json="$out/sanitizer.json" > "$out/sanitizer.log" 2>&1
+  summary "$out/sanitizer.json" "gpu tier under compute-sanitizer memcheck"
+  grep -E "ERROR SUMMARY" "$out/sanitizer.log" | sort | uniq -c
+fi
+if [[ " $steps " == *" bench "* ]]; then
+  timeout 300 npx tsx bench/run.ts --write --json 2>&1 | tee "$out/bench.log" | grep -v '^{'
+  cp bench/RESULTS.md "$out/" 2>/dev/null
+fi
