@@ -5,7 +5,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Device, Event, Program, clearMemoryCache, nvrtcVersion, probe } from '../lib/index.js';
+import { Device, Event, Program, clearMemoryCache, native, nvrtcVersion, probe } from '../lib/index.js';
 
 const here = new URL('.', import.meta.url).pathname;
 const root = join(here, '..');
@@ -36,6 +36,7 @@ interface Baseline {
   h2dPageableGBs: number;
   d2hPageableGBs: number;
   compileColdMs: number;
+  ctxGetCurrentNs: number;
 }
 
 function buildBaseline(): string {
@@ -57,6 +58,10 @@ async function main(): Promise<void> {
   }
   const device = Device.get(0);
   const arch = device.arch;
+
+  const exe = buildBaseline();
+  const program0 = new Program(COMPILE_SOURCE, { name: 'bench.cu' }).compile({ arch, cache: false });
+  const before = JSON.parse(execFileSync(exe, [...program0.options], { encoding: 'utf8' })) as Baseline;
 
   // --- NVRTC ---
   const program = new Program(COMPILE_SOURCE, { name: 'bench.cu' });
@@ -166,9 +171,18 @@ async function main(): Promise<void> {
     copies.d2hPageable.push(gbs(t4 - t3));
   }
 
-  // --- the C baseline, same flags, same machine, same session ---
-  const exe = buildBaseline();
-  const base = JSON.parse(execFileSync(exe, [...code.options], { encoding: 'utf8' })) as Baseline;
+  // --- where launch time goes: one N-API call, measured here; cuCtxGetCurrent, measured by the baseline ---
+  const n = native();
+  for (let i = 0; i < 1e5; i++) n.nop();
+  const t0 = nowUs();
+  for (let i = 0; i < 1e6; i++) n.nop();
+  const napiCallNs = (nowUs() - t0) * 1e3 / 1e6;
+
+  // --- the C baseline, same flags, same machine, same session: once before and once after cudakit's runs ---
+  const baselines = [before, JSON.parse(execFileSync(exe, [...code.options], { encoding: 'utf8' })) as Baseline];
+  const base = Object.fromEntries(
+    Object.keys(before).map((k) => [k, (baselines[0]![k as keyof Baseline] + baselines[1]![k as keyof Baseline]) / 2]),
+  ) as unknown as Baseline;
 
   type Row = [metric: string, unit: string, baseline: number, ours: number, target: string, pass: boolean, ratio: number];
   const rows: Row[] = [];
@@ -203,10 +217,17 @@ async function main(): Promise<void> {
   const context =
     `${new Date().toISOString().slice(0, 10)}, ${device.name} (${arch}), driver CUDA ${p.driverVersion}, ` +
     `NVRTC ${nvrtcVersion()}, Node ${process.version}`;
-  console.log(`\n${context}\n\n${table}\n`);
+  const notes =
+    `Baseline figures are the mean of two runs of the C program, one before and one after cudakit's. ` +
+    `Launch cost breakdown on this machine: one N-API call ${napiCallNs.toFixed(0)} ns, cuCtxGetCurrent ` +
+    `${base.ctxGetCurrentNs.toFixed(0)} ns (cudakit checks the current context before each call).`;
+  console.log(`\n${context}\n\n${table}\n\n${notes}\n`);
   if (process.argv.includes('--json')) console.log(JSON.stringify({ context, base, rows }));
   if (process.argv.includes('--write')) {
-    writeFileSync(join(here, 'RESULTS.md'), `# Core benchmark\n\n${context}. Medians; ratios are cudakit over the C baseline of the same run.\n\n${table}\n`);
+    writeFileSync(
+      join(here, 'RESULTS.md'),
+      `# Core benchmark\n\n${context}. Medians; ratios are cudakit over the C baseline of the same run.\n\n${table}\n\n${notes}\n`,
+    );
   }
 }
 

@@ -300,6 +300,10 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
   readonly #writers: Writer[];
   readonly #offsets: number[];
   #slot: number;
+  #lastGrid: number | undefined;
+  #lastBlock: number | undefined;
+  #lastSmem = 0;
+  #lastStream = 0n;
   #maxThreads: number;
   #maxDynamicSmem: number;
   #attributes: KernelAttributes | undefined;
@@ -384,6 +388,7 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
     checkSize('bytes', bytes, max);
     this.#native.funcSetAttribute(this.#ctx, this.handle, FUNC_ATTR.maxDynamicSharedSizeBytes, bytes);
     this.#maxDynamicSmem = bytes;
+    this.#lastSmem = -1; // re-validate shared memory at the next launch
   }
 
   /** Blocks of `blockSize` threads that fit on one SM at once (occupancy). */
@@ -410,15 +415,24 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
     if (this.#slot < 0) throw disposedError(`Kernel '${this.name}'`);
     assertUsable('cuLaunchKernel');
     if (typeof config !== 'object' || config === null) throw typeError('config', 'a launch config { grid, block }', config);
-    const u32 = this.#u32;
-    const limits = this.device.limits;
-    readDim('grid', config.grid, limits.maxGridDim, u32, 0);
-    const threads = readDim('block', config.block, limits.maxBlockDim, u32, 3);
-    if (threads > this.#maxThreads) {
-      throw rangeError('block', `at most ${this.#maxThreads} threads for kernel '${this.name}'`, threads);
+    // Validation and header writes are skipped when grid, block, shared memory and stream repeat the previous
+    // launch's (numbers and handles compare by value, so this cannot miss a change).
+    const { grid, block } = config;
+    if (typeof grid !== 'number' || grid !== this.#lastGrid) {
+      this.#lastGrid = undefined;
+      readDim('grid', grid, this.device.limits.maxGridDim, this.#u32, 0);
+      if (typeof grid === 'number') this.#lastGrid = grid;
+    }
+    if (typeof block !== 'number' || block !== this.#lastBlock) {
+      this.#lastBlock = undefined;
+      const threads = readDim('block', block, this.device.limits.maxBlockDim, this.#u32, 3);
+      if (threads > this.#maxThreads) {
+        throw rangeError('block', `at most ${this.#maxThreads} threads for kernel '${this.name}'`, threads);
+      }
+      if (typeof block === 'number') this.#lastBlock = block;
     }
     const smem = config.sharedMemBytes ?? 0;
-    if (smem !== 0) {
+    if (smem !== this.#lastSmem) {
       if (typeof smem !== 'number' || !Number.isInteger(smem) || smem < 0 || smem > this.#maxDynamicSmem) {
         throw (typeof smem === 'number' ? rangeError : typeError)(
           'sharedMemBytes',
@@ -426,10 +440,15 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
           smem,
         );
       }
+      this.#u32[6] = smem;
+      this.#lastSmem = smem;
     }
-    u32[6] = smem;
     const stream = config.stream;
-    this.#u64[4] = stream === undefined ? 0n : stream.handle;
+    const handle = stream === undefined ? 0n : stream.handle; // throws for a disposed stream
+    if (handle !== this.#lastStream) {
+      this.#u64[4] = handle;
+      this.#lastStream = handle;
+    }
     const writers = this.#writers;
     if (args.length !== writers.length) {
       for (const key of Object.keys(config)) {

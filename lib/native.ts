@@ -68,6 +68,8 @@ export interface Native {
   getErrorName(result: number): string;
   getErrorString(result: number): string;
   stats(): NativeStats;
+  /** Does nothing: the cost of one N-API call, for benchmarks. */
+  nop(): void;
   // device.cc
   driverGetVersion(): number;
   deviceGetCount(): number;

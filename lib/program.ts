@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Run-time compilation with NVRTC: typed options mapped to flags in one function, in-memory headers, name
 // expressions for templates, a memory + disk cache, and CompileError with parsed diagnostics.
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import {
   type CachedCompile, cacheKey, defaultCacheDir, diskGet, diskGetAsync, diskSet, memoryGet, memorySet,
@@ -188,6 +188,17 @@ function deviceArch(): string | undefined {
 }
 
 let includeDirsMemo: string[] | undefined;
+/** The first `bytes` of a file: cuda.h is over 1 MB and CUDA_VERSION is defined near its top. */
+function readHead(path: string, bytes: number): string {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(bytes);
+    return buf.toString('latin1', 0, readSync(fd, buf, 0, bytes, 0));
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
  * A CUDA toolkit include directory whose version matches NVRTC's major version (cuda_fp16.h from another major
  * release does not compile), searched in $CUDA_PATH, $CUDA_HOME, beside libnvrtc, /usr/local/cuda, /usr.
@@ -199,7 +210,7 @@ export function findCudaIncludeDir(nvrtcMajor: number, nvrtcPath: string, env = 
     const dir = join(root, 'include');
     if (!existsSync(join(dir, 'cuda_fp16.h'))) continue;
     try {
-      const m = /#define\s+CUDA_VERSION\s+(\d+)/.exec(readFileSync(join(dir, 'cuda.h'), 'utf8'));
+      const m = /#define\s+CUDA_VERSION\s+(\d+)/.exec(readHead(join(dir, 'cuda.h'), 64 << 10));
       if (m && Math.floor(Number(m[1]) / 1000) !== nvrtcMajor) continue;
     } catch {
       // no cuda.h: cannot tell the version; take it

@@ -4,7 +4,8 @@
 // Promise waits (eventWaitAsync, streamSynchronizeAsync) do not park a libuv pool thread per wait: one waiter
 // thread per env polls every pending event with cuEventQuery and resolves the promises through one
 // thread-safe function. It polls tightly for the first 2 ms of a wait (completion is seen within a microsecond or
-// so), then every 200 us, so a long wait costs almost no CPU and at most 200 us of extra latency.
+// so), then every 200 us, so a long wait costs almost no CPU and at most 200 us of extra latency; after the last
+// wait it lingers 200 us before sleeping, so a loop of launch-and-await never pays a thread wake-up.
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -41,7 +42,16 @@ struct Waiter {
 
   void Loop() {
     std::vector<Pending*> active;
+    auto idleSince = Clock::now();
     for (;;) {
+      // Linger briefly before sleeping: back-to-back waits (launch, await, launch ...) then skip a thread wake-up.
+      while (active.empty() && Clock::now() - idleSince < std::chrono::microseconds(200)) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (stop || !incoming.empty()) break;
+        }
+        std::this_thread::yield();
+      }
       {
         std::unique_lock<std::mutex> lock(mu);
         if (active.empty()) cv.wait(lock, [&] { return stop || !incoming.empty(); });
@@ -66,7 +76,10 @@ struct Waiter {
           i++;
         }
       }
-      if (active.empty()) continue;
+      if (active.empty()) {
+        idleSince = Clock::now();
+        continue;
+      }
       if (Clock::now() - oldest < std::chrono::milliseconds(2)) {
         std::this_thread::yield();
       } else {

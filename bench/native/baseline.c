@@ -115,6 +115,13 @@ int main(int argc, const char** argv) {
     CK(cuStreamSynchronize(s));
   }
 
+  // what binding a context costs (cudakit checks the current context before each call)
+  enum { GETS = 1000000 };
+  double t_get = now_us();
+  CUcontext cur;
+  for (int i = 0; i < GETS; i++) CK(cuCtxGetCurrent(&cur));
+  double ctxGetCurrentNs = (now_us() - t_get) * 1e3 / GETS;
+
   // launch + synchronize round trip
   enum { TRIPS = 3000 };
   static double trip_us[TRIPS];
@@ -178,9 +185,9 @@ int main(int argc, const char** argv) {
 
   printf("{\"launchEnqueueUs\": %.4f, \"roundTripUs\": %.4f, \"graphPerKernelUs\": %.4f, "
          "\"h2dPinnedGBs\": %.3f, \"d2hPinnedGBs\": %.3f, \"h2dPageableGBs\": %.3f, \"d2hPageableGBs\": %.3f, "
-         "\"compileColdMs\": %.3f, \"cubinBytes\": %zu}\n",
+         "\"compileColdMs\": %.3f, \"cubinBytes\": %zu, \"ctxGetCurrentNs\": %.2f}\n",
          median(enqueue_us, BATCHES), median(trip_us, TRIPS), median(graph_us, GRAPH_SAMPLES),
          median(h2d_pinned, COPIES), median(d2h_pinned, COPIES), median(h2d_pageable, COPIES),
-         median(d2h_pageable, COPIES), median(compile_ms, COMPILES), cubin_size);
+         median(d2h_pageable, COPIES), median(compile_ms, COMPILES), cubin_size, ctxGetCurrentNs);
   return 0;
 }
