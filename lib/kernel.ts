@@ -2,6 +2,7 @@
 // Kernels: explicit signatures, argument packing into a buffer shared with native code, launch validation against
 // device and kernel limits, attributes and occupancy.
 import type { Device } from './device.js';
+import type { ParamInfo } from './image.js';
 import type { Module } from './module.js';
 import { assertUsable } from './errors.js';
 import { INTERNAL, checkInternal, disposedError } from './lifetime.js';
@@ -309,7 +310,7 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
   #attributes: KernelAttributes | undefined;
 
   /** @internal */
-  constructor(token: typeof INTERNAL, module: Module, fn: Handle, name: string, signature: S) {
+  constructor(token: typeof INTERNAL, module: Module, fn: Handle, name: string, signature: S, fromImage?: ParamInfo[]) {
     checkInternal(token, 'Kernel', 'module.getKernel(name, signature)');
     if (!Array.isArray(signature)) throw typeError('signature', "an array of parameter types such as ['ptr', 'f32', 'i32']", signature);
     const device = module.device;
@@ -321,9 +322,13 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
     this.#fn = fn;
     this.#ctx = device.ctx;
     const layouts = signature.map((p, i) => layoutOf(p, `argument ${i} (${formatParam(p)}) of kernel '${name}'`));
-    // The driver knows the compiled parameter list (CUDA >= 12.4): a signature that disagrees is caught here,
-    // before it can silently pass garbage (e.g. 'f32' for a double).
-    const info = this.#native.funcGetParamInfo(this.#ctx, fn);
+    // The compiled parameter list, from the driver (CUDA >= 12.4) or else from the image itself: a signature that
+    // disagrees is caught here, before it can silently pass garbage (e.g. 'f32' for a double). The image also tells
+    // how many parameters to ask the driver about, so it is never probed past the last one.
+    const info =
+      this.#native.funcGetParamInfo(this.#ctx, fn, fromImage?.length ?? -1) ??
+      fromImage?.map(({ offset, size }): [number, number] => [offset, size]) ??
+      null;
     let offsets: number[];
     if (info !== null) {
       if (info.length !== layouts.length) {

@@ -2,6 +2,7 @@
 // Loaded modules (PTX, CUBIN, fatbin): kernels by name or name expression, and __device__/__constant__ globals.
 import type { Device } from './device.js';
 import { CudaError, assertUsable } from './errors.js';
+import { imageParams } from './image.js';
 import { Kernel, type Signature } from './kernel.js';
 import { INTERNAL, checkInternal, disposedError, unwatch, watch } from './lifetime.js';
 import { DeviceBuffer, globalView } from './memory.js';
@@ -39,13 +40,18 @@ export class Module implements Disposable {
   /** The JIT's informational log (PTX only; empty for CUBIN). */
   readonly infoLog: string;
   readonly #loweredNames: Readonly<Record<string, string>>;
+  readonly #image: Uint8Array;
   readonly #kernels = new Set<Kernel>();
   readonly #globals: (() => void)[] = [];
   #handle: Handle | undefined;
 
   /** @internal */
-  constructor(token: typeof INTERNAL, device: Device, handle: Handle, infoLog: string, loweredNames: Readonly<Record<string, string>>) {
+  constructor(
+    token: typeof INTERNAL, device: Device, handle: Handle, infoLog: string, loweredNames: Readonly<Record<string, string>>,
+    image: Uint8Array,
+  ) {
     checkInternal(token, 'Module', 'device.loadModule()');
+    this.#image = image;
     this.device = device;
     this.#handle = handle;
     this.infoLog = infoLog;
@@ -84,7 +90,7 @@ export class Module implements Disposable {
       }
       throw e;
     }
-    const k = new Kernel(INTERNAL, this, fn, name, signature);
+    const k = new Kernel(INTERNAL, this, fn, name, signature, imageParams(this.#image, symbol));
     this.#kernels.add(k);
     return k;
   }
@@ -138,7 +144,7 @@ export function loadModule(device: Device, code: ObjectCode | Uint8Array | Array
   assertUsable('cuModuleLoadData');
   const n = getNative();
   const [handle, infoLog] = n.moduleLoadData(device.ctx, image, jit);
-  const m = new Module(INTERNAL, device, handle, infoLog, lowered);
+  const m = new Module(INTERNAL, device, handle, infoLog, lowered, image);
   watch(m, () => n.moduleUnload(handle));
   return m;
 }

@@ -119,7 +119,7 @@ export interface Native {
   moduleGetGlobal(ctx: Handle, module: Handle, name: string): [Handle, number];
   funcGetAttribute(ctx: Handle, fn: Handle, attribute: number): number;
   funcSetAttribute(ctx: Handle, fn: Handle, attribute: number, value: number): void;
-  funcGetParamInfo(ctx: Handle, fn: Handle): [number, number][] | null;
+  funcGetParamInfo(ctx: Handle, fn: Handle, count: number): [number, number][] | null;
   occupancyMaxActiveBlocksPerMultiprocessor(ctx: Handle, fn: Handle, blockSize: number, smemBytes: number): number;
   occupancyMaxPotentialBlockSize(ctx: Handle, fn: Handle, smemBytes: number, blockSizeLimit: number): [number, number];
   // kernel.cc

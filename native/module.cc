@@ -110,15 +110,17 @@ static Napi::Value FuncSetAttribute(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// cuFuncGetParamInfo(ctx, function) -> [offset, size][], or null where the driver lacks the call (CUDA < 12.4)
+// cuFuncGetParamInfo(ctx, function, count) -> [offset, size][] for parameters 0..count-1, or null where the driver
+// lacks the call (CUDA < 12.4). count < 0: probe until the driver says there are no more (an API error by design).
 static Napi::Value FuncGetParamInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   BindContext(env, ArgHandle<CUcontext>(info, 0, "ctx"));
   auto f = ArgHandle<CUfunction>(info, 1, "function");
+  int32_t count = ArgI32(info, 2, "count");
   auto* get = drv::cuFuncGetParamInfo.Get();
   if (get == nullptr) return env.Null();
   Napi::Array out = Napi::Array::New(env);
-  for (size_t i = 0;; i++) {
+  for (size_t i = 0; count < 0 || i < static_cast<size_t>(count); i++) {
     size_t offset = 0, size = 0;
     CUresult r = get(f, i, &offset, &size);
     if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter

@@ -5,7 +5,7 @@
 set -uo pipefail
 out=${OUT:-gpu-out}
 mkdir -p "$out"
-steps=${*:-tests sanitizer bench}
+steps=${*:-tests sanitizer bench examples}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$out/smi.txt" 2>&1
 cat "$out/smi.txt"
 
@@ -30,4 +30,8 @@ fi
 if [[ " $steps " == *" bench "* ]]; then
   timeout 300 npx tsx bench/run.ts --write --json 2>&1 | tee "$out/bench.log" | grep -v '^{'
   cp bench/RESULTS.md "$out/" 2>/dev/null
+fi
+if [[ " $steps " == *" examples "* ]]; then
+  for f in examples/*.ts; do echo "\$ npx tsx $f"; timeout 120 npx tsx "$f" 2>&1; done > "$out/examples.log"
+  cat "$out/examples.log"
 fi

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// What a module image says about a kernel's parameters, read without the driver: from a CUBIN's
+// .nv.info.<kernel> section (EIATTR_KPARAM_INFO records) or from a PTX .entry declaration.
+// getKernel uses it to know how many parameters to ask cuFuncGetParamInfo about, so it never probes past the
+// last one (a probe that fails is an API error under compute-sanitizer), and to check signatures on drivers
+// older than CUDA 12.4.
+
+export interface ParamInfo {
+  offset: number;
+  size: number;
+}
+
+const EIFMT_NVAL = 1;
+const EIFMT_BVAL = 2;
+const EIFMT_HVAL = 3;
+const EIFMT_SVAL = 4;
+const EIATTR_KPARAM_INFO = 0x17;
+
+function cstr(bytes: Uint8Array, at: number): string {
+  let end = at;
+  while (end < bytes.length && bytes[end] !== 0) end++;
+  return Buffer.from(bytes.buffer, bytes.byteOffset + at, end - at).toString('latin1');
+}
+
+/** Parameters of `symbol` from a 64-bit little-endian CUBIN; undefined when this is not one or lacks the kernel. */
+export function cubinParams(image: Uint8Array, symbol: string): ParamInfo[] | undefined {
+  if (image.length < 64 || image[0] !== 0x7f || image[1] !== 0x45 || image[2] !== 0x4c || image[3] !== 0x46) return undefined;
+  if (image[4] !== 2 || image[5] !== 1) return undefined; // ELFCLASS64, little-endian
+  const dv = new DataView(image.buffer, image.byteOffset, image.byteLength);
+  try {
+    const shoff = Number(dv.getBigUint64(0x28, true));
+    const shentsize = dv.getUint16(0x3a, true);
+    const shnum = dv.getUint16(0x3c, true);
+    const shstrndx = dv.getUint16(0x3e, true);
+    const section = (i: number): { name: number; offset: number; size: number } => {
+      const o = shoff + i * shentsize;
+      return { name: dv.getUint32(o, true), offset: Number(dv.getBigUint64(o + 24, true)), size: Number(dv.getBigUint64(o + 32, true)) };
+    };
+    const names = section(shstrndx).offset;
+    const wanted = `.nv.info.${symbol}`;
+    for (let i = 0; i < shnum; i++) {
+      const s = section(i);
+      if (cstr(image, names + s.name) !== wanted) continue;
+      const params: { ordinal: number; offset: number; size: number }[] = [];
+      for (let p = s.offset; p < s.offset + s.size; ) {
+        const format = image[p]!;
+        const attr = image[p + 1]!;
+        if (format === EIFMT_SVAL) {
+          const len = dv.getUint16(p + 2, true);
+          if (attr === EIATTR_KPARAM_INFO && len >= 12) {
+            const flags = dv.getUint32(p + 12, true);
+            params.push({ ordinal: dv.getUint16(p + 8, true), offset: dv.getUint16(p + 10, true), size: (flags >>> 18) & 0x3fff });
+          }
+          p += 4 + len;
+        } else if (format === EIFMT_HVAL || format === EIFMT_BVAL || format === EIFMT_NVAL) {
+          p += 4; // every record has a 4-byte header; these carry at most 2 bytes of value inside it
+        } else return undefined; // a format we do not know: do not guess
+      }
+      params.sort((a, b) => a.ordinal - b.ordinal);
+      if (params.some((q, k) => q.ordinal !== k)) return undefined;
+      return params.map(({ offset, size }) => ({ offset, size }));
+    }
+  } catch {
+    return undefined; // truncated or not what it claimed to be
+  }
+  return undefined;
+}
+
+const PTX_SIZES: Record<string, number> = { 8: 1, 16: 2, 32: 4, 64: 8 };
+
+/** Parameters of `symbol` from PTX text; undefined when the entry is not found. */
+export function ptxParams(ptx: string, symbol: string): ParamInfo[] | undefined {
+  const at = ptx.search(new RegExp(`\\.entry\\s+${symbol.replace(/[$.]/g, '\\$&')}\\s*\\(`));
+  if (at < 0) {
+    return new RegExp(`\\.entry\\s+${symbol.replace(/[$.]/g, '\\$&')}\\s*(\\{|$)`, 'm').test(ptx) ? [] : undefined;
+  }
+  const open = ptx.indexOf('(', at);
+  const close = ptx.indexOf(')', open);
+  if (close < 0) return undefined;
+  const list = ptx.slice(open + 1, close).trim();
+  if (list === '') return [];
+  const out: ParamInfo[] = [];
+  let offset = 0;
+  for (const decl of list.split(',')) {
+    const m = /\.param\s+(?:\.align\s+(\d+)\s+)?\.[usfb](8|16|32|64)\s+[\w$]+(?:\[(\d+)\])?/.exec(decl);
+    if (!m) return undefined;
+    const elem = PTX_SIZES[m[2]!]!;
+    const size = elem * (m[3] !== undefined ? Number(m[3]) : 1);
+    const align = m[1] !== undefined ? Number(m[1]) : elem;
+    offset = Math.ceil(offset / align) * align;
+    out.push({ offset, size });
+    offset += size;
+  }
+  return out;
+}
+
+/** Parameters from whichever form the image is in; undefined for fatbins and anything unrecognized. */
+export function imageParams(image: Uint8Array, symbol: string): ParamInfo[] | undefined {
+  const fromCubin = cubinParams(image, symbol);
+  if (fromCubin !== undefined) return fromCubin;
+  const head = Buffer.from(image.buffer, image.byteOffset, Math.min(image.byteLength, 4096)).toString('latin1');
+  if (!/\.version\s+\d/.test(head)) return undefined;
+  return ptxParams(Buffer.from(image.buffer, image.byteOffset, image.byteLength).toString('latin1'), symbol);
+}

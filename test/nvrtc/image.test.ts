@@ -1,0 +1,42 @@
+// Parameter layouts read from real NVRTC output (CUBIN and PTX), without a GPU.
+import { expect, it } from 'vitest';
+import { Program } from '../../lib/index.js';
+import { cubinParams, imageParams, ptxParams } from '../../lib/image.js';
+import { describeNvrtc } from '../helpers.js';
+
+const SRC = `
+struct Pair { char tag; double value; short small; };
+extern "C" __global__ void mixed(char a, double b, Pair p, short c) {}
+extern "C" __global__ void none() {}
+extern "C" __global__ void vector_add(const float* a, const float* b, float* out, int n) {}
+template <typename T> __global__ void scale(T* x, T a) {}
+template __global__ void scale<double>(double*, double);`;
+const expected = {
+  mixed: [{ offset: 0, size: 1 }, { offset: 8, size: 8 }, { offset: 16, size: 24 }, { offset: 40, size: 2 }],
+  none: [],
+  vector_add: [{ offset: 0, size: 8 }, { offset: 8, size: 8 }, { offset: 16, size: 8 }, { offset: 24, size: 4 }],
+  _Z5scaleIdEvPT_S0_: [{ offset: 0, size: 8 }, { offset: 8, size: 8 }],
+};
+
+describeNvrtc('kernel parameters from module images', () => {
+  const opts = { arch: 'sm_80', cache: false, cudaIncludes: false } as const;
+
+  it('reads them from a CUBIN (.nv.info KPARAM_INFO)', () => {
+    const cubin = new Program(SRC).compile(opts).bytes;
+    for (const [name, params] of Object.entries(expected)) expect(cubinParams(cubin, name), name).toEqual(params);
+    expect(cubinParams(cubin, 'missing')).toBeUndefined();
+    expect(imageParams(cubin, 'mixed')).toEqual(expected.mixed);
+  });
+
+  it('reads them from PTX', () => {
+    const ptx = new Program(SRC).compile({ ...opts, target: 'ptx' });
+    for (const [name, params] of Object.entries(expected)) expect(ptxParams(ptx.ptx, name), name).toEqual(params);
+    expect(imageParams(ptx.bytes, 'vector_add')).toEqual(expected.vector_add);
+    expect(ptxParams(ptx.ptx, 'missing')).toBeUndefined();
+  });
+
+  it('declines anything else', () => {
+    expect(imageParams(new Uint8Array([1, 2, 3]), 'k')).toBeUndefined();
+    expect(cubinParams(new Uint8Array(100).fill(0x7f), 'k')).toBeUndefined();
+  });
+});

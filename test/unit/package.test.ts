@@ -1,0 +1,37 @@
+// The package as users get it: `npm pack`, installed into an empty folder with install scripts disabled, loads its
+// prebuild and works from ESM and CommonJS. (The prebuild is this checkout's build, placed where prebuildify puts it.)
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = new URL('../..', import.meta.url).pathname;
+const npm = (args: string[], cwd: string): string =>
+  execFileSync('npm', args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false' } });
+
+describe('npm package', () => {
+  it.skipIf(!existsSync(join(root, 'dist/index.js')) || !existsSync(join(root, 'build/Release/cudakit.node')))(
+    'packs, installs without install scripts and imports (ESM and CJS)',
+    () => {
+      const stage = mkdtempSync(join(tmpdir(), 'cudakit-stage-'));
+      for (const f of ['package.json', 'README.md', 'binding.gyp', 'dist', 'native', 'docs']) {
+        if (existsSync(join(root, f))) cpSync(join(root, f), join(stage, f), { recursive: true });
+      }
+      mkdirSync(join(stage, 'prebuilds/linux-x64'), { recursive: true });
+      cpSync(join(root, 'build/Release/cudakit.node'), join(stage, 'prebuilds/linux-x64/cudakit.node'));
+      npm(['pack', '--ignore-scripts', '--pack-destination', stage], stage);
+      const tarball = readdirSync(stage).find((f) => f.endsWith('.tgz'))!;
+      const app = mkdtempSync(join(tmpdir(), 'cudakit-app-'));
+      writeFileSync(join(app, 'package.json'), '{ "name": "app", "version": "1.0.0", "private": true }');
+      npm(['install', '--ignore-scripts', '--no-package-lock', join(stage, tarball)], app);
+      expect(existsSync(join(app, 'node_modules/cudakit/build'))).toBe(false); // nothing was compiled
+      const esm = execFileSync(process.execPath, ['--input-type=module', '-e',
+        "import { probe, Program } from 'cudakit'; const p = probe(); console.log(typeof p.ok, typeof Program)"], { cwd: app, encoding: 'utf8' });
+      expect(esm.trim()).toBe('boolean function');
+      const cjs = execFileSync(process.execPath, ['-e', "const c = require('cudakit'); console.log(typeof c.Device, typeof c.native().stats)"], { cwd: app, encoding: 'utf8' });
+      expect(cjs.trim()).toBe('function function');
+    },
+    180_000,
+  );
+});
