@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // `npm run bench`: cudakit's core costs side by side with a C baseline (bench/native/baseline.c) built and run in
 // the same session on the same GPU. Speed is measured here, never in tests. `--write` records bench/RESULTS.md.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { type ChildProcessByStdio, execFileSync, spawn, spawnSync } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { Device, Event, Program, clearMemoryCache, native, nvrtcVersion, probe } from '../lib/index.js';
 
 const here = new URL('.', import.meta.url).pathname;
@@ -27,16 +29,28 @@ const median = (v: number[]): number => {
 };
 const nowUs = (): number => Number(process.hrtime.bigint()) / 1e3;
 
-interface Baseline {
-  launchEnqueueUs: number;
-  roundTripUs: number;
-  graphPerKernelUs: number;
-  h2dPinnedGBs: number;
-  d2hPinnedGBs: number;
-  h2dPageableGBs: number;
-  d2hPageableGBs: number;
-  compileColdMs: number;
-  ctxGetCurrentNs: number;
+type Sample = Record<string, number>;
+
+/** The C baseline as a child process answering one command per line (see bench/native/baseline.c). */
+class Baseline {
+  readonly #proc: ChildProcessByStdio<Writable, Readable, null>;
+  readonly #lines: AsyncIterator<string>;
+
+  constructor(exe: string, flags: readonly string[]) {
+    this.#proc = spawn(exe, [...flags], { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.#lines = createInterface({ input: this.#proc.stdout })[Symbol.asyncIterator]();
+  }
+
+  async ask(command: string): Promise<Sample> {
+    if (command !== '') this.#proc.stdin.write(`${command}\n`);
+    const { value, done } = await this.#lines.next();
+    if (done) throw new Error(`bench: the C baseline exited during '${command}'`);
+    return JSON.parse(value as string) as Sample;
+  }
+
+  close(): void {
+    this.#proc.stdin.end('quit\n');
+  }
 }
 
 function buildBaseline(): string {
@@ -58,20 +72,134 @@ async function main(): Promise<void> {
   }
   const device = Device.get(0);
   const arch = device.arch;
-
-  const exe = buildBaseline();
-  const program0 = new Program(COMPILE_SOURCE, { name: 'bench.cu' }).compile({ arch, cache: false });
-  const before = JSON.parse(execFileSync(exe, [...program0.options], { encoding: 'utf8' })) as Baseline;
-
-  // --- NVRTC ---
   const program = new Program(COMPILE_SOURCE, { name: 'bench.cu' });
-  const coldMs: number[] = [];
-  let code = program.compile({ arch, cache: false });
-  for (let i = 0; i < 8; i++) {
-    const t0 = nowUs();
-    code = program.compile({ arch, cache: false });
-    coldMs.push((nowUs() - t0) / 1e3);
+  const code = program.compile({ arch, cache: false });
+  const base = new Baseline(buildBaseline(), code.options);
+  await base.ask(''); // ready
+
+  using module = device.loadModule(code);
+  const empty = module.getKernel('empty', []);
+  using stream = device.createStream();
+  const cfg = { grid: 1, block: 1, stream };
+  for (let i = 0; i < 2000; i++) empty.launch(cfg);
+  stream.synchronize();
+
+  // The raw layer's launch, for the breakdown: a slot of our own for the same function, then native calls only.
+  const n = native();
+  const slotBuffer = new ArrayBuffer(72);
+  new Uint32Array(slotBuffer, 0, 6).set([1, 1, 1, 1, 1, 1]);
+  new BigUint64Array(slotBuffer, 0, 5)[4] = stream.handle;
+  const rawSlot = n.kernelSlotCreate(device.ctx, empty.handle, slotBuffer, []);
+
+  stream.beginCapture();
+  for (let i = 0; i < 100; i++) empty.launch(cfg);
+  using graph = stream.endCapture();
+  using exec = graph.instantiate();
+  for (let i = 0; i < 5; i++) exec.launch(stream);
+
+  const bytes = 256 << 20;
+  using dev = device.alloc(bytes);
+  const pinned = device.allocHost(Uint8Array, bytes).fill(1);
+  const pageable = new Uint8Array(bytes).fill(1);
+  const gbs = (us: number): number => bytes / (us * 1e3);
+
+  const enqueue = (launch: () => void): number => {
+    const per: number[] = [];
+    for (let b = 0; b < 10; b++) {
+      const t0 = nowUs();
+      for (let i = 0; i < 1000; i++) launch();
+      per.push((nowUs() - t0) / 1000);
+      stream.synchronize();
+    }
+    return median(per);
+  };
+  const ours: Record<string, () => Sample | Promise<Sample>> = {
+    compile: () => {
+      const ms: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const t0 = nowUs();
+        program.compile({ arch, cache: false });
+        ms.push((nowUs() - t0) / 1e3);
+      }
+      return { compileColdMs: median(ms) };
+    },
+    enqueue: () => ({ launchEnqueueUs: enqueue(() => empty.launch(cfg)), rawLaunchEnqueueUs: enqueue(() => n.launchKernel(rawSlot)) }),
+    trip: async () => {
+      const sync: number[] = [];
+      const asyncTrip: number[] = [];
+      for (let i = 0; i < 1000; i++) {
+        const t0 = nowUs();
+        empty.launch(cfg);
+        stream.synchronize();
+        sync.push(nowUs() - t0);
+      }
+      for (let i = 0; i < 1000; i++) {
+        const t0 = nowUs();
+        empty.launch(cfg);
+        await stream.synchronizeAsync();
+        asyncTrip.push(nowUs() - t0);
+      }
+      return { roundTripUs: median(sync), asyncRoundTripUs: median(asyncTrip) };
+    },
+    graph: () => {
+      const us: number[] = [];
+      for (let k = 0; k < 10; k++) {
+        const e0 = stream.record();
+        for (let r = 0; r < 20; r++) exec.launch(stream);
+        const e1 = stream.record();
+        us.push((Event.elapsedMs(e0, e1) * 1e3) / (20 * 100));
+        e0.dispose();
+        e1.dispose();
+      }
+      return { graphPerKernelUs: median(us) };
+    },
+    copy: () => {
+      const c = { h2dPinnedGBs: [] as number[], d2hPinnedGBs: [] as number[], h2dPageableGBs: [] as number[], d2hPageableGBs: [] as number[] };
+      for (let i = 0; i < 3; i++) {
+        const t0 = nowUs();
+        dev.copyFromHost(pinned);
+        const t1 = nowUs();
+        dev.copyToHost(pinned);
+        const t2 = nowUs();
+        dev.copyFromHost(pageable);
+        const t3 = nowUs();
+        dev.copyToHost(pageable);
+        const t4 = nowUs();
+        c.h2dPinnedGBs.push(gbs(t1 - t0));
+        c.d2hPinnedGBs.push(gbs(t2 - t1));
+        c.h2dPageableGBs.push(gbs(t3 - t2));
+        c.d2hPageableGBs.push(gbs(t4 - t3));
+      }
+      return Object.fromEntries(Object.entries(c).map(([k, v]) => [k, median(v)]));
+    },
+  };
+
+  // Interleaved rounds, alternating which side goes first (ABBA), so drift and clock state hit both alike.
+  const ROUNDS = 5;
+  const cSide: Record<string, number[]> = {};
+  const jsSide: Record<string, number[]> = {};
+  const collect = (into: Record<string, number[]>, s: Sample): void => {
+    for (const [k, v] of Object.entries(s)) (into[k] ??= []).push(v);
+  };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const metric of Object.keys(ours)) {
+      if (r % 2 === 0) {
+        collect(cSide, await base.ask(metric));
+        collect(jsSide, await ours[metric]!());
+      } else {
+        collect(jsSide, await ours[metric]!());
+        collect(cSide, await base.ask(metric));
+      }
+    }
+    collect(cSide, await base.ask('enqueue-procaddress'));
   }
+  collect(cSide, await base.ask('ctx'));
+  base.close();
+  n.kernelSlotDestroy(rawSlot);
+  const C = (k: string): number => median(cSide[k]!);
+  const JS = (k: string): number => median(jsSide[k]!);
+
+  // --- compile cache (cudakit only) ---
   const memoryUs: number[] = [];
   program.compile({ arch, cache: { disk: false } });
   for (let i = 0; i < 2000; i++) {
@@ -82,7 +210,6 @@ async function main(): Promise<void> {
   const cacheDir = mkdtempSync(join(tmpdir(), 'cudakit-bench-cache-'));
   clearMemoryCache(); // else the next call is a memory hit and never reaches the disk
   program.compile({ arch, cache: { dir: cacheDir } });
-  clearMemoryCache();
   const diskMs: number[] = [];
   const child = `
     import { Program, nvrtcVersion } from './lib/index.ts';
@@ -101,88 +228,12 @@ async function main(): Promise<void> {
     if (out.cached !== 'disk') throw new Error(`bench: expected a disk cache hit in the child, got ${r.stdout} ${r.stderr}`);
     diskMs.push(out.ms);
   }
-
-  // --- launches ---
-  using module = device.loadModule(code);
-  const empty = module.getKernel('empty', []);
-  using stream = device.createStream();
-  const cfg = { grid: 1, block: 1, stream };
-  for (let i = 0; i < 2000; i++) empty.launch(cfg);
-  stream.synchronize();
-  const enqueueUs: number[] = [];
-  for (let b = 0; b < 30; b++) {
+  const napiCallNs = (() => {
+    for (let i = 0; i < 1e5; i++) n.nop();
     const t0 = nowUs();
-    for (let i = 0; i < 1000; i++) empty.launch(cfg);
-    enqueueUs.push((nowUs() - t0) / 1000);
-    stream.synchronize();
-  }
-  const tripUs: number[] = [];
-  for (let i = 0; i < 3000; i++) {
-    const t0 = nowUs();
-    empty.launch(cfg);
-    stream.synchronize();
-    tripUs.push(nowUs() - t0);
-  }
-  const asyncUs: number[] = [];
-  for (let i = 0; i < 3000; i++) {
-    const t0 = nowUs();
-    empty.launch(cfg);
-    await stream.synchronizeAsync();
-    asyncUs.push(nowUs() - t0);
-  }
-
-  // --- graph replay ---
-  stream.beginCapture();
-  for (let i = 0; i < 100; i++) empty.launch(cfg);
-  using graph = stream.endCapture();
-  using exec = graph.instantiate();
-  for (let i = 0; i < 5; i++) exec.launch(stream);
-  const graphUs: number[] = [];
-  for (let k = 0; k < 30; k++) {
-    const e0 = stream.record();
-    for (let r = 0; r < 20; r++) exec.launch(stream);
-    const e1 = stream.record();
-    graphUs.push((Event.elapsedMs(e0, e1) * 1e3) / (20 * 100));
-    e0.dispose();
-    e1.dispose();
-  }
-
-  // --- 256 MiB copies ---
-  const bytes = 256 << 20;
-  using dev = device.alloc(bytes);
-  const pinned = device.allocHost(Uint8Array, bytes).fill(1);
-  const pageable = new Uint8Array(bytes).fill(1);
-  const gbs = (us: number): number => bytes / (us * 1e3);
-  const copies = { h2dPinned: [] as number[], d2hPinned: [] as number[], h2dPageable: [] as number[], d2hPageable: [] as number[] };
-  for (let i = 0; i < 11; i++) {
-    const t0 = nowUs();
-    dev.copyFromHost(pinned);
-    const t1 = nowUs();
-    dev.copyToHost(pinned);
-    const t2 = nowUs();
-    dev.copyFromHost(pageable);
-    const t3 = nowUs();
-    dev.copyToHost(pageable);
-    const t4 = nowUs();
-    if (i === 0) continue;
-    copies.h2dPinned.push(gbs(t1 - t0));
-    copies.d2hPinned.push(gbs(t2 - t1));
-    copies.h2dPageable.push(gbs(t3 - t2));
-    copies.d2hPageable.push(gbs(t4 - t3));
-  }
-
-  // --- where launch time goes: one N-API call, measured here; cuCtxGetCurrent, measured by the baseline ---
-  const n = native();
-  for (let i = 0; i < 1e5; i++) n.nop();
-  const t0 = nowUs();
-  for (let i = 0; i < 1e6; i++) n.nop();
-  const napiCallNs = (nowUs() - t0) * 1e3 / 1e6;
-
-  // --- the C baseline, same flags, same machine, same session: once before and once after cudakit's runs ---
-  const baselines = [before, JSON.parse(execFileSync(exe, [...code.options], { encoding: 'utf8' })) as Baseline];
-  const base = Object.fromEntries(
-    Object.keys(before).map((k) => [k, (baselines[0]![k as keyof Baseline] + baselines[1]![k as keyof Baseline]) / 2]),
-  ) as unknown as Baseline;
+    for (let i = 0; i < 1e6; i++) n.nop();
+    return ((nowUs() - t0) * 1e3) / 1e6;
+  })();
 
   type Row = [metric: string, unit: string, baseline: number, ours: number, target: string, pass: boolean, ratio: number];
   const rows: Row[] = [];
@@ -192,20 +243,20 @@ async function main(): Promise<void> {
   const higherIsBetter = (metric: string, unit: string, b: number, o: number, min: number): void => {
     rows.push([metric, unit, b, o, `≥ ${min.toFixed(2)}×`, o / b >= min, o / b]);
   };
-  lowerIsBetter('empty-kernel launch enqueue', 'µs', base.launchEnqueueUs, median(enqueueUs), 1.05);
-  lowerIsBetter('launch + synchronize round trip', 'µs', base.roundTripUs, median(tripUs), 1.05);
-  const asyncMedian = median(asyncUs);
-  rows.push(['launch + synchronizeAsync round trip', 'µs', base.roundTripUs, asyncMedian, '≤ baseline + 10 µs', asyncMedian <= base.roundTripUs + 10, asyncMedian / base.roundTripUs]);
-  higherIsBetter('256 MiB H2D from allocHost', 'GB/s', base.h2dPinnedGBs, median(copies.h2dPinned), 0.97);
-  higherIsBetter('256 MiB D2H to allocHost', 'GB/s', base.d2hPinnedGBs, median(copies.d2hPinned), 0.97);
-  higherIsBetter('256 MiB H2D from a TypedArray (vs pageable)', 'GB/s', base.h2dPageableGBs, median(copies.h2dPageable), 2);
-  higherIsBetter('256 MiB D2H to a TypedArray (vs pageable)', 'GB/s', base.d2hPageableGBs, median(copies.d2hPageable), 1.5);
-  lowerIsBetter('NVRTC compile, cold', 'ms', base.compileColdMs, median(coldMs), 1.05);
+  lowerIsBetter('empty-kernel launch enqueue', 'µs', C('launchEnqueueUs'), JS('launchEnqueueUs'), 1.05);
+  lowerIsBetter('launch + synchronize round trip', 'µs', C('roundTripUs'), JS('roundTripUs'), 1.05);
+  const asyncTrip = JS('asyncRoundTripUs');
+  rows.push(['launch + synchronizeAsync round trip', 'µs', C('roundTripUs'), asyncTrip, '≤ baseline + 10 µs', asyncTrip <= C('roundTripUs') + 10, asyncTrip / C('roundTripUs')]);
+  higherIsBetter('256 MiB H2D from allocHost', 'GB/s', C('h2dPinnedGBs'), JS('h2dPinnedGBs'), 0.97);
+  higherIsBetter('256 MiB D2H to allocHost', 'GB/s', C('d2hPinnedGBs'), JS('d2hPinnedGBs'), 0.97);
+  higherIsBetter('256 MiB H2D from a TypedArray (vs pageable)', 'GB/s', C('h2dPageableGBs'), JS('h2dPageableGBs'), 2);
+  higherIsBetter('256 MiB D2H to a TypedArray (vs pageable)', 'GB/s', C('d2hPageableGBs'), JS('d2hPageableGBs'), 1.5);
+  lowerIsBetter('NVRTC compile, cold', 'ms', C('compileColdMs'), JS('compileColdMs'), 1.05);
   const mem = median(memoryUs);
   rows.push(['compile, in-memory cache hit', 'µs', Number.NaN, mem, '≤ 20 µs', mem <= 20, Number.NaN]);
   const disk = median(diskMs);
   rows.push(['compile, disk cache hit (new process)', 'ms', Number.NaN, disk, '≤ 2 ms', disk <= 2, Number.NaN]);
-  lowerIsBetter('graph replay, per kernel', 'µs', base.graphPerKernelUs, median(graphUs), 1.05);
+  lowerIsBetter('graph replay, per kernel', 'µs', C('graphPerKernelUs'), JS('graphPerKernelUs'), 1.05);
 
   const fmt = (v: number): string => (Number.isNaN(v) ? '—' : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
   const header = '| metric | unit | C baseline | cudakit | cudakit / baseline | target | met |';
@@ -218,11 +269,14 @@ async function main(): Promise<void> {
     `${new Date().toISOString().slice(0, 10)}, ${device.name} (${arch}), driver CUDA ${p.driverVersion}, ` +
     `NVRTC ${nvrtcVersion()}, Node ${process.version}`;
   const notes =
-    `Baseline figures are the mean of two runs of the C program, one before and one after cudakit's. ` +
-    `Launch cost breakdown on this machine: one N-API call ${napiCallNs.toFixed(0)} ns, cuCtxGetCurrent ` +
-    `${base.ctxGetCurrentNs.toFixed(0)} ns (cudakit checks the current context before each call).`;
+    `Each figure is the median of ${ROUNDS} interleaved rounds (C and cudakit alternating, ABBA), each round itself a ` +
+    'median of many samples, with one C process and one Node process alive throughout.\n\n' +
+    `Launch enqueue breakdown: C cuLaunchKernel ${fmt(C('launchEnqueueUs'))} µs, the same through the pointer ` +
+    `cuGetProcAddress returns ${fmt(C('launchEnqueueProcAddressUs'))} µs; cudakit raw layer ` +
+    `(native().launchKernel(slot)) ${fmt(JS('rawLaunchEnqueueUs'))} µs, Kernel.launch ${fmt(JS('launchEnqueueUs'))} µs. ` +
+    `One N-API call costs ${napiCallNs.toFixed(0)} ns and cuCtxGetCurrent ${C('ctxGetCurrentNs').toFixed(0)} ns here.`;
   console.log(`\n${context}\n\n${table}\n\n${notes}\n`);
-  if (process.argv.includes('--json')) console.log(JSON.stringify({ context, base, rows }));
+  if (process.argv.includes('--json')) console.log(JSON.stringify({ context, c: cSide, cudakit: jsSide, rows }));
   if (process.argv.includes('--write')) {
     writeFileSync(
       join(here, 'RESULTS.md'),

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The native baseline for `npm run bench`: the same measurements as bench/run.ts, made with direct CUDA Driver
-// API and NVRTC calls from C, in the same run on the same machine. Built on the GPU host against the toolkit:
+// API and NVRTC calls from C. bench/run.ts builds it on the GPU host against the toolkit,
 //   cc -O2 -I$CUDA/include baseline.c -L$CUDA/lib64 -lcuda -lnvrtc -o baseline
-// Usage: baseline <nvrtc flag>...   Prints one JSON object with medians.
+// starts it once and sends it one command per line, interleaved with its own measurements of the same thing, so
+// both sides see the same machine state. Each command prints one JSON line with the median of its samples.
+//   compile | enqueue | enqueue-procaddress | trip | graph | copy | ctx | quit
+// Usage: baseline <nvrtc flag>...
 #include <cuda.h>
 #include <nvrtc.h>
 #include <stdio.h>
@@ -10,23 +13,23 @@
 #include <string.h>
 #include <time.h>
 
-#define CK(call)                                                                   \
-  do {                                                                             \
-    CUresult r_ = (call);                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                      \
-      const char* s_ = NULL;                                                       \
-      cuGetErrorName(r_, &s_);                                                     \
-      fprintf(stderr, "%s:%d %s failed: %s\n", __FILE__, __LINE__, #call, s_);      \
-      exit(1);                                                                     \
-    }                                                                              \
+#define CK(call)                                                              \
+  do {                                                                        \
+    CUresult r_ = (call);                                                     \
+    if (r_ != CUDA_SUCCESS) {                                                 \
+      const char* s_ = NULL;                                                  \
+      cuGetErrorName(r_, &s_);                                                \
+      fprintf(stderr, "%s:%d %s failed: %s\n", __FILE__, __LINE__, #call, s_); \
+      exit(1);                                                                \
+    }                                                                         \
   } while (0)
-#define NK(call)                                                                   \
-  do {                                                                             \
-    nvrtcResult r_ = (call);                                                       \
-    if (r_ != NVRTC_SUCCESS) {                                                     \
-      fprintf(stderr, "%s failed: %s\n", #call, nvrtcGetErrorString(r_));          \
-      exit(1);                                                                     \
-    }                                                                              \
+#define NK(call)                                                          \
+  do {                                                                    \
+    nvrtcResult r_ = (call);                                              \
+    if (r_ != NVRTC_SUCCESS) {                                            \
+      fprintf(stderr, "%s failed: %s\n", #call, nvrtcGetErrorString(r_)); \
+      exit(1);                                                            \
+    }                                                                     \
   } while (0)
 
 static double now_us(void) {
@@ -55,10 +58,15 @@ static const char* COMPILE_SOURCE =
     "template __global__ void axpy<float>(float, const float*, float*, int);\n"
     "template __global__ void axpy<double>(double, const double*, double*, int);\n";
 
-static void* compile(int nflags, const char** flags, size_t* size) {
+static int g_nflags;
+static const char** g_flags;
+static CUstream g_stream;
+static CUfunction g_empty;
+
+static void* compile(size_t* size) {
   nvrtcProgram p;
   NK(nvrtcCreateProgram(&p, COMPILE_SOURCE, "bench.cu", 0, NULL, NULL));
-  nvrtcResult r = nvrtcCompileProgram(p, nflags, flags);
+  nvrtcResult r = nvrtcCompileProgram(p, g_nflags, g_flags);
   if (r != NVRTC_SUCCESS) {
     size_t n;
     nvrtcGetProgramLogSize(p, &n);
@@ -74,99 +82,98 @@ static void* compile(int nflags, const char** flags, size_t* size) {
   return cubin;
 }
 
-int main(int argc, const char** argv) {
-  int nflags = argc - 1;
-  const char** flags = argv + 1;
-  CK(cuInit(0));
-  CUdevice dev;
-  CK(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
-  CUstream s;
-  CK(cuStreamCreate(&s, CU_STREAM_DEFAULT));
-
-  // NVRTC compile, cold (no cache exists at this level)
-  enum { COMPILES = 8 };
-  double compile_ms[COMPILES];
-  size_t cubin_size = 0;
-  void* cubin = NULL;
-  for (int i = 0; i < COMPILES; i++) {
+static void cmd_compile(void) {
+  enum { N = 3 };
+  double ms[N];
+  for (int i = 0; i < N; i++) {
+    size_t size;
     double t0 = now_us();
-    void* c = compile(nflags, flags, &cubin_size);
-    compile_ms[i] = (now_us() - t0) / 1e3;
-    if (cubin) free(cubin);
-    cubin = c;
+    free(compile(&size));
+    ms[i] = (now_us() - t0) / 1e3;
   }
-  CUmodule mod;
-  CK(cuModuleLoadData(&mod, cubin));
-  CUfunction empty;
-  CK(cuModuleGetFunction(&empty, mod, "empty"));
+  printf("{\"compileColdMs\": %.4f}\n", median(ms, N));
+}
 
-  // launch enqueue: host time of cuLaunchKernel, in batches of 1000
-  enum { BATCH = 1000, BATCHES = 30 };
-  double enqueue_us[BATCHES];
-  for (int w = 0; w < 2000; w++) CK(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
-  CK(cuStreamSynchronize(s));
+typedef CUresult (*LaunchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void**, void**);
+
+// Host time of one cuLaunchKernel, in batches of 1000 (synchronized between batches, outside the timing).
+static double enqueue_with(LaunchFn launch) {
+  enum { BATCH = 1000, BATCHES = 10 };
+  double us[BATCHES];
   for (int b = 0; b < BATCHES; b++) {
     double t0 = now_us();
-    for (int i = 0; i < BATCH; i++) CK(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
-    enqueue_us[b] = (now_us() - t0) / BATCH;
-    CK(cuStreamSynchronize(s));
+    for (int i = 0; i < BATCH; i++) CK(launch(g_empty, 1, 1, 1, 1, 1, 1, 0, g_stream, NULL, NULL));
+    us[b] = (now_us() - t0) / BATCH;
+    CK(cuStreamSynchronize(g_stream));
   }
+  return median(us, BATCHES);
+}
 
-  // what binding a context costs (cudakit checks the current context before each call)
-  enum { GETS = 1000000 };
-  double t_get = now_us();
-  CUcontext cur;
-  for (int i = 0; i < GETS; i++) CK(cuCtxGetCurrent(&cur));
-  double ctxGetCurrentNs = (now_us() - t_get) * 1e3 / GETS;
+static void cmd_enqueue(void) { printf("{\"launchEnqueueUs\": %.4f}\n", enqueue_with(cuLaunchKernel)); }
 
-  // launch + synchronize round trip
-  enum { TRIPS = 3000 };
-  static double trip_us[TRIPS];
+// The same through the pointer cuGetProcAddress gives for the ABI version cudakit asks for (4000).
+static void cmd_enqueue_procaddress(void) {
+  void* fn = NULL;
+  CUdriverProcAddressQueryResult q;
+  CK(cuGetProcAddress("cuLaunchKernel", &fn, 4000, CU_GET_PROC_ADDRESS_DEFAULT, &q));
+  printf("{\"launchEnqueueProcAddressUs\": %.4f}\n", enqueue_with((LaunchFn)fn));
+}
+
+static void cmd_trip(void) {
+  enum { TRIPS = 1000 };
+  static double us[TRIPS];
   for (int i = 0; i < TRIPS; i++) {
     double t0 = now_us();
-    CK(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
-    CK(cuStreamSynchronize(s));
-    trip_us[i] = now_us() - t0;
+    CK(cuLaunchKernel(g_empty, 1, 1, 1, 1, 1, 1, 0, g_stream, NULL, NULL));
+    CK(cuStreamSynchronize(g_stream));
+    us[i] = now_us() - t0;
   }
+  printf("{\"roundTripUs\": %.4f}\n", median(us, TRIPS));
+}
 
-  // graph replay: 100 captured launches, per kernel
-  enum { NODES = 100, REPLAYS = 20, GRAPH_SAMPLES = 30 };
-  CUgraph graph;
-  CUgraphExec exec;
-  CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-  for (int i = 0; i < NODES; i++) CK(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
-  CK(cuStreamEndCapture(s, &graph));
-  CK(cuGraphInstantiate(&exec, graph, 0));
-  CUevent e0, e1;
-  CK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
-  CK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
-  for (int w = 0; w < 5; w++) CK(cuGraphLaunch(exec, s));
-  double graph_us[GRAPH_SAMPLES];
-  for (int k = 0; k < GRAPH_SAMPLES; k++) {
-    CK(cuEventRecord(e0, s));
-    for (int r = 0; r < REPLAYS; r++) CK(cuGraphLaunch(exec, s));
-    CK(cuEventRecord(e1, s));
+static void cmd_graph(void) {
+  enum { NODES = 100, REPLAYS = 20, SAMPLES = 10 };
+  static CUgraphExec exec = NULL;
+  static CUevent e0, e1;
+  if (exec == NULL) {
+    CUgraph graph;
+    CK(cuStreamBeginCapture(g_stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < NODES; i++) CK(cuLaunchKernel(g_empty, 1, 1, 1, 1, 1, 1, 0, g_stream, NULL, NULL));
+    CK(cuStreamEndCapture(g_stream, &graph));
+    CK(cuGraphInstantiate(&exec, graph, 0));
+    CK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+    CK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+    for (int w = 0; w < 5; w++) CK(cuGraphLaunch(exec, g_stream));
+  }
+  double us[SAMPLES];
+  for (int k = 0; k < SAMPLES; k++) {
+    CK(cuEventRecord(e0, g_stream));
+    for (int r = 0; r < REPLAYS; r++) CK(cuGraphLaunch(exec, g_stream));
+    CK(cuEventRecord(e1, g_stream));
     CK(cuEventSynchronize(e1));
     float ms;
     CK(cuEventElapsedTime(&ms, e0, e1));
-    graph_us[k] = ms * 1e3 / (REPLAYS * NODES);
+    us[k] = ms * 1e3 / (REPLAYS * NODES);
   }
+  printf("{\"graphPerKernelUs\": %.4f}\n", median(us, SAMPLES));
+}
 
-  // 256 MiB copies, pinned and pageable (pageable memory touched first, like a filled TypedArray)
-  const size_t bytes = (size_t)256 << 20;
-  enum { COPIES = 10 };
-  CUdeviceptr d;
-  CK(cuMemAlloc(&d, bytes));
-  void* pinned;
-  CK(cuMemHostAlloc(&pinned, bytes, CU_MEMHOSTALLOC_PORTABLE));
-  void* pageable = malloc(bytes);
-  memset(pageable, 1, bytes);
-  memset(pinned, 1, bytes);
-  double h2d_pinned[COPIES], d2h_pinned[COPIES], h2d_pageable[COPIES], d2h_pageable[COPIES];
-  for (int i = 0; i < COPIES + 1; i++) {
+// 256 MiB copies, pinned and pageable (pageable memory touched first, like a filled TypedArray).
+static void cmd_copy(void) {
+  static const size_t bytes = (size_t)256 << 20;
+  static CUdeviceptr d = 0;
+  static void *pinned, *pageable;
+  if (d == 0) {
+    CK(cuMemAlloc(&d, bytes));
+    CK(cuMemHostAlloc(&pinned, bytes, CU_MEMHOSTALLOC_PORTABLE));
+    pageable = malloc(bytes);
+    memset(pageable, 1, bytes);
+    memset(pinned, 1, bytes);
+  }
+  enum { COPIES = 3 };
+  double a[COPIES], b[COPIES], c[COPIES], e[COPIES];
+  for (int i = 0; i < COPIES; i++) {
     double t0 = now_us();
     CK(cuMemcpyHtoD(d, pinned, bytes));
     double t1 = now_us();
@@ -176,18 +183,56 @@ int main(int argc, const char** argv) {
     double t3 = now_us();
     CK(cuMemcpyDtoH(pageable, d, bytes));
     double t4 = now_us();
-    if (i == 0) continue;  // warm-up
-    h2d_pinned[i - 1] = bytes / ((t1 - t0) * 1e3);
-    d2h_pinned[i - 1] = bytes / ((t2 - t1) * 1e3);
-    h2d_pageable[i - 1] = bytes / ((t3 - t2) * 1e3);
-    d2h_pageable[i - 1] = bytes / ((t4 - t3) * 1e3);
+    a[i] = bytes / ((t1 - t0) * 1e3);
+    b[i] = bytes / ((t2 - t1) * 1e3);
+    c[i] = bytes / ((t3 - t2) * 1e3);
+    e[i] = bytes / ((t4 - t3) * 1e3);
   }
+  printf("{\"h2dPinnedGBs\": %.4f, \"d2hPinnedGBs\": %.4f, \"h2dPageableGBs\": %.4f, \"d2hPageableGBs\": %.4f}\n",
+         median(a, COPIES), median(b, COPIES), median(c, COPIES), median(e, COPIES));
+}
 
-  printf("{\"launchEnqueueUs\": %.4f, \"roundTripUs\": %.4f, \"graphPerKernelUs\": %.4f, "
-         "\"h2dPinnedGBs\": %.3f, \"d2hPinnedGBs\": %.3f, \"h2dPageableGBs\": %.3f, \"d2hPageableGBs\": %.3f, "
-         "\"compileColdMs\": %.3f, \"cubinBytes\": %zu, \"ctxGetCurrentNs\": %.2f}\n",
-         median(enqueue_us, BATCHES), median(trip_us, TRIPS), median(graph_us, GRAPH_SAMPLES),
-         median(h2d_pinned, COPIES), median(d2h_pinned, COPIES), median(h2d_pageable, COPIES),
-         median(d2h_pageable, COPIES), median(compile_ms, COMPILES), cubin_size, ctxGetCurrentNs);
+static void cmd_ctx(void) {
+  enum { GETS = 1000000 };
+  CUcontext cur;
+  double t0 = now_us();
+  for (int i = 0; i < GETS; i++) CK(cuCtxGetCurrent(&cur));
+  printf("{\"ctxGetCurrentNs\": %.3f}\n", (now_us() - t0) * 1e3 / GETS);
+}
+
+int main(int argc, const char** argv) {
+  g_nflags = argc - 1;
+  g_flags = argv + 1;
+  CK(cuInit(0));
+  CUdevice dev;
+  CK(cuDeviceGet(&dev, 0));
+  CUcontext ctx;
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+  CK(cuStreamCreate(&g_stream, CU_STREAM_DEFAULT));
+  size_t size;
+  void* cubin = compile(&size);
+  CUmodule mod;
+  CK(cuModuleLoadData(&mod, cubin));
+  CK(cuModuleGetFunction(&g_empty, mod, "empty"));
+  for (int w = 0; w < 2000; w++) CK(cuLaunchKernel(g_empty, 1, 1, 1, 1, 1, 1, 0, g_stream, NULL, NULL));
+  CK(cuStreamSynchronize(g_stream));
+  printf("{\"ready\": true}\n");
+  fflush(stdout);
+
+  char line[64];
+  while (fgets(line, sizeof(line), stdin) != NULL) {
+    line[strcspn(line, "\r\n")] = '\0';
+    if (strcmp(line, "compile") == 0) cmd_compile();
+    else if (strcmp(line, "enqueue") == 0) cmd_enqueue();
+    else if (strcmp(line, "enqueue-procaddress") == 0) cmd_enqueue_procaddress();
+    else if (strcmp(line, "trip") == 0) cmd_trip();
+    else if (strcmp(line, "graph") == 0) cmd_graph();
+    else if (strcmp(line, "copy") == 0) cmd_copy();
+    else if (strcmp(line, "ctx") == 0) cmd_ctx();
+    else if (strcmp(line, "quit") == 0) break;
+    else printf("{\"error\": \"unknown command\"}\n");
+    fflush(stdout);
+  }
   return 0;
 }
