@@ -25,7 +25,7 @@ describe('npm package', () => {
       const app = mkdtempSync(join(tmpdir(), 'cudakit-app-'));
       writeFileSync(join(app, 'package.json'), '{ "name": "app", "version": "1.0.0", "private": true }');
       try {
-        npm(['install', '--ignore-scripts', '--no-package-lock', join(stage, tarball)], app);
+        npm(['install', '--ignore-scripts', '--no-package-lock', '--fetch-retries=0', '--fetch-timeout=10000', join(stage, tarball)], app);
       } catch (e) {
         // No registry here (the GPU host): unpack the tarball as npm would and take its dependencies from ours.
         if (!/EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ENETUNREACH|ETIMEDOUT/.test(String((e as Error).message))) throw e;
