@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 // `npm run bench`: cudakit's core costs side by side with a C baseline (bench/native/baseline.c) built and run in
 // the same session on the same GPU. Speed is measured here, never in tests. `--write` records bench/RESULTS.md.
-import { type ChildProcessByStdio, execFileSync, spawn, spawnSync } from 'node:child_process';
-import type { Readable, Writable } from 'node:stream';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { Device, Event, Program, clearMemoryCache, native, nvrtcVersion, probe } from '../lib/index.js';
 
 const here = new URL('.', import.meta.url).pathname;
@@ -31,26 +29,15 @@ const nowUs = (): number => Number(process.hrtime.bigint()) / 1e3;
 
 type Sample = Record<string, number>;
 
-/** The C baseline as a child process answering one command per line (see bench/native/baseline.c). */
-class Baseline {
-  readonly #proc: ChildProcessByStdio<Writable, Readable, null>;
-  readonly #lines: AsyncIterator<string>;
-
-  constructor(exe: string, flags: readonly string[]) {
-    this.#proc = spawn(exe, [...flags], { stdio: ['pipe', 'pipe', 'inherit'] });
-    this.#lines = createInterface({ input: this.#proc.stdout })[Symbol.asyncIterator]();
-  }
-
-  async ask(command: string): Promise<Sample> {
-    if (command !== '') this.#proc.stdin.write(`${command}\n`);
-    const { value, done } = await this.#lines.next();
-    if (done) throw new Error(`bench: the C baseline exited during '${command}'`);
-    return JSON.parse(value as string) as Sample;
-  }
-
-  close(): void {
-    this.#proc.stdin.end('quit\n');
-  }
+/**
+ * One round of the C baseline: a fresh process runs every command and exits. A process per round (not one kept
+ * alive) matters: a second CUDA context on the GPU, even idle, slows multi-stream copies in the other process.
+ */
+function baselineRound(exe: string, flags: readonly string[], commands: readonly string[]): Sample {
+  const out = execFileSync(exe, [...flags], { input: `${commands.join('\n')}\nquit\n`, encoding: 'utf8' });
+  const sample: Sample = {};
+  for (const line of out.trim().split('\n')) Object.assign(sample, JSON.parse(line) as Sample);
+  return sample;
 }
 
 function buildBaseline(): string {
@@ -74,8 +61,7 @@ async function main(): Promise<void> {
   const arch = device.arch;
   const program = new Program(COMPILE_SOURCE, { name: 'bench.cu' });
   const code = program.compile({ arch, cache: false });
-  const base = new Baseline(buildBaseline(), code.options);
-  await base.ask(''); // ready
+  const exe = buildBaseline();
 
   using module = device.loadModule(code);
   const empty = module.getKernel('empty', []);
@@ -179,22 +165,21 @@ async function main(): Promise<void> {
   const cSide: Record<string, number[]> = {};
   const jsSide: Record<string, number[]> = {};
   const collect = (into: Record<string, number[]>, s: Sample): void => {
-    for (const [k, v] of Object.entries(s)) (into[k] ??= []).push(v);
+    for (const [k, v] of Object.entries(s)) if (k !== 'ready') (into[k] ??= []).push(v);
+  };
+  const commands = [...Object.keys(ours), 'enqueue-procaddress', 'ctx'];
+  const oursRound = async (): Promise<void> => {
+    for (const metric of Object.keys(ours)) collect(jsSide, await ours[metric]!());
   };
   for (let r = 0; r < ROUNDS; r++) {
-    for (const metric of Object.keys(ours)) {
-      if (r % 2 === 0) {
-        collect(cSide, await base.ask(metric));
-        collect(jsSide, await ours[metric]!());
-      } else {
-        collect(jsSide, await ours[metric]!());
-        collect(cSide, await base.ask(metric));
-      }
+    if (r % 2 === 0) {
+      collect(cSide, baselineRound(exe, code.options, commands));
+      await oursRound();
+    } else {
+      await oursRound();
+      collect(cSide, baselineRound(exe, code.options, commands));
     }
-    collect(cSide, await base.ask('enqueue-procaddress'));
   }
-  collect(cSide, await base.ask('ctx'));
-  base.close();
   n.kernelSlotDestroy(rawSlot);
   const C = (k: string): number => median(cSide[k]!);
   const JS = (k: string): number => median(jsSide[k]!);
@@ -270,7 +255,8 @@ async function main(): Promise<void> {
     `NVRTC ${nvrtcVersion()}, Node ${process.version}`;
   const notes =
     `Each figure is the median of ${ROUNDS} interleaved rounds (C and cudakit alternating, ABBA), each round itself a ` +
-    'median of many samples, with one C process and one Node process alive throughout.\n\n' +
+    'median of many samples; the C side runs in a fresh process each round, so only one CUDA context is alive ' +
+    'while either side measures.\n\n' +
     `Launch enqueue breakdown: C cuLaunchKernel ${fmt(C('launchEnqueueUs'))} µs, the same through the pointer ` +
     `cuGetProcAddress returns ${fmt(C('launchEnqueueProcAddressUs'))} µs; cudakit raw layer ` +
     `(native().launchKernel(slot)) ${fmt(JS('rawLaunchEnqueueUs'))} µs, Kernel.launch ${fmt(JS('launchEnqueueUs'))} µs. ` +
