@@ -100,24 +100,34 @@ async function main(): Promise<void> {
     return median(per);
   };
   const ours: Record<string, () => Sample | Promise<Sample>> = {
-    compile: () => {
+    compile: async () => {
       const ms: number[] = [];
+      const nvrtcMs: number[] = [];
+      const asyncMs: number[] = [];
       for (let i = 0; i < 3; i++) {
         const t0 = nowUs();
-        program.compile({ arch, cache: false });
+        const c = program.compile({ arch, cache: false });
         ms.push((nowUs() - t0) / 1e3);
+        nvrtcMs.push(c.compileMs!);
       }
-      return { compileColdMs: median(ms) };
+      for (let i = 0; i < 3; i++) {
+        const t0 = nowUs();
+        await program.compileAsync({ arch, cache: false });
+        asyncMs.push((nowUs() - t0) / 1e3);
+      }
+      return { compileColdMs: median(ms), compileNvrtcMs: median(nvrtcMs), compileAsyncMs: median(asyncMs) };
     },
     enqueue: () => ({ launchEnqueueUs: enqueue(() => empty.launch(cfg)), rawLaunchEnqueueUs: enqueue(() => n.launchKernel(rawSlot)) }),
     trip: async () => {
       const sync: number[] = [];
       const asyncTrip: number[] = [];
-      for (let i = 0; i < 1000; i++) {
+      for (let b = 0; b < 20; b++) { // batches of 50, so reading the clock does not count
         const t0 = nowUs();
-        empty.launch(cfg);
-        stream.synchronize();
-        sync.push(nowUs() - t0);
+        for (let i = 0; i < 50; i++) {
+          empty.launch(cfg);
+          stream.synchronize();
+        }
+        sync.push((nowUs() - t0) / 50);
       }
       for (let i = 0; i < 1000; i++) {
         const t0 = nowUs();
@@ -260,7 +270,10 @@ async function main(): Promise<void> {
     `Launch enqueue breakdown: C cuLaunchKernel ${fmt(C('launchEnqueueUs'))} µs, the same through the pointer ` +
     `cuGetProcAddress returns ${fmt(C('launchEnqueueProcAddressUs'))} µs; cudakit raw layer ` +
     `(native().launchKernel(slot)) ${fmt(JS('rawLaunchEnqueueUs'))} µs, Kernel.launch ${fmt(JS('launchEnqueueUs'))} µs. ` +
-    `One N-API call costs ${napiCallNs.toFixed(0)} ns and cuCtxGetCurrent ${C('ctxGetCurrentNs').toFixed(0)} ns here.`;
+    `One N-API call costs ${napiCallNs.toFixed(0)} ns and cuCtxGetCurrent ${C('ctxGetCurrentNs').toFixed(0)} ns here.\n\n` +
+    `NVRTC compile: ${fmt(JS('compileColdMs'))} ms through Program.compile, of which the NVRTC calls themselves take ` +
+    `${fmt(JS('compileNvrtcMs'))} ms (timed natively); compileAsync (NVRTC on a libuv pool thread) ` +
+    `${fmt(JS('compileAsyncMs'))} ms; the C baseline ${fmt(C('compileColdMs'))} ms.`;
   console.log(`\n${context}\n\n${table}\n\n${notes}\n`);
   if (process.argv.includes('--json')) console.log(JSON.stringify({ context, c: cSide, cudakit: jsSide, rows }));
   if (process.argv.includes('--write')) {

@@ -33,6 +33,8 @@ export interface CompileOutput {
   resultName: string;
   failedCall: string;
   log: string;
+  /** Wall time of the NVRTC calls (create to destroy), measured natively. */
+  elapsedMs: number;
   code?: Buffer;
   loweredNames?: string[];
 }

@@ -69,10 +69,13 @@ export class ObjectCode {
   readonly cached: 'memory' | 'disk' | undefined;
   /** The exact NVRTC flags this code was (or would have been) compiled with. */
   readonly options: readonly string[];
+  /** Milliseconds NVRTC took for this compile; undefined when it came from the cache. */
+  readonly compileMs: number | undefined;
 
   /** @internal */
-  constructor(entry: CachedCompile, cached: 'memory' | 'disk' | undefined, options: readonly string[]) {
+  constructor(entry: CachedCompile, cached: 'memory' | 'disk' | undefined, options: readonly string[], compileMs?: number) {
     this.options = Object.freeze([...options]);
+    this.compileMs = compileMs;
     this.target = entry.target;
     this.arch = entry.arch;
     this.bytes = entry.bytes;
@@ -401,6 +404,6 @@ export class Program {
     };
     if (r.cache.memory) memorySet(key, entry);
     if (r.cache.disk) diskSet(r.cache.dir, key, entry);
-    return new ObjectCode(entry, undefined, r.flags);
+    return new ObjectCode(entry, undefined, r.flags, out.elapsedMs);
   }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // NVRTC. Compilation is one native call (create, add name expressions, compile, read log/code/lowered names,
 // destroy) so that the Promise form can run the whole sequence on a libuv pool thread without touching JS.
+#include <chrono>
 #include <memory>
 
 #include "common.h"
@@ -46,8 +47,15 @@ struct CompileJob {
   std::string log;
   std::vector<char> code;
   std::vector<std::string> loweredNames;
+  double elapsedMs = 0;  // wall time of the NVRTC calls, create to destroy
 
   void Run() {
+    auto t0 = std::chrono::steady_clock::now();
+    RunNvrtc();
+    elapsedMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  void RunNvrtc() {
     nvrtc::nvrtcProgram prog = nullptr;
     std::vector<const char*> hs, hn, opts;
     for (auto& s : headerSources) hs.push_back(s.c_str());
@@ -120,6 +128,7 @@ struct CompileJob {
     const char* s = nvrtcapi::nvrtcGetErrorString.Get() != nullptr ? nvrtcapi::nvrtcGetErrorString.Get()(result) : "";
     o.Set("resultName", s != nullptr ? s : "");
     o.Set("log", log);
+    o.Set("elapsedMs", elapsedMs);
     if (result == nvrtc::NVRTC_SUCCESS) {
       o.Set("code", Napi::Buffer<char>::Copy(env, code.data(), code.size()));
       Napi::Array names = Napi::Array::New(env, loweredNames.size());
