@@ -363,7 +363,8 @@ export class Program {
       options: r.flags,
       nameExpressions: r.nameExpressions,
     };
-    const key = cacheKey([spec, r.arch, `${major}.${minor}`, n.nvrtcStatus().path]);
+    // No key when nothing is cached: hashing the source is the only work of a cache miss besides NVRTC.
+    const key = r.cache.memory || r.cache.disk ? cacheKey([spec, r.arch, `${major}.${minor}`, n.nvrtcStatus().path]) : '';
     return { key, spec };
   }
 

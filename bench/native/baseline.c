@@ -163,16 +163,14 @@ static void cmd_graph(void) {
 
 // 256 MiB copies, pinned and pageable (pageable memory touched first, like a filled TypedArray).
 static void cmd_copy(void) {
-  static const size_t bytes = (size_t)256 << 20;
-  static CUdeviceptr d = 0;
-  static void *pinned, *pageable;
-  if (d == 0) {
-    CK(cuMemAlloc(&d, bytes));
-    CK(cuMemHostAlloc(&pinned, bytes, CU_MEMHOSTALLOC_PORTABLE));
-    pageable = malloc(bytes);
-    memset(pageable, 1, bytes);
-    memset(pinned, 1, bytes);
-  }
+  const size_t bytes = (size_t)256 << 20;
+  CUdeviceptr d;
+  void *pinned, *pageable;
+  CK(cuMemAlloc(&d, bytes));
+  CK(cuMemHostAlloc(&pinned, bytes, CU_MEMHOSTALLOC_PORTABLE));
+  pageable = malloc(bytes);
+  memset(pageable, 1, bytes);
+  memset(pinned, 1, bytes);
   enum { COPIES = 3 };
   double a[COPIES], b[COPIES], c[COPIES], e[COPIES];
   for (int i = 0; i < COPIES; i++) {
@@ -192,6 +190,9 @@ static void cmd_copy(void) {
   }
   printf("{\"h2dPinnedGBs\": %.4f, \"d2hPinnedGBs\": %.4f, \"h2dPageableGBs\": %.4f, \"d2hPageableGBs\": %.4f}\n",
          median(a, COPIES), median(b, COPIES), median(c, COPIES), median(e, COPIES));
+  CK(cuMemFree(d));
+  CK(cuMemFreeHost(pinned));
+  free(pageable);
 }
 
 static void cmd_ctx(void) {
