@@ -16,7 +16,7 @@ extern "C" __global__ void busy(float* x, int n, int iters) {
 }`;
 using module = device.loadModule(new Program(src).compile());
 const busy = module.getKernel('busy', ['ptr', 'i32', 'i32']);
-const n = 1 << 16; // small grids: each leaves most SMs idle, so two streams can overlap
+const n = 1 << 14; // 64 blocks: each kernel leaves most SMs idle, so two streams can overlap
 using a = device.allocArray(Float32Array, n);
 using b = device.allocArray(Float32Array, n);
 a.fill(1);
