@@ -4,7 +4,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Device, Event, Program, clearMemoryCache, freeHost, native, nvrtcVersion, probe } from '../lib/index.js';
 
 const here = new URL('.', import.meta.url).pathname;
@@ -47,7 +47,10 @@ function buildBaseline(): string {
   mkdirSync(out, { recursive: true });
   const exe = join(out, 'baseline');
   const lib = existsSync(join(cuda, 'lib64')) ? join(cuda, 'lib64') : join(cuda, 'lib');
-  execFileSync('cc', ['-O2', `-I${cuda}/include`, join(here, 'native', 'baseline.c'), `-L${lib}`, `-L${lib}/stubs`, '-lcuda', '-lnvrtc', '-o', exe], { stdio: 'inherit' });
+  // Link the very libnvrtc cudakit loaded (it may not be the toolkit's), so both sides compile with the same one.
+  const nvrtc = native().nvrtcStatus().path;
+  execFileSync('cc', ['-O2', `-I${cuda}/include`, join(here, 'native', 'baseline.c'), `-L${lib}`, `-L${lib}/stubs`, '-lcuda',
+    nvrtc, `-Wl,-rpath,${dirname(nvrtc)}`, '-o', exe], { stdio: 'inherit' });
   return exe;
 }
 
@@ -270,7 +273,7 @@ async function main(): Promise<void> {
   const table = lines.join('\n');
   const context =
     `${new Date().toISOString().slice(0, 10)}, ${device.name} (${arch}), driver CUDA ${p.driverVersion}, ` +
-    `NVRTC ${nvrtcVersion()}, Node ${process.version}`;
+    `NVRTC ${nvrtcVersion()} (${native().nvrtcStatus().path}), Node ${process.version}`;
   const notes =
     `Figures are medians over ${ROUNDS} interleaved rounds (C and cudakit alternating, ABBA), each round itself a ` +
     'median of many samples; the C side runs in a fresh process each round, so only one CUDA context is alive ' +
