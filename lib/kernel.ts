@@ -476,6 +476,41 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
     }
   }
 
+  /**
+   * @internal A separate launch slot with this configuration and these arguments bound: the benchmark loop
+   * launches it from native code. Validated exactly like launch().
+   */
+  bindLaunch(config: LaunchConfig, args: readonly unknown[]): { slot: number; release: () => void } {
+    if (this.#slot < 0) throw disposedError(`Kernel '${this.name}'`);
+    if (typeof config !== 'object' || config === null) throw typeError('config', 'a launch config { grid, block }', config);
+    const buffer = new ArrayBuffer(this.#buffer.byteLength);
+    const u32 = new Uint32Array(buffer, 0, 8);
+    const limits = this.device.limits;
+    readDim('grid', config.grid, limits.maxGridDim, u32, 0);
+    const threads = readDim('block', config.block, limits.maxBlockDim, u32, 3);
+    if (threads > this.#maxThreads) throw rangeError('block', `at most ${this.#maxThreads} threads for kernel '${this.name}'`, threads);
+    const smem = config.sharedMemBytes ?? 0;
+    if (typeof smem !== 'number' || !Number.isInteger(smem) || smem < 0 || smem > this.#maxDynamicSmem) {
+      throw rangeError('sharedMemBytes', `an integer in [0, ${this.#maxDynamicSmem}]`, smem);
+    }
+    u32[6] = smem;
+    new BigUint64Array(buffer, 0, 8)[4] = config.stream === undefined ? 0n : config.stream.handle;
+    if (args.length !== this.#writers.length) {
+      throw new TypeError(`Kernel '${this.name}' takes ${this.#writers.length} arguments but received ${args.length}`);
+    }
+    const dv = new DataView(buffer);
+    this.#writers.forEach((write, i) => write(dv, this.#offsets[i]!, args[i]));
+    const slot = this.#native.kernelSlotCreate(this.#ctx, this.#fn, buffer, this.#offsets.map((o) => o - PARAM_BASE));
+    let live = true;
+    return {
+      slot,
+      release: () => {
+        if (live) this.#native.kernelSlotDestroy(slot);
+        live = false;
+      },
+    };
+  }
+
   /** Releases the launch slot. The CUfunction itself lives as long as its module. Idempotent. */
   dispose(): void {
     if (this.#slot < 0) return;

@@ -39,6 +39,24 @@ export interface CompileOutput {
   loweredNames?: string[];
 }
 
+/** One batch of benchmark samples (native/bench.cc). */
+export interface BenchSpec {
+  ctx: Handle;
+  stream: Handle;
+  slots: number[];
+  order: number[];
+  flush: boolean;
+  graph: Handle;
+  flushPtr: Handle;
+  flushWords: number;
+  blockFn: Handle;
+  probeFn: Handle;
+  probeBlocks: number;
+  probeOut: Handle;
+  flagDev: Handle;
+  timeoutNs: number;
+}
+
 export interface NativeStats {
   deviceAllocations: number;
   deviceBytes: number;
@@ -102,6 +120,7 @@ export interface Native {
   memHostAlloc(ctx: Handle, bytes: number, flags: number): ArrayBuffer;
   memFreeHost(buffer: ArrayBuffer): void;
   memHostRegister(ctx: Handle, view: ArrayBufferView | ArrayBuffer): void;
+  memHostGetDevicePointer(ctx: Handle, buffer: ArrayBuffer | ArrayBufferView): Handle;
   memHostUnregister(ctx: Handle, view: ArrayBufferView | ArrayBuffer): void;
   memcpyHtoDStaged(
     ctx: Handle, dst: Handle, src: ArrayBufferView, stream: Handle, chunkBytes: number, threads: number,
@@ -129,6 +148,8 @@ export interface Native {
   kernelSlotDestroy(slot: number): void;
   launchKernel(slot: number): void;
   launchKernelEx(slot: number, cooperative: boolean, clusterX: number, clusterY: number, clusterZ: number): void;
+  // bench.cc
+  benchSamples(spec: BenchSpec, flagHost: Int32Array): Float64Array;
   // stream.cc
   streamCreate(ctx: Handle, flags: number, priority: number): Handle;
   streamDestroy(stream: Handle): void;

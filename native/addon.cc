@@ -87,6 +87,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitEvent(env, exports);
   InitGraph(env, exports);
   InitStaging(env, exports);
+  InitBench(env, exports);
   Export(env, exports, "stats", Stats);
   Export(env, exports, "nop", Nop);
   return exports;

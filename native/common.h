@@ -34,8 +34,26 @@ struct HostAlloc {
   bool freed;
 };
 
-struct KernelSlot;  // kernel.cc
-struct Waiter;      // event.cc
+// A launch slot (kernel.cc): a function bound to an ArrayBuffer that lib/ writes the launch configuration and the
+// packed arguments into. Buffer layout (little-endian), shared with lib/kernel.ts:
+//   u32[0..2] grid x,y,z   u32[3..5] block x,y,z   u32[6] dynamic shared memory bytes   u32[7] unused
+//   u64 at byte 32: stream handle   bytes 64..: kernel parameters at the offsets given to kernelSlotCreate
+constexpr size_t kParamBase = 64;
+
+struct KernelSlot {
+  CUcontext ctx;
+  CUfunction fn;
+  Napi::Reference<Napi::ArrayBuffer> buffer;  // keeps `data` alive
+  uint8_t* data;
+  std::vector<void*> params;  // pointers into data, one per kernel parameter
+};
+
+struct SlotHeader {
+  uint32_t grid[3], block[3], smem;
+  CUstream stream;
+};
+
+struct Waiter;  // event.cc
 
 struct Addon {
   Napi::FunctionReference makeError;  // lib/errors.ts: (kind, code, api, result, message, extra) => Error
@@ -145,6 +163,11 @@ void InitStream(Napi::Env env, Napi::Object exports);
 void InitEvent(Napi::Env env, Napi::Object exports);
 void InitGraph(Napi::Env env, Napi::Object exports);
 void InitStaging(Napi::Env env, Napi::Object exports);
+
+// kernel.cc, for bench.cc: a slot id from JS (RangeError when not live), and its header.
+KernelSlot* SlotFromValue(Napi::Env env, Napi::Value v);
+SlotHeader ReadHeader(const uint8_t* data);
+void InitBench(Napi::Env env, Napi::Object exports);
 
 // Teardown pieces, called from the env cleanup hook in addon.cc.
 void ReleaseKernelSlots(Addon& addon);

@@ -128,6 +128,8 @@ struct CUlaunchConfig {
   X(cuMemHostAlloc, "cuMemHostAlloc", 2020, CUresult(void** pp, size_t bytes, unsigned flags))                   \
   X(cuMemFreeHost, "cuMemFreeHost", 2000, CUresult(void* p))                                                     \
   X(cuMemHostRegister, "cuMemHostRegister", 6050, CUresult(void* p, size_t bytes, unsigned flags))               \
+  X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer", 3020,                                                \
+    CUresult(CUdeviceptr * dptr, void* p, unsigned flags))                                                       \
   X(cuMemHostUnregister, "cuMemHostUnregister", 4000, CUresult(void* p))                                         \
   X(cuMemcpyHtoD, "cuMemcpyHtoD", 3020, CUresult(CUdeviceptr dst, const void* src, size_t bytes))                \
   X(cuMemcpyDtoH, "cuMemcpyDtoH", 3020, CUresult(void* dst, CUdeviceptr src, size_t bytes))                      \

@@ -8,18 +8,6 @@
 
 namespace cudakit {
 
-// Slot buffer layout (little-endian), shared with lib/kernel.ts:
-//   u32[0..2] grid x,y,z   u32[3..5] block x,y,z   u32[6] dynamic shared memory bytes   u32[7] unused
-//   u64 at byte 32: stream handle   bytes 64..: kernel parameters at the offsets given to kernelSlotCreate
-constexpr size_t kParamBase = 64;
-
-struct KernelSlot {
-  CUcontext ctx;
-  CUfunction fn;
-  Napi::Reference<Napi::ArrayBuffer> buffer;  // keeps `data` alive
-  uint8_t* data;
-  std::vector<void*> params;  // pointers into data, one per kernel parameter
-};
 
 // kernelSlotCreate(ctx, function, arrayBuffer, paramOffsets: number[]) -> slot id
 static Napi::Value KernelSlotCreate(const Napi::CallbackInfo& info) {
@@ -57,14 +45,16 @@ static Napi::Value KernelSlotCreate(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, id);
 }
 
-static KernelSlot* SlotArg(const Napi::CallbackInfo& info) {
-  Addon& addon = GetAddon(info.Env());
-  uint32_t id = info[0].IsNumber() ? info[0].As<Napi::Number>().Uint32Value() : UINT32_MAX;
+KernelSlot* SlotFromValue(Napi::Env env, Napi::Value v) {
+  Addon& addon = GetAddon(env);
+  uint32_t id = v.IsNumber() ? v.As<Napi::Number>().Uint32Value() : UINT32_MAX;
   if (id >= addon.slots.size() || addon.slots[id] == nullptr) {
-    throw Napi::RangeError::New(info.Env(), "not a live kernel launch slot");
+    throw Napi::RangeError::New(env, "not a live kernel launch slot");
   }
   return addon.slots[id];
 }
+
+static KernelSlot* SlotArg(const Napi::CallbackInfo& info) { return SlotFromValue(info.Env(), info[0]); }
 
 // kernelSlotDestroy(slot)
 static Napi::Value KernelSlotDestroy(const Napi::CallbackInfo& info) {
@@ -77,13 +67,8 @@ static Napi::Value KernelSlotDestroy(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-struct Header {
-  uint32_t grid[3], block[3], smem;
-  CUstream stream;
-};
-
-static Header ReadHeader(const uint8_t* d) {
-  Header h;
+SlotHeader ReadHeader(const uint8_t* d) {
+  SlotHeader h;
   std::memcpy(h.grid, d, 12);
   std::memcpy(h.block, d + 12, 12);
   std::memcpy(&h.smem, d + 24, 4);
@@ -98,7 +83,7 @@ static Napi::Value LaunchKernel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   KernelSlot* slot = SlotArg(info);
   BindContext(env, slot->ctx);
-  Header h = ReadHeader(slot->data);
+  SlotHeader h = ReadHeader(slot->data);
   CU_CALL(env, cuLaunchKernel, slot->fn, h.grid[0], h.grid[1], h.grid[2], h.block[0], h.block[1], h.block[2], h.smem,
           h.stream, slot->params.data(), nullptr);
   return env.Undefined();
@@ -111,7 +96,7 @@ static Napi::Value LaunchKernelEx(const Napi::CallbackInfo& info) {
   bool cooperative = ArgBool(info, 1, "cooperative");
   uint32_t cx = ArgU32(info, 2, "clusterX"), cy = ArgU32(info, 3, "clusterY"), cz = ArgU32(info, 4, "clusterZ");
   BindContext(env, slot->ctx);
-  Header h = ReadHeader(slot->data);
+  SlotHeader h = ReadHeader(slot->data);
   CUlaunchAttribute attrs[2];
   std::memset(attrs, 0, sizeof(attrs));
   unsigned n = 0;

@@ -182,7 +182,18 @@ static Napi::Value MemHostUnregister(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// cuMemHostGetDevicePointer(ctx, arrayBuffer) -> the device address of memHostAlloc(..., DEVICEMAP) memory
+static Napi::Value MemHostGetDevicePointer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  BindContext(env, ArgHandle<CUcontext>(info, 0, "ctx"));
+  Bytes b = ArgBytes(info, 1, "buffer");
+  CUdeviceptr p = 0;
+  CU_CALL(env, cuMemHostGetDevicePointer, &p, b.data, 0u);
+  return ToBigInt(env, p);
+}
+
 void InitMemory(Napi::Env env, Napi::Object exports) {
+  Export(env, exports, "memHostGetDevicePointer", MemHostGetDevicePointer);
   Export(env, exports, "memAlloc", MemAlloc);
   Export(env, exports, "memAllocAsync", MemAllocAsync);
   Export(env, exports, "memFree", MemFree);

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: MIT
+// Timing kernels (benchmarking.md §8): bench() measures one kernel, compare() two in interleaved ABBA rounds.
+// The samples are taken by native code (native/bench.cc) on a stream of the harness's own, with L2 flushed and the
+// stream held behind a spin kernel so launch latency is hidden; this file picks what to run, rotates inputs,
+// rejects throttled samples, applies the stopping rule and summarizes (lib/stats.ts).
+import { createRequire } from 'node:module';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type {
+  BenchEnvironment, BenchMode, BenchResult, BenchSample, CompareResult, PresetName, Throughput,
+} from './bench-types.js';
+import type { Device } from './device.js';
+import { Event } from './event.js';
+import type { ArgsFor, Kernel, LaunchConfig, Signature } from './kernel.js';
+import { getNative, type Handle } from './native.js';
+import { Program, nvrtcVersion } from './program.js';
+import { PRESETS, type StoppingRule, bootstrapRatio, createRng, shouldStop, summarize, throttled, verdict } from './stats.js';
+import type { Stream } from './stream.js';
+import { checkOptions, rangeError, typeError } from './validate.js';
+
+export type { BenchMode, BenchResult, CompareResult, PresetName } from './bench-types.js';
+
+/** Arguments for every launch, or a generator of input sets (called with 0, 1, 2, ...) for rotation. */
+export type BenchArgs<S extends Signature> = ArgsFor<S> | ((set: number) => ArgsFor<S>);
+
+export interface BenchOptions {
+  /** 'cold' (default): L2 flushed before every sample; 'hot': no flush; 'graph': N launches per CUDA graph replay. */
+  mode?: BenchMode;
+  /** Stopping-rule preset (benchmarking.md §8.4). Default 'default'. */
+  preset?: PresetName;
+  /** Overrides of single stopping-rule fields, e.g. { timeoutMs: 2000 }. */
+  rule?: Partial<StoppingRule>;
+  /** Input sets drawn from a generator (default 4; at least 4 are used when args is a generator). */
+  inputSets?: number;
+  /** Bytes the kernel must move (for GB/s and % of peak). */
+  bytes?: number;
+  /** Floating-point operations per launch (for TFLOP/s). */
+  flops?: number;
+  /** Label in reports. Default: the kernel's name. */
+  name?: string;
+  /** Called after every batch of samples (the CLI draws its progress line with it). */
+  onProgress?: (p: { samples: number; rejected: number; elapsedMs: number; relCI: number }) => void;
+}
+
+const SOURCE = `
+extern "C" __global__ void cudakit_block(volatile int* flag, unsigned long long timeoutNs) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  while (flag[0] == 0) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start > timeoutNs) { flag[1] = 1; return; }
+  }
+}
+extern "C" __global__ void cudakit_clock_probe(unsigned long long* out) {
+  unsigned int smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  if (smid == 0 && threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    out[0] = t;
+    out[1] = clock64();
+  }
+}`;
+
+const CU_MEMHOSTALLOC_PORTABLE_DEVICEMAP = 3;
+const CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 6;
+const BLOCK_TIMEOUT_NS = 5e9;
+
+interface Harness {
+  device: Device;
+  stream: Stream;
+  blockFn: Handle;
+  probeFn: Handle;
+  flushPtr: Handle;
+  flushWords: number;
+  flagHost: Int32Array;
+  flagDev: Handle;
+  probeOut: Handle;
+  peakBandwidthGBs: number | undefined;
+  keep: unknown[]; // owners of the handles above
+}
+
+const harnesses = new Map<Device, Harness>();
+
+/** Per-device harness: helper kernels, its own non-blocking stream, the L2 flush buffer and the mapped flag. */
+function harness(device: Device): Harness {
+  const existing = harnesses.get(device);
+  if (existing !== undefined) return existing;
+  const n = getNative();
+  const module = device.loadModule(new Program(SOURCE, { name: 'cudakit_bench.cu' }).compile({ cudaIncludes: false }));
+  const block = module.getKernel('cudakit_block', ['ptr', 'u64']);
+  const probe = module.getKernel('cudakit_clock_probe', ['ptr']);
+  const stream = device.createStream({ nonBlocking: true });
+  const flush = device.alloc(2 * device.l2CacheBytes); // 2 × L2 (§8.3: 1 × suffices on H200, 2 × is insurance)
+  const probeOut = device.alloc(32);
+  const flagBuffer = n.memHostAlloc(device.ctx, 8, CU_MEMHOSTALLOC_PORTABLE_DEVICEMAP);
+  try {
+    n.ctxSetLimit(device.ctx, CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0); // no persisting lines survive a flush
+  } catch {
+    // devices without persisting L2 (before Ampere) have nothing to reset
+  }
+  const h: Harness = {
+    device,
+    stream,
+    blockFn: block.handle,
+    probeFn: probe.handle,
+    flushPtr: flush.ptr,
+    flushWords: flush.byteLength / 4,
+    flagHost: new Int32Array(flagBuffer),
+    flagDev: n.memHostGetDevicePointer(device.ctx, flagBuffer),
+    probeOut: probeOut.ptr,
+    peakBandwidthGBs: undefined,
+    keep: [module, block, probe, flush, probeOut, flagBuffer],
+  };
+  harnesses.set(device, h);
+  return h;
+}
+
+/** Device-to-device copy bandwidth (bytes read + written per second), measured once per device: the peak for %. */
+function peakBandwidth(h: Harness): number {
+  if (h.peakBandwidthGBs !== undefined) return h.peakBandwidthGBs;
+  const bytes = Math.min(1 << 30, Math.floor(h.device.memoryInfo().freeBytes / 4));
+  using a = h.device.alloc(bytes);
+  using b = h.device.alloc(bytes);
+  const times: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    const e0 = h.stream.record();
+    b.copyFrom(a, { stream: h.stream });
+    const e1 = h.stream.record();
+    if (i > 0) times.push(Event.elapsedMs(e0, e1));
+    e0.dispose();
+    e1.dispose();
+  }
+  times.sort((x, y) => x - y);
+  h.peakBandwidthGBs = (2 * bytes) / (times[times.length >> 1]! * 1e-3) / 1e9;
+  return h.peakBandwidthGBs;
+}
+
+let cudakitVersion: string | undefined;
+function environment(device: Device): BenchEnvironment {
+  cudakitVersion ??= (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+  const v = getNative().driverGetVersion();
+  let nvrtc: string | undefined;
+  try {
+    nvrtc = nvrtcVersion();
+  } catch {
+    nvrtc = undefined;
+  }
+  return {
+    device: device.name,
+    arch: device.arch,
+    smCount: device.multiprocessorCount,
+    l2Bytes: device.l2CacheBytes,
+    maxClockMHz: device.clockRateKHz / 1000,
+    driverVersion: `${Math.floor(v / 1000)}.${(v % 1000) / 10}`,
+    nvrtcVersion: nvrtc,
+    cudakitVersion,
+    node: process.version,
+  };
+}
+
+function resolveRule(preset: PresetName, overrides: Partial<StoppingRule> | undefined): StoppingRule {
+  const base = PRESETS[preset];
+  if (base === undefined) throw typeError('options.preset', "'quick', 'default' or 'rigorous'", preset);
+  return { ...base, ...(overrides ?? {}) };
+}
+
+interface Run {
+  samples: BenchSample[];
+  accepted: number[];
+  rejected: number;
+  warmupRuns: number;
+  wallMs: number;
+  converged: boolean;
+  stopReason: string;
+  launchesPerSample: number;
+  warnings: string[];
+}
+
+/** A prepared measurement: bound launch slots for every input set, ready to take samples. */
+class Session {
+  readonly h: Harness;
+  readonly kernel: Kernel;
+  readonly mode: BenchMode;
+  readonly slots: { slot: number; release: () => void }[];
+  graph: { exec: { handle: Handle; dispose(): void }; launches: number } | undefined;
+  readonly rng = createRng(0x5eed);
+  maxClockSeen = 0;
+
+  constructor(kernel: Kernel, config: LaunchConfig, args: unknown, mode: BenchMode, inputSets: number) {
+    this.h = harness(kernel.device);
+    this.kernel = kernel;
+    this.mode = mode;
+    const sets = typeof args === 'function' ? Math.max(4, inputSets) : 1;
+    const cfg = { ...config, stream: this.h.stream };
+    delete (cfg as { cooperative?: boolean }).cooperative;
+    this.slots = [];
+    try {
+      for (let i = 0; i < sets; i++) {
+        const a = typeof args === 'function' ? (args as (set: number) => unknown[])(i) : (args as unknown[]);
+        if (!Array.isArray(a)) throw typeError('args', 'an array of kernel arguments (or a function returning one)', a);
+        this.slots.push(kernel.bindLaunch(cfg, a));
+      }
+    } catch (e) {
+      this.dispose();
+      throw e;
+    }
+  }
+
+  /** Plain launches first: lazily loaded kernels load now, never while the stream is held by the spin kernel. */
+  prime(): void {
+    const n = getNative();
+    for (const s of this.slots) n.launchKernel(s.slot);
+    this.h.stream.synchronize();
+  }
+
+  /** Graph mode: `launches` launches (rotating input sets) captured into one graph. */
+  buildGraph(launches: number): void {
+    const n = getNative();
+    const s = this.h.stream;
+    s.beginCapture({ mode: 'threadLocal' });
+    try {
+      for (let i = 0; i < launches; i++) n.launchKernel(this.slots[i % this.slots.length]!.slot);
+    } finally {
+      const g = s.endCapture();
+      this.graph = { exec: g.instantiate(), launches };
+      g.dispose();
+    }
+  }
+
+  /** Takes `count` samples natively; returns them in order. */
+  take(count: number, flush: boolean): BenchSample[] {
+    const order: number[] = [];
+    for (let i = 0; i < count; i++) order.push(this.graph !== undefined ? 0 : Math.floor(this.rng() * this.slots.length));
+    const h = this.h;
+    const raw = getNative().benchSamples(
+      {
+        ctx: h.device.ctx,
+        stream: h.stream.handle,
+        slots: this.slots.map((s) => s.slot),
+        order,
+        flush,
+        graph: this.graph?.exec.handle ?? 0n,
+        flushPtr: h.flushPtr,
+        flushWords: h.flushWords,
+        blockFn: h.blockFn,
+        probeFn: h.probeFn,
+        probeBlocks: h.device.multiprocessorCount,
+        probeOut: h.probeOut,
+        flagDev: h.flagDev,
+        timeoutNs: BLOCK_TIMEOUT_NS,
+      },
+      h.flagHost,
+    );
+    const per = this.graph?.launches ?? 1;
+    const out: BenchSample[] = [];
+    for (let i = 0; i < count; i++) {
+      const clockMHz = raw[i * 3 + 2]!;
+      out.push({ gpuMs: raw[i * 3]! / per, launchUs: raw[i * 3 + 1]!, clockMHz, inputSet: order[i]!, rejected: false });
+    }
+    return out;
+  }
+
+  dispose(): void {
+    this.graph?.exec.dispose();
+    for (const s of this.slots) s.release();
+  }
+}
+
+/** Warm-up, then samples until the stopping rule says stop. */
+async function measure(s: Session, rule: StoppingRule, onProgress: BenchOptions['onProgress']): Promise<Run> {
+  const t0 = performance.now();
+  const flush = s.mode === 'cold';
+  const warnings: string[] = [];
+  s.prime();
+  // Warm-up: ≥ warmupMinRuns runs and ≥ warmupMinMs of GPU time, and until the clock has ramped (≥ 90 % of the
+  // highest seen), capped at warmupMaxMs.
+  let warmRuns = 0;
+  let warmMs = 0;
+  let estimateMs = 0;
+  for (;;) {
+    const batch = s.take(Math.max(1, Math.min(16, rule.warmupMinRuns)), flush);
+    for (const x of batch) {
+      warmRuns++;
+      warmMs += x.gpuMs;
+      estimateMs = x.gpuMs;
+      s.maxClockSeen = Math.max(s.maxClockSeen, x.clockMHz);
+    }
+    const ramped = batch.every((x) => x.clockMHz === 0 || x.clockMHz >= 0.9 * s.maxClockSeen);
+    const elapsed = performance.now() - t0;
+    if ((warmRuns >= rule.warmupMinRuns && warmMs >= rule.warmupMinMs && ramped) || elapsed >= rule.warmupMaxMs) break;
+  }
+  if (s.mode === 'graph') {
+    // Enough launches per replay that a replay lasts ~10 ms, at most 1000 (§8.3).
+    const launches = Math.max(1, Math.min(1000, Math.round(10 / Math.max(estimateMs, 1e-4))));
+    s.buildGraph(launches);
+    s.take(2, false); // warm the graph
+  }
+  const samples: BenchSample[] = [];
+  const accepted: number[] = [];
+  const history: number[] = [];
+  let rejected = 0;
+  let accumulatedMs = 0;
+  let recoveryMs = 50;
+  let decision = { stop: false, converged: false, reason: '' as string };
+  const start = performance.now();
+  while (!decision.stop) {
+    const perSampleMs = Math.max(estimateMs * (s.graph?.launches ?? 1), 0.02) + 0.05;
+    const count = Math.max(1, Math.min(64, Math.floor(25 / perSampleMs)));
+    const batch = s.take(count, flush);
+    let rejectedNow = 0;
+    for (const x of batch) {
+      s.maxClockSeen = Math.max(s.maxClockSeen, x.clockMHz);
+      x.rejected = throttled(x.clockMHz, s.maxClockSeen, rule.throttleRatio);
+      samples.push(x);
+      if (x.rejected) {
+        rejected++;
+        rejectedNow++;
+      } else {
+        accepted.push(x.gpuMs);
+        accumulatedMs += x.gpuMs * (s.graph?.launches ?? 1);
+      }
+    }
+    if (rejectedNow > 0) {
+      await sleep(recoveryMs); // let the clock recover, waiting longer each time (nvbench's rule)
+      recoveryMs = Math.min(recoveryMs + Math.min(1.5 * recoveryMs, 500), 2000);
+    } else {
+      recoveryMs = 50;
+    }
+    const wall = performance.now() - start;
+    decision = accepted.length > 0 ? shouldStop(accepted, accumulatedMs, wall, rule, history) : { stop: wall >= rule.timeoutMs, converged: false, reason: 'timeout' };
+    if (onProgress !== undefined) {
+      const last = history[history.length - 1] ?? Number.NaN;
+      onProgress({ samples: accepted.length, rejected, elapsedMs: performance.now() - t0, relCI: last });
+    }
+    await new Promise((r) => setImmediate(r)); // between batches only: never between a start and a stop event
+  }
+  if (accepted.length === 0) {
+    // Never return zero samples silently: take every sample and say why they were all rejected.
+    for (const x of samples) {
+      x.rejected = false;
+      accepted.push(x.gpuMs);
+    }
+    rejected = 0;
+    warnings.push(`every sample was taken below ${Math.round(rule.throttleRatio * 100)} % of the highest clock seen; kept them all (the GPU may be power- or thermally-limited)`);
+  } else if (rejected > 0.1 * samples.length) {
+    warnings.push(`${rejected} of ${samples.length} samples were rejected as throttled`);
+  }
+  if (!decision.converged) warnings.push(`stopped by '${decision.reason}' before the precision target was met`);
+  return {
+    samples, accepted, rejected, warmupRuns: warmRuns, wallMs: performance.now() - t0, converged: decision.converged,
+    stopReason: decision.reason, launchesPerSample: s.graph?.launches ?? 1, warnings,
+  };
+}
+
+function throughputOf(h: Harness, medianMs: number, bytes: number | undefined, flops: number | undefined): Throughput | undefined {
+  if (bytes === undefined && flops === undefined) return undefined;
+  const t: Throughput = {};
+  if (bytes !== undefined) {
+    t.gbPerS = bytes / (medianMs * 1e-3) / 1e9;
+    t.percentOfPeakBandwidth = (100 * t.gbPerS) / peakBandwidth(h);
+  }
+  if (flops !== undefined) t.tflopsPerS = flops / (medianMs * 1e-3) / 1e12;
+  return t;
+}
+
+function checkBenchOptions(options: BenchOptions | undefined): Required<Pick<BenchOptions, 'mode' | 'preset' | 'inputSets'>> & BenchOptions {
+  const o = checkOptions('options', options, ['mode', 'preset', 'rule', 'inputSets', 'bytes', 'flops', 'name', 'onProgress'] as const) as BenchOptions;
+  const mode = o.mode ?? 'cold';
+  if (mode !== 'cold' && mode !== 'hot' && mode !== 'graph') throw typeError('options.mode', "'cold', 'hot' or 'graph'", mode);
+  for (const key of ['bytes', 'flops'] as const) {
+    const v = o[key];
+    if (v !== undefined && (typeof v !== 'number' || !(v > 0))) throw rangeError(`options.${key}`, 'a positive number', v);
+  }
+  const inputSets = o.inputSets ?? 4;
+  if (!Number.isInteger(inputSets) || inputSets < 1 || inputSets > 64) throw rangeError('options.inputSets', 'an integer in [1, 64]', inputSets);
+  return { ...o, mode, preset: o.preset ?? 'default', inputSets };
+}
+
+function result(name: string, o: ReturnType<typeof checkBenchOptions>, s: Session, run: Run): BenchResult {
+  const stats = summarize(run.accepted);
+  const clocks = run.samples.filter((x) => !x.rejected && x.clockMHz > 0).map((x) => x.clockMHz).sort((a, b) => a - b);
+  const r: BenchResult = {
+    name,
+    mode: o.mode,
+    preset: o.preset,
+    samples: run.samples,
+    stats,
+    rejected: run.rejected,
+    warmupRuns: run.warmupRuns,
+    wallMs: run.wallMs,
+    converged: run.converged,
+    stopReason: run.stopReason,
+    clockMHz: clocks.length > 0 ? clocks[clocks.length >> 1]! : 0,
+    env: environment(s.kernel.device),
+    warnings: run.warnings,
+  };
+  const t = throughputOf(s.h, stats.median, o.bytes, o.flops);
+  if (t !== undefined) r.throughput = t;
+  return r;
+}
+
+/**
+ * Times one kernel: warm-up, then samples until the 95 % confidence interval of the median is within the preset's
+ * target (or stops shrinking, or the timeout). `args` is the argument list, or a generator of input sets for
+ * rotation (called with 0 … inputSets-1). Resolves to every raw sample and the statistics.
+ */
+export async function bench<S extends Signature>(
+  kernel: Kernel<S>, config: LaunchConfig, args: BenchArgs<S>, options?: BenchOptions,
+): Promise<BenchResult> {
+  const o = checkBenchOptions(options);
+  const rule = resolveRule(o.preset, o.rule);
+  const s = new Session(kernel as unknown as Kernel, config, args, o.mode, o.inputSets);
+  try {
+    const run = await measure(s, rule, o.onProgress);
+    return result(o.name ?? kernel.name, o, s, run);
+  } finally {
+    s.dispose();
+  }
+}
+
+export interface CompareTarget<S extends Signature = Signature> {
+  kernel: Kernel<S>;
+  config: LaunchConfig;
+  args: BenchArgs<S>;
+  name?: string;
+}
+
+export interface CompareOptions extends Omit<BenchOptions, 'name' | 'onProgress'> {
+  /** ABBA rounds (default 5); each runs the stopping rule with 1/rounds of the preset's budget. */
+  rounds?: number;
+  onProgress?: (p: { round: number; rounds: number }) => void;
+}
+
+/**
+ * Times a reference (A) and a candidate (B) in interleaved ABBA rounds so drift and thermal state hit both alike.
+ * speedup = median(A) / median(B) with a 95 % bootstrap interval; verdict FASTER / SLOWER / SAME / UNCERTAIN.
+ */
+export async function compare(a: CompareTarget, b: CompareTarget, options?: CompareOptions): Promise<CompareResult> {
+  const { rounds: roundsOpt, onProgress, ...rest } = options ?? {};
+  const o = checkBenchOptions(rest);
+  const rounds = roundsOpt ?? 5;
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 50) throw rangeError('options.rounds', 'an integer in [1, 50]', rounds);
+  const full = resolveRule(o.preset, o.rule);
+  const part: StoppingRule = {
+    ...full,
+    minSamples: Math.max(5, Math.ceil(full.minSamples / rounds)),
+    minTimeMs: full.minTimeMs / rounds,
+    timeoutMs: full.timeoutMs / rounds,
+    maxSamples: Math.max(10, Math.ceil(full.maxSamples / rounds)),
+  };
+  const sa = new Session(a.kernel, a.config, a.args, o.mode, o.inputSets);
+  let sb: Session | undefined;
+  try {
+    sb = new Session(b.kernel, b.config, b.args, o.mode, o.inputSets);
+    const runs: Run[][] = [[], []];
+    for (let r = 0; r < rounds; r++) {
+      const order: [Session, number][] = r % 2 === 0 ? [[sa, 0], [sb, 1]] : [[sb, 1], [sa, 0]];
+      for (const [s, side] of order) {
+        s.graph?.exec.dispose();
+        s.graph = undefined;
+        runs[side]!.push(await measure(s, part, undefined));
+      }
+      onProgress?.({ round: r + 1, rounds });
+    }
+    const merge = (rs: Run[]): Run => ({
+      samples: rs.flatMap((x) => x.samples),
+      accepted: rs.flatMap((x) => x.accepted),
+      rejected: rs.reduce((t, x) => t + x.rejected, 0),
+      warmupRuns: rs.reduce((t, x) => t + x.warmupRuns, 0),
+      wallMs: rs.reduce((t, x) => t + x.wallMs, 0),
+      converged: rs.every((x) => x.converged),
+      stopReason: [...new Set(rs.map((x) => x.stopReason))].join(', '),
+      launchesPerSample: rs[0]!.launchesPerSample,
+      warnings: [...new Set(rs.flatMap((x) => x.warnings))],
+    });
+    const ra = result(a.name ?? a.kernel.name, o, sa, merge(runs[0]!));
+    const rb = result(b.name ?? b.kernel.name, o, sb, merge(runs[1]!));
+    const ci = bootstrapRatio(runs[0]!.flatMap((x) => x.accepted), runs[1]!.flatMap((x) => x.accepted));
+    return { a: ra, b: rb, speedup: ci.ratio, speedupLow: ci.low, speedupHigh: ci.high, verdict: verdict(ci), rounds };
+  } finally {
+    sa.dispose();
+    sb?.dispose();
+  }
+}

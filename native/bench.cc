@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+// The benchmark measurement loop (lib/bench.ts decides what to run and when to stop; this runs the samples).
+//
+// One sample, on the harness's own stream (benchmarking.md §8.3):
+//   [cold: reset persisting L2 lines; flush L2 with a memset over 2 × L2; synchronize]
+//   block the stream behind a spin kernel that waits on a host-mapped flag (with a device-side timeout), so what
+//   follows is queued before the GPU starts and launch latency is hidden;
+//   clock probe; start event; the kernel (or a graph replay); stop event; clock probe; release the flag; wait.
+// GPU time comes from the events, the SM clock from the two probes (clock64 over %globaltimer on SM 0), and the
+// launch call's host time from steady_clock. No JS runs between a start and a stop event.
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "common.h"
+
+namespace cudakit {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchSpec {
+  CUcontext ctx;
+  CUstream stream;
+  std::vector<KernelSlot*> slots;  // one per input set
+  std::vector<uint32_t> order;     // input set per sample; its length is the number of samples
+  bool flush;
+  CUgraphExec graph;  // graph mode: replayed instead of a launch
+  CUdeviceptr flushPtr;
+  size_t flushWords;
+  CUfunction blockFn;
+  CUfunction probeFn;
+  uint32_t probeBlocks;
+  CUdeviceptr probeOut;   // device: u64[4] = start ns, start clock, end ns, end clock
+  volatile int* flag;     // host view of mapped memory: [0] release flag, [1] timed out
+  CUdeviceptr flagDev;    // device view of the same
+  uint64_t timeoutNs;
+};
+
+static CUresult Launch1(CUfunction f, uint32_t grid, CUstream s, void** params) {
+  return CU_TRY(cuLaunchKernel, f, grid, 1u, 1u, 1u, 1u, 1u, 0u, s, params, nullptr);
+}
+
+// benchSamples(spec) -> Float64Array [gpuMs, launchUs, clockMHz] per sample; throws CudaError on a failed call,
+// and 'CUDAKIT_BENCH_TIMEOUT' when the spin kernel timed out (something in the stream synchronized).
+static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsObject()) throw Napi::TypeError::New(env, "benchSamples expects a spec object");
+  Napi::Object o = info[0].As<Napi::Object>();
+  auto u64 = [&](const char* key) -> uint64_t {
+    Napi::Value v = o.Get(key);
+    if (v.IsBigInt()) {
+      bool lossless = false;
+      return v.As<Napi::BigInt>().Uint64Value(&lossless);
+    }
+    if (v.IsNumber()) return static_cast<uint64_t>(v.As<Napi::Number>().Int64Value());
+    throw Napi::TypeError::New(env, std::string("benchSamples: ") + key + " must be a bigint or number");
+  };
+  BenchSpec s{};
+  s.ctx = reinterpret_cast<CUcontext>(u64("ctx"));
+  s.stream = reinterpret_cast<CUstream>(u64("stream"));
+  Napi::Value slots = o.Get("slots");
+  Napi::Value order = o.Get("order");
+  if (!slots.IsArray() || !order.IsArray()) throw Napi::TypeError::New(env, "benchSamples: slots and order arrays");
+  for (uint32_t i = 0; i < slots.As<Napi::Array>().Length(); i++) {
+    s.slots.push_back(SlotFromValue(env, slots.As<Napi::Array>().Get(i)));
+  }
+  for (uint32_t i = 0; i < order.As<Napi::Array>().Length(); i++) {
+    uint32_t k = order.As<Napi::Array>().Get(i).As<Napi::Number>().Uint32Value();
+    if (k >= s.slots.size()) throw Napi::RangeError::New(env, "benchSamples: order names a missing input set");
+    s.order.push_back(k);
+  }
+  s.flush = o.Get("flush").ToBoolean();
+  s.graph = reinterpret_cast<CUgraphExec>(u64("graph"));
+  s.flushPtr = u64("flushPtr");
+  s.flushWords = u64("flushWords");
+  s.blockFn = reinterpret_cast<CUfunction>(u64("blockFn"));
+  s.probeFn = reinterpret_cast<CUfunction>(u64("probeFn"));
+  s.probeBlocks = static_cast<uint32_t>(u64("probeBlocks"));
+  s.probeOut = u64("probeOut");
+  s.flagDev = u64("flagDev");
+  s.timeoutNs = u64("timeoutNs");
+  Bytes flagHost = ArgBytes(info, 1, "flagHost");
+  if (flagHost.length < 8) throw Napi::RangeError::New(env, "benchSamples: flagHost must hold two int32");
+  s.flag = reinterpret_cast<volatile int*>(flagHost.data);
+  if (s.slots.empty() && s.graph == nullptr) throw Napi::RangeError::New(env, "benchSamples: nothing to run");
+
+  BindContext(env, s.ctx);
+  CUevent start = nullptr, stop = nullptr;
+  CU_CALL(env, cuEventCreate, &start, 0u);
+  CUresult r = CU_TRY(cuEventCreate, &stop, 0u);
+  if (r != CUDA_SUCCESS) {
+    CU_TRY(cuEventDestroy, start);
+    ThrowCuda(env, "cuEventCreate", r);
+  }
+  const size_t n = s.order.size();
+  Napi::Float64Array out = Napi::Float64Array::New(env, n * 3);
+  const char* failed = nullptr;
+  bool timedOut = false;
+  CUdeviceptr probeStart = s.probeOut, probeEnd = s.probeOut + 16;
+  uint64_t flagDev = s.flagDev, timeout = s.timeoutNs;
+  void* blockParams[] = {&flagDev, &timeout};
+  void* probeStartParams[] = {&probeStart};
+  void* probeEndParams[] = {&probeEnd};
+
+  for (size_t i = 0; i < n && failed == nullptr; i++) {
+    KernelSlot* slot = s.graph == nullptr ? s.slots[s.order[i]] : nullptr;
+#define STEP(call, api)        \
+  if ((r = (call)) != CUDA_SUCCESS) { \
+    failed = api;              \
+    break;                     \
+  }
+    do {
+      if (s.flush) {
+        STEP(CU_TRY(cuCtxResetPersistingL2Cache), "cuCtxResetPersistingL2Cache");
+        // A different value each sample, so nothing can recognize a repeated flush.
+        STEP(CU_TRY(cuMemsetD32Async, s.flushPtr, static_cast<unsigned>(i * 2654435761u), s.flushWords, s.stream),
+             "cuMemsetD32Async");
+      }
+      STEP(CU_TRY(cuStreamSynchronize, s.stream), "cuStreamSynchronize");
+      s.flag[0] = 0;
+      s.flag[1] = 0;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      STEP(Launch1(s.blockFn, 1, s.stream, blockParams), "cuLaunchKernel");
+      STEP(Launch1(s.probeFn, s.probeBlocks, s.stream, probeStartParams), "cuLaunchKernel");
+      STEP(CU_TRY(cuEventRecord, start, s.stream), "cuEventRecord");
+      auto t0 = Clock::now();
+      if (s.graph != nullptr) {
+        STEP(CU_TRY(cuGraphLaunch, s.graph, s.stream), "cuGraphLaunch");
+      } else {
+        SlotHeader h = ReadHeader(slot->data);
+        STEP(CU_TRY(cuLaunchKernel, slot->fn, h.grid[0], h.grid[1], h.grid[2], h.block[0], h.block[1], h.block[2],
+                    h.smem, s.stream, slot->params.data(), nullptr),
+             "cuLaunchKernel");
+      }
+      auto t1 = Clock::now();
+      STEP(CU_TRY(cuEventRecord, stop, s.stream), "cuEventRecord");
+      STEP(Launch1(s.probeFn, s.probeBlocks, s.stream, probeEndParams), "cuLaunchKernel");
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      s.flag[0] = 1;  // release the spin kernel: everything above is queued
+      STEP(CU_TRY(cuStreamSynchronize, s.stream), "cuStreamSynchronize");
+      if (s.flag[1] != 0) {
+        timedOut = true;
+        break;
+      }
+      float ms = 0;
+      STEP(CU_TRY(cuEventElapsedTime, &ms, start, stop), "cuEventElapsedTime");
+      uint64_t probe[4] = {0, 0, 0, 0};
+      STEP(CU_TRY(cuMemcpyDtoH, probe, s.probeOut, sizeof(probe)), "cuMemcpyDtoH");
+      double ns = static_cast<double>(probe[2] - probe[0]);
+      double clocks = static_cast<double>(probe[3] - probe[1]);
+      out[i * 3] = ms;
+      out[i * 3 + 1] = std::chrono::duration<double, std::micro>(t1 - t0).count();
+      out[i * 3 + 2] = ns > 0 ? clocks / ns * 1000.0 : 0.0;  // cycles per ns × 1000 = MHz
+    } while (false);
+#undef STEP
+    if (timedOut) break;
+  }
+  s.flag[0] = 1;  // never leave a spin kernel waiting
+  CU_TRY(cuStreamSynchronize, s.stream);
+  CU_TRY(cuEventDestroy, start);
+  CU_TRY(cuEventDestroy, stop);
+  if (failed != nullptr) ThrowCuda(env, failed, r);
+  if (timedOut) {
+    Napi::Error e = Napi::Error::New(
+        env, "the benchmark's blocking kernel timed out: something synchronized the stream while it was held "
+             "(lazy module loading, a profiler, or a kernel that waits on the host)");
+    e.Value().Set("code", "CUDAKIT_BENCH_TIMEOUT");
+    throw e;
+  }
+  return out;
+}
+
+void InitBench(Napi::Env env, Napi::Object exports) { Export(env, exports, "benchSamples", BenchSamples); }
+
+}  // namespace cudakit

@@ -1,0 +1,99 @@
+import { expect, it } from 'vitest';
+import { bench, compare } from '../../lib/bench.js';
+import { Device, Program } from '../../lib/index.js';
+import { describeGpu } from '../helpers.js';
+
+// A memory-bound copy whose work can be scaled exactly: `reps` passes over the data.
+const SRC = `
+extern "C" __global__ void copy(const float4* __restrict__ in, float4* __restrict__ out, int n, int reps) {
+  for (int r = 0; r < reps; r++)
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = in[i];
+}
+extern "C" __global__ void spin(long long cycles) { long long s = clock64(); while (clock64() - s < cycles) {} }`;
+
+describeGpu('bench', () => {
+  const d = () => Device.get(0);
+  const setup = () => {
+    const m = d().loadModule(new Program(SRC).compile());
+    return { m, copy: m.getKernel('copy', ['ptr', 'ptr', 'i32', 'i32']), spin: m.getKernel('spin', ['i64']) };
+  };
+  const n4 = (64 << 20) / 16; // 64 MiB of float4: past L2, memory-bound
+
+  it('times a kernel cold, with raw samples, clocks, statistics and throughput', async () => {
+    const { m, copy } = setup();
+    using a = d().alloc(n4 * 16);
+    using b = d().alloc(n4 * 16);
+    const cfg = { grid: 4 * d().multiprocessorCount, block: 256 };
+    const r = await bench(copy, cfg, [a, b, n4, 1], { preset: 'quick', bytes: 2 * n4 * 16 });
+    expect(r.mode).toBe('cold');
+    expect(r.stats.n).toBeGreaterThanOrEqual(10);
+    expect(r.samples.length).toBe(r.stats.n + r.rejected);
+    expect(r.stats.min).toBeLessThanOrEqual(r.stats.median);
+    expect(r.stats.ciLow).toBeLessThanOrEqual(r.stats.median);
+    expect(r.stats.ciHigh).toBeGreaterThanOrEqual(r.stats.median);
+    expect(r.clockMHz).toBeGreaterThan(500);
+    expect(r.throughput!.gbPerS).toBeGreaterThan(500);
+    expect(r.throughput!.percentOfPeakBandwidth).toBeGreaterThan(20);
+    expect(r.throughput!.percentOfPeakBandwidth).toBeLessThan(110);
+    expect(r.env.device).toBe(d().name);
+    expect(r.samples.every((s) => s.launchUs > 0 && s.gpuMs > 0)).toBe(true);
+    m.dispose();
+  });
+
+  it('rotates input sets from a generator (different addresses per set)', async () => {
+    const { m, copy } = setup();
+    const bufs: ReturnType<Device['alloc']>[] = [];
+    const r = await bench(copy, { grid: 264, block: 256 }, (set) => {
+      const a = d().alloc(1 << 20);
+      const b = d().alloc(1 << 20);
+      bufs.push(a, b);
+      return [a, b, (1 << 20) / 16, 1 + (set % 1)];
+    }, { preset: 'quick', mode: 'hot' });
+    expect(bufs.length).toBe(8);
+    expect(new Set(r.samples.map((s) => s.inputSet)).size).toBeGreaterThan(1);
+    for (const b of bufs) b.dispose();
+    m.dispose();
+  });
+
+  it('graph mode divides a replay by its launches', async () => {
+    const { m, spin } = setup();
+    const cycles = BigInt(Math.round(d().clockRateKHz * 1000 * 5e-6)); // ~5 µs
+    const g = await bench(spin, { grid: 1, block: 1 }, [cycles], { preset: 'quick', mode: 'graph' });
+    expect(g.stats.median).toBeGreaterThan(0.003);
+    expect(g.stats.median).toBeLessThan(0.02);
+    m.dispose();
+  });
+
+  it('A/A says SAME; a kernel made 20% slower says SLOWER', async () => {
+    const { m, copy } = setup();
+    using a = d().alloc(n4 * 16);
+    using b = d().alloc(n4 * 16);
+    const cfg = { grid: 4 * d().multiprocessorCount, block: 256 };
+    const same = await compare(
+      { kernel: copy, config: cfg, args: [a, b, n4, 5], name: 'A' },
+      { kernel: copy, config: cfg, args: [a, b, n4, 5], name: 'A again' },
+      { preset: 'quick', mode: 'hot' },
+    );
+    expect(same.verdict).toBe('SAME');
+    expect(same.speedupLow).toBeLessThanOrEqual(1);
+    expect(same.speedupHigh).toBeGreaterThanOrEqual(1);
+    const slower = await compare(
+      { kernel: copy, config: cfg, args: [a, b, n4, 5], name: '5 passes' },
+      { kernel: copy, config: cfg, args: [a, b, n4, 6], name: '6 passes' },
+      { preset: 'quick', mode: 'hot' },
+    );
+    expect(slower.verdict).toBe('SLOWER');
+    expect(slower.speedup).toBeGreaterThan(0.78);
+    expect(slower.speedup).toBeLessThan(0.9);
+    m.dispose();
+  });
+
+  it('validates options before touching the GPU', async () => {
+    const { m, copy } = setup();
+    using a = d().alloc(16);
+    await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { mode: 'warm' as never })).rejects.toThrow(TypeError);
+    await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { bytes: -1 })).rejects.toThrow(RangeError);
+    await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { preset: 'fast' as never })).rejects.toThrow(TypeError);
+    m.dispose();
+  });
+});

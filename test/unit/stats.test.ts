@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: MIT
+// lib/stats.ts against hand-computed values (arithmetic in the comments) and seeded simulations.
+import { describe, expect, it } from 'vitest';
+import {
+  bootstrapRatio,
+  createRng,
+  medianCI,
+  PRESETS,
+  quantile,
+  shouldStop,
+  splitmix64,
+  summarize,
+  throttled,
+  verdict,
+  type StopDecision,
+  type StoppingRule,
+} from '../../lib/stats.js';
+
+const GAMMA = 0x9e3779b97f4a7c15n;
+
+/** n exponential(1) variates (true median ln 2) from a seeded generator. */
+function exponentialSamples(n: number, seed: number): number[] {
+  const rng = createRng(seed);
+  return Array.from({ length: n }, () => -Math.log(1 - rng()));
+}
+
+const ascending = (values: readonly number[]): number[] => [...values].sort((x, y) => x - y);
+
+/** Feeds next(i) to shouldStop one sample at a time, wall time = wallMsPerSample per sample, until it stops. */
+function runUntilStop(
+  next: (index: number) => number,
+  rule: StoppingRule,
+  wallMsPerSample = 1,
+  limit = 200_000,
+): { n: number; decision: StopDecision; history: number[] } {
+  const samples: number[] = [];
+  const history: number[] = [];
+  let accumulatedMs = 0;
+  for (let i = 0; i < limit; i++) {
+    const sample = next(i);
+    samples.push(sample);
+    accumulatedMs += sample;
+    const decision = shouldStop(samples, accumulatedMs, samples.length * wallMsPerSample, rule, history);
+    if (decision.stop) return { n: samples.length, decision, history };
+  }
+  throw new Error('no stop within the limit');
+}
+
+describe('quantile', () => {
+  it('interpolates linearly between order statistics (type 7)', () => {
+    const x = [10, 20, 30, 40];
+    expect(quantile(x, 0)).toBe(10);
+    expect(quantile(x, 1)).toBe(40);
+    expect(quantile(x, 0.5)).toBe(25); // h = 3·0.5 = 1.5 → 20 + 0.5·(30 - 20)
+    expect(quantile(x, 0.25)).toBe(17.5); // h = 0.75 → 10 + 0.75·10
+    expect(quantile(x, 0.9)).toBeCloseTo(37, 12); // h = 2.7 → 30 + 0.7·10
+    expect(quantile([7], 0.3)).toBe(7); // h = 0
+  });
+
+  it('rejects empty input and q outside [0, 1]', () => {
+    expect(() => quantile([], 0.5)).toThrow(RangeError);
+    expect(() => quantile([1, 2], -0.01)).toThrow(RangeError);
+    expect(() => quantile([1, 2], 1.01)).toThrow(RangeError);
+    expect(() => quantile([1, 2], Number.NaN)).toThrow(RangeError);
+    expect(() => quantile([1, 2], '0.5' as unknown as number)).toThrow(TypeError);
+  });
+});
+
+describe('summarize', () => {
+  it('matches hand-computed statistics for [1, 2, 3, 4, 100]', () => {
+    const input = [100, 3, 1, 4, 2]; // unsorted on purpose
+    const s = summarize(input);
+    expect(input).toEqual([100, 3, 1, 4, 2]); // not mutated
+    expect(s.n).toBe(5);
+    expect(s.min).toBe(1);
+    expect(s.max).toBe(100);
+    expect(s.mean).toBe(22); // 110 / 5
+    expect(s.median).toBe(3);
+    // Type 7, h = 4q: p10 h=0.4 → 1 + 0.4·1; p25 h=1 → 2; p75 h=3 → 4; p90 h=3.6 → 4 + 0.6·96; p99 h=3.96 → 4 + 0.96·96
+    expect(s.p10).toBeCloseTo(1.4, 12);
+    expect(s.p25).toBe(2);
+    expect(s.p75).toBe(4);
+    expect(s.p90).toBeCloseTo(61.6, 10);
+    expect(s.p99).toBeCloseTo(96.16, 10);
+    expect(s.iqr).toBe(2); // 4 - 2
+    // |x - 3| = 2, 1, 0, 1, 97 → sorted 0, 1, 1, 2, 97 → median 1
+    expect(s.mad).toBe(1);
+    // deviations from 22: -21, -20, -19, -18, 78 → squares 441 + 400 + 361 + 324 + 6084 = 7610; 7610 / 4 = 1902.5
+    expect(s.stdev).toBeCloseTo(Math.sqrt(1902.5), 12); // 43.6177
+    expect(s.relStdev).toBeCloseTo(Math.sqrt(1902.5) / 22, 12); // 1.9826
+    // n = 5: the widest interval [x(1), x(5)] covers only 1 - 2/32 = 93.75 % < 95 % → [min, max]
+    expect([s.ciLow, s.ciHigh]).toEqual([1, 100]);
+  });
+
+  it('averages the middle pair for even n', () => {
+    const s = summarize([4, 1, 3, 2]);
+    expect(s.median).toBe(2.5); // h = 1.5 → 2 + 0.5·1
+    expect(s.mad).toBe(1); // |x - 2.5| = 1.5, 0.5, 0.5, 1.5 → median (0.5 + 1.5) / 2
+    expect(s.stdev).toBeCloseTo(Math.sqrt(5 / 3), 12); // squares 2.25 + 0.25 + 0.25 + 2.25 = 5, / (4 - 1)
+    expect(s.p25).toBe(1.75); // h = 0.75 → 1 + 0.75·1
+    expect(s.iqr).toBe(1.5); // p75: h = 2.25 → 3.25; 3.25 - 1.75
+  });
+
+  it('gives zero spread and a point interval for one sample', () => {
+    const s = summarize([7]);
+    expect(s).toMatchObject({ n: 1, min: 7, max: 7, mean: 7, median: 7, p99: 7, stdev: 0, relStdev: 0, mad: 0 });
+    expect([s.ciLow, s.ciHigh]).toEqual([7, 7]);
+  });
+
+  it('rejects empty input and non-finite samples', () => {
+    expect(() => summarize([])).toThrow(RangeError);
+    expect(() => summarize([1, Number.NaN])).toThrow(/samples\[1\]/);
+    expect(() => summarize([1, Infinity])).toThrow(RangeError);
+    expect(() => summarize([1, '2' as unknown as number])).toThrow(TypeError);
+  });
+});
+
+describe('medianCI', () => {
+  it('uses ranks 2 and 9 for n = 10 (97.85 % coverage)', () => {
+    // P(B ≤ 1) = (1 + 10) / 1024 = 1.07 % ≤ 2.5 % → coverage 1 - 2·11/1024 = 97.85 %;
+    // P(B ≤ 2) = (1 + 10 + 45) / 1024 = 5.47 % > 2.5 %, so ranks 3 and 8 (89.06 %) are too narrow
+    const x = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
+    expect(medianCI(x)).toEqual([20, 90]);
+    // At 80 %: P(B ≤ 2) = 5.47 % ≤ 10 % but P(B ≤ 3) = 176/1024 = 17.2 % > 10 % → ranks 3 and 8
+    expect(medianCI(x, 0.8)).toEqual([30, 80]);
+  });
+
+  it('handles tiny n: a point for n = 1, [min, max] when no interval reaches the confidence', () => {
+    expect(medianCI([5])).toEqual([5, 5]);
+    // n = 5: [x(1), x(5)] covers 1 - 2/32 = 93.75 % < 95 % → [min, max] anyway
+    expect(medianCI([1, 2, 3, 4, 5])).toEqual([1, 5]);
+    // n = 9: P(B ≤ 1) = 10/512 = 1.95 % ≤ 2.5 %, P(B ≤ 2) = 46/512 = 8.98 % → ranks 2 and 8
+    expect(medianCI([1, 2, 3, 4, 5, 6, 7, 8, 9])).toEqual([2, 8]);
+  });
+
+  it('is exact for large n (no overflow of C(n, i) or underflow of 2^-n)', () => {
+    const n = 100_000;
+    const ranks = Array.from({ length: n }, (_, i) => i + 1); // value = 1-based rank
+    // Normal approximation with continuity correction: j - 1 + 0.5 ≤ n/2 - 1.96·√n/2 = 50000 - 309.9 → j = 49690
+    expect(medianCI(ranks)).toEqual([49_690, n + 1 - 49_690]);
+  });
+
+  it('covers the true median about 95 % of the time', () => {
+    let covered = 0;
+    const trials = 400;
+    for (let t = 0; t < trials; t++) {
+      const [low, high] = medianCI(ascending(exponentialSamples(101, 1000 + t)));
+      if (low <= Math.LN2 && Math.LN2 <= high) covered++;
+    }
+    // The nominal coverage is ≥ 95 %; 400 trials give a binomial standard error of ~1.1 %
+    expect(covered / trials).toBeGreaterThan(0.92);
+    expect(covered / trials).toBeLessThan(0.99);
+  });
+
+  it('contains the true median of a large sample and shrinks like 1/√n', () => {
+    // Fixed seeds (each interval misses 5 % of the time by design; the coverage test above checks the rate)
+    const small = medianCI(ascending(exponentialSamples(1600, 9)));
+    const large = medianCI(ascending(exponentialSamples(25_600, 10)));
+    for (const [low, high] of [small, large]) {
+      expect(low).toBeLessThan(Math.LN2);
+      expect(high).toBeGreaterThan(Math.LN2);
+    }
+    // 16× the samples → a quarter of the width
+    const shrink = (small[1] - small[0]) / (large[1] - large[0]);
+    expect(shrink).toBeGreaterThan(3);
+    expect(shrink).toBeLessThan(5.3);
+  });
+
+  it('rejects empty input and a confidence outside (0, 1)', () => {
+    expect(() => medianCI([])).toThrow(RangeError);
+    expect(() => medianCI([1], 0)).toThrow(RangeError);
+    expect(() => medianCI([1], 1)).toThrow(RangeError);
+  });
+});
+
+describe('splitmix64 and createRng', () => {
+  it('matches the reference splitmix64 outputs', () => {
+    expect(splitmix64(0n)).toBe(0xe220a8397b1dcdafn);
+    // Vigna's splitmix64.c seeded with 1234567: the k-th output is splitmix64(seed + k·γ)
+    const outputs = [0n, 1n, 2n].map((k) => splitmix64(1234567n + k * GAMMA));
+    expect(outputs).toEqual([6457827717110365317n, 3203168211198807973n, 9817491932198370423n]);
+    expect(splitmix64(-1n)).toBe(splitmix64((1n << 64n) - 1n)); // the state is taken mod 2^64
+    expect(() => splitmix64(1 as unknown as bigint)).toThrow(TypeError);
+  });
+
+  it('is bit-identical to the BigInt splitmix64 for every draw', () => {
+    for (const seed of [0n, 1n, 0xffffffffn, (1n << 64n) - 1n, 0x123456789abcdefn]) {
+      const rng = createRng(seed);
+      for (let k = 0n; k < 3000n; k++) {
+        const expected = Number(splitmix64(seed + k * GAMMA) >> 11n) / 2 ** 53; // top 53 bits
+        expect(rng()).toBe(expected);
+      }
+    }
+    // First draw for seed 0: 0xE220A8397B1DCDAF / 2^64 = 15573... / 18446... ≈ 0.88331
+    expect(createRng(0)()).toBeCloseTo(0.8833108, 7);
+  });
+
+  it('is deterministic and seed-sensitive', () => {
+    const draw = (seed: number | bigint, n: number) => {
+      const rng = createRng(seed);
+      return Array.from({ length: n }, rng);
+    };
+    expect(draw(42, 100)).toEqual(draw(42, 100));
+    expect(draw(1, 10)).toEqual(draw(1n, 10));
+    expect(draw(-1, 10)).toEqual(draw((1n << 64n) - 1n, 10)); // negative seeds are two's complement mod 2^64
+    const other = draw(43, 100);
+    expect(draw(42, 100).filter((x, i) => x === other[i])).toHaveLength(0);
+  });
+
+  it('draws roughly uniform floats in [0, 1)', () => {
+    const rng = createRng(2024);
+    const n = 100_000;
+    const buckets = new Array<number>(10).fill(0);
+    let sum = 0;
+    let squares = 0;
+    for (let i = 0; i < n; i++) {
+      const x = rng();
+      expect(x >= 0 && x < 1).toBe(true);
+      sum += x;
+      squares += x * x;
+      buckets[Math.floor(x * 10)]! += 1;
+    }
+    const mean = sum / n;
+    // Mean 1/2 with standard error √(1/12/n) ≈ 0.0009; variance 1/12 ≈ 0.0833
+    expect(Math.abs(mean - 0.5)).toBeLessThan(0.005);
+    expect(Math.abs(squares / n - mean * mean - 1 / 12)).toBeLessThan(0.002);
+    // χ² over 10 equal buckets, 9 degrees of freedom: 27.88 is the 99.9 % point
+    const chiSquare = buckets.reduce((acc, count) => acc + (count - n / 10) ** 2 / (n / 10), 0);
+    expect(chiSquare).toBeLessThan(27.88);
+  });
+
+  it('rejects seeds that are not integers', () => {
+    expect(() => createRng(1.5)).toThrow(RangeError);
+    expect(() => createRng(Number.NaN)).toThrow(RangeError);
+    expect(() => createRng(2 ** 60)).toThrow(RangeError); // not a safe integer: pass a bigint
+    expect(() => createRng('1' as unknown as number)).toThrow(TypeError);
+  });
+});
+
+describe('bootstrapRatio', () => {
+  const base = (n: number, seed: number) => {
+    const rng = createRng(seed);
+    return Array.from({ length: n }, () => 1 + 0.05 * (rng() + rng() + rng() - 1.5)); // 1 ± ~3 %
+  };
+
+  it('gives ratio 1 and an interval around 1 for identical inputs', () => {
+    const a = base(200, 3);
+    const r = bootstrapRatio(a, [...a]);
+    expect(r.ratio).toBe(1);
+    expect(r.low).toBeLessThan(1);
+    expect(r.high).toBeGreaterThan(1);
+    expect(r.high - r.low).toBeLessThan(0.05); // the medians of 200 samples are known to well under ±2.5 %
+  });
+
+  it('excludes 1 for a 20 % shift', () => {
+    const b = base(200, 4);
+    const a = b.map((x) => x * 1.2); // the reference takes 20 % longer: the candidate is faster
+    const r = bootstrapRatio(a, b);
+    expect(r.ratio).toBeCloseTo(1.2, 12); // median(1.2·b) / median(b)
+    expect(r.low).toBeGreaterThan(1.1);
+    expect(r.high).toBeLessThan(1.3);
+    expect(verdict(r)).toBe('FASTER');
+  });
+
+  it('is reproducible with the same seed and changes with another', () => {
+    const a = base(150, 5);
+    const b = base(150, 6);
+    const first = bootstrapRatio(a, b, { seed: 9, resamples: 500 });
+    expect(bootstrapRatio(a, b, { seed: 9, resamples: 500 })).toEqual(first);
+    const other = bootstrapRatio(a, b, { seed: 10, resamples: 500 });
+    expect(other.ratio).toBe(first.ratio);
+    expect([other.low, other.high]).not.toEqual([first.low, first.high]);
+  });
+
+  it('matches a naive percentile bootstrap drawn from the same generator', () => {
+    const a = base(31, 11); // odd n
+    const b = base(40, 12); // even n
+    const resamples = 300;
+    const rng = createRng(77);
+    const sortedA = ascending(a);
+    const sortedB = ascending(b);
+    const resampledMedian = (sorted: number[]) =>
+      quantile(ascending(sorted.map(() => sorted[Math.floor(rng() * sorted.length)]!)), 0.5);
+    const ratios: number[] = [];
+    for (let r = 0; r < resamples; r++) {
+      const medianA = resampledMedian(sortedA);
+      ratios.push(medianA / resampledMedian(sortedB));
+    }
+    const sortedRatios = ascending(ratios);
+    const result = bootstrapRatio(a, b, { seed: 77, resamples, confidence: 0.9 });
+    expect(result.ratio).toBe(quantile(sortedA, 0.5) / quantile(sortedB, 0.5));
+    expect(result.low).toBe(quantile(sortedRatios, 0.05));
+    expect(result.high).toBe(quantile(sortedRatios, 0.95));
+  });
+
+  it('gives a point interval for constant samples and narrows with lower confidence', () => {
+    expect(bootstrapRatio([2, 2, 2], [1, 1])).toEqual({ ratio: 2, low: 2, high: 2 });
+    const a = base(100, 13);
+    const b = base(100, 14);
+    const wide = bootstrapRatio(a, b, { confidence: 0.99 });
+    const narrow = bootstrapRatio(a, b, { confidence: 0.5 });
+    expect(narrow.high - narrow.low).toBeLessThan((wide.high - wide.low) / 2);
+  });
+
+  it('rejects bad inputs and options', () => {
+    expect(() => bootstrapRatio([], [1])).toThrow(RangeError);
+    expect(() => bootstrapRatio([1], [-1, 2])).toThrow(RangeError);
+    expect(() => bootstrapRatio([1], [0, 0, 1])).toThrow(/positive median/);
+    expect(() => bootstrapRatio([1], [1], { resamples: 0 })).toThrow(RangeError);
+    expect(() => bootstrapRatio([1], [1], { confidence: 1 })).toThrow(RangeError);
+    expect(() => bootstrapRatio([1], [1], { resample: 10 } as never)).toThrow(/Unknown option options.resample/);
+  });
+});
+
+describe('verdict', () => {
+  it('returns each of the four outcomes', () => {
+    expect(verdict({ ratio: 1.2, low: 1.15, high: 1.25 })).toBe('FASTER'); // 1.15 > 1 + 0.01
+    expect(verdict({ ratio: 0.8, low: 0.75, high: 0.85 })).toBe('SLOWER'); // 0.85 < 1 - 0.01
+    expect(verdict({ ratio: 1.0, low: 0.985, high: 1.015 })).toBe('SAME'); // within [0.98, 1.02]
+    expect(verdict({ ratio: 1.0, low: 0.9, high: 1.1 })).toBe('UNCERTAIN'); // straddles 1, wider than ±2 %
+  });
+
+  it('applies the thresholds in order', () => {
+    // Tight and beyond 1 + minEffect: FASTER even though inside ±sameWithin
+    expect(verdict({ ratio: 1.015, low: 1.012, high: 1.018 })).toBe('FASTER');
+    // Inside ±2 % but not clear of 1 ± 1 %: SAME, not SLOWER (0.995 > 0.99)
+    expect(verdict({ ratio: 0.99, low: 0.985, high: 0.995 })).toBe('SAME');
+    expect(verdict({ ratio: 0.978, low: 0.97, high: 0.985 })).toBe('SLOWER'); // 0.985 < 0.99
+    // Clear of 1 but by less than minEffect and past sameWithin: undecided
+    expect(verdict({ ratio: 1.02, low: 1.005, high: 1.03 })).toBe('UNCERTAIN');
+  });
+
+  it('honours custom thresholds', () => {
+    expect(verdict({ ratio: 1.2, low: 1.15, high: 1.25 }, { minEffect: 0.2 })).toBe('UNCERTAIN'); // 1.15 < 1.2
+    expect(verdict({ ratio: 1, low: 0.95, high: 1.05 })).toBe('UNCERTAIN');
+    expect(verdict({ ratio: 1, low: 0.95, high: 1.05 }, { sameWithin: 0.1 })).toBe('SAME');
+  });
+
+  it('rejects NaN bounds and negative thresholds', () => {
+    expect(() => verdict({ ratio: 1, low: Number.NaN, high: 1 })).toThrow(RangeError);
+    expect(() => verdict({ ratio: 1, low: 1, high: 1 }, { minEffect: -0.1 })).toThrow(RangeError);
+  });
+});
+
+describe('stopping rule', () => {
+  it('has the §8.4 preset numbers', () => {
+    expect(PRESETS.quick).toMatchObject({ minSamples: 10, minTimeMs: 10, targetRelCI: 0.02, maxSamples: 1000 });
+    expect(PRESETS.quick).toMatchObject({ warmupMinRuns: 2, warmupMinMs: 10, timeoutMs: 2000, throttleRatio: 0.75 });
+    expect(PRESETS.quick.stabilityWindow).toBe(0); // §8.4: no stability exit for quick
+    expect(PRESETS.default).toMatchObject({ warmupMinRuns: 3, warmupMinMs: 25, warmupMaxMs: 1000, minSamples: 20 });
+    expect(PRESETS.default).toMatchObject({ minTimeMs: 50, targetRelCI: 0.005, maxSamples: 10_000, timeoutMs: 10_000 });
+    expect(PRESETS.default).toMatchObject({ stabilityWindow: 64, stabilityCheckEvery: 16, stabilityRelChange: 0.05 });
+    expect(PRESETS.default.throttleRatio).toBe(0.75);
+    expect(PRESETS.rigorous).toMatchObject({ warmupMinRuns: 5, warmupMinMs: 100, warmupMaxMs: 3000, minSamples: 50 });
+    expect(PRESETS.rigorous).toMatchObject({ minTimeMs: 500, targetRelCI: 0.002, maxSamples: 100_000 });
+    expect(PRESETS.rigorous).toMatchObject({ timeoutMs: 60_000, throttleRatio: 0.85, stabilityWindow: 64 });
+    expect(Object.isFrozen(PRESETS.default)).toBe(true);
+  });
+
+  it('converges on precision as soon as the minimums are met for a near-constant series', () => {
+    const rng = createRng(21);
+    // 1 ms samples (+ ≤ 1 ns noise): minTimeMs = 50 is reached at n = 50, after minSamples = 20
+    const ms = runUntilStop(() => 1 + 1e-6 * rng(), PRESETS.default);
+    expect(ms.n).toBe(50);
+    expect(ms.decision).toEqual({ stop: true, converged: true, reason: 'precision' });
+    // 10 ms samples: minTimeMs is reached at n = 5, so minSamples = 20 decides
+    const tenMs = runUntilStop(() => 10 + 1e-5 * rng(), PRESETS.default);
+    expect(tenMs.n).toBe(20);
+    expect(tenMs.decision.reason).toBe('precision');
+  });
+
+  it('never stops before the minimums, unless the wall timeout hits', () => {
+    const constant = (n: number) => new Array<number>(n).fill(2);
+    const rule = PRESETS.default;
+    // Zero-width CI, but n = 19 < 20 samples, or 49 ms < 50 ms of GPU time
+    expect(shouldStop(constant(19), 1000, 1, rule, []).stop).toBe(false);
+    expect(shouldStop(constant(100), 49, 1, rule, []).stop).toBe(false);
+    expect(shouldStop(constant(20), 50, 1, rule, [])).toEqual({ stop: true, converged: true, reason: 'precision' });
+    expect(shouldStop(constant(3), 6, 10_000, rule, [])).toEqual({ stop: true, converged: false, reason: 'timeout' });
+    expect(shouldStop([], 0, 10_000, rule, []).reason).toBe('timeout');
+    expect(shouldStop([], 0, 1, rule, []).stop).toBe(false);
+  });
+
+  it('stops a very noisy series at the timeout without converging', () => {
+    const rng = createRng(22);
+    const rule = { ...PRESETS.default, timeoutMs: 100 };
+    // Uniform on [0.1, 10.1): at n = 100 the CI spans ranks 40..61, i.e. ~±1 ms around 5 ms, ≫ 0.5 %
+    const run = runUntilStop(() => 0.1 + 10 * rng(), rule, 1);
+    expect(run.n).toBe(100); // wall time = n · 1 ms
+    expect(run.decision).toEqual({ stop: true, converged: false, reason: 'timeout' });
+  });
+
+  it("stops 'stable' when the CI has stopped shrinking", () => {
+    // Alternating 1, 2: at every even n the CI is [1, 2] around median 1.5 → half-width 0.5 / 1.5 = 1/3, forever
+    const run = runUntilStop((i) => (i % 2 === 0 ? 1 : 2), PRESETS.default);
+    expect(run.n).toBe(64 * 16); // the 64th estimate (one every 16 samples) completes the window
+    expect(run.decision).toEqual({ stop: true, converged: false, reason: 'stable' });
+    expect(run.history).toHaveLength(64);
+    expect(run.history.every((h) => h === 0.5 / 1.5)).toBe(true);
+  });
+
+  it("does not call a still-shrinking CI 'stable' while the window spans a large change", () => {
+    const rng = createRng(23);
+    const rule = { ...PRESETS.default, targetRelCI: 1e-9, maxSamples: 1e6, timeoutMs: 1e9 };
+    // The width falls like 1/√n: over the window of 64·16 = 1024 samples ending at n it changes by √(n/(n - 1008)),
+    // which is > 40 % at n = 2048; the window's relative spread drops under 5 % only some thousands of samples later
+    const run = runUntilStop(() => 1 + 0.2 * rng(), rule);
+    expect(run.decision.reason).toBe('stable');
+    expect(run.n).toBeGreaterThan(2048);
+    expect(run.n % 16).toBe(0); // decided right after an estimate was recorded
+  });
+
+  it('respects maxSamples as a hard cap, even before minTimeMs', () => {
+    const rng = createRng(24);
+    const noisy = runUntilStop(() => 0.1 + 10 * rng(), { ...PRESETS.default, maxSamples: 30 });
+    expect(noisy.n).toBe(30);
+    expect(noisy.decision).toEqual({ stop: true, converged: false, reason: 'max samples' });
+    // 1 µs samples: 1000 of them are 1 ms of GPU time, far below minTimeMs = 50
+    const fast = runUntilStop(() => 0.001, { ...PRESETS.default, maxSamples: 1000 }, 0.01);
+    expect(fast.n).toBe(1000);
+    expect(fast.decision.reason).toBe('max samples');
+    // quick has no stability exit: the alternating series runs into its 1000-sample cap instead
+    const quick = runUntilStop((i) => (i % 2 === 0 ? 1 : 2), PRESETS.quick);
+    expect(quick.n).toBe(1000);
+    expect(quick.decision.reason).toBe('max samples');
+  });
+
+  it('records one CI estimate per stabilityCheckEvery samples', () => {
+    const history: number[] = [];
+    const samples = [4, 1, 3, 2, 5, 9, 7, 6, 8, 10, 12, 11, 14, 13, 16];
+    shouldStop(samples, 1, 1, PRESETS.default, history);
+    expect(history).toHaveLength(0); // n = 15 < 16
+    samples.push(15);
+    shouldStop(samples, 1, 1, PRESETS.default, history);
+    shouldStop(samples, 1, 1, PRESETS.default, history); // same n again: no duplicate
+    // n = 16: P(B ≤ 3) = 697/65536 = 1.06 %, P(B ≤ 4) = 2517/65536 = 3.84 % → ranks 4 and 13 → [4, 13];
+    // median 8.5 → half-width 4.5 / 8.5
+    expect(history).toEqual([4.5 / 8.5]);
+    // A batch that passes the 32 and 48 checkpoints at once records its estimate for both
+    const batch = [...samples, ...Array.from({ length: 34 }, (_, i) => 17 + i)]; // 1..50
+    shouldStop(batch, 1, 1, PRESETS.default, history);
+    expect(history).toHaveLength(3); // ⌊50 / 16⌋
+    expect(history[1]).toBe(history[2]);
+  });
+
+  it("reaches 'stable' at the same sample count when samples arrive in batches of 64", () => {
+    const samples: number[] = [];
+    const history: number[] = [];
+    let decision: StopDecision = { stop: false, converged: false, reason: '' };
+    while (!decision.stop) {
+      for (let k = 0; k < 64; k++) samples.push(samples.length % 2 === 0 ? 1 : 2);
+      decision = shouldStop(samples, samples.length * 1.5, samples.length, PRESETS.default, history);
+    }
+    expect(samples.length).toBe(1024); // 16 calls of 64 = 64 estimates
+    expect(decision.reason).toBe('stable');
+  });
+
+  it('rejects malformed rules and samples', () => {
+    expect(() => shouldStop([1], 1, 1, { ...PRESETS.default, stabilityCheckEvery: 0 }, [])).toThrow(RangeError);
+    expect(() => shouldStop([1, Number.NaN], 1, 1, PRESETS.default, [])).toThrow(RangeError);
+    expect(() => shouldStop([1], -1, 1, PRESETS.default, [])).toThrow(RangeError);
+  });
+});
+
+describe('throttled', () => {
+  it('flags clocks below the ratio of the highest seen', () => {
+    // 0.75 · 1980 MHz = 1485 MHz
+    expect(throttled(1400, 1980, 0.75)).toBe(true);
+    expect(throttled(1485, 1980, 0.75)).toBe(false); // at the threshold: not below
+    expect(throttled(1500, 1980, 0.75)).toBe(false);
+    expect(throttled(1600, 1980, 0.85)).toBe(true); // 0.85 · 1980 = 1683
+    expect(throttled(0, 1980, 0.75)).toBe(false); // 0: not measured
+  });
+
+  it('rejects bad arguments', () => {
+    expect(() => throttled(1400, 1980, 1.5)).toThrow(RangeError);
+    expect(() => throttled(Number.NaN, 1980, 0.75)).toThrow(RangeError);
+  });
+});
