@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: MIT
+// Correctness checking (benchmarking.md §8.2): a candidate kernel against a reference (another kernel or a
+// JavaScript function on host arrays), over seeded trials, with the defences that catch the known ways a kernel
+// can look right while being wrong:
+//   poisoned outputs (NaN / 0xDEADBEEF) before every launch      → an unwritten element fails ('unwritten')
+//   inputs compared byte for byte after every launch             → a kernel that writes its inputs fails ('input-modified')
+//   64 KiB random guard zones before and after every buffer      → out-of-bounds writes fail ('out-of-bounds')
+//   NaN/Inf must match the reference's exactly                   → ('non-finite')
+//   an all-zero output where the reference is not                → ('all-zero')
+//   per-dtype tolerance |a - b| <= atol + rtol |ref|, every element → ('mismatch')
+//   the same inputs twice, bitwise                               → determinism, reported ('nondeterministic' fails only
+//                                                                   with requireDeterminism)
+import type { ArgSpec, BufferArgSpec, BufferDType, InitSpec } from './argspec.js';
+import type { Device } from './device.js';
+import type { Kernel, LaunchConfig } from './kernel.js';
+import { toBf16Bits, toHalfBits } from './kernel.js';
+import type { DeviceBuffer } from './memory.js';
+import { createRng, splitmix64 } from './stats.js';
+import { checkOptions, rangeError, typeError } from './validate.js';
+
+export interface CheckOptions {
+  /** Seeded trials with fresh inputs. Default 5. */
+  trials?: number;
+  /** Base seed; trial k uses splitmix64(seed + k). Default 42. */
+  seed?: number;
+  /** Override the per-dtype absolute / relative tolerance. */
+  atol?: number;
+  rtol?: number;
+  /** Run the candidate twice on the same inputs and report bitwise differences. Default true. */
+  determinism?: boolean;
+  /** Fail when the determinism run differs. Default false (reported only). */
+  requireDeterminism?: boolean;
+  /** Guard zone before and after every buffer, bytes. Default 65536. */
+  guardBytes?: number;
+}
+
+/** Values the JavaScript reference receives: logical host arrays (f16/bf16 as Float32Array) and scalars. */
+export type HostValue = ArrayBufferView | number | bigint | boolean;
+export type Reference = { kernel: Kernel; config: LaunchConfig } | ((args: HostValue[]) => void | Promise<void>);
+
+export type Defence =
+  | 'fault' | 'out-of-bounds' | 'input-modified' | 'unwritten' | 'non-finite' | 'all-zero' | 'mismatch' | 'nondeterministic';
+
+export interface Mismatch {
+  /** Argument index of the output buffer. */
+  arg: number;
+  index: number;
+  expected: number | bigint;
+  actual: number | bigint;
+}
+
+export interface TrialResult {
+  trial: number;
+  seed: string;
+  passed: boolean;
+  defence: Defence | undefined;
+  maxAbsError: number;
+  maxRelError: number;
+  /** ‖out − ref‖₂ / ‖ref‖₂ over all outputs. */
+  relNormError: number;
+  /** Fraction of output elements within tolerance. */
+  matchedRatio: number;
+  mismatches: Mismatch[];
+  detail: string | undefined;
+}
+
+export interface CheckResult {
+  passed: boolean;
+  /** The first defence that fired, if any. */
+  defence: Defence | undefined;
+  trials: TrialResult[];
+  maxAbsError: number;
+  maxRelError: number;
+  relNormError: number;
+  matchedRatio: number;
+  /** Up to 8 mismatching elements, from the first failing trial. */
+  mismatches: Mismatch[];
+  /** Elements that differed bitwise between two runs on the same inputs (undefined: not run). */
+  nondeterministicElements: number | undefined;
+  /** One line for people. */
+  summary: string;
+}
+
+interface DType {
+  bytes: number;
+  float: boolean;
+  /** Logical host array type (what the JS reference sees). */
+  host: new (n: number) => ArrayBufferView & ArrayLike<number | bigint>;
+  atol: number;
+  rtol: number;
+  /** Poison bits, one element's worth, little-endian. */
+  poison: number[];
+}
+
+const F = { atol: 1e-4, rtol: 1e-4 };
+const DTYPES: Record<BufferDType, DType> = {
+  i8: { bytes: 1, float: false, host: Int8Array, atol: 0, rtol: 0, poison: [0xef] },
+  u8: { bytes: 1, float: false, host: Uint8Array, atol: 0, rtol: 0, poison: [0xef] },
+  i16: { bytes: 2, float: false, host: Int16Array, atol: 0, rtol: 0, poison: [0xef, 0xbe] },
+  u16: { bytes: 2, float: false, host: Uint16Array, atol: 0, rtol: 0, poison: [0xef, 0xbe] },
+  i32: { bytes: 4, float: false, host: Int32Array, atol: 0, rtol: 0, poison: [0xef, 0xbe, 0xad, 0xde] },
+  u32: { bytes: 4, float: false, host: Uint32Array, atol: 0, rtol: 0, poison: [0xef, 0xbe, 0xad, 0xde] },
+  i64: { bytes: 8, float: false, host: BigInt64Array, atol: 0, rtol: 0, poison: [0xef, 0xbe, 0xad, 0xde, 0xef, 0xbe, 0xad, 0xde] },
+  u64: { bytes: 8, float: false, host: BigUint64Array, atol: 0, rtol: 0, poison: [0xef, 0xbe, 0xad, 0xde, 0xef, 0xbe, 0xad, 0xde] },
+  f16: { bytes: 2, float: true, host: Float32Array, atol: 1e-2, rtol: 1e-2, poison: [0x00, 0x7e] },
+  bf16: { bytes: 2, float: true, host: Float32Array, atol: 1e-2, rtol: 1e-2, poison: [0xc0, 0x7f] },
+  f32: { bytes: 4, float: true, host: Float32Array, ...F, poison: [0x00, 0x00, 0xc0, 0x7f] },
+  f64: { bytes: 8, float: true, host: Float64Array, atol: 1e-8, rtol: 1e-8, poison: [0, 0, 0, 0, 0, 0, 0xf8, 0x7f] },
+};
+
+const HALF = new Uint16Array(1);
+function fromHalfBits(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >> 10) & 0x1f;
+  const mant = h & 0x3ff;
+  if (exp === 0) return sign * mant * 2 ** -24;
+  if (exp === 0x1f) return mant ? Number.NaN : sign * Infinity;
+  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
+}
+const F32 = new Float32Array(1);
+const U32 = new Uint32Array(F32.buffer);
+function fromBf16Bits(h: number): number {
+  U32[0] = h << 16;
+  return F32[0]!;
+}
+void HALF;
+
+/** Logical values (what the reference sees) → device bytes. */
+function encode(dtype: BufferDType, logical: ArrayLike<number | bigint>): Uint8Array {
+  const d = DTYPES[dtype];
+  const n = logical.length;
+  if (dtype === 'f16' || dtype === 'bf16') {
+    const bits = new Uint16Array(n);
+    for (let i = 0; i < n; i++) bits[i] = (dtype === 'f16' ? toHalfBits : toBf16Bits)(logical[i] as number);
+    return new Uint8Array(bits.buffer);
+  }
+  const arr = new d.host(n) as unknown as { [i: number]: number | bigint; buffer: ArrayBuffer };
+  for (let i = 0; i < n; i++) arr[i] = logical[i]!;
+  return new Uint8Array(arr.buffer);
+}
+
+/** Device bytes → logical values. */
+function decode(dtype: BufferDType, bytes: Uint8Array): ArrayLike<number | bigint> & ArrayBufferView {
+  const d = DTYPES[dtype];
+  const n = bytes.byteLength / d.bytes;
+  const aligned = new Uint8Array(bytes); // own, aligned copy
+  if (dtype === 'f16' || dtype === 'bf16') {
+    const bits = new Uint16Array(aligned.buffer);
+    const out = new Float32Array(n);
+    for (let i = 0; i < n; i++) out[i] = dtype === 'f16' ? fromHalfBits(bits[i]!) : fromBf16Bits(bits[i]!);
+    return out;
+  }
+  return new (d.host as unknown as new (b: ArrayBuffer) => ArrayLike<number | bigint> & ArrayBufferView)(aligned.buffer);
+}
+
+function normal(rng: () => number): number {
+  // Box–Muller; 1 - u keeps log away from 0
+  return Math.sqrt(-2 * Math.log(1 - rng())) * Math.cos(2 * Math.PI * rng());
+}
+
+function defaultInit(dtype: BufferDType): InitSpec {
+  if (DTYPES[dtype].float) return { kind: 'uniform', lo: -1, hi: 1 };
+  return dtype.startsWith('u') ? { kind: 'randint', lo: 0, hi: 100 } : { kind: 'randint', lo: -100, hi: 100 };
+}
+
+/** Host values for one buffer, from its init spec and a seeded generator. */
+function generate(spec: BufferArgSpec, init: InitSpec, rng: () => number): ArrayLike<number | bigint> {
+  const d = DTYPES[spec.dtype];
+  const big = spec.dtype === 'i64' || spec.dtype === 'u64';
+  const out = d.float ? new Float64Array(spec.length) : big ? new Array<bigint>(spec.length) : new Float64Array(spec.length);
+  for (let i = 0; i < spec.length; i++) {
+    let v: number;
+    switch (init.kind) {
+      case 'uniform': v = init.lo + (init.hi - init.lo) * rng(); break;
+      case 'normal': v = init.mean + init.std * normal(rng); break;
+      case 'randint': v = init.lo + Math.floor((init.hi - init.lo) * rng()); break;
+      case 'const': v = init.value; break;
+      case 'zeros': v = 0; break;
+      case 'ones': v = 1; break;
+      case 'arange': v = i; break;
+      case 'seq': v = init.start + i * init.step; break;
+    }
+    (out as (number | bigint)[])[i] = big ? BigInt(Math.trunc(v)) : v;
+  }
+  // Round through the device type, so the reference sees exactly what the kernel reads.
+  return decode(spec.dtype, encode(spec.dtype, out));
+}
+
+type Role = 'in' | 'inout' | 'out';
+const roleOf = (s: BufferArgSpec): Role => (s.role === 'in' ? 'in' : s.init !== undefined ? 'inout' : 'out');
+
+interface Prepared {
+  /** Logical initial contents per buffer arg (undefined for scalars and pure outputs). */
+  initial: (ArrayLike<number | bigint> | undefined)[];
+}
+
+function prepareTrial(io: readonly ArgSpec[], seed: bigint): Prepared {
+  const rng = createRng(seed);
+  return {
+    initial: io.map((a) => (a.kind === 'buffer' && roleOf(a) !== 'out' ? generate(a, a.init ?? defaultInit(a.dtype), rng) : undefined)),
+  };
+}
+
+function poisonBytes(dtype: BufferDType, length: number): Uint8Array {
+  const p = DTYPES[dtype].poison;
+  const out = new Uint8Array(length * p.length);
+  for (let i = 0; i < out.length; i++) out[i] = p[i % p.length]!;
+  return out;
+}
+
+interface Guarded {
+  base: DeviceBuffer;
+  view: DeviceBuffer;
+  guard: Uint8Array;
+}
+
+/** Device buffers (with guard zones) for `io`, filled for one trial; returns the launch arguments. */
+function upload(device: Device, io: readonly ArgSpec[], prep: Prepared, guardBytes: number, rng: () => number, bufs: Guarded[]): unknown[] {
+  return io.map((a, i) => {
+    if (a.kind === 'scalar') return a.value;
+    const bytes = a.length * DTYPES[a.dtype].bytes;
+    const guard = new Uint8Array(guardBytes);
+    for (let k = 0; k < guardBytes; k++) guard[k] = Math.floor(rng() * 256);
+    const base = device.alloc(2 * guardBytes + bytes);
+    const init = prep.initial[i];
+    const body = init !== undefined ? encode(a.dtype, init) : poisonBytes(a.dtype, a.length);
+    const whole = new Uint8Array(2 * guardBytes + bytes);
+    whole.set(guard, 0);
+    whole.set(body, guardBytes);
+    whole.set(guard, guardBytes + bytes);
+    base.copyFromHost(whole);
+    const view = base.subarray(guardBytes, guardBytes + bytes);
+    bufs[i] = { base, view, guard };
+    return view;
+  });
+}
+
+async function referenceOutputs(
+  reference: Reference, device: Device, io: readonly ArgSpec[], prep: Prepared,
+): Promise<(ArrayLike<number | bigint> | undefined)[]> {
+  if (typeof reference === 'function') {
+    const args: HostValue[] = io.map((a, i) => {
+      if (a.kind === 'scalar') return a.value;
+      const init = prep.initial[i];
+      const arr = new DTYPES[a.dtype].host(a.length) as unknown as { set(x: ArrayLike<number | bigint>): void } & ArrayBufferView;
+      if (init !== undefined) arr.set(init);
+      return arr;
+    });
+    await reference(args);
+    return io.map((a, i) => (a.kind === 'buffer' && roleOf(a) !== 'in' ? (args[i] as unknown as ArrayLike<number | bigint>) : undefined));
+  }
+  const owned: DeviceBuffer[] = [];
+  try {
+    const args = io.map((a, i) => {
+      if (a.kind === 'scalar') return a.value;
+      const buf = device.alloc(a.length * DTYPES[a.dtype].bytes);
+      owned.push(buf);
+      const init = prep.initial[i];
+      if (init !== undefined) buf.copyFromHost(encode(a.dtype, init));
+      else buf.fill(0);
+      return buf;
+    });
+    (reference.kernel.launch as (c: LaunchConfig, ...x: unknown[]) => void)(reference.config, ...args);
+    device.synchronize();
+    return io.map((a, i) => (a.kind === 'buffer' && roleOf(a) !== 'in' ? decode(a.dtype, (args[i] as DeviceBuffer).copyToHost()) : undefined));
+  } finally {
+    for (const b of owned) b.dispose();
+  }
+}
+
+interface Comparison {
+  defence: Defence | undefined;
+  maxAbs: number;
+  maxRel: number;
+  normDiff2: number;
+  normRef2: number;
+  matched: number;
+  total: number;
+  mismatches: Mismatch[];
+}
+
+function compareOutput(arg: number, dtype: BufferDType, got: Uint8Array, expected: ArrayLike<number | bigint>, atol: number, rtol: number, c: Comparison): void {
+  const actual = decode(dtype, got);
+  const d = DTYPES[dtype];
+  const poison = new Uint8Array(d.poison);
+  const n = expected.length;
+  let allZero = true;
+  let refNonZero = false;
+  for (let i = 0; i < n; i++) {
+    const e = expected[i]!;
+    const a = actual[i]!;
+    if (a !== 0 && a !== 0n) allZero = false;
+    if (e !== 0 && e !== 0n) refNonZero = true;
+    let ok: boolean;
+    let defence: Defence = 'mismatch';
+    if (typeof e === 'bigint' || typeof a === 'bigint') {
+      ok = e === a;
+    } else if (!Number.isFinite(e) || !Number.isFinite(a)) {
+      ok = Object.is(e, a) || (Number.isNaN(e) && Number.isNaN(a)); // NaN must meet NaN, ±Inf the same Inf
+      if (!ok) defence = 'non-finite';
+    } else {
+      const diff = Math.abs(a - e);
+      ok = diff <= atol + rtol * Math.abs(e);
+      c.maxAbs = Math.max(c.maxAbs, diff);
+      if (e !== 0) c.maxRel = Math.max(c.maxRel, diff / Math.abs(e));
+      c.normDiff2 += diff * diff;
+      c.normRef2 += e * e;
+    }
+    if (!ok) {
+      const at = i * d.bytes;
+      if (d.poison.every((b, k) => got[at + k] === poison[k])) defence = 'unwritten';
+      if (c.mismatches.length < 8) c.mismatches.push({ arg, index: i, expected: e, actual: a });
+      if (c.defence === undefined || (c.defence === 'mismatch' && defence !== 'mismatch')) c.defence = defence;
+    } else {
+      c.matched++;
+    }
+    c.total++;
+  }
+  if (allZero && refNonZero && c.defence === undefined) c.defence = 'all-zero';
+  else if (allZero && refNonZero && c.defence === 'mismatch') c.defence = 'all-zero';
+}
+
+function checkCheckOptions(options: CheckOptions | undefined): Required<Omit<CheckOptions, 'atol' | 'rtol'>> & Pick<CheckOptions, 'atol' | 'rtol'> {
+  const o = checkOptions('options', options, ['trials', 'seed', 'atol', 'rtol', 'determinism', 'requireDeterminism', 'guardBytes'] as const) as CheckOptions;
+  const trials = o.trials ?? 5;
+  if (!Number.isInteger(trials) || trials < 1 || trials > 1000) throw rangeError('options.trials', 'an integer in [1, 1000]', trials);
+  const guardBytes = o.guardBytes ?? 65536;
+  if (!Number.isInteger(guardBytes) || guardBytes < 0 || guardBytes % 256 !== 0) {
+    throw rangeError('options.guardBytes', 'a non-negative multiple of 256', guardBytes);
+  }
+  for (const k of ['atol', 'rtol'] as const) {
+    const v = o[k];
+    if (v !== undefined && (typeof v !== 'number' || !(v >= 0))) throw rangeError(`options.${k}`, 'a non-negative number', v);
+  }
+  return {
+    ...o, trials, guardBytes, seed: o.seed ?? 42, determinism: o.determinism ?? true, requireDeterminism: o.requireDeterminism ?? false,
+  };
+}
+
+function checkIo(io: readonly ArgSpec[], kernel: Kernel): void {
+  if (!Array.isArray(io)) throw typeError('io', 'an array of argument specs (see parseArgSpec)', io);
+  if (io.length !== kernel.signature.length) {
+    throw new TypeError(`io declares ${io.length} arguments but kernel '${kernel.name}' takes ${kernel.signature.length}`);
+  }
+  io.forEach((a, i) => {
+    const p = kernel.signature[i];
+    if (a.kind === 'buffer' ? p !== 'ptr' : p !== a.type) {
+      throw new TypeError(`io[${i}] is ${a.kind === 'buffer' ? 'a buffer' : a.type} but parameter ${i} of '${kernel.name}' is ${String(p)}`);
+    }
+  });
+  if (!io.some((a) => a.kind === 'buffer' && roleOf(a) !== 'in')) {
+    throw new TypeError('io declares no output buffer: mark one with :out (ptr:f32[N]:out)');
+  }
+}
+
+/** Runs the candidate on one set of buffers and reads back every byte (guards included). */
+function runCandidate(candidate: { kernel: Kernel; config: LaunchConfig }, args: unknown[]): void {
+  (candidate.kernel.launch as (c: LaunchConfig, ...x: unknown[]) => void)(candidate.config, ...args);
+  candidate.kernel.device.synchronize();
+}
+
+/**
+ * Checks `candidate` against `reference` over seeded trials with the defences above. `io` declares every kernel
+ * argument in order (parseArgSpec syntax: inputs with how to fill them, outputs with `:out`, scalars as values).
+ */
+export async function check(
+  candidate: { kernel: Kernel; config: LaunchConfig }, reference: Reference, io: readonly ArgSpec[], options?: CheckOptions,
+): Promise<CheckResult> {
+  const o = checkCheckOptions(options);
+  checkIo(io, candidate.kernel);
+  if (typeof reference !== 'function') checkIo(io, reference.kernel);
+  const device = candidate.kernel.device;
+  const trials: TrialResult[] = [];
+  let nondeterministic: number | undefined;
+  for (let t = 0; t < o.trials; t++) {
+    const seed = splitmix64(BigInt(o.seed) + BigInt(t));
+    const prep = prepareTrial(io, seed);
+    const rng = createRng(seed ^ 0x9e3779b97f4a7c15n);
+    const bufs: Guarded[] = [];
+    const c: Comparison = { defence: undefined, maxAbs: 0, maxRel: 0, normDiff2: 0, normRef2: 0, matched: 0, total: 0, mismatches: [] };
+    let detail: string | undefined;
+    try {
+      const args = upload(device, io, prep, o.guardBytes, rng, bufs);
+      try {
+        runCandidate(candidate, args);
+      } catch (e) {
+        c.defence = 'fault';
+        detail = (e as Error).message.split('\n')[0];
+      }
+      const after = io.map((a, i) => (a.kind === 'buffer' ? bufs[i]!.base.copyToHost() : undefined));
+      if (c.defence === undefined) {
+        // Guards first: an out-of-bounds write explains whatever else looks wrong.
+        io.forEach((a, i) => {
+          if (a.kind !== 'buffer' || c.defence !== undefined) return;
+          const whole = after[i]!;
+          const { guard } = bufs[i]!;
+          const end = whole.length - guard.length;
+          for (let k = 0; k < guard.length; k++) {
+            if (whole[k] !== guard[k] || whole[end + k] !== guard[k]) {
+              c.defence = 'out-of-bounds';
+              detail = `argument ${i}: a write ${whole[k] !== guard[k] ? `${guard.length - k} bytes before` : `${k} bytes after`} its buffer`;
+              return;
+            }
+          }
+        });
+      }
+      if (c.defence === undefined) {
+        io.forEach((a, i) => {
+          if (a.kind !== 'buffer' || roleOf(a) !== 'in' || c.defence !== undefined) return;
+          const body = after[i]!.subarray(o.guardBytes, after[i]!.length - o.guardBytes);
+          const expected = encode(a.dtype, prep.initial[i]!);
+          const k = body.findIndex((b, j) => b !== expected[j]);
+          if (k >= 0) {
+            c.defence = 'input-modified';
+            detail = `argument ${i} (an input) changed at element ${Math.floor(k / DTYPES[a.dtype].bytes)}`;
+          }
+        });
+      }
+      if (c.defence === undefined) {
+        const expected = await referenceOutputs(reference, device, io, prep);
+        io.forEach((a, i) => {
+          if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
+          const d = DTYPES[a.dtype];
+          const body = after[i]!.subarray(o.guardBytes, after[i]!.length - o.guardBytes);
+          compareOutput(i, a.dtype, body, expected[i]!, o.atol ?? d.atol, o.rtol ?? d.rtol, c);
+        });
+      }
+      if (t === 0 && o.determinism && c.defence === undefined) {
+        // The same inputs again, outputs re-poisoned: any bitwise difference is nondeterminism.
+        const args2 = io.map((a, i) => {
+          if (a.kind === 'scalar') return a.value;
+          const init = prep.initial[i];
+          bufs[i]!.view.copyFromHost(init !== undefined ? encode(a.dtype, init) : poisonBytes(a.dtype, a.length));
+          return bufs[i]!.view;
+        });
+        runCandidate(candidate, args2);
+        nondeterministic = 0;
+        io.forEach((a, i) => {
+          if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
+          const first = after[i]!.subarray(o.guardBytes, after[i]!.length - o.guardBytes);
+          const second = bufs[i]!.view.copyToHost();
+          const w = DTYPES[a.dtype].bytes;
+          for (let e = 0; e < a.length; e++) {
+            for (let b = 0; b < w; b++) {
+              if (first[e * w + b] !== second[e * w + b]) {
+                nondeterministic!++;
+                break;
+              }
+            }
+          }
+        });
+        if (nondeterministic > 0 && o.requireDeterminism) c.defence = 'nondeterministic';
+      }
+    } finally {
+      for (const b of bufs) b?.base.dispose();
+    }
+    trials.push({
+      trial: t,
+      seed: `0x${seed.toString(16)}`,
+      passed: c.defence === undefined,
+      defence: c.defence,
+      maxAbsError: c.maxAbs,
+      maxRelError: c.maxRel,
+      relNormError: c.normRef2 > 0 ? Math.sqrt(c.normDiff2 / c.normRef2) : Math.sqrt(c.normDiff2),
+      matchedRatio: c.total > 0 ? c.matched / c.total : 0,
+      mismatches: c.mismatches,
+      detail,
+    });
+    if (c.defence === 'fault') break; // the context may be gone: later trials cannot mean anything
+  }
+  const failed = trials.find((t) => !t.passed);
+  const passed = failed === undefined;
+  const worst = (f: (t: TrialResult) => number): number => Math.max(...trials.map(f));
+  const result: CheckResult = {
+    passed,
+    defence: failed?.defence,
+    trials,
+    maxAbsError: worst((t) => t.maxAbsError),
+    maxRelError: worst((t) => t.maxRelError),
+    relNormError: worst((t) => t.relNormError),
+    matchedRatio: Math.min(...trials.map((t) => t.matchedRatio)),
+    mismatches: failed?.mismatches ?? [],
+    nondeterministicElements: nondeterministic,
+    summary: '',
+  };
+  result.summary = passed
+    ? `PASS: ${trials.length} trials, max abs error ${result.maxAbsError.toExponential(2)}, max rel error ${result.maxRelError.toExponential(2)}` +
+      (nondeterministic ? `; ${nondeterministic} elements differed between two runs on the same inputs` : '')
+    : `FAIL (${failed!.defence}) in trial ${failed!.trial}` +
+      (failed!.detail ? `: ${failed!.detail}` : '') +
+      (failed!.mismatches[0] ? `; first: argument ${failed!.mismatches[0].arg}[${failed!.mismatches[0].index}] = ${String(failed!.mismatches[0].actual)}, expected ${String(failed!.mismatches[0].expected)}` : '');
+  return result;
+}
+
+/**
+ * Device argument sets built from `io` (inputs filled, seeded per set; outputs poisoned), for bench()'s input
+ * rotation. `verify(reference)` re-checks every set's outputs after timing against the reference.
+ */
+export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42): {
+  args: (set: number) => unknown[];
+  verify: (reference: Reference, options?: Pick<CheckOptions, 'atol' | 'rtol'>) => Promise<CheckResult>;
+  dispose: () => void;
+} {
+  const sets: { prep: Prepared; bufs: Guarded[]; args: unknown[] }[] = [];
+  return {
+    args: (set: number) => {
+      const prep = prepareTrial(io, splitmix64(BigInt(seed) + 1000n + BigInt(set)));
+      const bufs: Guarded[] = [];
+      const args = upload(device, io, prep, 0, () => 0, bufs);
+      sets.push({ prep, bufs, args });
+      return args;
+    },
+    verify: async (reference, options) => {
+      const trials: TrialResult[] = [];
+      for (const [k, s] of sets.entries()) {
+        const c: Comparison = { defence: undefined, maxAbs: 0, maxRel: 0, normDiff2: 0, normRef2: 0, matched: 0, total: 0, mismatches: [] };
+        const expected = await referenceOutputs(reference, device, io, s.prep);
+        io.forEach((a, i) => {
+          if (a.kind !== 'buffer' || roleOf(a) !== 'out') return; // in-place outputs changed with every timed launch
+          const d = DTYPES[a.dtype];
+          compareOutput(i, a.dtype, s.bufs[i]!.view.copyToHost(), expected[i]!, options?.atol ?? d.atol, options?.rtol ?? d.rtol, c);
+        });
+        trials.push({
+          trial: k, seed: '', passed: c.defence === undefined, defence: c.defence, maxAbsError: c.maxAbs, maxRelError: c.maxRel,
+          relNormError: c.normRef2 > 0 ? Math.sqrt(c.normDiff2 / c.normRef2) : 0, matchedRatio: c.total ? c.matched / c.total : 1,
+          mismatches: c.mismatches, detail: undefined,
+        });
+      }
+      const failed = trials.find((t) => !t.passed);
+      return {
+        passed: failed === undefined, defence: failed?.defence, trials,
+        maxAbsError: Math.max(0, ...trials.map((t) => t.maxAbsError)), maxRelError: Math.max(0, ...trials.map((t) => t.maxRelError)),
+        relNormError: Math.max(0, ...trials.map((t) => t.relNormError)), matchedRatio: Math.min(1, ...trials.map((t) => t.matchedRatio)),
+        mismatches: failed?.mismatches ?? [], nondeterministicElements: undefined,
+        summary: failed === undefined ? `PASS after timing: ${trials.length} input sets re-checked` : `FAIL after timing (${failed.defence}) in input set ${failed.trial}`,
+      };
+    },
+    dispose: () => {
+      for (const s of sets) for (const b of s.bufs) b?.base.dispose();
+      sets.length = 0;
+    },
+  };
+}
