@@ -2,9 +2,10 @@
 // `npm run bench`: cudakit's core costs side by side with a C baseline (bench/native/baseline.c) built and run in
 // the same session on the same GPU. Speed is measured here, never in tests. `--write` records bench/RESULTS.md.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { writeSection } from './results.js';
 import { Device, Event, Program, clearMemoryCache, freeHost, native, nvrtcVersion, probe } from '../lib/index.js';
 
 const here = new URL('.', import.meta.url).pathname;
@@ -288,10 +289,7 @@ async function main(): Promise<void> {
   console.log(`\n${context}\n\n${table}\n\n${notes}\n`);
   if (process.argv.includes('--json')) console.log(JSON.stringify({ context, c: cSide, cudakit: jsSide, rows }));
   if (process.argv.includes('--write')) {
-    writeFileSync(
-      join(here, 'RESULTS.md'),
-      `# Core benchmark\n\n${context}. Medians; ratios are cudakit over the C baseline of the same run.\n\n${table}\n\n${notes}\n`,
-    );
+    writeSection('core', `## Core benchmark\n\n${context}. Ratios are cudakit over the C baseline of the same run.\n\n${table}\n\n${notes}\n`);
   }
 }
 

@@ -33,6 +33,10 @@ if [[ " $steps " == *" bench "* ]]; then
   timeout 300 npx tsx bench/run.ts --write --json 2>&1 | tee "$out/bench.log" | grep -v '^{'
   cp bench/RESULTS.md "$out/" 2>/dev/null
 fi
+if [[ " $steps " == *" harness "* ]]; then
+  timeout 500 npx tsx bench/harness.ts --write 2>&1 | tee "$out/harness.log"
+  cp bench/RESULTS.md "$out/" 2>/dev/null
+fi
 if [[ " $steps " == *" examples "* ]]; then
   for f in examples/*.ts; do echo "\$ npx tsx $f"; timeout 120 npx tsx "$f" 2>&1; done > "$out/examples.log"
   cat "$out/examples.log"

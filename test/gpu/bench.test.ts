@@ -97,3 +97,24 @@ describeGpu('bench', () => {
     m.dispose();
   });
 });
+
+describeGpu('bench agrees with Nsight Compute', () => {
+  it('a memory-bound kernel: cold median within ±3 % of ncu gpu__time_duration.sum', async (ctx) => {
+    const { ncuAvailable, ncuCopyMs } = await import('../../bench/ncu.js');
+    const { COPY_SOURCE, copyConfig } = await import('../../bench/ncu-child.js');
+    if (!ncuAvailable()) {
+      if (process.env.CUDAKIT_REQUIRE_GPU === '1') throw new Error('ncu is required on the GPU host');
+      ctx.skip();
+    }
+    const d = Device.get(0);
+    const m = d.loadModule(new Program(COPY_SOURCE).compile());
+    const copy = m.getKernel('copy', ['ptr', 'ptr', 'i64']);
+    const mib = 256;
+    using a = d.alloc(mib << 20).fill(1);
+    using b = d.alloc(mib << 20);
+    const ours = (await bench(copy, copyConfig(d), [a, b, (mib << 20) / 16], { mode: 'cold' })).stats.median;
+    const ncu = ncuCopyMs(mib);
+    expect(Math.abs(ours / ncu - 1), `cudakit ${ours} ms, ncu ${ncu} ms`).toBeLessThan(0.03);
+    m.dispose();
+  });
+});

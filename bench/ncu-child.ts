@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+// Run under Nsight Compute by bench/harness.ts and test/gpu/bench.test.ts: plain launches of the copy kernel
+// (no blocking kernel: ncu serializes kernels, so a kernel that waits on the host would only time out).
+//   ncu ... node --import tsx bench/ncu-child.ts <MiB> <launches>
+import { Device, Program } from '../lib/index.js';
+
+export const COPY_SOURCE = `
+extern "C" __global__ void copy(const float4* __restrict__ in, float4* __restrict__ out, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    out[i] = in[i];
+}`;
+
+export function copyConfig(device: Device): { grid: number; block: number } {
+  return { grid: 8 * device.multiprocessorCount, block: 256 };
+}
+
+if (process.env.CUDAKIT_NCU_CHILD === '1') {
+  const mib = Number(process.argv[2] ?? '64');
+  const launches = Number(process.argv[3] ?? '6');
+  const device = Device.get(0);
+  using module = device.loadModule(new Program(COPY_SOURCE).compile());
+  const copy = module.getKernel('copy', ['ptr', 'ptr', 'i64']);
+  const bytes = mib << 20;
+  using a = device.alloc(bytes).fill(1);
+  using b = device.alloc(bytes);
+  for (let i = 0; i < launches; i++) {
+    copy.launch(copyConfig(device), a, b, bytes / 16);
+    device.synchronize();
+  }
+}
