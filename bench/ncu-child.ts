@@ -20,7 +20,7 @@ if (process.env.CUDAKIT_NCU_CHILD === '1') {
   const device = Device.get(0);
   using module = device.loadModule(new Program(COPY_SOURCE).compile());
   const copy = module.getKernel('copy', ['ptr', 'ptr', 'i64']);
-  const bytes = mib << 20;
+  const bytes = mib * 2 ** 20;
   using a = device.alloc(bytes).fill(1);
   using b = device.alloc(bytes);
   for (let i = 0; i < launches; i++) {

@@ -64,6 +64,11 @@ export interface BenchEnvironment {
   nvrtcVersion: string | undefined;
   cudakitVersion: string;
   node: string;
+  /**
+   * GPU time of an empty start/stop event pair queued the same way (median, ms): the floor under every sample.
+   * Nsight Compute's kernel duration excludes it, so subtract it to compare short kernels with ncu.
+   */
+  eventOverheadMs: number;
 }
 
 export interface BenchResult {

@@ -11,7 +11,7 @@ import type {
 import type { Device } from './device.js';
 import { Event } from './event.js';
 import type { ArgsFor, Kernel, LaunchConfig, Signature } from './kernel.js';
-import { getNative, type Handle } from './native.js';
+import { type BenchSpec, getNative, type Handle } from './native.js';
 import { Program, nvrtcVersion } from './program.js';
 import { PRESETS, type StoppingRule, bootstrapRatio, createRng, shouldStop, summarize, throttled, verdict } from './stats.js';
 import type { Stream } from './stream.js';
@@ -50,6 +50,14 @@ extern "C" __global__ void cudakit_block(volatile int* flag, unsigned long long 
     if (now - start > timeoutNs) { flag[1] = 1; return; }
   }
 }
+extern "C" __global__ void cudakit_flush(const int4* p, long long n, int* sink) {
+  int4 acc = make_int4(0, 0, 0, 0);
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    int4 v = p[i];
+    acc.x ^= v.x; acc.y ^= v.y; acc.z ^= v.z; acc.w ^= v.w;
+  }
+  if ((acc.x & acc.y & acc.z & acc.w) == 0x7fffffff) *sink = acc.x; // never true for a zeroed buffer; keeps the loads
+}
 extern "C" __global__ void cudakit_clock_probe(unsigned long long* out) {
   unsigned int smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
@@ -70,12 +78,15 @@ interface Harness {
   stream: Stream;
   blockFn: Handle;
   probeFn: Handle;
+  flushFn: Handle;
   flushPtr: Handle;
-  flushWords: number;
+  flushVectors: number;
+  sinkPtr: Handle;
   flagHost: Int32Array;
   flagDev: Handle;
   probeOut: Handle;
   peakBandwidthGBs: number | undefined;
+  eventOverheadMs: number | undefined;
   keep: unknown[]; // owners of the handles above
 }
 
@@ -89,9 +100,10 @@ function harness(device: Device): Harness {
   const module = device.loadModule(new Program(SOURCE, { name: 'cudakit_bench.cu' }).compile({ cudaIncludes: false }));
   const block = module.getKernel('cudakit_block', ['ptr', 'u64']);
   const probe = module.getKernel('cudakit_clock_probe', ['ptr']);
+  const flushKernel = module.getKernel('cudakit_flush', ['ptr', 'i64', 'ptr']);
   const stream = device.createStream({ nonBlocking: true });
-  const flush = device.alloc(2 * device.l2CacheBytes); // 2 × L2 (§8.3: 1 × suffices on H200, 2 × is insurance)
-  const probeOut = device.alloc(32);
+  const flush = device.alloc(2 * device.l2CacheBytes).fill(0); // 2 × L2 (§8.3: 1 × suffices on H200, 2 × is insurance)
+  const probeOut = device.alloc(48); // [0..32) probes, [32..36) the flush kernel's sink
   const flagBuffer = n.memHostAlloc(device.ctx, 8, CU_MEMHOSTALLOC_PORTABLE_DEVICEMAP);
   try {
     n.ctxSetLimit(device.ctx, CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0); // no persisting lines survive a flush
@@ -103,13 +115,16 @@ function harness(device: Device): Harness {
     stream,
     blockFn: block.handle,
     probeFn: probe.handle,
+    flushFn: flushKernel.handle,
     flushPtr: flush.ptr,
-    flushWords: flush.byteLength / 4,
+    flushVectors: flush.byteLength / 16,
+    sinkPtr: probeOut.ptr + 32n,
     flagHost: new Int32Array(flagBuffer),
     flagDev: n.memHostGetDevicePointer(device.ctx, flagBuffer),
     probeOut: probeOut.ptr,
     peakBandwidthGBs: undefined,
-    keep: [module, block, probe, flush, probeOut, flagBuffer],
+    eventOverheadMs: undefined,
+    keep: [module, block, probe, flushKernel, flush, probeOut, flagBuffer],
   };
   harnesses.set(device, h);
   return h;
@@ -135,6 +150,38 @@ function peakBandwidth(h: Harness): number {
   return h.peakBandwidthGBs;
 }
 
+function samplesSpec(h: Harness, order: number[], flush: boolean): BenchSpec {
+  return {
+    ctx: h.device.ctx,
+    stream: h.stream.handle,
+    slots: [],
+    order,
+    flush,
+    graph: 0n,
+    flushPtr: h.flushPtr,
+    flushVectors: h.flushVectors,
+    flushFn: h.flushFn,
+    flushBlocks: 4 * h.device.multiprocessorCount,
+    sinkPtr: h.sinkPtr,
+    blockFn: h.blockFn,
+    probeFn: h.probeFn,
+    probeBlocks: h.device.multiprocessorCount,
+    probeOut: h.probeOut,
+    flagDev: h.flagDev,
+    timeoutNs: BLOCK_TIMEOUT_NS,
+  };
+}
+
+/** The empty event pair's GPU time, measured once per device (median of 200). */
+function eventOverhead(h: Harness): number {
+  if (h.eventOverheadMs === undefined) {
+    const raw = getNative().benchSamples({ ...samplesSpec(h, new Array<number>(200).fill(0), false), empty: true }, h.flagHost);
+    const ms = Array.from({ length: 200 }, (_, i) => raw[i * 3]!).sort((a, b) => a - b);
+    h.eventOverheadMs = ms[100]!;
+  }
+  return h.eventOverheadMs;
+}
+
 let cudakitVersion: string | undefined;
 function environment(device: Device): BenchEnvironment {
   cudakitVersion ??= (createRequire(import.meta.url)('../package.json') as { version: string }).version;
@@ -155,6 +202,7 @@ function environment(device: Device): BenchEnvironment {
     nvrtcVersion: nvrtc,
     cudakitVersion,
     node: process.version,
+    eventOverheadMs: eventOverhead(harness(device)),
   };
 }
 
@@ -233,22 +281,7 @@ class Session {
     for (let i = 0; i < count; i++) order.push(this.graph !== undefined ? 0 : Math.floor(this.rng() * this.slots.length));
     const h = this.h;
     const raw = getNative().benchSamples(
-      {
-        ctx: h.device.ctx,
-        stream: h.stream.handle,
-        slots: this.slots.map((s) => s.slot),
-        order,
-        flush,
-        graph: this.graph?.exec.handle ?? 0n,
-        flushPtr: h.flushPtr,
-        flushWords: h.flushWords,
-        blockFn: h.blockFn,
-        probeFn: h.probeFn,
-        probeBlocks: h.device.multiprocessorCount,
-        probeOut: h.probeOut,
-        flagDev: h.flagDev,
-        timeoutNs: BLOCK_TIMEOUT_NS,
-      },
+      { ...samplesSpec(h, order, flush), slots: this.slots.map((s) => s.slot), graph: this.graph?.exec.handle ?? 0n },
       h.flagHost,
     );
     const per = this.graph?.launches ?? 1;

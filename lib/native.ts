@@ -46,9 +46,14 @@ export interface BenchSpec {
   slots: number[];
   order: number[];
   flush: boolean;
+  /** Nothing between the events (measures the event pair itself). */
+  empty?: boolean;
   graph: Handle;
   flushPtr: Handle;
-  flushWords: number;
+  flushVectors: number;
+  flushFn: Handle;
+  flushBlocks: number;
+  sinkPtr: Handle;
   blockFn: Handle;
   probeFn: Handle;
   probeBlocks: number;

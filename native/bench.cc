@@ -2,7 +2,7 @@
 // The benchmark measurement loop (lib/bench.ts decides what to run and when to stop; this runs the samples).
 //
 // One sample, on the harness's own stream (benchmarking.md §8.3):
-//   [cold: reset persisting L2 lines; flush L2 with a memset over 2 × L2; synchronize]
+//   [cold: reset persisting L2 lines; flush L2 by reading 2 × L2 bytes of other data; synchronize]
 //   block the stream behind a spin kernel that waits on a host-mapped flag (with a device-side timeout), so what
 //   follows is queued before the GPU starts and launch latency is hidden;
 //   clock probe; start event; the kernel (or a graph replay); stop event; clock probe; release the flag; wait.
@@ -25,9 +25,13 @@ struct BenchSpec {
   std::vector<KernelSlot*> slots;  // one per input set
   std::vector<uint32_t> order;     // input set per sample; its length is the number of samples
   bool flush;
+  bool empty;  // nothing between the events: measures the event pair's own cost
   CUgraphExec graph;  // graph mode: replayed instead of a launch
   CUdeviceptr flushPtr;
-  size_t flushWords;
+  size_t flushVectors;  // 16-byte vectors the flush kernel reads
+  CUfunction flushFn;
+  uint32_t flushBlocks;
+  CUdeviceptr sinkPtr;
   CUfunction blockFn;
   CUfunction probeFn;
   uint32_t probeBlocks;
@@ -67,13 +71,17 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
   }
   for (uint32_t i = 0; i < order.As<Napi::Array>().Length(); i++) {
     uint32_t k = order.As<Napi::Array>().Get(i).As<Napi::Number>().Uint32Value();
-    if (k >= s.slots.size()) throw Napi::RangeError::New(env, "benchSamples: order names a missing input set");
+    if (k >= s.slots.size() && !s.slots.empty()) throw Napi::RangeError::New(env, "benchSamples: order names a missing input set");
     s.order.push_back(k);
   }
   s.flush = o.Get("flush").ToBoolean();
+  s.empty = o.Get("empty").ToBoolean();
   s.graph = reinterpret_cast<CUgraphExec>(u64("graph"));
   s.flushPtr = u64("flushPtr");
-  s.flushWords = u64("flushWords");
+  s.flushVectors = u64("flushVectors");
+  s.flushFn = reinterpret_cast<CUfunction>(u64("flushFn"));
+  s.flushBlocks = static_cast<uint32_t>(u64("flushBlocks"));
+  s.sinkPtr = u64("sinkPtr");
   s.blockFn = reinterpret_cast<CUfunction>(u64("blockFn"));
   s.probeFn = reinterpret_cast<CUfunction>(u64("probeFn"));
   s.probeBlocks = static_cast<uint32_t>(u64("probeBlocks"));
@@ -83,7 +91,7 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
   Bytes flagHost = ArgBytes(info, 1, "flagHost");
   if (flagHost.length < 8) throw Napi::RangeError::New(env, "benchSamples: flagHost must hold two int32");
   s.flag = reinterpret_cast<volatile int*>(flagHost.data);
-  if (s.slots.empty() && s.graph == nullptr) throw Napi::RangeError::New(env, "benchSamples: nothing to run");
+  if (s.slots.empty() && s.graph == nullptr && !s.empty) throw Napi::RangeError::New(env, "benchSamples: nothing to run");
 
   BindContext(env, s.ctx);
   CUevent start = nullptr, stop = nullptr;
@@ -102,9 +110,12 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
   void* blockParams[] = {&flagDev, &timeout};
   void* probeStartParams[] = {&probeStart};
   void* probeEndParams[] = {&probeEnd};
+  CUdeviceptr flushPtr = s.flushPtr, sinkPtr = s.sinkPtr;
+  long long flushVectors = static_cast<long long>(s.flushVectors);
+  void* flushParams[] = {&flushPtr, &flushVectors, &sinkPtr};
 
   for (size_t i = 0; i < n && failed == nullptr; i++) {
-    KernelSlot* slot = s.graph == nullptr ? s.slots[s.order[i]] : nullptr;
+    KernelSlot* slot = s.graph == nullptr && !s.empty ? s.slots[s.order[i]] : nullptr;
 #define STEP(call, api)        \
   if ((r = (call)) != CUDA_SUCCESS) { \
     failed = api;              \
@@ -113,9 +124,10 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
     do {
       if (s.flush) {
         STEP(CU_TRY(cuCtxResetPersistingL2Cache), "cuCtxResetPersistingL2Cache");
-        // A different value each sample, so nothing can recognize a repeated flush.
-        STEP(CU_TRY(cuMemsetD32Async, s.flushPtr, static_cast<unsigned>(i * 2654435761u), s.flushWords, s.stream),
-             "cuMemsetD32Async");
+        // Reading (not writing) other data leaves L2 full of clean lines: the kernel then pays no write-back of
+        // dirty lines a memset would have left, which is how Nsight Compute's cache control leaves it too.
+        STEP(CU_TRY(cuLaunchKernel, s.flushFn, s.flushBlocks, 1u, 1u, 256u, 1u, 1u, 0u, s.stream, flushParams, nullptr),
+             "cuLaunchKernel");
       }
       STEP(CU_TRY(cuStreamSynchronize, s.stream), "cuStreamSynchronize");
       s.flag[0] = 0;
@@ -125,7 +137,9 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
       STEP(Launch1(s.probeFn, s.probeBlocks, s.stream, probeStartParams), "cuLaunchKernel");
       STEP(CU_TRY(cuEventRecord, start, s.stream), "cuEventRecord");
       auto t0 = Clock::now();
-      if (s.graph != nullptr) {
+      if (s.empty) {
+        // the event pair alone
+      } else if (s.graph != nullptr) {
         STEP(CU_TRY(cuGraphLaunch, s.graph, s.stream), "cuGraphLaunch");
       } else {
         SlotHeader h = ReadHeader(slot->data);

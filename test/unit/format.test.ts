@@ -53,6 +53,7 @@ function result(overrides: Partial<BenchResult> = {}): BenchResult {
       arch: 'sm_90',
       smCount: 132,
       l2Bytes: 52428800,
+      eventOverheadMs: 0.0016,
       maxClockMHz: 1980,
       driverVersion: '13.0',
       nvrtcVersion: '13.0',
