@@ -19,8 +19,11 @@ import { checkOptions, rangeError, typeError } from './validate.js';
 
 export type { BenchMode, BenchResult, CompareResult, PresetName } from './bench-types.js';
 
-/** Arguments for every launch, or a generator of input sets (called with 0, 1, 2, ...) for rotation. */
-export type BenchArgs<S extends Signature> = ArgsFor<S> | ((set: number) => ArgsFor<S>);
+/**
+ * Arguments for every launch, or a generator of input sets (called with 0, 1, 2, ...) for rotation, such as
+ * `inputSets(device, io).args` from lib/check.ts (untyped there: each value is still validated at bind time).
+ */
+export type BenchArgs<S extends Signature> = ArgsFor<S> | ((set: number) => ArgsFor<S> | readonly unknown[]);
 
 export interface BenchOptions {
   /** 'cold' (default): L2 flushed before every sample; 'hot': no flush; 'graph': N launches per CUDA graph replay. */

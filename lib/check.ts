@@ -108,7 +108,6 @@ const DTYPES: Record<BufferDType, DType> = {
   f64: { bytes: 8, float: true, host: Float64Array, atol: 1e-8, rtol: 1e-8, poison: [0, 0, 0, 0, 0, 0, 0xf8, 0x7f] },
 };
 
-const HALF = new Uint16Array(1);
 function fromHalfBits(h: number): number {
   const sign = h & 0x8000 ? -1 : 1;
   const exp = (h >> 10) & 0x1f;
@@ -123,10 +122,9 @@ function fromBf16Bits(h: number): number {
   U32[0] = h << 16;
   return F32[0]!;
 }
-void HALF;
 
-/** Logical values (what the reference sees) → device bytes. */
-function encode(dtype: BufferDType, logical: ArrayLike<number | bigint>): Uint8Array {
+/** @internal Logical values (what the reference sees) → device bytes. */
+export function encode(dtype: BufferDType, logical: ArrayLike<number | bigint>): Uint8Array {
   const d = DTYPES[dtype];
   const n = logical.length;
   if (dtype === 'f16' || dtype === 'bf16') {
@@ -139,8 +137,8 @@ function encode(dtype: BufferDType, logical: ArrayLike<number | bigint>): Uint8A
   return new Uint8Array(arr.buffer);
 }
 
-/** Device bytes → logical values. */
-function decode(dtype: BufferDType, bytes: Uint8Array): ArrayLike<number | bigint> & ArrayBufferView {
+/** @internal Device bytes → logical values. */
+export function decode(dtype: BufferDType, bytes: Uint8Array): ArrayLike<number | bigint> & ArrayBufferView {
   const d = DTYPES[dtype];
   const n = bytes.byteLength / d.bytes;
   const aligned = new Uint8Array(bytes); // own, aligned copy
@@ -201,7 +199,8 @@ function prepareTrial(io: readonly ArgSpec[], seed: bigint): Prepared {
   };
 }
 
-function poisonBytes(dtype: BufferDType, length: number): Uint8Array {
+/** @internal What an output holds before every launch: NaN for floats, 0xDEADBEEF (or its low bytes) for integers. */
+export function poisonBytes(dtype: BufferDType, length: number): Uint8Array {
   const p = DTYPES[dtype].poison;
   const out = new Uint8Array(length * p.length);
   for (let i = 0; i < out.length; i++) out[i] = p[i % p.length]!;
@@ -268,7 +267,8 @@ async function referenceOutputs(
   }
 }
 
-interface Comparison {
+/** @internal Running totals of one comparison. */
+export interface Comparison {
   defence: Defence | undefined;
   maxAbs: number;
   maxRel: number;
@@ -279,7 +279,13 @@ interface Comparison {
   mismatches: Mismatch[];
 }
 
-function compareOutput(arg: number, dtype: BufferDType, got: Uint8Array, expected: ArrayLike<number | bigint>, atol: number, rtol: number, c: Comparison): void {
+/** @internal */
+export function newComparison(): Comparison {
+  return { defence: undefined, maxAbs: 0, maxRel: 0, normDiff2: 0, normRef2: 0, matched: 0, total: 0, mismatches: [] };
+}
+
+/** @internal Compares one output's device bytes with the reference's logical values, element by element. */
+export function compareOutput(arg: number, dtype: BufferDType, got: Uint8Array, expected: ArrayLike<number | bigint>, atol: number, rtol: number, c: Comparison): void {
   const actual = decode(dtype, got);
   const d = DTYPES[dtype];
   const poison = new Uint8Array(d.poison);
@@ -377,7 +383,7 @@ export async function check(
     const prep = prepareTrial(io, seed);
     const rng = createRng(seed ^ 0x9e3779b97f4a7c15n);
     const bufs: Guarded[] = [];
-    const c: Comparison = { defence: undefined, maxAbs: 0, maxRel: 0, normDiff2: 0, normRef2: 0, matched: 0, total: 0, mismatches: [] };
+    const c = newComparison();
     let detail: string | undefined;
     try {
       const args = upload(device, io, prep, o.guardBytes, rng, bufs);
@@ -513,7 +519,7 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42): {
     verify: async (reference, options) => {
       const trials: TrialResult[] = [];
       for (const [k, s] of sets.entries()) {
-        const c: Comparison = { defence: undefined, maxAbs: 0, maxRel: 0, normDiff2: 0, normRef2: 0, matched: 0, total: 0, mismatches: [] };
+        const c = newComparison();
         const expected = await referenceOutputs(reference, device, io, s.prep);
         io.forEach((a, i) => {
           if (a.kind !== 'buffer' || roleOf(a) !== 'out') return; // in-place outputs changed with every timed launch

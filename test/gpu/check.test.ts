@@ -96,7 +96,7 @@ describeGpu('check', () => {
   it('re-checks the outputs of every rotating input set after timing', async () => {
     const { m, k } = setup();
     const sets = inputSets(Device.get(0), io);
-    await bench(k('scale'), cfg, sets.args as never, { preset: 'quick', mode: 'hot' });
+    await bench(k('scale'), cfg, sets.args, { preset: 'quick', mode: 'hot' });
     const ok = await sets.verify(jsRef);
     expect(ok.passed).toBe(true);
     expect(ok.trials.length).toBe(4);

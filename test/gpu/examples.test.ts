@@ -5,7 +5,8 @@ import { expect, it } from 'vitest';
 import { describeGpu } from '../helpers.js';
 
 const root = new URL('../..', import.meta.url).pathname;
-const examples = readdirSync(new URL('../../examples', import.meta.url)).filter((f) => f.endsWith('.ts'));
+// *.bench.ts files are CLI specs (a default export, no output): test/unit/cli.test.ts and the GPU check run them.
+const examples = readdirSync(new URL('../../examples', import.meta.url)).filter((f) => f.endsWith('.ts') && !f.endsWith('.bench.ts'));
 
 describeGpu('examples', () => {
   it.each(examples)('%s', (file) => {

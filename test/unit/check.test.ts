@@ -1,0 +1,73 @@
+// The correctness defences' pure parts: poison patterns, encodings and the element comparison (tolerance,
+// non-finite rules, unwritten and all-zero detection). The GPU tier runs the planted faults end to end.
+import { describe, expect, it } from 'vitest';
+import { compareOutput, decode, encode, newComparison, poisonBytes } from '../../lib/check.js';
+
+const bytesOf = (a: ArrayBufferView): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+
+describe('poison patterns', () => {
+  it('are NaN for every float type and 0xDEADBEEF for integers', () => {
+    expect(Number.isNaN(new Float32Array(poisonBytes('f32', 3).buffer)[2])).toBe(true);
+    expect(Number.isNaN(new Float64Array(poisonBytes('f64', 2).buffer)[1])).toBe(true);
+    expect(Number.isNaN(decode('f16', poisonBytes('f16', 2))[0] as number)).toBe(true);
+    expect(Number.isNaN(decode('bf16', poisonBytes('bf16', 2))[1] as number)).toBe(true);
+    expect(new Uint32Array(poisonBytes('u32', 2).buffer)[1]).toBe(0xdeadbeef);
+    expect(new BigUint64Array(poisonBytes('u64', 1).buffer)[0]).toBe(0xdeadbeefdeadbeefn);
+    expect(new Uint16Array(poisonBytes('i16', 1).buffer)[0]).toBe(0xbeef);
+    expect(poisonBytes('u8', 4)).toEqual(new Uint8Array([0xef, 0xef, 0xef, 0xef]));
+  });
+});
+
+describe('encode / decode', () => {
+  it('round-trip through the device representation', () => {
+    expect(Array.from(decode('f16', encode('f16', [1, -2, 0.5, 65504])))).toEqual([1, -2, 0.5, 65504]);
+    expect(Array.from(decode('bf16', encode('bf16', [1, 3.140625])))).toEqual([1, 3.140625]);
+    expect(Array.from(decode('i8', encode('i8', [-128, 127])))).toEqual([-128, 127]);
+    expect(Array.from(decode('i64', encode('i64', [-5n, 2n ** 62n])))).toEqual([-5n, 2n ** 62n]);
+  });
+});
+
+describe('element comparison', () => {
+  const run = (dtype: 'f32' | 'i32', got: ArrayBufferView, expected: ArrayLike<number>, atol = 1e-4, rtol = 1e-4) => {
+    const c = newComparison();
+    compareOutput(1, dtype, bytesOf(got), expected, atol, rtol, c);
+    return c;
+  };
+
+  it('accepts values within atol + rtol·|ref| and rejects the rest', () => {
+    const ok = run('f32', new Float32Array([1.0001, 100.009]), [1, 100]);
+    expect(ok.defence).toBeUndefined();
+    expect(ok.matched).toBe(2);
+    expect(ok.maxAbs).toBeCloseTo(0.009, 5);
+    const bad = run('f32', new Float32Array([1, 100.02]), [1, 100]); // 0.02 > 1e-4 + 1e-4 × 100
+    expect(bad.defence).toBe('mismatch');
+    expect(bad.mismatches).toEqual([{ arg: 1, index: 1, expected: 100, actual: Math.fround(100.02) }]);
+  });
+
+  it('integers must match exactly', () => {
+    expect(run('i32', new Int32Array([5, 6]), [5, 6], 0, 0).defence).toBeUndefined();
+    expect(run('i32', new Int32Array([5, 7]), [5, 6], 0, 0).defence).toBe('mismatch');
+  });
+
+  it('NaN and Inf must match the reference exactly; NaN is not a wildcard', () => {
+    expect(run('f32', new Float32Array([NaN, Infinity]), [NaN, Infinity]).defence).toBeUndefined();
+    expect(run('f32', new Float32Array([1, -Infinity]), [1, Infinity]).defence).toBe('non-finite');
+    const nanBits = new Uint32Array([0x7fc00001]); // a NaN that is not the poison pattern
+    expect(run('f32', new Float32Array(nanBits.buffer), [2]).defence).toBe('non-finite');
+    expect(run('f32', new Float32Array([3]), [NaN]).defence).toBe('non-finite');
+  });
+
+  it('names an element that still holds the poison "unwritten"', () => {
+    const got = new Float32Array(poisonBytes('f32', 3).buffer);
+    got[0] = 1;
+    got[1] = 2;
+    const c = run('f32', got, [1, 2, 3]);
+    expect(c.defence).toBe('unwritten');
+    expect(c.mismatches[0]!.index).toBe(2);
+  });
+
+  it('flags an all-zero output where the reference is not', () => {
+    expect(run('f32', new Float32Array(4), [0, 0, 0, 1e-6], 1e-4, 0).defence).toBe('all-zero'); // within atol, still degenerate
+    expect(run('f32', new Float32Array(4), [0, 0, 0, 0]).defence).toBeUndefined();
+  });
+});
