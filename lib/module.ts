@@ -95,6 +95,21 @@ export class Module implements Disposable {
     return k;
   }
 
+  /**
+   * The compiled parameter list of a kernel ({ offset, size } in bytes, in order), from the driver (CUDA >= 12.4)
+   * or the module image; undefined when neither can tell. Tools use it to build a signature for a kernel they
+   * only know by name.
+   */
+  parameters(name: string): { offset: number; size: number }[] | undefined {
+    checkString('name', name);
+    const symbol = this.#loweredNames[name] ?? name;
+    const fromImage = imageParams(this.#image, symbol);
+    const n = getNative();
+    const fn = n.moduleGetFunction(this.device.ctx, this.handle, symbol);
+    const fromDriver = n.funcGetParamInfo(this.device.ctx, fn, fromImage?.length ?? -1);
+    return fromDriver?.map(([offset, size]) => ({ offset, size })) ?? fromImage;
+  }
+
   /** A __device__ or __constant__ variable as a DeviceBuffer view (valid until the module is disposed). */
   getGlobal(name: string): DeviceBuffer {
     checkString('name', name);

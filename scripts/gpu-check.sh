@@ -37,6 +37,23 @@ if [[ " $steps " == *" harness "* ]]; then
   timeout 500 npx tsx bench/harness.ts --write 2>&1 | tee "$out/harness.log"
   cp bench/RESULTS.md "$out/" 2>/dev/null
 fi
+if [[ " $steps " == *" cli "* ]]; then
+  {
+    set -x
+    npx tsx lib/cli.ts info
+    npx tsx lib/cli.ts compile examples/cuda/saxpy.cu
+    npx tsx lib/cli.ts bench examples/saxpy.bench.ts
+    npx tsx lib/cli.ts bench examples/cuda/saxpy_vec4.cu --kernel saxpy --grid 4096 --block 1024 --arg f32=2.5 \
+      --arg 'ptr:f32[16M]=uniform(-1,1)' --arg 'ptr:f32[16M]=uniform(-1,1):out' --arg i32=16777216 \
+      --compare examples/cuda/saxpy.cu --bytes '12*16M' --json "$out/compare.json"
+    npx tsx lib/cli.ts bench examples/cuda/saxpy_wrong.cu --kernel saxpy --grid 65536 --block 256 --arg f32=2 \
+      --arg 'ptr:f32[16M]=uniform(-1,1)' --arg 'ptr:f32[16M]=uniform(-1,1):out' --arg i32=16777216 \
+      --ref examples/cuda/saxpy.cu
+    echo "exit code: $?"
+    set +x
+  } > "$out/cli.log" 2>&1
+  cat "$out/cli.log"
+fi
 if [[ " $steps " == *" examples "* ]]; then
   for f in examples/*.ts; do echo "\$ npx tsx $f"; timeout 120 npx tsx "$f" 2>&1; done > "$out/examples.log"
   cat "$out/examples.log"

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: MIT
+// The cudakit command line, run in-process through main() with captured output. Compiling needs NVRTC only; the GPU
+// commands are tested for what they do without a GPU (where there is one, `info` is tested for its table instead).
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parseArgSpec } from '../../lib/argspec.js';
+import { externCKernels, main, parseDim } from '../../lib/cli.js';
+import { Device, nvrtcVersion } from '../../lib/index.js';
+import { describeNvrtc, machine } from '../helpers.js';
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(args: string[], isTTY = false): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(args, {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    isTTY,
+  });
+  return { code, stdout, stderr };
+}
+
+const ANSI = /\x1b\[/;
+const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+const STACK = /\n\s+at /;
+const driverReason = (machine.reason ?? '').split('\n')[0]!;
+
+let dir = '';
+const file = (name: string): string => join(dir, name);
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'cudakit-cli-'));
+  writeFileSync(
+    file('good.cu'),
+    [
+      '// extern "C" __global__ void commented_out(int x) {}',
+      '#include "scale.h"',
+      'extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {',
+      '  int i = blockIdx.x * blockDim.x + threadIdx.x;',
+      '  if (i < n) y[i] = SCALE * a * x[i] + y[i];',
+      '}',
+      'extern "C" __global__ void __launch_bounds__(128) zero(float* y) { y[threadIdx.x] = 0; }',
+      'template <typename T> __global__ void scale(T* x, T s, int n) { if (threadIdx.x < n) x[threadIdx.x] *= s; }',
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(file('scale.h'), '#define SCALE 1.0f\n'); // found beside the source, with no -I
+  writeFileSync(file('bad.cu'), 'extern "C" __global__ void k(float* x) {\n  x[0] = y;\n}\n');
+  writeFileSync(
+    file('defines.cu'),
+    '#ifndef X\n#error X is not defined\n#endif\nextern "C" __global__ void k(int* p) { p[0] = X; }\n',
+  );
+  writeFileSync(
+    file('bad-field.bench.mjs'),
+    "export default { source: 'x', kernel: 'k', grid: 1, block: 1, args: [], colour: 1 };\n",
+  );
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('cudakit help and usage errors', () => {
+  it('prints usage with examples for --help and help, exit 0', async () => {
+    for (const args of [['--help'], ['help'], ['bench', '--help']]) {
+      const r = await cli(args);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe('');
+      expect(r.stdout).toMatch(/^Usage: cudakit <command>/);
+      for (const text of ['info', 'compile <file.cu>', 'bench <file.cu | spec.ts>', '--arg <spec>', 'Exit status']) {
+        expect(r.stdout).toContain(text);
+      }
+      expect(r.stdout).toContain('\nExamples\n');
+      expect(r.stdout).toContain('cudakit bench examples/saxpy.bench.ts');
+    }
+  });
+
+  it('prints its version', async () => {
+    const r = await cli(['--version']);
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(r).toEqual({ code: 0, stdout: `cudakit ${pkg.version}\n`, stderr: '' });
+  });
+
+  it('without a command prints usage on stderr, exit 2', async () => {
+    const r = await cli([]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^Usage: cudakit/);
+  });
+
+  it('rejects an unknown command with one line, exit 2', async () => {
+    const r = await cli(['frobnicate', 'x.cu']);
+    expect(r).toEqual({
+      code: 2, stdout: '', stderr: "cudakit: unknown command 'frobnicate' (commands: info, compile, bench, help)\n",
+    });
+  });
+
+  it('rejects unknown options and missing option values with one line, exit 2', async () => {
+    const unknown = await cli(['compile', file('good.cu'), '--bogus']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe("cudakit: compile: Unknown option '--bogus' (see cudakit --help)\n");
+    const missing = await cli(['compile', file('good.cu'), '--arch']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^cudakit: compile: Option '--arch <value>' argument missing/);
+    expect(missing.stderr.split('\n')).toHaveLength(2);
+  });
+
+  it('checks option values before compiling anything', async () => {
+    const cases: [string[], string][] = [
+      [
+        ['compile', file('good.cu'), '--arch', 'volta'],
+        "cudakit: --arch expects an architecture such as sm_90 or compute_90, not 'volta'\n",
+      ],
+      [
+        ['compile', file('good.cu'), '--std', 'c++99'],
+        "cudakit: --std expects c++03, c++11, c++14, c++17, c++20, not 'c++99'\n",
+      ],
+      [['compile', file('good.cu'), '-D', '1X'], "cudakit: -D expects NAME or NAME=VALUE, not '1X'\n"],
+      [['compile'], 'cudakit: compile takes one source file (see cudakit --help)\n'],
+      [['compile', 'a.cu', 'b.cu'], 'cudakit: compile takes one source file, got 2 (see cudakit --help)\n'],
+      [
+        ['compile', file('missing.cu'), '--arch', 'sm_80'],
+        `cudakit: cannot read ${file('missing.cu')}: no such file or directory\n`,
+      ],
+    ];
+    for (const [args, stderr] of cases) expect(await cli(args)).toEqual({ code: 2, stdout: '', stderr });
+  });
+});
+
+describe('cudakit bench: what is checked before the GPU', () => {
+  const base = ['bench', '', '--kernel', 'saxpy', '--grid', '4', '--block', '256'];
+  const bench = (...more: string[]): string[] => {
+    const args = [...base, ...more];
+    args[1] = file('good.cu');
+    return args;
+  };
+
+  it('reports a bad --arg with the argspec message, exit 2', async () => {
+    for (const spec of ['ptr:f32[4]=bogus', 'u8=300', 'ptr:f33[4]', 'f32']) {
+      let message = '';
+      try {
+        parseArgSpec(spec);
+      } catch (e) {
+        message = (e as Error).message;
+      }
+      expect(message).toContain(`--arg '${spec}'`);
+      const r = await cli(bench('--arg', 'f32=2', '--arg', spec));
+      expect(r).toEqual({ code: 2, stdout: '', stderr: `cudakit: ${message}\n` });
+    }
+  });
+
+  it('asks for --kernel, naming the extern "C" kernels it found', async () => {
+    const r = await cli(['bench', file('good.cu'), '--grid', '1', '--block', '1']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `cudakit: bench needs --kernel <name> (extern "C" kernels in ${file('good.cu')}: saxpy, zero)\n`,
+    );
+  });
+
+  it('rejects bad grid, block, mode, preset and amounts', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--grid', '0'], /^cudakit: --grid expects 1 to 3 positive integers/],
+      [['--block', '32x32x1x1'], /^cudakit: --block expects 1 to 3 positive integers/],
+      [['--mode', 'warm'], /^cudakit: --mode expects cold, hot, graph, not 'warm'\n$/],
+      [['--preset', 'fast'], /^cudakit: --preset expects quick, default, rigorous, not 'fast'\n$/],
+      [['--bytes=-5'], /^cudakit: --bytes expects a positive number/],
+      [['--flops', '0'], /^cudakit: --flops expects a positive number/],
+      [
+        ['--bytes', '-5'],
+        /^cudakit: bench: Option '--bytes' argument is ambiguous: a value starting with '-' is written --bytes=<v/,
+      ],
+      [['--shared-mem', '1.5'], /^cudakit: --shared-mem expects an integer >= 0/],
+    ];
+    for (const [more, stderr] of cases) {
+      const r = await cli(bench(...more));
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(stderr);
+    }
+  });
+
+  it('reports a bad spec file by its field', async () => {
+    const r = await cli(['bench', file('bad-field.bench.mjs')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^cudakit: .*bad-field\.bench\.mjs: unknown field 'colour' \(known: name, source, kernel/);
+    const missing = await cli(['bench', file('nothere.bench.ts')]);
+    expect(missing.stderr).toBe(`cudakit: cannot read ${file('nothere.bench.ts')}: no such file or directory\n`);
+  });
+
+  it.skipIf(machine.ok)('without a GPU exits 2 with the driver message, for a source file and a spec', async () => {
+    const args = ['f32=2', 'ptr:f32[1k]=uniform(-1,1)', 'ptr:f32[1k]:out', 'i32=1024'].flatMap((a) => ['--arg', a]);
+    const fromFile = await cli(bench(...args));
+    expect(fromFile).toEqual({
+      code: 2, stdout: '', stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,
+    });
+    expect(driverReason).not.toBe('');
+    const spec = new URL('../../examples/saxpy.bench.ts', import.meta.url).pathname;
+    const fromSpec = await cli(['bench', spec, '--preset', 'quick']);
+    expect(fromSpec).toEqual(fromFile);
+  });
+});
+
+describe('cudakit info', () => {
+  it('exits 0 and prints the devices, or why there are none', async () => {
+    const r = await cli(['info']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    if (machine.ok) {
+      expect(r.stdout).toMatch(/^driver CUDA \d+\.\d+ · NVRTC /);
+      expect(r.stdout).toMatch(/#\s+name\s+CC\s+SMs\s+memory\s+SM clock\s+mem clock\s+L2/);
+      expect(r.stdout).toContain(Device.get(0).name);
+    } else {
+      expect(r.stdout).toMatch(/^No usable CUDA GPU\.\n/);
+      expect(r.stdout).toContain(`NVRTC   ${machine.nvrtcVersion ?? 'not found'}\n`);
+      expect(r.stdout).toContain(`reason  ${driverReason}`);
+    }
+  });
+
+  it('rejects arguments', async () => {
+    expect(await cli(['info', 'extra'])).toEqual({
+      code: 2, stdout: '', stderr: "cudakit: info takes no arguments, got 'extra'\n",
+    });
+  });
+});
+
+describeNvrtc('cudakit compile', () => {
+  it('compiles to PTX and reports the kernels, NVRTC version and flags; --out writes the PTX', async () => {
+    const out = file('good.ptx');
+    const r = await cli([
+      'compile', file('good.cu'), '--arch', 'sm_80', '--ptx', '--no-cache', '--name-expression', 'scale<float>',
+      '--out', out,
+    ]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split('\n');
+    const nvrtc = escape(nvrtcVersion());
+    const head = `^${escape(file('good.cu'))} → PTX for sm_80 · [\\d.]+ (B|KiB) · NVRTC ${nvrtc} · \\d+ ms$`;
+    expect(lines[0]).toMatch(new RegExp(head));
+    expect(r.stdout).toMatch(/\n {2}flags +--gpu-architecture=sm_80 --include-path=/);
+    expect(r.stdout).toMatch(/\n {2}kernels +saxpy, zero, scale<float> \(_Z5scaleIfEvPT_S0_i\)\n/);
+    expect(r.stdout).not.toContain('commented_out');
+    expect(r.stdout).toContain(`  wrote             ${out}\n`);
+    const ptx = readFileSync(out, 'utf8');
+    expect(ptx).toMatch(/\.target sm_80/);
+    expect(ptx).toMatch(/\.entry saxpy\(/);
+    expect(ptx).toMatch(/\.entry _Z5scaleIfEvPT_S0_i\(/);
+    if (machine.ok) {
+      expect(r.stdout).toMatch(/\nsaxpy\n {2}registers +\d+ per thread\n/);
+      expect(r.stdout).toMatch(/ {2}occupancy +\d+ blocks?\/SM at the suggested \d+ threads\/block · \d+% of \d+ thr/);
+    } else {
+      expect(r.stdout).toMatch(/ {2}not shown +registers, spills, shared\/const memory and occupancy need a GPU: /);
+      expect(r.stdout).not.toContain('(tried:');
+    }
+  });
+
+  it('without a GPU asks for --arch or --ptx rather than guessing', async () => {
+    if (machine.ok) return; // the device gives the architecture
+    const r = await cli(['compile', file('good.cu'), '--no-cache']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      'cudakit: compile needs --arch (e.g. --arch sm_90) or --ptx: there is no GPU to take the architecture from ' +
+        `(${driverReason})\n`,
+    );
+  });
+
+  it('prints a compile error as file:line: error, the source line and a caret; exit 2', async () => {
+    const bad = file('bad.cu');
+    const r = await cli(['compile', bad, '--arch', 'sm_80', '--no-cache']);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    const lines = r.stderr.split('\n');
+    // NVRTC 12 prints the column; 11.8 does not, and the caret goes under the line's first character.
+    expect(lines[0]).toMatch(new RegExp(`^${escape(bad)}:2:(\\d+:)? error: identifier "y" is undefined$`));
+    expect(lines[1]).toBe('  x[0] = y;');
+    const column = /:2:(\d+):/.exec(lines[0]!)?.[1];
+    expect(lines[2]).toBe(column !== undefined ? `${' '.repeat(Number(column) - 1)}^` : '  ^');
+    expect(lines[3]).toBe(`cudakit: compile failed: 1 error in ${bad}`);
+    expect(r.stderr).not.toMatch(STACK);
+  });
+
+  it('passes -D defines through to the code', async () => {
+    const src = file('defines.cu');
+    const without = await cli(['compile', src, '--arch', 'sm_80', '--no-cache']);
+    expect(without.code).toBe(2);
+    expect(without.stderr).toMatch(
+      /defines\.cu:2:(\d+:)? (catastrophic )?error: #error directive: X is not defined\n#error X is not defined\n *\^/,
+    );
+    for (const define of [['-D', 'X=7'], ['-DX=7'], ['--define', 'X=7']]) {
+      const r = await cli(['compile', src, '--arch', 'sm_80', '--no-cache', ...define]);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/ {2}flags +--gpu-architecture=sm_80 -DX=7 /);
+      expect(r.stdout).toMatch(/→ CUBIN for sm_80/);
+    }
+  });
+
+  it('colours the report only for a terminal', async () => {
+    vi.stubEnv('NO_COLOR', '');
+    try {
+      const args = ['compile', file('good.cu'), '--arch', 'sm_80', '--ptx', '--no-cache'];
+      expect((await cli(args, true)).stdout).toMatch(ANSI);
+      expect((await cli(args, false)).stdout).not.toMatch(ANSI);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+});
+
+describe('helpers', () => {
+  it('parses grid and block sizes', () => {
+    expect(parseDim('256', '--block')).toBe(256);
+    expect(parseDim('64,64', '--grid')).toEqual([64, 64]);
+    expect(parseDim('16x16x4', '--grid')).toEqual([16, 16, 4]);
+    for (const bad of ['0', '-1', '1.5', 'a', '1,2,3,4', '']) {
+      expect(() => parseDim(bad, '--grid')).toThrow(/--grid expects/);
+    }
+  });
+
+  it('finds extern "C" kernels, not device functions or commented-out code', () => {
+    const src = [
+      'extern "C" __global__ void a(int* p) {}',
+      'extern "C" __global__ __launch_bounds__(256, 2) void b(int* p) {}',
+      'extern  "C"  __global__  void  __launch_bounds__(128)  c (int* p) {}',
+      'extern "C" __device__ void helper(int* p) {}',
+      '/* extern "C" __global__ void hidden(int* p) {} */',
+      '__global__ void cpp_linkage(int* p) {}',
+      'extern "C" __global__ void a(int* p);',
+    ].join('\n');
+    expect(externCKernels(src)).toEqual(['a', 'b', 'c']);
+  });
+});
