@@ -236,6 +236,9 @@ class Session {
   graph: { exec: { handle: Handle; dispose(): void }; launches: number } | undefined;
   readonly rng = createRng(0x5eed);
   maxClockSeen = 0;
+  /** Set when the spin kernel timed out (a profiler or sanitizer serializes kernels): samples are then taken unheld. */
+  noBlock = false;
+  readonly warnings: string[] = [];
 
   constructor(kernel: Kernel, config: LaunchConfig, args: unknown, mode: BenchMode, inputSets: number) {
     this.h = harness(kernel.device);
@@ -280,11 +283,26 @@ class Session {
 
   /** Takes `count` samples natively; returns them in order. */
   take(count: number, flush: boolean): BenchSample[] {
+    try {
+      return this.takeOnce(count, flush);
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'CUDAKIT_BENCH_TIMEOUT' || this.noBlock) throw e;
+      // Something serializes kernels (ncu, compute-sanitizer, nsys): a held stream cannot work, so time unheld.
+      this.noBlock = true;
+      this.warnings.push(
+        'the stream could not be held behind the spin kernel (a profiler or sanitizer serializes kernels?): ' +
+          'samples include launch latency',
+      );
+      return this.takeOnce(count, flush);
+    }
+  }
+
+  private takeOnce(count: number, flush: boolean): BenchSample[] {
     const order: number[] = [];
     for (let i = 0; i < count; i++) order.push(this.graph !== undefined ? 0 : Math.floor(this.rng() * this.slots.length));
     const h = this.h;
     const raw = getNative().benchSamples(
-      { ...samplesSpec(h, order, flush), slots: this.slots.map((s) => s.slot), graph: this.graph?.exec.handle ?? 0n },
+      { ...samplesSpec(h, order, flush), slots: this.slots.map((s) => s.slot), graph: this.graph?.exec.handle ?? 0n, noBlock: this.noBlock },
       h.flagHost,
     );
     const per = this.graph?.launches ?? 1;
@@ -306,7 +324,7 @@ class Session {
 async function measure(s: Session, rule: StoppingRule, onProgress: BenchOptions['onProgress']): Promise<Run> {
   const t0 = performance.now();
   const flush = s.mode === 'cold';
-  const warnings: string[] = [];
+  const warnings = s.warnings;
   s.prime();
   // Warm-up: ≥ warmupMinRuns runs and ≥ warmupMinMs of GPU time, and until the clock has ramped (≥ 90 % of the
   // highest seen), capped at warmupMaxMs.
@@ -384,7 +402,7 @@ async function measure(s: Session, rule: StoppingRule, onProgress: BenchOptions[
   if (!decision.converged) warnings.push(`stopped by '${decision.reason}' before the precision target was met`);
   return {
     samples, accepted, rejected, warmupRuns: warmRuns, wallMs: performance.now() - t0, converged: decision.converged,
-    stopReason: decision.reason, launchesPerSample: s.graph?.launches ?? 1, warnings,
+    stopReason: decision.reason, launchesPerSample: s.graph?.launches ?? 1, warnings: [...warnings],
   };
 }
 

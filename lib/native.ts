@@ -48,6 +48,8 @@ export interface BenchSpec {
   flush: boolean;
   /** Nothing between the events (measures the event pair itself). */
   empty?: boolean;
+  /** Do not hold the stream behind the spin kernel (launch latency is then not hidden). */
+  noBlock?: boolean;
   graph: Handle;
   flushPtr: Handle;
   flushVectors: number;

@@ -26,6 +26,7 @@ struct BenchSpec {
   std::vector<uint32_t> order;     // input set per sample; its length is the number of samples
   bool flush;
   bool empty;  // nothing between the events: measures the event pair's own cost
+  bool block;  // hold the stream behind the spin kernel (off under profilers and sanitizers, which serialize kernels)
   CUgraphExec graph;  // graph mode: replayed instead of a launch
   CUdeviceptr flushPtr;
   size_t flushVectors;  // 16-byte vectors the flush kernel reads
@@ -76,6 +77,7 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
   }
   s.flush = o.Get("flush").ToBoolean();
   s.empty = o.Get("empty").ToBoolean();
+  s.block = !o.Get("noBlock").ToBoolean();
   s.graph = reinterpret_cast<CUgraphExec>(u64("graph"));
   s.flushPtr = u64("flushPtr");
   s.flushVectors = u64("flushVectors");
@@ -133,7 +135,7 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
       s.flag[0] = 0;
       s.flag[1] = 0;
       std::atomic_thread_fence(std::memory_order_seq_cst);
-      STEP(Launch1(s.blockFn, 1, s.stream, blockParams), "cuLaunchKernel");
+      if (s.block) STEP(Launch1(s.blockFn, 1, s.stream, blockParams), "cuLaunchKernel");
       STEP(Launch1(s.probeFn, s.probeBlocks, s.stream, probeStartParams), "cuLaunchKernel");
       STEP(CU_TRY(cuEventRecord, start, s.stream), "cuEventRecord");
       auto t0 = Clock::now();
