@@ -2,7 +2,7 @@
 // `npm run bench`: cudakit's core costs side by side with a C baseline (bench/native/baseline.c) built and run in
 // the same session on the same GPU. Speed is measured here, never in tests. `--write` records bench/RESULTS.md.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { writeSection } from './results.js';
@@ -51,7 +51,11 @@ function buildBaseline(): string {
   // Link the very libnvrtc cudakit loaded (it may not be the toolkit's), so both sides compile with the same one.
   const nvrtc = native().nvrtcStatus().path;
   execFileSync('cc', ['-O2', `-I${cuda}/include`, join(here, 'native', 'baseline.c'), `-L${lib}`, `-L${lib}/stubs`, '-lcuda',
-    nvrtc, `-Wl,-rpath,${dirname(nvrtc)}`, '-o', exe], { stdio: 'inherit' });
+    nvrtc, `-Wl,-rpath,${dirname(nvrtc)}`, '-ldl', '-o', exe], { stdio: 'inherit' });
+  // A copy of the same NVRTC for the baseline's dlopen variant (a copy, so it loads as a separate instance).
+  const copy = join(out, 'libnvrtc-copy.so');
+  copyFileSync(nvrtc, copy);
+  process.env.BASELINE_NVRTC_COPY = copy;
   return exe;
 }
 
@@ -184,7 +188,7 @@ async function main(): Promise<void> {
   const collect = (into: Record<string, number[]>, s: Sample): void => {
     for (const [k, v] of Object.entries(s)) if (k !== 'ready') (into[k] ??= []).push(v);
   };
-  const commands = [...Object.keys(ours), 'enqueue-procaddress', 'ctx'];
+  const commands = [...Object.keys(ours), 'enqueue-procaddress', 'compile-dlopen', 'ctx'];
   const oursRound = async (): Promise<void> => {
     for (const metric of Object.keys(ours)) collect(jsSide, await ours[metric]!());
   };
@@ -285,7 +289,8 @@ async function main(): Promise<void> {
     `One N-API call costs ${napiCallNs.toFixed(0)} ns and cuCtxGetCurrent ${C('ctxGetCurrentNs').toFixed(0)} ns here.\n\n` +
     `NVRTC compile: ${fmt(JS('compileColdMs'))} ms through Program.compile, of which the NVRTC calls themselves take ` +
     `${fmt(JS('compileNvrtcMs'))} ms (timed natively); compileAsync (NVRTC on a libuv pool thread) ` +
-    `${fmt(JS('compileAsyncMs'))} ms; the C baseline ${fmt(C('compileColdMs'))} ms.`;
+    `${fmt(JS('compileAsyncMs'))} ms; the C baseline ${fmt(C('compileColdMs'))} ms with NVRTC linked, ` +
+    `${cSide.compileDlopenMs ? fmt(C('compileDlopenMs')) : '—'} ms with the same NVRTC loaded by dlopen as cudakit loads it.`;
   console.log(`\n${context}\n\n${table}\n\n${notes}\n`);
   if (process.argv.includes('--json')) console.log(JSON.stringify({ context, c: cSide, cudakit: jsSide, rows }));
   if (process.argv.includes('--write')) {

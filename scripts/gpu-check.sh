@@ -19,15 +19,15 @@ summary() {
 
 if [[ " $steps " == *" tests "* ]]; then
   CUDAKIT_REQUIRE_GPU=1 timeout 400 npx vitest run --reporter=json --outputFile.json="$out/vitest.json" > "$out/tests.log" 2>&1
-  summary "$out/vitest.json" "all tiers, CUDAKIT_REQUIRE_GPU=1"
+  summary "$out/vitest.json" "all tiers, CUDAKIT_REQUIRE_GPU=1" | tee "$out/summary.txt"
 fi
 if [[ " $steps " == *" sanitizer "* ]]; then
   # API errors are not reported: the negative tests provoke them on purpose (invalid PTX, unknown kernel name,
   # out of memory, a capture violation). Memory errors all are; only planted device faults are skipped.
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_UNDER_SANITIZER=1 timeout 500 compute-sanitizer --tool memcheck --target-processes all \
     --report-api-errors no --print-limit 20 npx vitest run --project gpu --reporter=json --outputFile.json="$out/sanitizer.json" > "$out/sanitizer.log" 2>&1
-  summary "$out/sanitizer.json" "gpu tier under compute-sanitizer memcheck"
-  grep -E "ERROR SUMMARY" "$out/sanitizer.log" | sort | uniq -c
+  summary "$out/sanitizer.json" "gpu tier under compute-sanitizer memcheck" | tee -a "$out/summary.txt"
+  grep -E "ERROR SUMMARY" "$out/sanitizer.log" | sort | uniq -c | tee -a "$out/summary.txt"
 fi
 if [[ " $steps " == *" bench "* ]]; then
   timeout 300 npx tsx bench/run.ts --write --json 2>&1 | tee "$out/bench.log" | grep -v '^{'
@@ -58,3 +58,6 @@ if [[ " $steps " == *" examples "* ]]; then
   for f in examples/*.ts; do echo "\$ npx tsx $f"; timeout 120 npx tsx "$f" 2>&1; done > "$out/examples.log"
   cat "$out/examples.log"
 fi
+echo "=== summary ==="
+cat "$out/summary.txt" 2>/dev/null
+rm -f "$out/tests.log"  # keeps what comes back under the tool's file limit (vitest.json has every result)

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The native baseline for `npm run bench`: the same measurements as bench/run.ts, made with direct CUDA Driver
 // API and NVRTC calls from C. bench/run.ts builds it on the GPU host against the toolkit,
-//   cc -O2 -I$CUDA/include baseline.c -L$CUDA/lib64 -lcuda -lnvrtc -o baseline
-// starts it once and sends it one command per line, interleaved with its own measurements of the same thing, so
+//   cc -O2 -I$CUDA/include baseline.c -L$CUDA/lib64 -lcuda -lnvrtc -ldl -o baseline
+// starts it (once per round) and sends it one command per line, interleaved with its own measurements of the same thing, so
 // both sides see the same machine state. Each command prints one JSON line with the median of its samples.
 //   compile | enqueue | enqueue-procaddress | trip | graph | copy | ctx | quit
 // Usage: baseline <nvrtc flag>...
 #include <cuda.h>
+#include <dlfcn.h>
 #include <nvrtc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,8 +117,47 @@ static void cmd_enqueue(void) { printf("{\"launchEnqueueUs\": %.4f}\n", enqueue_
 static void cmd_enqueue_procaddress(void) {
   void* fn = NULL;
   CUdriverProcAddressQueryResult q;
-  CK(cuGetProcAddress("cuLaunchKernel", &fn, 4000, CU_GET_PROC_ADDRESS_DEFAULT, &q));
+  int v = 0;
+  CK(cuDriverGetVersion(&v));
+  CK(cuGetProcAddress("cuLaunchKernel", &fn, v < 13000 ? v : 13000, CU_GET_PROC_ADDRESS_DEFAULT, &q));
   printf("{\"launchEnqueueProcAddressUs\": %.4f}\n", enqueue_with((LaunchFn)fn));
+}
+
+// NVRTC loaded with dlopen (from a copy of the same library, so it is a separate instance), the way cudakit
+// loads it: tells whether being dlopened, rather than linked, changes NVRTC's own speed.
+static void cmd_compile_dlopen(void) {
+  const char* path = getenv("BASELINE_NVRTC_COPY");
+  void* h = path != NULL ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (h == NULL) {
+    printf("{}\n");
+    return;
+  }
+  typedef nvrtcResult (*Create)(nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*);
+  typedef nvrtcResult (*Compile)(nvrtcProgram, int, const char* const*);
+  typedef nvrtcResult (*Destroy)(nvrtcProgram*);
+  typedef nvrtcResult (*Size)(nvrtcProgram, size_t*);
+  typedef nvrtcResult (*Get)(nvrtcProgram, char*);
+  Create create = (Create)dlsym(h, "nvrtcCreateProgram");
+  Compile comp = (Compile)dlsym(h, "nvrtcCompileProgram");
+  Destroy destroy = (Destroy)dlsym(h, "nvrtcDestroyProgram");
+  Size size = (Size)dlsym(h, "nvrtcGetCUBINSize");
+  Get get = (Get)dlsym(h, "nvrtcGetCUBIN");
+  enum { N = 3 };
+  double ms[N];
+  for (int i = -1; i < N; i++) {  // i = -1: warm-up (first use of this instance)
+    nvrtcProgram p;
+    size_t n = 0;
+    double t0 = now_us();
+    create(&p, COMPILE_SOURCE, "bench.cu", 0, NULL, NULL);
+    if (comp(p, g_nflags, g_flags) != NVRTC_SUCCESS) exit(1);
+    size(p, &n);
+    char* c = malloc(n);
+    get(p, c);
+    destroy(&p);
+    free(c);
+    if (i >= 0) ms[i] = (now_us() - t0) / 1e3;
+  }
+  printf("{\"compileDlopenMs\": %.4f}\n", median(ms, N));
 }
 
 static void cmd_trip(void) {
@@ -229,6 +269,7 @@ int main(int argc, const char** argv) {
     if (strcmp(line, "compile") == 0) cmd_compile();
     else if (strcmp(line, "enqueue") == 0) cmd_enqueue();
     else if (strcmp(line, "enqueue-procaddress") == 0) cmd_enqueue_procaddress();
+    else if (strcmp(line, "compile-dlopen") == 0) cmd_compile_dlopen();
     else if (strcmp(line, "trip") == 0) cmd_trip();
     else if (strcmp(line, "graph") == 0) cmd_graph();
     else if (strcmp(line, "copy") == 0) cmd_copy();
