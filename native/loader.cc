@@ -4,7 +4,6 @@
 #include <dlfcn.h>
 #include <link.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -201,11 +200,9 @@ void* ResolveDriverSymbol(const char* symbol, int cudaVersion, std::string* why)
   }
   void* fn = nullptr;
   int status = cu::CU_GET_PROC_ADDRESS_SUCCESS;
-  // Ask for the newest ABI this driver has, up to the CUDA version our declarations follow (13.0): every entry in
-  // cuda_api.h has the same signature from its declared version up to 13.0, and an entry point for an old version
-  // can be a compatibility shim (measured: cuLaunchKernel for 4.0 costs ~2 % more per call on a 13.0 driver).
-  int requested = cudaVersion;
-  if (g_driver.version > 0) requested = std::max(cudaVersion, std::min(g_driver.version, 13000));
+  // Exactly the version whose ABI cuda_api.h declares: a newer version can change a call's parameters (CUDA 13's
+  // cuCtxSynchronize takes a context), so "the newest the driver has" is not safe.
+  const int requested = cudaVersion;
   cu::CUresult r = g_getProcV2 != nullptr
                        ? g_getProcV2(symbol, &fn, requested, cu::CU_GET_PROC_ADDRESS_DEFAULT, &status)
                        : g_getProcV1(symbol, &fn, requested, cu::CU_GET_PROC_ADDRESS_DEFAULT);
