@@ -107,9 +107,10 @@ bench options (and compile's --arch, --ptx, -D, -I, --std, --fast-math, --no-cac
                                 fills    uniform(lo,hi) normal(mean,std) randint(lo,hi) const(v) zeros ones
                                          arange seq(start,step)
   --shared-mem <bytes>        dynamic shared memory per block
-  --ref <file.cu>             reference kernel for the correctness check (--ref-kernel <name>; default: --kernel)
+  --ref <file.cu>             reference kernel for the correctness check (--ref-kernel <name>; default: --kernel;
+                              --ref-grid / --ref-block: its own launch geometry; default: --grid / --block)
   --compare <file.cu>         time against this file's kernel: it is A, <file> is B; also the check's reference
-                              (--compare-kernel <name>; default: --kernel)
+                              (--compare-kernel <name>, --compare-grid, --compare-block; default: the main ones)
   --mode <cold|hot|graph>     L2 flushed before each sample (cold, default), not flushed (hot), CUDA graph replays
   --preset <quick|default|rigorous>   how long to sample (precision target and timeout)
   --bytes <N>, --flops <N>    work per launch, for GB/s, % of peak bandwidth and TFLOP/s (N may be a product: 12*1M)
@@ -212,8 +213,12 @@ const BENCH_FLAGS = {
   'shared-mem': { type: 'string' },
   ref: { type: 'string' },
   'ref-kernel': { type: 'string' },
+  'ref-grid': { type: 'string' },
+  'ref-block': { type: 'string' },
   compare: { type: 'string' },
   'compare-kernel': { type: 'string' },
+  'compare-grid': { type: 'string' },
+  'compare-block': { type: 'string' },
   mode: { type: 'string' },
   preset: { type: 'string' },
   bytes: { type: 'string' },
@@ -656,6 +661,9 @@ interface KernelSource {
   src: SourceRef;
   kernel: string;
   label: string;
+  /** Its own launch geometry (a float4 kernel needs a quarter of a scalar one's threads); default: the main one's. */
+  grid?: Dim3;
+  block?: Dim3;
 }
 
 interface BenchPlan {
@@ -739,14 +747,17 @@ function specSource(value: unknown, specPath: string, field: string, label: stri
 }
 
 function specKernel(value: unknown, specPath: string, field: string): KernelSource {
-  const r = value as { source?: unknown; kernel?: unknown; name?: unknown } | null;
+  const r = value as { source?: unknown; kernel?: unknown; name?: unknown; grid?: unknown; block?: unknown } | null;
   if (typeof r !== 'object' || r === null || typeof r.kernel !== 'string') {
-    throw new UsageError(`${specPath}: ${field} must be { source, kernel }`);
+    throw new UsageError(`${specPath}: ${field} must be { source, kernel, grid?, block? }`);
   }
   if (r.name !== undefined && typeof r.name !== 'string') {
     throw new UsageError(`${specPath}: ${field}.name must be a string`);
   }
-  return { src: specSource(r.source, specPath, `${field}.source`, field), kernel: r.kernel, label: r.name ?? r.kernel };
+  const k: KernelSource = { src: specSource(r.source, specPath, `${field}.source`, field), kernel: r.kernel, label: r.name ?? r.kernel };
+  if (r.grid !== undefined) k.grid = r.grid as Dim3;
+  if (r.block !== undefined) k.block = r.block as Dim3;
+  return k;
 }
 
 /** Checks a spec's shape (it is user code: every field gets a plain message) and applies the command line over it. */
@@ -789,11 +800,11 @@ async function planFromSpec(path: string, v: BenchValues): Promise<BenchPlan> {
   const label = (s.name as string | undefined) ?? kernel;
   const main: KernelSource = { src: specSource(s.source, path, 'source', 'source'), kernel, label };
   let reference: BenchPlan['reference'];
-  if (v.ref !== undefined) reference = cliKernel(v.ref, v['ref-kernel'] ?? kernel);
+  if (v.ref !== undefined) reference = cliKernel(v.ref, v['ref-kernel'] ?? kernel, v['ref-grid'], v['ref-block'], 'ref');
   else if (typeof s.reference === 'function') reference = s.reference as (args: HostValue[]) => void | Promise<void>;
   else if (s.reference !== undefined) reference = specKernel(s.reference, path, 'reference');
   const compareWith = v.compare !== undefined
-    ? cliKernel(v.compare, v['compare-kernel'] ?? kernel)
+    ? cliKernel(v.compare, v['compare-kernel'] ?? kernel, v['compare-grid'], v['compare-block'], 'compare')
     : s.compare !== undefined ? specKernel(s.compare, path, 'compare') : undefined;
   const common = commonBenchOptions(v);
   return {
@@ -815,8 +826,11 @@ async function planFromSpec(path: string, v: BenchValues): Promise<BenchPlan> {
   };
 }
 
-function cliKernel(file: string, kernel: string): KernelSource {
-  return { src: readSource(file), kernel, label: kernel };
+function cliKernel(file: string, kernel: string, grid?: string, block?: string, prefix = ''): KernelSource {
+  const k: KernelSource = { src: readSource(file), kernel, label: kernel };
+  if (grid !== undefined) k.grid = parseDim(grid, `--${prefix}-grid`);
+  if (block !== undefined) k.block = parseDim(block, `--${prefix}-block`);
+  return k;
 }
 
 function commonBenchOptions(v: BenchValues) {
@@ -855,8 +869,10 @@ function planFromCommandLine(file: string, v: BenchValues): BenchPlan {
     signature: undefined,
     config: { grid, block, ...(smem > 0 ? { sharedMemBytes: smem } : {}) },
     io,
-    reference: v.ref !== undefined ? cliKernel(v.ref, v['ref-kernel'] ?? v.kernel) : undefined,
-    compare: v.compare !== undefined ? cliKernel(v.compare, v['compare-kernel'] ?? v.kernel) : undefined,
+    reference: v.ref !== undefined ? cliKernel(v.ref, v['ref-kernel'] ?? v.kernel, v['ref-grid'], v['ref-block'], 'ref') : undefined,
+    compare: v.compare !== undefined
+      ? cliKernel(v.compare, v['compare-kernel'] ?? v.kernel, v['compare-grid'], v['compare-block'], 'compare')
+      : undefined,
     compile: compileOptionsFrom(v),
     check: common.check,
     skipCheck: v['no-check'] === true,
@@ -913,6 +929,7 @@ async function runBench(plan: BenchPlan, o: Output): Promise<number> {
     const kernel = await load(plan.main);
     const other = plan.compare !== undefined ? await load(plan.compare) : undefined;
     const config = plan.config;
+    const configOf = (k: KernelSource): LaunchConfig => ({ ...config, grid: k.grid ?? config.grid, block: k.block ?? config.block });
 
     // Correctness first: timing a wrong kernel is worse than useless.
     let reference: Reference | undefined;
@@ -921,10 +938,10 @@ async function runBench(plan: BenchPlan, o: Output): Promise<number> {
       reference = plan.reference;
       referenceLabel = 'the JavaScript reference';
     } else if (plan.reference !== undefined) {
-      reference = { kernel: await load(plan.reference), config };
+      reference = { kernel: await load(plan.reference), config: configOf(plan.reference) };
       referenceLabel = `${plan.reference.label} in ${plan.reference.src.name}`;
     } else if (other !== undefined && plan.compare !== undefined) {
-      reference = { kernel: other, config };
+      reference = { kernel: other, config: configOf(plan.compare) };
       referenceLabel = `${plan.compare.label} in ${plan.compare.src.name}`;
     }
     if (plan.skipCheck) note('correctness: not checked (--no-check)');
@@ -959,7 +976,7 @@ async function runBench(plan: BenchPlan, o: Output): Promise<number> {
     } else {
       const [nameA, nameB] = compareNames(plan.compare!, plan.main);
       const c = await compare(
-        { kernel: other, config, args, name: nameA },
+        { kernel: other, config: configOf(plan.compare!), args, name: nameA },
         { kernel, config, args, name: nameB },
         {
           ...common,

@@ -45,7 +45,8 @@ if [[ " $steps " == *" cli "* ]]; then
     npx tsx lib/cli.ts bench examples/saxpy.bench.ts
     npx tsx lib/cli.ts bench examples/cuda/saxpy_vec4.cu --kernel saxpy --grid 4096 --block 1024 --arg f32=2.5 \
       --arg 'ptr:f32[16M]=uniform(-1,1)' --arg 'ptr:f32[16M]=uniform(-1,1):out' --arg i32=16777216 \
-      --compare examples/cuda/saxpy.cu --bytes '12*16M' --json "$out/compare.json"
+      --compare examples/cuda/saxpy.cu --compare-grid 65536 --compare-block 256 --bytes '12*16M' \
+      --json "$out/compare.json"
     npx tsx lib/cli.ts bench examples/cuda/saxpy_wrong.cu --kernel saxpy --grid 65536 --block 256 --arg f32=2 \
       --arg 'ptr:f32[16M]=uniform(-1,1)' --arg 'ptr:f32[16M]=uniform(-1,1):out' --arg i32=16777216 \
       --ref examples/cuda/saxpy.cu

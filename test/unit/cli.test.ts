@@ -177,6 +177,8 @@ describe('cudakit bench: what is checked before the GPU', () => {
         /^cudakit: bench: Option '--bytes' argument is ambiguous: a value starting with '-' is written --bytes=<v/,
       ],
       [['--shared-mem', '1.5'], /^cudakit: --shared-mem expects an integer >= 0/],
+      [['--compare', file('good.cu'), '--compare-grid', '0'], /^cudakit: --compare-grid expects 1 to 3 positive integers/],
+      [['--ref', file('good.cu'), '--ref-block', 'x'], /^cudakit: --ref-block expects 1 to 3 positive integers/],
     ];
     for (const [more, stderr] of cases) {
       const r = await cli(bench(...more));
