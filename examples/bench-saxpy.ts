@@ -1,10 +1,6 @@
 // Time a kernel from a script: check it against a JavaScript reference, then benchmark it cold with rotating
 // inputs, and print a mitata-style report.
-import { parseArgSpecs } from '../lib/argspec.js';
-import { bench } from '../lib/bench.js';
-import { check, inputSets } from '../lib/check.js';
-import { formatResult } from '../lib/format.js';
-import { Device, Program, probe } from '../lib/index.js';
+import { Device, Program, bench, check, formatResult, inputSets, parseArgSpecs, probe } from '../lib/index.js';
 
 if (!probe().ok) {
   console.log(`needs a CUDA GPU: ${probe().reason}`);

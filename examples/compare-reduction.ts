@@ -1,10 +1,6 @@
 // Two reductions, a naive one (shared-memory tree) and one with warp shuffles: both checked against a JavaScript
 // reference, then compared in interleaved rounds.
-import { parseArgSpecs } from '../lib/argspec.js';
-import { compare } from '../lib/bench.js';
-import { check } from '../lib/check.js';
-import { formatComparison, formatResult } from '../lib/format.js';
-import { Device, Program, probe } from '../lib/index.js';
+import { Device, Program, check, compare, formatComparison, formatResult, parseArgSpecs, probe } from '../lib/index.js';
 
 if (!probe().ok) {
   console.log(`needs a CUDA GPU: ${probe().reason}`);

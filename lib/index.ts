@@ -12,6 +12,11 @@ export { Graph, GraphExec } from './graph.js';
 export { probe } from './probe.js';
 export { getNative as native } from './native.js';
 export { clearMemoryCache, defaultCacheDir } from './cache.js';
+export { bench, compare } from './bench.js';
+export { check, inputSets } from './check.js';
+export { parseArgSpec, parseArgSpecs, signatureOf } from './argspec.js';
+export { formatComparison, formatDuration, formatJson, formatResult, histogram } from './format.js';
+export { PRESETS, bootstrapRatio, medianCI, quantile, summarize, verdict } from './stats.js';
 
 export type { DeviceAttributeName } from './attributes.js';
 export type { ComputeCapability, MemoryInfo, LaunchLimits } from './device.js';
@@ -26,3 +31,10 @@ export type { StreamOptions, CaptureMode } from './stream.js';
 export type { RecordOptions } from './event.js';
 export type { ProbeResult } from './probe.js';
 export type { Native, NativeStats, Handle } from './native.js';
+export type { BenchArgs, BenchOptions, CompareOptions, CompareTarget } from './bench.js';
+export type {
+  BenchEnvironment, BenchMode, BenchResult, BenchSample, CompareResult, PresetName, Summary, Throughput, Verdict,
+} from './bench-types.js';
+export type { CheckOptions, CheckResult, Defence, HostValue, Mismatch, Reference, TrialResult } from './check.js';
+export type { ArgSpec, BufferArgSpec, BufferDType, InitSpec, ScalarArgSpec } from './argspec.js';
+export type { StoppingRule } from './stats.js';
