@@ -368,6 +368,8 @@ function runCandidate(candidate: { kernel: Kernel; config: LaunchConfig }, args:
 /**
  * Checks `candidate` against `reference` over seeded trials with the defences above. `io` declares every kernel
  * argument in order (parseArgSpec syntax: inputs with how to fill them, outputs with `:out`, scalars as values).
+ * An output with an initial value (`ptr:f32[N]=uniform(-1,1):out`, e.g. saxpy's y) is read-write: it starts from
+ * that value instead of the poison, so an unwritten element shows as a plain mismatch there.
  */
 export async function check(
   candidate: { kernel: Kernel; config: LaunchConfig }, reference: Reference, io: readonly ArgSpec[], options?: CheckOptions,

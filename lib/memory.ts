@@ -158,8 +158,9 @@ export class DeviceBuffer implements Disposable {
     const n = getNative();
     const dst = this.ptr + BigInt(byteOffset);
     const buffer = ArrayBuffer.isView(src) ? src.buffer : src;
-    if (bytes >= STAGING_MIN_BYTES && !pinned.has(buffer) && ArrayBuffer.isView(src)) {
-      n.memcpyHtoDStaged(this.device.ctx, dst, src, stream?.handle ?? 0n, STAGING_CHUNK_BYTES, STAGING_THREADS);
+    if (bytes >= STAGING_MIN_BYTES && !pinned.has(buffer)) {
+      const view = ArrayBuffer.isView(src) ? src : new Uint8Array(src);
+      n.memcpyHtoDStaged(this.device.ctx, dst, view, stream?.handle ?? 0n, STAGING_CHUNK_BYTES, STAGING_THREADS);
     } else if (stream === undefined) {
       n.memcpyHtoD(this.device.ctx, dst, src);
     } else {
@@ -185,8 +186,9 @@ export class DeviceBuffer implements Disposable {
     const n = getNative();
     const src = this.ptr + BigInt(byteOffset);
     const buffer = ArrayBuffer.isView(out) ? out.buffer : out;
-    if (bytes >= STAGING_MIN_BYTES && !pinned.has(buffer) && ArrayBuffer.isView(out)) {
-      n.memcpyDtoHStaged(this.device.ctx, out, src, stream?.handle ?? 0n, STAGING_CHUNK_BYTES, STAGING_THREADS);
+    if (bytes >= STAGING_MIN_BYTES && !pinned.has(buffer)) {
+      const view = ArrayBuffer.isView(out) ? out : new Uint8Array(out);
+      n.memcpyDtoHStaged(this.device.ctx, view, src, stream?.handle ?? 0n, STAGING_CHUNK_BYTES, STAGING_THREADS);
     } else if (stream === undefined) {
       n.memcpyDtoH(this.device.ctx, out, src);
     } else {
