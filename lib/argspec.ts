@@ -35,8 +35,10 @@ export interface ScalarArgSpec {
 export interface BufferArgSpec {
   kind: 'buffer';
   dtype: BufferDType;
-  /** Elements, not bytes. */
+  /** Elements, not bytes (for a shape, the product of its dimensions). */
   length: number;
+  /** The dimensions, outermost first, when the buffer was declared with a shape (`ptr:f32[64,128]`); row-major. */
+  shape?: number[];
   /** 'in': filled before launch; 'out': written by the kernel (default 'in' with an init, 'out' without). */
   role: 'in' | 'out';
   init: InitSpec | undefined;
@@ -248,7 +250,9 @@ function parseBuffer(text: string, body: string): BufferArgSpec {
   const dtypeText = body.slice(0, open).trim();
   if (!isDType(dtypeText)) throw fail(TypeError, text, `a buffer element type (${DTYPES.join(' ')})`);
   const dtype = dtypeText;
-  const length = parseLength(text, body.slice(open + 1, close));
+  const dims = body.slice(open + 1, close).split(',').map((d) => parseLength(text, d));
+  const length = dims.reduce((a, b) => a * b, 1);
+  if (!Number.isSafeInteger(length)) throw fail(RangeError, text, 'a shape whose element count is a safe integer');
   let rest = body.slice(close + 1).trim();
   let role: 'in' | 'out' | undefined;
   const colon = rest.lastIndexOf(':');
@@ -263,7 +267,9 @@ function parseBuffer(text: string, body: string): BufferArgSpec {
     if (!rest.startsWith('=')) throw fail(TypeError, text, `=<init> or :in/:out after ptr:${dtype}[...]`);
     init = parseInit(text, dtype, rest.slice(1).trim());
   }
-  return { kind: 'buffer', dtype, length, role: role ?? (init === undefined ? 'out' : 'in'), init };
+  const spec: BufferArgSpec = { kind: 'buffer', dtype, length, role: role ?? (init === undefined ? 'out' : 'in'), init };
+  if (dims.length > 1) spec.shape = dims;
+  return spec;
 }
 
 /**

@@ -102,6 +102,7 @@ bench options (and compile's --arch, --ptx, -D, -I, --std, --fast-math, --no-cac
   --arg <spec>                one per kernel parameter, in order (repeatable):
                                 scalars  f32=2.5  i32=1024  u64=0xff  bool=true
                                 buffers  ptr:f32[16M]=uniform(-1,1)   filled before every run (an input)
+                                         ptr:f32[1024,1024]=normal(0,1)  with a shape (row-major)
                                          ptr:f32[16M]:out             written by the kernel (an output)
                                          ptr:f32[16M]=zeros:out       both
                                 fills    uniform(lo,hi) normal(mean,std) randint(lo,hi) const(v) zeros ones

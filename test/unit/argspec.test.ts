@@ -320,3 +320,15 @@ describe('parseArgSpecs and signatureOf', () => {
     expect(signatureOf([])).toEqual([]);
   });
 });
+
+describe('buffer shapes', () => {
+  it('declare dimensions, row-major; the length is their product', () => {
+    expect(parseArgSpec('ptr:f32[64,128]=uniform(0,1)')).toEqual({
+      kind: 'buffer', dtype: 'f32', length: 8192, shape: [64, 128], role: 'in', init: { kind: 'uniform', lo: 0, hi: 1 },
+    });
+    expect(parseArgSpec('ptr:f16[2,1k,4]:out')).toMatchObject({ length: 8192, shape: [2, 1024, 4], role: 'out' });
+    expect(parseArgSpec('ptr:i32[1024]')).not.toHaveProperty('shape');
+    expect(() => parseArgSpec('ptr:f32[64,0]')).toThrow(RangeError);
+    expect(() => parseArgSpec('ptr:f32[64,]')).toThrow(TypeError);
+  });
+});
