@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Events: markers in a stream, for dependencies between streams and for GPU-side timing.
 import { assertUsable } from './errors.js';
-import { INTERNAL, checkInternal, disposedError, unwatch, watch } from './lifetime.js';
+import { HandleOwner, INTERNAL, checkInternal } from './lifetime.js';
 import { getNative, type Handle } from './native.js';
 import type { Stream } from './stream.js';
 import { checkBoolean, checkOptions, typeError } from './validate.js';
@@ -13,23 +13,16 @@ export interface RecordOptions {
   timing?: boolean;
 }
 
-export class Event implements Disposable {
+export class Event extends HandleOwner {
   readonly stream: Stream;
   readonly timing: boolean;
-  #handle: Handle | undefined;
 
   /** @internal */
   constructor(token: typeof INTERNAL, stream: Stream, handle: Handle, timing: boolean) {
     checkInternal(token, 'Event', 'stream.record()');
+    super('Event', handle, getNative().eventDestroy);
     this.stream = stream;
-    this.#handle = handle;
     this.timing = timing;
-  }
-
-  /** The raw CUevent. Borrowed: do not destroy it. */
-  get handle(): Handle {
-    if (this.#handle === undefined) throw disposedError('Event');
-    return this.#handle;
   }
 
   /** True once the GPU has passed this point of the stream. */
@@ -67,18 +60,6 @@ export class Event implements Disposable {
     n.eventSynchronize(end.stream.device.ctx, end.handle);
     return n.eventElapsedTime(start.stream.device.ctx, start.handle, end.handle);
   }
-
-  dispose(): void {
-    const h = this.#handle;
-    if (h === undefined) return;
-    this.#handle = undefined;
-    unwatch(this);
-    getNative().eventDestroy(h);
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
-  }
 }
 
 /** @internal */
@@ -95,7 +76,5 @@ export function recordEvent(stream: Stream, options?: RecordOptions): Event {
     n.eventDestroy(h);
     throw e;
   }
-  const ev = new Event(INTERNAL, stream, h, timing);
-  watch(ev, () => n.eventDestroy(h));
-  return ev;
+  return new Event(INTERNAL, stream, h, timing);
 }

@@ -2,24 +2,18 @@
 // CUDA graphs captured from a stream: capture once, instantiate, replay with one launch call.
 import type { Device } from './device.js';
 import { assertUsable } from './errors.js';
-import { INTERNAL, checkInternal, disposedError, unwatch, watch } from './lifetime.js';
+import { HandleOwner, INTERNAL, checkInternal } from './lifetime.js';
 import { getNative, type Handle } from './native.js';
 import type { Stream } from './stream.js';
 
-export class Graph implements Disposable {
+export class Graph extends HandleOwner {
   readonly device: Device;
-  #handle: Handle | undefined;
 
   /** @internal */
   constructor(token: typeof INTERNAL, device: Device, handle: Handle) {
     checkInternal(token, 'Graph', 'stream.endCapture()');
+    super('Graph', handle, getNative().graphDestroy);
     this.device = device;
-    this.#handle = handle;
-  }
-
-  get handle(): Handle {
-    if (this.#handle === undefined) throw disposedError('Graph');
-    return this.#handle;
   }
 
   /** Number of nodes (kernels, copies, memsets ...) captured. */
@@ -30,40 +24,18 @@ export class Graph implements Disposable {
   /** Makes an executable graph; the Graph itself may be disposed afterwards. */
   instantiate(): GraphExec {
     assertUsable('cuGraphInstantiate');
-    const n = getNative();
-    const h = n.graphInstantiate(this.device.ctx, this.handle);
-    const exec = new GraphExec(INTERNAL, this.device, h);
-    watch(exec, () => n.graphExecDestroy(h));
-    return exec;
-  }
-
-  dispose(): void {
-    const h = this.#handle;
-    if (h === undefined) return;
-    this.#handle = undefined;
-    unwatch(this);
-    getNative().graphDestroy(h);
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
+    return new GraphExec(INTERNAL, this.device, getNative().graphInstantiate(this.device.ctx, this.handle));
   }
 }
 
-export class GraphExec implements Disposable {
+export class GraphExec extends HandleOwner {
   readonly device: Device;
-  #handle: Handle | undefined;
 
   /** @internal */
   constructor(token: typeof INTERNAL, device: Device, handle: Handle) {
     checkInternal(token, 'GraphExec', 'graph.instantiate()');
+    super('GraphExec', handle, getNative().graphExecDestroy);
     this.device = device;
-    this.#handle = handle;
-  }
-
-  get handle(): Handle {
-    if (this.#handle === undefined) throw disposedError('GraphExec');
-    return this.#handle;
   }
 
   /** Enqueues one replay of the whole graph on `stream` (default: the device's default stream). */
@@ -71,23 +43,9 @@ export class GraphExec implements Disposable {
     assertUsable('cuGraphLaunch');
     getNative().graphLaunch(this.device.ctx, this.handle, (stream ?? this.device.defaultStream).handle);
   }
-
-  dispose(): void {
-    const h = this.#handle;
-    if (h === undefined) return;
-    this.#handle = undefined;
-    unwatch(this);
-    getNative().graphExecDestroy(h);
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
-  }
 }
 
 /** @internal */
 export function createGraph(device: Device, handle: Handle): Graph {
-  const g = new Graph(INTERNAL, device, handle);
-  watch(g, () => getNative().graphDestroy(handle));
-  return g;
+  return new Graph(INTERNAL, device, handle);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Resource lifetimes: explicit dispose() first, a FinalizationRegistry as the safety net for forgotten objects,
 // and native env cleanup for whatever is left at worker or process exit.
+import type { Handle } from './native.js';
 
 /** Passed by factories to constructors, so objects are only made by their parent (device.createStream() ...). */
 export const INTERNAL: unique symbol = Symbol('cudakit.internal');
@@ -34,4 +35,46 @@ export function disposedError(what: string): Error {
   const err = new Error(`${what} has been disposed and can no longer be used`);
   (err as Error & { code: string }).code = 'ERR_DISPOSED';
   return err;
+}
+
+/**
+ * A JS object that owns one driver handle: `handle` throws once disposed, dispose() releases it exactly once,
+ * and the finalization registry releases it if the object is forgotten. `release: undefined` means borrowed
+ * (the legacy default stream): never released.
+ */
+export abstract class HandleOwner implements Disposable {
+  #handle: Handle | undefined;
+  readonly #what: string;
+  readonly #release: ((handle: Handle) => void) | undefined;
+
+  protected constructor(what: string, handle: Handle, release: ((handle: Handle) => void) | undefined) {
+    this.#what = what;
+    this.#handle = handle;
+    this.#release = release;
+    // The closure holds the handle and the function, never `this`, or the object could not be collected.
+    if (release !== undefined) watch(this, () => release(handle));
+  }
+
+  /** The raw driver handle. Borrowed: do not destroy it. */
+  get handle(): Handle {
+    if (this.#handle === undefined) throw disposedError(this.#what);
+    return this.#handle;
+  }
+
+  get disposed(): boolean {
+    return this.#handle === undefined;
+  }
+
+  /** Releases the handle; idempotent. Subclasses retire what depends on it first, then call super.dispose(). */
+  dispose(): void {
+    const h = this.#handle;
+    if (h === undefined || this.#release === undefined) return;
+    this.#handle = undefined;
+    unwatch(this);
+    this.#release(h);
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
 }

@@ -4,7 +4,7 @@ import type { Device } from './device.js';
 import { CudaError, assertUsable } from './errors.js';
 import { imageParams } from './image.js';
 import { Kernel, type Signature } from './kernel.js';
-import { INTERNAL, checkInternal, disposedError, unwatch, watch } from './lifetime.js';
+import { HandleOwner, INTERNAL, checkInternal } from './lifetime.js';
 import { DeviceBuffer, globalView } from './memory.js';
 import { getNative, type Handle } from './native.js';
 import { ObjectCode } from './program.js';
@@ -35,7 +35,7 @@ function jitPairs(options: JitOptions | undefined): [number, number][] {
   return pairs;
 }
 
-export class Module implements Disposable {
+export class Module extends HandleOwner {
   readonly device: Device;
   /** The JIT's informational log (PTX only; empty for CUBIN). */
   readonly infoLog: string;
@@ -43,7 +43,6 @@ export class Module implements Disposable {
   readonly #image: Uint8Array;
   readonly #kernels = new Set<Kernel>();
   readonly #globals: (() => void)[] = [];
-  #handle: Handle | undefined;
 
   /** @internal */
   constructor(
@@ -51,16 +50,11 @@ export class Module implements Disposable {
     image: Uint8Array,
   ) {
     checkInternal(token, 'Module', 'device.loadModule()');
+    super('Module', handle, getNative().moduleUnload);
     this.#image = image;
     this.device = device;
-    this.#handle = handle;
     this.infoLog = infoLog;
     this.#loweredNames = loweredNames;
-  }
-
-  get handle(): Handle {
-    if (this.#handle === undefined) throw disposedError('Module');
-    return this.#handle;
   }
 
   /**
@@ -122,18 +116,11 @@ export class Module implements Disposable {
   }
 
   /** Unloads the module; its kernels and globals become unusable. Idempotent. */
-  dispose(): void {
-    const h = this.#handle;
-    if (h === undefined) return;
+  override dispose(): void {
+    if (this.disposed) return;
     for (const k of this.#kernels) k.dispose();
     for (const retire of this.#globals) retire();
-    this.#handle = undefined;
-    unwatch(this);
-    getNative().moduleUnload(h);
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
+    super.dispose();
   }
 }
 
@@ -159,7 +146,5 @@ export function loadModule(device: Device, code: ObjectCode | Uint8Array | Array
   assertUsable('cuModuleLoadData');
   const n = getNative();
   const [handle, infoLog] = n.moduleLoadData(device.ctx, image, jit);
-  const m = new Module(INTERNAL, device, handle, infoLog, lowered, image);
-  watch(m, () => n.moduleUnload(handle));
-  return m;
+  return new Module(INTERNAL, device, handle, infoLog, lowered, image);
 }

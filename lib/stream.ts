@@ -5,7 +5,7 @@ import type { Device } from './device.js';
 import { assertUsable } from './errors.js';
 import { Event, type RecordOptions, recordEvent } from './event.js';
 import { Graph, createGraph } from './graph.js';
-import { INTERNAL, checkInternal, disposedError, unwatch, watch } from './lifetime.js';
+import { HandleOwner, INTERNAL, checkInternal } from './lifetime.js';
 import { getNative, type Handle } from './native.js';
 import { checkBoolean, checkInt, checkOptions, typeError } from './validate.js';
 
@@ -19,31 +19,19 @@ export interface StreamOptions {
 export type CaptureMode = 'global' | 'threadLocal' | 'relaxed';
 const CAPTURE_MODES: Record<CaptureMode, number> = { global: 0, threadLocal: 1, relaxed: 2 };
 
-export class Stream implements Disposable {
+export class Stream extends HandleOwner {
   readonly device: Device;
   readonly nonBlocking: boolean;
   readonly priority: number;
-  #handle: Handle | undefined;
-  readonly #owned: boolean;
 
   /** @internal */
   constructor(token: typeof INTERNAL, device: Device, handle: Handle, owned: boolean, nonBlocking: boolean, priority: number) {
     checkInternal(token, 'Stream', 'device.createStream()');
+    // The legacy default stream (0n) is borrowed: never destroyed.
+    super('Stream', handle, owned ? getNative().streamDestroy : undefined);
     this.device = device;
-    this.#handle = handle;
-    this.#owned = owned;
     this.nonBlocking = nonBlocking;
     this.priority = priority;
-  }
-
-  /** The raw CUstream (0n for the legacy default stream). Borrowed: do not destroy it. */
-  get handle(): Handle {
-    if (this.#handle === undefined) throw disposedError('Stream');
-    return this.#handle;
-  }
-
-  get disposed(): boolean {
-    return this.#handle === undefined;
   }
 
   /** Blocks until all work queued on this stream has finished. */
@@ -82,7 +70,7 @@ export class Stream implements Disposable {
     if (typeof mode !== 'string' || !(mode in CAPTURE_MODES)) {
       throw typeError('options.mode', "'global', 'threadLocal' or 'relaxed'", mode);
     }
-    if (this.#handle === 0n) {
+    if (this.handle === 0n) {
       throw new TypeError('The legacy default stream cannot be captured; use device.createStream()');
     }
     getNative().streamBeginCapture(this.device.ctx, this.handle, CAPTURE_MODES[mode as CaptureMode]);
@@ -94,16 +82,8 @@ export class Stream implements Disposable {
   }
 
   /** Destroys the stream; work already queued still runs. Idempotent. The default stream is never destroyed. */
-  dispose(): void {
-    const h = this.#handle;
-    if (h === undefined || !this.#owned) return;
-    this.#handle = undefined;
-    unwatch(this);
-    getNative().streamDestroy(h);
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
+  override dispose(): void {
+    super.dispose();
   }
 }
 
@@ -118,9 +98,7 @@ export function createStream(device: Device, options?: StreamOptions): Stream {
   }
   assertUsable('cuStreamCreate');
   const h = getNative().streamCreate(device.ctx, nonBlocking ? 1 : 0, priority);
-  const s = new Stream(INTERNAL, device, h, true, nonBlocking, priority);
-  watch(s, () => getNative().streamDestroy(h));
-  return s;
+  return new Stream(INTERNAL, device, h, true, nonBlocking, priority);
 }
 
 /** @internal */

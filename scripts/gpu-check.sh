@@ -54,6 +54,12 @@ if [[ " $steps " == *" cli "* ]]; then
     set +x
   } > "$out/cli.log" 2>&1
   cat "$out/cli.log"
+  # On a terminal the CLI colours its output and redraws a progress line on stderr: run it under a pty.
+  if command -v script > /dev/null; then
+    script -qec "npx tsx lib/cli.ts bench examples/saxpy.bench.ts --preset quick" /dev/null > "$out/cli-tty.raw" 2>&1
+    echo "cli on a pty: exit $?, $(sed 's/\r$//' "$out/cli-tty.raw" | tr -cd '\r' | wc -c) carriage returns inside lines (progress redraws)," \
+      "$(grep -c $'\e\\[' "$out/cli-tty.raw") lines with colour codes" | tee -a "$out/summary.txt"
+  fi
 fi
 if [[ " $steps " == *" examples "* ]]; then
   for f in examples/*.ts; do echo "\$ npx tsx $f"; timeout 120 npx tsx "$f" 2>&1; done > "$out/examples.log"
