@@ -50,7 +50,10 @@ export interface Throughput {
   gbPerS?: number;
   /** FLOP/s in TFLOP/s (10^12), from the `flops` option. */
   tflopsPerS?: number;
-  /** gbPerS as a percentage of the measured device-to-device copy bandwidth. */
+  /**
+   * gbPerS as a percentage of the device's measured peak: the best of a device-to-device memcpy, a vectorized
+   * copy kernel and a vectorized read-only stream (bytes read + written per second).
+   */
   percentOfPeakBandwidth?: number;
 }
 

@@ -61,6 +61,9 @@ extern "C" __global__ void cudakit_flush(const int4* p, long long n, int* sink) 
   }
   if ((acc.x & acc.y & acc.z & acc.w) == 0x7fffffff) *sink = acc.x; // never true for a zeroed buffer; keeps the loads
 }
+extern "C" __global__ void cudakit_copy(const int4* __restrict__ src, int4* __restrict__ dst, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) dst[i] = src[i];
+}
 extern "C" __global__ void cudakit_clock_probe(unsigned long long* out) {
   unsigned int smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
@@ -82,6 +85,8 @@ interface Harness {
   blockFn: Handle;
   probeFn: Handle;
   flushFn: Handle;
+  flushKernel: Kernel<readonly ['ptr', 'i64', 'ptr']>;
+  copyKernel: Kernel<readonly ['ptr', 'ptr', 'i64']>;
   flushPtr: Handle;
   flushVectors: number;
   sinkPtr: Handle;
@@ -104,6 +109,7 @@ function harness(device: Device): Harness {
   const block = module.getKernel('cudakit_block', ['ptr', 'u64']);
   const probe = module.getKernel('cudakit_clock_probe', ['ptr']);
   const flushKernel = module.getKernel('cudakit_flush', ['ptr', 'i64', 'ptr']);
+  const copyKernel = module.getKernel('cudakit_copy', ['ptr', 'ptr', 'i64']);
   const stream = device.createStream({ nonBlocking: true });
   const flush = device.alloc(2 * device.l2CacheBytes).fill(0); // 2 × L2 (§8.3: 1 × suffices on H200, 2 × is insurance)
   const probeOut = device.alloc(48); // [0..32) probes, [32..36) the flush kernel's sink
@@ -119,6 +125,8 @@ function harness(device: Device): Harness {
     blockFn: block.handle,
     probeFn: probe.handle,
     flushFn: flushKernel.handle,
+    flushKernel,
+    copyKernel,
     flushPtr: flush.ptr,
     flushVectors: flush.byteLength / 16,
     sinkPtr: probeOut.ptr + 32n,
@@ -133,23 +141,37 @@ function harness(device: Device): Harness {
   return h;
 }
 
-/** Device-to-device copy bandwidth (bytes read + written per second), measured once per device: the peak for %. */
+/**
+ * The device's measured peak memory bandwidth (GB/s, bytes read + written), once per device: the best of a
+ * copy-engine device-to-device copy, a 16-byte-vector copy kernel and a 16-byte-vector read-only stream, each
+ * over ≥ 256 MiB (far beyond L2). One memcpy alone is beaten by well-vectorized kernels; the best of the three
+ * is what a kernel can realistically reach, so "% of peak" stays ≤ 100 for honest kernels.
+ */
 function peakBandwidth(h: Harness): number {
   if (h.peakBandwidthGBs !== undefined) return h.peakBandwidthGBs;
-  const bytes = Math.min(1 << 30, Math.floor(h.device.memoryInfo().freeBytes / 4));
+  const bytes = Math.max(16 << 20, Math.min(1 << 30, Math.floor(h.device.memoryInfo().freeBytes / 4 / 16) * 16));
   using a = h.device.alloc(bytes);
   using b = h.device.alloc(bytes);
-  const times: number[] = [];
-  for (let i = 0; i < 6; i++) {
-    const e0 = h.stream.record();
-    b.copyFrom(a, { stream: h.stream });
-    const e1 = h.stream.record();
-    if (i > 0) times.push(Event.elapsedMs(e0, e1));
-    e0.dispose();
-    e1.dispose();
-  }
-  times.sort((x, y) => x - y);
-  h.peakBandwidthGBs = (2 * bytes) / (times[times.length >> 1]! * 1e-3) / 1e9;
+  const vectors = BigInt(bytes / 16);
+  const grid = { grid: 8 * h.device.multiprocessorCount, block: 256, stream: h.stream };
+  const medianMs = (enqueue: () => void): number => {
+    const times: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const e0 = h.stream.record();
+      enqueue();
+      const e1 = h.stream.record();
+      if (i > 0) times.push(Event.elapsedMs(e0, e1)); // the first run warms clocks and TLBs
+      e0.dispose();
+      e1.dispose();
+    }
+    return times.sort((x, y) => x - y)[times.length >> 1]!;
+  };
+  const gbs = (moved: number, ms: number): number => moved / (ms * 1e-3) / 1e9;
+  h.peakBandwidthGBs = Math.max(
+    gbs(2 * bytes, medianMs(() => b.copyFrom(a, { stream: h.stream }))),
+    gbs(2 * bytes, medianMs(() => h.copyKernel.launch(grid, a.ptr, b.ptr, vectors))),
+    gbs(bytes, medianMs(() => h.flushKernel.launch(grid, a.ptr, vectors, h.sinkPtr))),
+  );
   return h.peakBandwidthGBs;
 }
 

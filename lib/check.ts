@@ -55,7 +55,10 @@ export interface TrialResult {
   passed: boolean;
   defence: Defence | undefined;
   maxAbsError: number;
+  /** Largest |out − ref| / |ref| over elements with ref ≠ 0 (large near zero, where atol governs). */
   maxRelError: number;
+  /** Largest |out − ref| / (atol + rtol·|ref|): the worst element's share of its tolerance, ≤ 1 when all pass. */
+  toleranceUsed: number;
   /** ‖out − ref‖₂ / ‖ref‖₂ over all outputs. */
   relNormError: number;
   /** Fraction of output elements within tolerance. */
@@ -71,6 +74,7 @@ export interface CheckResult {
   trials: TrialResult[];
   maxAbsError: number;
   maxRelError: number;
+  toleranceUsed: number;
   relNormError: number;
   matchedRatio: number;
   /** Up to 8 mismatching elements, from the first failing trial. */
@@ -272,6 +276,7 @@ export interface Comparison {
   defence: Defence | undefined;
   maxAbs: number;
   maxRel: number;
+  tolUsed: number;
   normDiff2: number;
   normRef2: number;
   matched: number;
@@ -281,7 +286,7 @@ export interface Comparison {
 
 /** @internal */
 export function newComparison(): Comparison {
-  return { defence: undefined, maxAbs: 0, maxRel: 0, normDiff2: 0, normRef2: 0, matched: 0, total: 0, mismatches: [] };
+  return { defence: undefined, maxAbs: 0, maxRel: 0, tolUsed: 0, normDiff2: 0, normRef2: 0, matched: 0, total: 0, mismatches: [] };
 }
 
 /** @internal Compares one output's device bytes with the reference's logical values, element by element. */
@@ -306,8 +311,10 @@ export function compareOutput(arg: number, dtype: BufferDType, got: Uint8Array, 
       if (!ok) defence = 'non-finite';
     } else {
       const diff = Math.abs(a - e);
-      ok = diff <= atol + rtol * Math.abs(e);
+      const tol = atol + rtol * Math.abs(e);
+      ok = diff <= tol;
       c.maxAbs = Math.max(c.maxAbs, diff);
+      c.tolUsed = Math.max(c.tolUsed, tol > 0 ? diff / tol : diff > 0 ? Infinity : 0);
       if (e !== 0) c.maxRel = Math.max(c.maxRel, diff / Math.abs(e));
       c.normDiff2 += diff * diff;
       c.normRef2 += e * e;
@@ -324,6 +331,33 @@ export function compareOutput(arg: number, dtype: BufferDType, got: Uint8Array, 
   }
   if (allZero && refNonZero && c.defence === undefined) c.defence = 'all-zero';
   else if (allZero && refNonZero && c.defence === 'mismatch') c.defence = 'all-zero';
+}
+
+function trialResult(trial: number, seed: string, c: Comparison, detail: string | undefined): TrialResult {
+  return {
+    trial, seed, passed: c.defence === undefined, defence: c.defence,
+    maxAbsError: c.maxAbs, maxRelError: c.maxRel, toleranceUsed: c.tolUsed,
+    relNormError: c.normRef2 > 0 ? Math.sqrt(c.normDiff2 / c.normRef2) : Math.sqrt(c.normDiff2),
+    matchedRatio: c.total > 0 ? c.matched / c.total : 1,
+    mismatches: c.mismatches, detail,
+  };
+}
+
+/** Worst figures over the trials; the first failing trial decides defence and mismatches. Summary left to the caller. */
+function checkResult(trials: TrialResult[], nondeterministic: number | undefined): CheckResult {
+  const failed = trials.find((t) => !t.passed);
+  const worst = (f: (t: TrialResult) => number): number => Math.max(0, ...trials.map(f));
+  return {
+    passed: failed === undefined, defence: failed?.defence, trials,
+    maxAbsError: worst((t) => t.maxAbsError), maxRelError: worst((t) => t.maxRelError), toleranceUsed: worst((t) => t.toleranceUsed),
+    relNormError: worst((t) => t.relNormError), matchedRatio: Math.min(1, ...trials.map((t) => t.matchedRatio)),
+    mismatches: failed?.mismatches ?? [], nondeterministicElements: nondeterministic, summary: '',
+  };
+}
+
+function errorFigures(r: CheckResult): string {
+  return `worst element at ${(100 * r.toleranceUsed).toFixed(r.toleranceUsed < 0.01 && r.toleranceUsed > 0 ? 2 : 0)}% of its tolerance ` +
+    `(max abs error ${r.maxAbsError.toExponential(2)}, max rel error ${r.maxRelError.toExponential(2)})`;
 }
 
 function checkCheckOptions(options: CheckOptions | undefined): Required<Omit<CheckOptions, 'atol' | 'rtol'>> & Pick<CheckOptions, 'atol' | 'rtol'> {
@@ -462,37 +496,13 @@ export async function check(
     } finally {
       for (const b of bufs) b?.base.dispose();
     }
-    trials.push({
-      trial: t,
-      seed: `0x${seed.toString(16)}`,
-      passed: c.defence === undefined,
-      defence: c.defence,
-      maxAbsError: c.maxAbs,
-      maxRelError: c.maxRel,
-      relNormError: c.normRef2 > 0 ? Math.sqrt(c.normDiff2 / c.normRef2) : Math.sqrt(c.normDiff2),
-      matchedRatio: c.total > 0 ? c.matched / c.total : 0,
-      mismatches: c.mismatches,
-      detail,
-    });
+    trials.push(trialResult(t, `0x${seed.toString(16)}`, c, detail));
     if (c.defence === 'fault') break; // the context may be gone: later trials cannot mean anything
   }
+  const result = checkResult(trials, nondeterministic);
   const failed = trials.find((t) => !t.passed);
-  const passed = failed === undefined;
-  const worst = (f: (t: TrialResult) => number): number => Math.max(...trials.map(f));
-  const result: CheckResult = {
-    passed,
-    defence: failed?.defence,
-    trials,
-    maxAbsError: worst((t) => t.maxAbsError),
-    maxRelError: worst((t) => t.maxRelError),
-    relNormError: worst((t) => t.relNormError),
-    matchedRatio: Math.min(...trials.map((t) => t.matchedRatio)),
-    mismatches: failed?.mismatches ?? [],
-    nondeterministicElements: nondeterministic,
-    summary: '',
-  };
-  result.summary = passed
-    ? `PASS: ${trials.length} trials, max abs error ${result.maxAbsError.toExponential(2)}, max rel error ${result.maxRelError.toExponential(2)}` +
+  result.summary = result.passed
+    ? `PASS: ${trials.length} trials, ${errorFigures(result)}` +
       (nondeterministic ? `; ${nondeterministic} elements differed between two runs on the same inputs` : '')
     : `FAIL (${failed!.defence}) in trial ${failed!.trial}` +
       (failed!.detail ? `: ${failed!.detail}` : '') +
@@ -528,20 +538,14 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42): {
           const d = DTYPES[a.dtype];
           compareOutput(i, a.dtype, s.bufs[i]!.view.copyToHost(), expected[i]!, options?.atol ?? d.atol, options?.rtol ?? d.rtol, c);
         });
-        trials.push({
-          trial: k, seed: '', passed: c.defence === undefined, defence: c.defence, maxAbsError: c.maxAbs, maxRelError: c.maxRel,
-          relNormError: c.normRef2 > 0 ? Math.sqrt(c.normDiff2 / c.normRef2) : 0, matchedRatio: c.total ? c.matched / c.total : 1,
-          mismatches: c.mismatches, detail: undefined,
-        });
+        trials.push(trialResult(k, '', c, undefined));
       }
+      const result = checkResult(trials, undefined);
       const failed = trials.find((t) => !t.passed);
-      return {
-        passed: failed === undefined, defence: failed?.defence, trials,
-        maxAbsError: Math.max(0, ...trials.map((t) => t.maxAbsError)), maxRelError: Math.max(0, ...trials.map((t) => t.maxRelError)),
-        relNormError: Math.max(0, ...trials.map((t) => t.relNormError)), matchedRatio: Math.min(1, ...trials.map((t) => t.matchedRatio)),
-        mismatches: failed?.mismatches ?? [], nondeterministicElements: undefined,
-        summary: failed === undefined ? `PASS after timing: ${trials.length} input sets re-checked` : `FAIL after timing (${failed.defence}) in input set ${failed.trial}`,
-      };
+      result.summary = failed === undefined
+        ? `PASS after timing: ${trials.length} input sets re-checked, ${errorFigures(result)}`
+        : `FAIL after timing (${failed.defence}) in input set ${failed.trial}`;
+      return result;
     },
     dispose: () => {
       for (const s of sets) for (const b of s.bufs) b?.base.dispose();

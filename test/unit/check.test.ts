@@ -44,6 +44,18 @@ describe('element comparison', () => {
     expect(bad.mismatches).toEqual([{ arg: 1, index: 1, expected: 100, actual: Math.fround(100.02) }]);
   });
 
+  it("reports the worst element's share of its tolerance, which stays meaningful near zero", () => {
+    // 1e-5 off a reference of 1e-5 is a 100% relative error yet well inside atol = 1e-4: 10% of the tolerance.
+    const near0 = run('f32', new Float32Array([2e-5]), [1e-5]);
+    expect(near0.defence).toBeUndefined();
+    expect(near0.maxRel).toBeGreaterThan(0.99);
+    expect(near0.tolUsed).toBeCloseTo(Math.abs(Math.fround(2e-5) - 1e-5) / (1e-4 + 1e-4 * 1e-5), 6);
+    const edge = run('f32', new Float32Array([100.02]), [100]); // 0.02 / 0.0101: about twice the tolerance
+    expect(edge.tolUsed).toBeGreaterThan(1.9);
+    expect(run('i32', new Int32Array([5]), [5], 0, 0).tolUsed).toBe(0);
+    expect(run('i32', new Int32Array([6]), [5.5], 0, 0).tolUsed).toBe(Infinity); // exact types: any difference
+  });
+
   it('integers must match exactly', () => {
     expect(run('i32', new Int32Array([5, 6]), [5, 6], 0, 0).defence).toBeUndefined();
     expect(run('i32', new Int32Array([5, 7]), [5, 6], 0, 0).defence).toBe('mismatch');
