@@ -9,7 +9,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type ArgSpec, parseArgSpecs, signatureOf } from './argspec.js';
 import { type BenchMode, type BenchResult, type CompareResult, type PresetName, bench, compare } from './bench.js';
-import { type CheckOptions, type HostValue, type Reference, check, inputSets } from './check.js';
+import { type CheckOptions, type CheckResult, type HostValue, type Reference, check, inputSets } from './check.js';
 import { formatComparison, formatJson, formatResult, progressLine } from './format.js';
 import {
   type CompileOptions, type CppStandard, type Diagnostic, type Dim3, type Kernel, type LaunchConfig, type Module,
@@ -902,6 +902,9 @@ async function benchCommand(args: string[], o: Output): Promise<number> {
   return runBench(plan, o);
 }
 
+/** The correctness part of `--json`: the check before timing and the re-check of the timed launches' outputs. */
+type CheckReport = { reference: string; passed: boolean; before: CheckResult; afterTiming?: CheckResult } | { skipped: string };
+
 async function runBench(plan: BenchPlan, o: Output): Promise<number> {
   const device = Device.get(0);
   const signature = plan.signature ?? signatureOf(plan.io);
@@ -913,6 +916,17 @@ async function runBench(plan: BenchPlan, o: Output): Promise<number> {
   const jsonOnly = plan.json === '-';
   // With JSON on stdout, the human lines move to stderr so stdout stays parseable.
   const note = (text: string): void => (jsonOnly ? o.err(`${text}\n`) : o.out(`${text}\n`));
+  // --json carries the correctness verdict too (also when it fails, then without timings), so scripts need no stderr.
+  const writeJson = (value: object): void => {
+    if (plan.json === undefined) return;
+    const text = `${formatJson(value as Record<string, unknown>)}\n`;
+    if (jsonOnly) return void o.out(text);
+    try {
+      writeFileSync(plan.json, text);
+    } catch (e) {
+      throw new UsageError(`cannot write ${plan.json}: ${systemMessage(e)}`);
+    }
+  };
   const options = plan.compile;
 
   const modules: Module[] = [];
@@ -945,12 +959,19 @@ async function runBench(plan: BenchPlan, o: Output): Promise<number> {
       reference = { kernel: other, config: configOf(plan.compare) };
       referenceLabel = `${plan.compare.label} in ${plan.compare.src.name}`;
     }
-    if (plan.skipCheck) note('correctness: not checked (--no-check)');
-    else if (reference === undefined) note('correctness: not checked (no reference: give --ref or --compare)');
-    else {
+    let report: CheckReport;
+    if (plan.skipCheck) {
+      report = { skipped: 'not checked (--no-check)' };
+      note(`correctness: ${report.skipped}`);
+    } else if (reference === undefined) {
+      report = { skipped: 'not checked (no reference: give --ref or --compare)' };
+      note(`correctness: ${report.skipped}`);
+    } else {
       const r = await check({ kernel, config }, reference, plan.io, plan.check);
+      report = { reference: referenceLabel, passed: r.passed, before: r };
       if (!r.passed) {
         o.err(`cudakit: check failed against ${referenceLabel}: ${r.summary}\n`);
+        writeJson({ check: report });
         return CHECK_FAILED;
       }
       note(`${paint(o.color && !jsonOnly, '32', '✓')} check against ${referenceLabel}: ${r.summary}`);
@@ -991,22 +1012,15 @@ async function runBench(plan: BenchPlan, o: Output): Promise<number> {
     if (reference !== undefined && !plan.skipCheck) {
       // The timed launches' outputs too: a kernel right once but wrong when repeated (races, stale state) fails.
       const after = await sets.verify(reference, defined({ atol: plan.check.atol, rtol: plan.check.rtol }));
+      if ('before' in report) Object.assign(report, { passed: after.passed, afterTiming: after });
       if (!after.passed) {
         o.err(`cudakit: check failed after timing against ${referenceLabel}: ${after.summary}\n`);
+        writeJson({ check: report });
         return CHECK_FAILED;
       }
     }
-    if (jsonOnly) o.out(`${formatJson(result)}\n`);
-    else {
-      o.out(`${text}\n`);
-      if (plan.json !== undefined) {
-        try {
-          writeFileSync(plan.json, `${formatJson(result)}\n`);
-        } catch (e) {
-          throw new UsageError(`cannot write ${plan.json}: ${systemMessage(e)}`);
-        }
-      }
-    }
+    if (!jsonOnly) o.out(`${text}\n`);
+    writeJson({ ...result, check: report });
     return OK;
   } finally {
     o.clearProgress();

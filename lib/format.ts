@@ -2,6 +2,7 @@
 // Renders benchmark results for people (mitata-style text: `median (min … max)`, p75/p99, scaled units, a ▁▂▃▄▅▆▇█
 // histogram, `summary … N× faster than …`) and for scripts (JSON). Pure: no CUDA import, tested without a GPU.
 import type { BenchResult, CompareResult, Summary, Verdict } from './bench-types.js';
+import type { CheckResult } from './check.js';
 import {
   checkBoolean, checkOptions, checkPositiveInt, checkSize, checkString, rangeError, typeError,
 } from './validate.js';
@@ -227,15 +228,17 @@ export function formatComparison(c: CompareResult, options?: FormatOptions): str
 
 /**
  * Pretty JSON (2-space indent) with object keys sorted at every level, so the same result always gives the same
- * text. Samples are included. NaN and Infinity become null and undefined fields are left out, as JSON.stringify does.
+ * text. Samples are included. NaN and Infinity become null and undefined fields are left out, as JSON.stringify does;
+ * bigints (64-bit integer values in a CheckResult's mismatches) become decimal strings.
  *
  * @throws TypeError when value is not an object.
  */
-export function formatJson(value: BenchResult | CompareResult): string {
+export function formatJson(value: BenchResult | CompareResult | CheckResult | Record<string, unknown>): string {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw typeError('value', 'a BenchResult or CompareResult', value);
+    throw typeError('value', 'a BenchResult, CompareResult or CheckResult', value);
   }
   return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v === 'bigint') return v.toString();
     if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
     const sorted: Record<string, unknown> = {};
     for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];

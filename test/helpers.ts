@@ -2,6 +2,7 @@
 // Tier gates: GPU tests skip with a visible reason where there is no GPU, and fail instead when
 // CUDAKIT_REQUIRE_GPU=1 (the GPU host). NVRTC tests likewise with CUDAKIT_REQUIRE_NVRTC=1 (CI).
 import { describe, it } from 'vitest';
+import { main } from '../lib/cli.js';
 import { probe } from '../lib/index.js';
 
 export const machine = probe();
@@ -26,6 +27,24 @@ export const describeNvrtc = gate(
   'NVRTC',
   machine.reason,
 );
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the cudakit command line in-process with captured output; `isTTY` stands for a terminal. */
+export async function cli(args: string[], isTTY = false): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(args, {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    isTTY,
+  });
+  return { code, stdout, stderr };
+}
 
 export const VECTOR_ADD = `
 extern "C" __global__ void vector_add(const float* a, const float* b, float* out, int n) {

@@ -6,26 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseArgSpec } from '../../lib/argspec.js';
-import { externCKernels, main, parseDim } from '../../lib/cli.js';
+import { externCKernels, parseDim } from '../../lib/cli.js';
 import { Device, nvrtcVersion } from '../../lib/index.js';
-import { describeNvrtc, machine } from '../helpers.js';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(args: string[], isTTY = false): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    isTTY,
-  });
-  return { code, stdout, stderr };
-}
+import { cli, describeNvrtc, machine } from '../helpers.js';
 
 const ANSI = /\x1b\[/;
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');

@@ -313,6 +313,11 @@ describe('formatJson', () => {
     expect(JSON.parse(formatJson(c))).toEqual(c);
   });
 
+  it('writes 64-bit integers (a CheckResult mismatch of an i64 output) as decimal strings', () => {
+    const text = formatJson({ check: { mismatches: [{ arg: 1, index: 3, expected: 2n ** 63n - 1n, actual: -5n }] } });
+    expect(JSON.parse(text).check.mismatches[0]).toEqual({ actual: '-5', arg: 1, expected: '9223372036854775807', index: 3 });
+  });
+
   it('indents by 2 spaces and sorts keys so equal values give equal text', () => {
     const r = result();
     const text = formatJson(r);
