@@ -49,11 +49,8 @@ export interface Mismatch {
   actual: number | bigint;
 }
 
-export interface TrialResult {
-  trial: number;
-  seed: string;
-  passed: boolean;
-  defence: Defence | undefined;
+/** How far outputs are from the reference: per trial, and the worst over trials in a CheckResult. */
+export interface ErrorFigures {
   maxAbsError: number;
   /** Largest |out − ref| / |ref| over elements with ref ≠ 0 (large near zero, where atol governs). */
   maxRelError: number;
@@ -61,22 +58,24 @@ export interface TrialResult {
   toleranceUsed: number;
   /** ‖out − ref‖₂ / ‖ref‖₂ over all outputs. */
   relNormError: number;
-  /** Fraction of output elements within tolerance. */
+  /** Fraction of output elements within tolerance (the smallest over trials in a CheckResult). */
   matchedRatio: number;
+}
+
+export interface TrialResult extends ErrorFigures {
+  trial: number;
+  seed: string;
+  passed: boolean;
+  defence: Defence | undefined;
   mismatches: Mismatch[];
   detail: string | undefined;
 }
 
-export interface CheckResult {
+export interface CheckResult extends ErrorFigures {
   passed: boolean;
   /** The first defence that fired, if any. */
   defence: Defence | undefined;
   trials: TrialResult[];
-  maxAbsError: number;
-  maxRelError: number;
-  toleranceUsed: number;
-  relNormError: number;
-  matchedRatio: number;
   /** Up to 8 mismatching elements, from the first failing trial. */
   mismatches: Mismatch[];
   /** Elements that differed bitwise between two runs on the same inputs (undefined: not run). */

@@ -35,6 +35,6 @@ export type { BenchArgs, BenchOptions, CompareOptions, CompareTarget } from './b
 export type {
   BenchEnvironment, BenchMode, BenchResult, BenchSample, CompareResult, PresetName, Summary, Throughput, Verdict,
 } from './bench-types.js';
-export type { CheckOptions, CheckResult, Defence, HostValue, Mismatch, Reference, TrialResult } from './check.js';
+export type { CheckOptions, CheckResult, Defence, ErrorFigures, HostValue, Mismatch, Reference, TrialResult } from './check.js';
 export type { ArgSpec, BufferArgSpec, BufferDType, InitSpec, ScalarArgSpec } from './argspec.js';
 export type { StoppingRule } from './stats.js';
