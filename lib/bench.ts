@@ -144,7 +144,7 @@ function harness(device: Device): Harness {
 /**
  * The device's measured peak memory bandwidth (GB/s, bytes read + written), once per device: the best of a
  * copy-engine device-to-device copy, a 16-byte-vector copy kernel and a 16-byte-vector read-only stream, each
- * over ≥ 256 MiB (far beyond L2). One memcpy alone is beaten by well-vectorized kernels; the best of the three
+ * over up to 1 GiB (a quarter of free memory; far beyond L2). One memcpy alone is beaten by well-vectorized kernels; the best of the three
  * is what a kernel can realistically reach, so "% of peak" stays ≤ 100 for honest kernels.
  */
 function peakBandwidth(h: Harness): number {
