@@ -59,6 +59,28 @@ const STAGING_THREADS = Math.min(6, Math.max(2, availableParallelism() >> 1));
 /** ArrayBuffers whose memory is page-locked (allocHost / registerHost): copied directly, never staged. */
 const pinned = new WeakSet<ArrayBuffer | SharedArrayBuffer>();
 
+/**
+ * One copy between host memory and device address `devicePtr`: large pageable memory goes through the staged path
+ * (pinned chunks, helper threads), pinned or small memory straight to the driver. Arguments are checked by the caller.
+ */
+function hostCopy(ctx: Handle, direction: 'toDevice' | 'toHost', devicePtr: bigint, host: ArrayBufferView | ArrayBuffer, stream: Stream | undefined): void {
+  const n = getNative();
+  const buffer = ArrayBuffer.isView(host) ? host.buffer : host;
+  if (host.byteLength >= STAGING_MIN_BYTES && !pinned.has(buffer)) {
+    const view = ArrayBuffer.isView(host) ? host : new Uint8Array(host);
+    const s = stream?.handle ?? 0n;
+    if (direction === 'toDevice') n.memcpyHtoDStaged(ctx, devicePtr, view, s, STAGING_CHUNK_BYTES, STAGING_THREADS);
+    else n.memcpyDtoHStaged(ctx, view, devicePtr, s, STAGING_CHUNK_BYTES, STAGING_THREADS);
+  } else if (direction === 'toDevice') {
+    if (stream === undefined) n.memcpyHtoD(ctx, devicePtr, host);
+    else n.memcpyHtoD(ctx, devicePtr, host, stream.handle);
+  } else if (stream === undefined) {
+    n.memcpyDtoH(ctx, host, devicePtr);
+  } else {
+    n.memcpyDtoH(ctx, host, devicePtr, stream.handle);
+  }
+}
+
 function releaseAllocation(a: Allocation): void {
   if (a.freed) return;
   a.freed = true;
@@ -155,17 +177,7 @@ export class DeviceBuffer implements Disposable {
     }
     if (bytes === 0) return this;
     assertUsable('cuMemcpyHtoD');
-    const n = getNative();
-    const dst = this.ptr + BigInt(byteOffset);
-    const buffer = ArrayBuffer.isView(src) ? src.buffer : src;
-    if (bytes >= STAGING_MIN_BYTES && !pinned.has(buffer)) {
-      const view = ArrayBuffer.isView(src) ? src : new Uint8Array(src);
-      n.memcpyHtoDStaged(this.device.ctx, dst, view, stream?.handle ?? 0n, STAGING_CHUNK_BYTES, STAGING_THREADS);
-    } else if (stream === undefined) {
-      n.memcpyHtoD(this.device.ctx, dst, src);
-    } else {
-      n.memcpyHtoD(this.device.ctx, dst, src, stream.handle);
-    }
+    hostCopy(this.device.ctx, 'toDevice', this.ptr + BigInt(byteOffset), src, stream);
     return this;
   }
 
@@ -183,17 +195,7 @@ export class DeviceBuffer implements Disposable {
     }
     if (bytes === 0) return out;
     assertUsable('cuMemcpyDtoH');
-    const n = getNative();
-    const src = this.ptr + BigInt(byteOffset);
-    const buffer = ArrayBuffer.isView(out) ? out.buffer : out;
-    if (bytes >= STAGING_MIN_BYTES && !pinned.has(buffer)) {
-      const view = ArrayBuffer.isView(out) ? out : new Uint8Array(out);
-      n.memcpyDtoHStaged(this.device.ctx, view, src, stream?.handle ?? 0n, STAGING_CHUNK_BYTES, STAGING_THREADS);
-    } else if (stream === undefined) {
-      n.memcpyDtoH(this.device.ctx, out, src);
-    } else {
-      n.memcpyDtoH(this.device.ctx, out, src, stream.handle);
-    }
+    hostCopy(this.device.ctx, 'toHost', this.ptr + BigInt(byteOffset), out, stream);
     return out;
   }
 
