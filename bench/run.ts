@@ -154,6 +154,29 @@ async function main(): Promise<void> {
       }
       return { graphPerKernelUs: median(us) };
     },
+    module: () => {
+      // Batches of 20, as on the C side: load + dispose, load + getKernel + dispose, and the raw layer's pair.
+      const plain: number[] = [];
+      const withKernel: number[] = [];
+      const raw: number[] = [];
+      for (let b = 0; b < 15; b++) {
+        const t0 = nowUs();
+        for (let i = 0; i < 20; i++) device.loadModule(code).dispose();
+        const t1 = nowUs();
+        for (let i = 0; i < 20; i++) {
+          const m = device.loadModule(code);
+          m.getKernel('empty', []);
+          m.dispose();
+        }
+        const t2 = nowUs();
+        for (let i = 0; i < 20; i++) n.moduleUnload(n.moduleLoadData(device.ctx, code.bytes, [])[0]);
+        const t3 = nowUs();
+        plain.push((t1 - t0) / 20);
+        withKernel.push((t2 - t1) / 20);
+        raw.push((t3 - t2) / 20);
+      }
+      return { moduleLoadUnloadUs: median(plain), moduleLoadKernelUnloadUs: median(withKernel), rawModuleLoadUnloadUs: median(raw) };
+    },
     copy: () => {
       // Buffers live only for this metric (as in the C side's command), so 768 MiB of memory that V8 is told about
       // does not add garbage-collection pressure to the other metrics.
@@ -268,6 +291,8 @@ async function main(): Promise<void> {
   const disk = median(diskMs);
   rows.push(['compile, disk cache hit (new process)', 'ms', Number.NaN, disk, '≤ 2 ms', disk <= 2, Number.NaN]);
   lowerIsBetter('graph replay, per kernel', 'µs', 'graphPerKernelUs', 1.05);
+  lowerIsBetter('module load + unload (CUBIN)', 'µs', 'moduleLoadUnloadUs', 1.2);
+  lowerIsBetter('module load + getKernel + unload', 'µs', 'moduleLoadKernelUnloadUs', 1.2);
 
   const fmt = (v: number): string => (Number.isNaN(v) ? '—' : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
   const header = '| metric | unit | C baseline | cudakit | cudakit / baseline (paired) | target | met |';
@@ -290,7 +315,12 @@ async function main(): Promise<void> {
     `NVRTC compile: ${fmt(JS('compileColdMs'))} ms through Program.compile, of which the NVRTC calls themselves take ` +
     `${fmt(JS('compileNvrtcMs'))} ms (timed natively); compileAsync (NVRTC on a libuv pool thread) ` +
     `${fmt(JS('compileAsyncMs'))} ms; the C baseline ${fmt(C('compileColdMs'))} ms with NVRTC linked, ` +
-    `${cSide.compileDlopenMs ? fmt(C('compileDlopenMs')) : '—'} ms with the same NVRTC loaded by dlopen as cudakit loads it.`;
+    `${cSide.compileDlopenMs ? fmt(C('compileDlopenMs')) : '—'} ms with the same NVRTC loaded by dlopen as cudakit loads it.\n\n` +
+    `Module load + unload of the same CUBIN: C ${fmt(C('moduleLoadUnloadUs'))} µs, cudakit's raw layer ` +
+    `(native().moduleLoadData + moduleUnload) ${fmt(JS('rawModuleLoadUnloadUs'))} µs, device.loadModule + dispose ` +
+    `${fmt(JS('moduleLoadUnloadUs'))} µs. With one kernel looked up (C: cuModuleGetFunction; cudakit: getKernel, which ` +
+    `also reads the kernel's parameter list and limits): C ${fmt(C('moduleLoadKernelUnloadUs'))} µs, cudakit ` +
+    `${fmt(JS('moduleLoadKernelUnloadUs'))} µs.`;
   console.log(`\n${context}\n\n${table}\n\n${notes}\n`);
   if (process.argv.includes('--json')) console.log(JSON.stringify({ context, c: cSide, cudakit: jsSide, rows }));
   if (process.argv.includes('--write')) {

@@ -78,6 +78,8 @@ export interface CudaErrorFields {
   remedy?: string | undefined;
   tried?: string[] | undefined;
   detail?: string | undefined;
+  /** What cudakit was doing when the call failed, e.g. 'bench(): warm-up'; names it in the message. */
+  phase?: string | undefined;
 }
 
 /** A failed CUDA driver call, or a driver/NVRTC that could not be loaded. */
@@ -94,11 +96,13 @@ export class CudaError extends Error {
   readonly tried: readonly string[];
   /** True when this error left the CUDA context unusable (the process must restart to use the GPU again). */
   readonly sticky: boolean;
+  /** What cudakit was doing when the call failed (e.g. 'bench(): timing'), when a harness added it. */
+  readonly phase: string | undefined;
 
   constructor(f: CudaErrorFields) {
     const remedy = f.remedy ?? REMEDIES[f.code] ?? '';
     const isSticky = STICKY.has(f.code);
-    let message = `${f.api} failed: ${f.code}${f.result >= 0 ? ` (${f.result})` : ''}: ${f.explanation}`;
+    let message = `${f.phase !== undefined ? `${f.phase}: ` : ''}${f.api} failed: ${f.code}${f.result >= 0 ? ` (${f.result})` : ''}: ${f.explanation}`;
     if (f.detail) message += `\n${f.detail.trimEnd()}`;
     if (f.tried && f.tried.length > 0) message += `\n  tried:\n${f.tried.map((t) => `    ${t}`).join('\n')}`;
     const earlier = sticky;
@@ -117,7 +121,50 @@ export class CudaError extends Error {
     this.remedy = remedy;
     this.tried = f.tried ?? [];
     this.sticky = isSticky || earlier !== undefined;
+    this.phase = f.phase;
     if (isSticky && sticky === undefined) sticky = { code: f.code, api: f.api, result: f.result };
+  }
+
+  /** The same error with the phase it happened in named first in its message; the original is its `cause`. */
+  static inPhase(e: CudaError, phase: string): CudaError {
+    const copy = new CudaError({
+      code: e.code, api: e.api, result: e.result, explanation: e.explanation, remedy: e.remedy,
+      tried: [...e.tried], phase,
+    });
+    Object.defineProperty(copy, 'cause', { value: e, enumerable: false, writable: true, configurable: true });
+    return copy;
+  }
+}
+
+/** True for an error that means the CUDA context is gone: cleanup after it has nothing left to release. */
+export function isContextLost(e: unknown): boolean {
+  return sticky !== undefined || (e instanceof CudaError && e.sticky);
+}
+
+const STILL_RUNNING =
+  'The GPU work keeps running: a kernel cannot be stopped from the host, only by ending the process ' +
+  '(a server runs untrusted kernels in a child process it can kill).';
+
+/** A wait given `timeoutMs` ran out before the GPU got there. */
+export class TimeoutError extends Error {
+  readonly code = 'ERR_CUDA_WAIT_TIMEOUT';
+  /** The limit that ran out, in milliseconds. */
+  readonly timeoutMs: number;
+
+  constructor(what: string, timeoutMs: number) {
+    super(`${what} did not finish within ${timeoutMs} ms. ${STILL_RUNNING}`);
+    this.name = 'TimeoutError';
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** A wait given an AbortSignal was aborted; `cause` is the signal's reason. */
+export class AbortError extends Error {
+  readonly code = 'ABORT_ERR';
+
+  constructor(what: string, reason: unknown) {
+    super(`${what} was aborted. ${STILL_RUNNING}`, { cause: reason });
+    this.name = 'AbortError';
   }
 }
 

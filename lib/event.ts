@@ -5,6 +5,7 @@ import { HandleOwner, INTERNAL, checkInternal } from './lifetime.js';
 import { getNative, type Handle } from './native.js';
 import type { Stream } from './stream.js';
 import { checkBoolean, checkOptions, typeError } from './validate.js';
+import { type WaitOptions, waitWithLimit } from './wait.js';
 
 const CU_EVENT_DISABLE_TIMING = 2;
 
@@ -37,10 +38,15 @@ export class Event extends HandleOwner {
     getNative().eventSynchronize(this.stream.device.ctx, this.handle);
   }
 
-  /** Resolves when the GPU has passed this point; never blocks the event loop. */
-  synchronizeAsync(): Promise<void> {
+  /**
+   * Resolves when the GPU has passed this point; never blocks the event loop or a libuv pool thread.
+   * `timeoutMs` / `signal` reject with a TimeoutError / AbortError instead; the work keeps running.
+   */
+  synchronizeAsync(options?: WaitOptions): Promise<void> {
     assertUsable('cuEventSynchronize');
-    return getNative().eventWaitAsync(this.stream.device.ctx, this.handle);
+    const ctx = this.stream.device.ctx;
+    const handle = this.handle;
+    return waitWithLimit('event.synchronizeAsync()', options, (waitId) => getNative().eventWaitAsync(ctx, handle, waitId));
   }
 
   /** Records this event again, at the current end of `stream` (default: the stream it was made on). */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // cudakit: the CUDA Driver API and NVRTC for Node.js. Public surface (values first, then types).
-export { Device } from './device.js';
-export { CudaError, CompileError, contextLostBy } from './errors.js';
+export { DEFAULT_POOL_RELEASE_THRESHOLD_BYTES, Device } from './device.js';
+export { AbortError, CudaError, CompileError, TimeoutError, contextLostBy } from './errors.js';
 export { DeviceBuffer, DeviceArray, HostRegistration, freeHost, isPinned } from './memory.js';
 export { Program, ObjectCode, compileFlags, nvrtcVersion, supportedArchs, parseDiagnostics } from './program.js';
 export { Module } from './module.js';
@@ -29,6 +29,7 @@ export type {
 } from './kernel.js';
 export type { StreamOptions, CaptureMode } from './stream.js';
 export type { RecordOptions } from './event.js';
+export type { WaitOptions } from './wait.js';
 export type { ProbeResult } from './probe.js';
 export type { Native, NativeStats, Handle } from './native.js';
 export type { BenchArgs, BenchOptions, CompareOptions, CompareTarget } from './bench.js';

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Resource lifetimes: explicit dispose() first, a FinalizationRegistry as the safety net for forgotten objects,
 // and native env cleanup for whatever is left at worker or process exit.
+import { isContextLost } from './errors.js';
 import type { Handle } from './native.js';
 
 /** Passed by factories to constructors, so objects are only made by their parent (device.createStream() ...). */
@@ -12,12 +13,20 @@ export function checkInternal(token: unknown, what: string, factory: string): vo
   }
 }
 
+let warned = false;
 const registry = new FinalizationRegistry<() => void>((release) => {
   try {
     release();
   } catch (e) {
-    // Cleanup never throws: a leak is better than a crash in a finalizer.
-    process.emitWarning(`cudakit: releasing a garbage-collected resource failed: ${(e as Error).message}`, 'CudaWarning');
+    // Cleanup never throws: a leak is better than a crash in a finalizer. After a sticky error there is nothing
+    // to release (the context and all it held are gone); anything else is worth one warning, not one per object.
+    if (isContextLost(e) || warned) return;
+    warned = true;
+    process.emitWarning(
+      `cudakit: releasing a garbage-collected resource failed: ${(e as Error).message.split('\n')[0]} ` +
+        '(later failures of this kind are not reported)',
+      'CudaWarning',
+    );
   }
 });
 
@@ -65,13 +74,20 @@ export abstract class HandleOwner implements Disposable {
     return this.#handle === undefined;
   }
 
-  /** Releases the handle; idempotent. Subclasses retire what depends on it first, then call super.dispose(). */
+  /**
+   * Releases the handle; idempotent, and silent after a sticky error (the context is gone, and all it held with
+   * it). Subclasses retire what depends on it first, then call super.dispose().
+   */
   dispose(): void {
     const h = this.#handle;
     if (h === undefined || this.#release === undefined) return;
     this.#handle = undefined;
     unwatch(this);
-    this.#release(h);
+    try {
+      this.#release(h);
+    } catch (e) {
+      if (!isContextLost(e)) throw e;
+    }
   }
 
   [Symbol.dispose](): void {

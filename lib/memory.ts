@@ -2,7 +2,7 @@
 // Device memory (DeviceBuffer, typed DeviceArray), copies, fills, pinned host memory and registration.
 import { availableParallelism } from 'node:os';
 import type { Device } from './device.js';
-import { assertUsable, contextLostBy } from './errors.js';
+import { CudaError, assertUsable, isContextLost } from './errors.js';
 import { INTERNAL, checkInternal, disposedError, unwatch, watch } from './lifetime.js';
 import { getNative, type Handle } from './native.js';
 import type { Stream } from './stream.js';
@@ -58,6 +58,8 @@ const STAGING_THREADS = Math.min(6, Math.max(2, availableParallelism() >> 1));
 
 /** ArrayBuffers whose memory is page-locked (allocHost / registerHost): copied directly, never staged. */
 const pinned = new WeakSet<ArrayBuffer | SharedArrayBuffer>();
+/** ArrayBuffers from allocHost, live or freed (freeHost of a freed one is a no-op). */
+const hostAllocated = new WeakSet<ArrayBuffer | SharedArrayBuffer>();
 
 /**
  * One copy between host memory and device address `devicePtr`: large pageable memory goes through the staged path
@@ -92,7 +94,7 @@ function releaseAllocation(a: Allocation): void {
     else n.memFree(a.ptr); // its stream is gone: free synchronously
   } catch (e) {
     // After a sticky error the context is gone and so is the memory; anything else is reported.
-    if (contextLostBy() === undefined) throw e;
+    if (!isContextLost(e)) throw e;
   }
 }
 
@@ -360,13 +362,44 @@ export function allocDevice(device: Device, count: number, options?: AllocOption
   const async = device.usesMemoryPools;
   // Zero bytes still gets a real (1-byte) allocation, so ptr is always a valid, distinct address.
   const bytes = Math.max(byteLength, 1);
-  const ptr = async ? n.memAllocAsync(device.ctx, bytes, stream?.handle ?? 0n) : n.memAlloc(device.ctx, bytes);
+  const ptr = async ? allocFromPool(device, bytes, stream) : n.memAlloc(device.ctx, bytes);
   const alloc: Allocation = { ptr, device, stream, async, freed: false };
   const buf = type === undefined
     ? new DeviceBuffer(INTERNAL, device, ptr, byteLength, alloc, true)
     : new DeviceArray(INTERNAL, device, ptr, type, count, alloc, true);
   watch(buf, () => releaseAllocation(alloc));
   return buf;
+}
+
+const isOutOfMemory = (e: unknown): e is CudaError => e instanceof CudaError && e.code === 'CUDA_ERROR_OUT_OF_MEMORY';
+
+/**
+ * cuMemAllocAsync from the device's pool. Out of memory, the pool's cache (and whatever the failed attempt reserved)
+ * goes back to the driver and the allocation is tried once more; a second failure trims again, so a failed
+ * allocation never leaves the process holding memory, and throws with the device's free memory in the message.
+ */
+function allocFromPool(device: Device, bytes: number, stream: Stream | undefined): Handle {
+  const n = getNative();
+  const s = stream?.handle ?? 0n;
+  try {
+    return n.memAllocAsync(device.ctx, bytes, s);
+  } catch (first) {
+    if (!isOutOfMemory(first)) throw first;
+    device.trimMemory();
+    try {
+      return n.memAllocAsync(device.ctx, bytes, s);
+    } catch (second) {
+      if (!isOutOfMemory(second)) throw second;
+      device.trimMemory();
+      const { freeBytes, totalBytes } = device.memoryInfo();
+      throw new CudaError({
+        code: second.code, api: second.api, result: second.result, explanation: second.explanation,
+        detail:
+          `  asked for ${bytes} bytes; ${freeBytes} of ${totalBytes} bytes are free on the device, after returning this ` +
+          "process's cached pool memory and retrying once",
+      });
+    }
+  }
 }
 
 const CU_MEMHOSTALLOC_PORTABLE = 1;
@@ -378,17 +411,25 @@ export function allocHostArray<T extends TypedArrayConstructor>(device: Device, 
   assertUsable('cuMemHostAlloc');
   const ab = getNative().memHostAlloc(device.ctx, length * type.BYTES_PER_ELEMENT, CU_MEMHOSTALLOC_PORTABLE);
   pinned.add(ab);
+  hostAllocated.add(ab);
   return new type(ab) as InstanceType<T>;
 }
 
-/** Frees pinned memory from device.allocHost now (instead of at garbage collection); the array is detached. */
+/**
+ * Frees pinned memory from device.allocHost now (instead of at garbage collection); the array is detached, never
+ * dangling. Freeing it again is a no-op, and so is freeing after a sticky error (the memory went with the context).
+ */
 export function freeHost(array: ArrayBufferView): void {
   if (!ArrayBuffer.isView(array)) throw typeError('array', 'a TypedArray from device.allocHost()', array);
   const ab = array.buffer;
-  if (!pinned.has(ab)) throw typeError('array', 'a TypedArray from device.allocHost()', array);
-  if (ab.byteLength === 0) return; // already freed (detached)
+  if (!hostAllocated.has(ab)) throw typeError('array', 'a TypedArray from device.allocHost()', array);
+  if (!pinned.has(ab)) return; // freed already
   pinned.delete(ab);
-  getNative().memFreeHost(ab as ArrayBuffer);
+  try {
+    getNative().memFreeHost(ab as ArrayBuffer);
+  } catch (e) {
+    if (!isContextLost(e)) throw e;
+  }
 }
 
 /** True when the array's memory is page-locked (allocHost or registerHost). */
@@ -413,12 +454,17 @@ export class HostRegistration implements Disposable {
     return this.#active;
   }
 
+  /** Unpins the memory; idempotent, and silent after a sticky error. */
   unregister(): void {
     if (!this.#active) return;
     this.#active = false;
     unwatch(this);
     pinned.delete(this.buffer);
-    getNative().memHostUnregister(this.#device.ctx, this.buffer);
+    try {
+      getNative().memHostUnregister(this.#device.ctx, this.buffer);
+    } catch (e) {
+      if (!isContextLost(e)) throw e;
+    }
   }
 
   dispose(): void {

@@ -108,13 +108,16 @@ export interface Native {
   deviceTotalMem(device: number): number;
   devicePrimaryCtxRetain(device: number): Handle;
   ctxSynchronize(ctx: Handle): void;
-  ctxSynchronizeAsync(ctx: Handle): Promise<void>;
   memGetInfo(ctx: Handle): [number, number];
   ctxSetLimit(ctx: Handle, limit: number, value: number | bigint): void;
   ctxGetLimit(ctx: Handle, limit: number): number;
   ctxResetPersistingL2Cache(ctx: Handle): void;
   ctxGetStreamPriorityRange(ctx: Handle): [number, number];
-  memPoolSetReleaseThreshold(ctx: Handle, device: number, bytes: bigint): void;
+  deviceGetDefaultMemPool(device: number): Handle;
+  /** 64-bit attributes (RELEASE_THRESHOLD = 4 and the byte counters after it) take and return bigint. */
+  memPoolSetAttribute(pool: Handle, attribute: number, value: number | bigint): void;
+  memPoolGetAttribute(pool: Handle, attribute: number): number | bigint;
+  memPoolTrimTo(pool: Handle, minBytesToKeep: number | bigint): void;
   // memory.cc
   memAlloc(ctx: Handle, bytes: number): Handle;
   memAllocAsync(ctx: Handle, bytes: number, stream: Handle): Handle;
@@ -172,8 +175,16 @@ export interface Native {
   eventSynchronize(ctx: Handle, event: Handle): void;
   eventQuery(ctx: Handle, event: Handle): boolean;
   eventElapsedTime(ctx: Handle, start: Handle, end: Handle): number;
-  eventWaitAsync(ctx: Handle, event: Handle): Promise<void>;
-  streamSynchronizeAsync(ctx: Handle, stream: Handle): Promise<void>;
+  /**
+   * Promise waits never block a libuv pool thread. With a `waitId` (a positive integer of the caller's, unique
+   * among its waits in flight), `waitAbandon(waitId)` lets the wait go: its promise then resolves unobserved
+   * whenever the GPU gets there, and no longer keeps the process alive.
+   */
+  eventWaitAsync(ctx: Handle, event: Handle, waitId?: number): Promise<void>;
+  streamSynchronizeAsync(ctx: Handle, stream: Handle, waitId?: number): Promise<void>;
+  /** cuCtxSynchronize on a thread of cudakit's own (one per thread that uses cudakit), not a libuv pool thread. */
+  ctxSynchronizeAsync(ctx: Handle, waitId?: number): Promise<void>;
+  waitAbandon(waitId: number): boolean;
   // graph.cc
   graphInstantiate(ctx: Handle, graph: Handle): Handle;
   graphLaunch(ctx: Handle, exec: Handle, stream: Handle): void;

@@ -8,6 +8,7 @@ import { Graph, createGraph } from './graph.js';
 import { HandleOwner, INTERNAL, checkInternal } from './lifetime.js';
 import { getNative, type Handle } from './native.js';
 import { checkBoolean, checkInt, checkOptions, typeError } from './validate.js';
+import { type WaitOptions, waitWithLimit } from './wait.js';
 
 export interface StreamOptions {
   /** Do not synchronize with the legacy default stream (CU_STREAM_NON_BLOCKING). Default false. */
@@ -40,10 +41,15 @@ export class Stream extends HandleOwner {
     getNative().streamSynchronize(this.device.ctx, this.handle);
   }
 
-  /** Resolves when all work queued so far has finished; never blocks the event loop or a libuv pool thread. */
-  synchronizeAsync(): Promise<void> {
+  /**
+   * Resolves when all work queued so far has finished; never blocks the event loop or a libuv pool thread.
+   * `timeoutMs` / `signal` reject with a TimeoutError / AbortError instead; the work keeps running.
+   */
+  synchronizeAsync(options?: WaitOptions): Promise<void> {
     assertUsable('cuStreamSynchronize');
-    return getNative().streamSynchronizeAsync(this.device.ctx, this.handle);
+    const ctx = this.device.ctx;
+    const handle = this.handle;
+    return waitWithLimit('stream.synchronizeAsync()', options, (waitId) => getNative().streamSynchronizeAsync(ctx, handle, waitId));
   }
 
   /** True when all queued work has finished. */

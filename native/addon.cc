@@ -1,18 +1,28 @@
 // SPDX-License-Identifier: MIT
 // Module entry: per-env state, the export table, and the cleanup hook that releases what the env still owns
 // when a worker or the process exits.
+#include <uv.h>
+
 #include "common.h"
 
 namespace cudakit {
 
-// Frees everything the env still owns, in dependency order, and releases the retained primary contexts.
+// A worker's env: frees everything it still owns, in dependency order, after its work has finished, and releases
+// the retained primary contexts. The main thread's env (the process is ending): releases nothing one by one and
+// waits for nothing, because the driver frees all of the process's GPU resources when it ends and stops kernels
+// still running; waiting here would make process.exit() wait for a kernel that may never end.
 // Never throws: the env is going away.
 static void Cleanup(void* arg) {
   auto* addon = static_cast<Addon*>(arg);
   addon->tornDown = true;
   StopWaiter(*addon);
   ReleaseKernelSlots(*addon);
-  if (loader::Driver().loaded) {
+  if (addon->mainThread) {
+    for (auto& [key, r] : addon->resources) {
+      // The ArrayBuffers' own finalizers may still run after this hook: they must not call the driver either.
+      if (r.kind == Kind::HostMemory) static_cast<HostAlloc*>(r.record)->freed = true;
+    }
+  } else if (loader::Driver().loaded) {
     for (auto& [dev, ctx] : addon->retained) {
       if (TryBindContext(ctx) == CUDA_SUCCESS) CU_TRY(cuCtxSynchronize);
     }
@@ -75,6 +85,9 @@ static Napi::Value Nop(const Napi::CallbackInfo& info) { return info.Env().Undef
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto* addon = new Addon();
+  uv_loop_t* loop = nullptr;
+  napi_get_uv_event_loop(env, &loop);
+  addon->mainThread = loop == uv_default_loop();  // workers run their own loops
   env.SetInstanceData<Addon>(addon);  // deleted by node-addon-api when the env goes away
   napi_add_env_cleanup_hook(env, Cleanup, addon);
   InitErrors(env, exports);

@@ -63,6 +63,7 @@ struct Addon {
   std::vector<uint32_t> freeSlots;
   Waiter* waiter = nullptr;
   bool tornDown = false;
+  bool mainThread = false;  // the process's main env, not a worker's
 };
 
 Addon& GetAddon(Napi::Env env);

@@ -60,7 +60,9 @@ constexpr unsigned CU_MEMHOSTALLOC_PORTABLE = 0x01;
 constexpr unsigned CU_MEMHOSTALLOC_DEVICEMAP = 0x02;
 constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 0x01;
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x02;
+// CUmemPool_attribute values that take a cuuint64_t (the others take an int).
 constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
+constexpr int CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8;
 constexpr int CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06;
 
 // cuGetProcAddress
@@ -110,6 +112,8 @@ struct CUlaunchConfig {
   X(cuDeviceTotalMem, "cuDeviceTotalMem", 3020, CUresult(size_t * bytes, CUdevice dev))                          \
   X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", 11020, CUresult(CUmemoryPool * pool, CUdevice dev))  \
   X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute", 11020, CUresult(CUmemoryPool pool, int attr, void* value))   \
+  X(cuMemPoolGetAttribute, "cuMemPoolGetAttribute", 11020, CUresult(CUmemoryPool pool, int attr, void* value))   \
+  X(cuMemPoolTrimTo, "cuMemPoolTrimTo", 11020, CUresult(CUmemoryPool pool, size_t minBytesToKeep))              \
   X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 7000, CUresult(CUcontext * pctx, CUdevice dev))        \
   X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 11000, CUresult(CUdevice dev))                       \
   X(cuCtxGetCurrent, "cuCtxGetCurrent", 4000, CUresult(CUcontext * pctx))                                        \

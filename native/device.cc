@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Devices and primary contexts: cuDevice*, cuDevicePrimaryCtx*, cuCtx*, cuMemGetInfo, default memory pool.
+// Devices and primary contexts: cuDevice*, cuDevicePrimaryCtx*, cuCtx*, cuMemGetInfo, the default memory pool.
+// (ctxSynchronizeAsync lives in event.cc with the other Promise waits.)
 #include <cstdio>
 
 #include "common.h"
@@ -87,37 +88,6 @@ static Napi::Value CtxSynchronize(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// cuCtxSynchronize on a libuv pool thread -> Promise<void>
-class CtxSyncWorker : public Napi::AsyncWorker {
- public:
-  CtxSyncWorker(Napi::Env env, CUcontext ctx) : Napi::AsyncWorker(env, "cudakit:ctxSynchronize"), d_(env), ctx_(ctx) {}
-  void Execute() override {
-    result_ = TryBindContext(ctx_);
-    if (result_ == CUDA_SUCCESS) result_ = CU_TRY(cuCtxSynchronize);
-  }
-  void OnOK() override {
-    if (result_ == CUDA_SUCCESS) {
-      d_.Resolve(Env().Undefined());
-    } else {
-      d_.Reject(MakeCudaError(Env(), "cuCtxSynchronize", result_).Value());
-    }
-  }
-  Napi::Promise Promise() { return d_.Promise(); }
-
- private:
-  Napi::Promise::Deferred d_;
-  CUcontext ctx_;
-  CUresult result_ = CUDA_SUCCESS;
-};
-
-static Napi::Value CtxSynchronizeAsync(const Napi::CallbackInfo& info) {
-  NeedDriver(info.Env(), drv::cuCtxSynchronize);
-  auto* w = new CtxSyncWorker(info.Env(), ArgHandle<CUcontext>(info, 0, "ctx"));
-  Napi::Promise p = w->Promise();
-  w->Queue();
-  return p;
-}
-
 // cuMemGetInfo -> [freeBytes, totalBytes]
 static Napi::Value MemGetInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -165,14 +135,50 @@ static Napi::Value CtxGetStreamPriorityRange(const Napi::CallbackInfo& info) {
   return a;
 }
 
-// cuDeviceGetDefaultMemPool + cuMemPoolSetAttribute(RELEASE_THRESHOLD, bytes)
-static Napi::Value MemPoolSetReleaseThreshold(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  BindContext(env, ArgHandle<CUcontext>(info, 0, "ctx"));
+// cuDeviceGetDefaultMemPool(device) -> pool
+static Napi::Value DeviceGetDefaultMemPool(const Napi::CallbackInfo& info) {
   CUmemoryPool pool = nullptr;
-  CU_CALL(env, cuDeviceGetDefaultMemPool, &pool, ArgI32(info, 1, "device"));
-  cuuint64_t threshold = ArgU64(info, 2, "bytes");
-  CU_CALL(env, cuMemPoolSetAttribute, pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+  CU_CALL(info.Env(), cuDeviceGetDefaultMemPool, &pool, ArgI32(info, 0, "device"));
+  return HandleValue(info.Env(), pool);
+}
+
+// Attributes from RELEASE_THRESHOLD (4) on are cuuint64_t (bigint here); the reuse flags before it are int.
+static bool IsU64PoolAttribute(int attr) { return attr >= CU_MEMPOOL_ATTR_RELEASE_THRESHOLD; }
+
+// cuMemPoolSetAttribute(pool, attribute, value)
+static Napi::Value MemPoolSetAttribute(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto pool = ArgHandle<CUmemoryPool>(info, 0, "pool");
+  int attr = ArgI32(info, 1, "attribute");
+  if (IsU64PoolAttribute(attr)) {
+    cuuint64_t v = ArgU64(info, 2, "value");
+    CU_CALL(env, cuMemPoolSetAttribute, pool, attr, &v);
+  } else {
+    int v = ArgI32(info, 2, "value");
+    CU_CALL(env, cuMemPoolSetAttribute, pool, attr, &v);
+  }
+  return env.Undefined();
+}
+
+// cuMemPoolGetAttribute(pool, attribute) -> bigint (64-bit attributes) or number
+static Napi::Value MemPoolGetAttribute(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto pool = ArgHandle<CUmemoryPool>(info, 0, "pool");
+  int attr = ArgI32(info, 1, "attribute");
+  if (IsU64PoolAttribute(attr)) {
+    cuuint64_t v = 0;
+    CU_CALL(env, cuMemPoolGetAttribute, pool, attr, &v);
+    return ToBigInt(env, v);
+  }
+  int v = 0;
+  CU_CALL(env, cuMemPoolGetAttribute, pool, attr, &v);
+  return Napi::Number::New(env, v);
+}
+
+// cuMemPoolTrimTo(pool, minBytesToKeep)
+static Napi::Value MemPoolTrimTo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  CU_CALL(env, cuMemPoolTrimTo, ArgHandle<CUmemoryPool>(info, 0, "pool"), static_cast<size_t>(ArgU64(info, 1, "minBytesToKeep")));
   return env.Undefined();
 }
 
@@ -187,13 +193,15 @@ void InitDevice(Napi::Env env, Napi::Object exports) {
   Export(env, exports, "deviceTotalMem", DeviceTotalMem);
   Export(env, exports, "devicePrimaryCtxRetain", DevicePrimaryCtxRetain);
   Export(env, exports, "ctxSynchronize", CtxSynchronize);
-  Export(env, exports, "ctxSynchronizeAsync", CtxSynchronizeAsync);
   Export(env, exports, "memGetInfo", MemGetInfo);
   Export(env, exports, "ctxSetLimit", CtxSetLimit);
   Export(env, exports, "ctxGetLimit", CtxGetLimit);
   Export(env, exports, "ctxResetPersistingL2Cache", CtxResetPersistingL2Cache);
   Export(env, exports, "ctxGetStreamPriorityRange", CtxGetStreamPriorityRange);
-  Export(env, exports, "memPoolSetReleaseThreshold", MemPoolSetReleaseThreshold);
+  Export(env, exports, "deviceGetDefaultMemPool", DeviceGetDefaultMemPool);
+  Export(env, exports, "memPoolSetAttribute", MemPoolSetAttribute);
+  Export(env, exports, "memPoolGetAttribute", MemPoolGetAttribute);
+  Export(env, exports, "memPoolTrimTo", MemPoolTrimTo);
 }
 
 }  // namespace cudakit

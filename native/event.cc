@@ -1,15 +1,23 @@
 // SPDX-License-Identifier: MIT
 // Events: cuEventCreate/Record/Synchronize/Query/ElapsedTime/Destroy, and Promise waits.
 //
-// Promise waits (eventWaitAsync, streamSynchronizeAsync) do not park a libuv pool thread per wait: one waiter
-// thread per env polls every pending event with cuEventQuery and resolves the promises through one
-// thread-safe function. It polls tightly for the first 2 ms of a wait (completion is seen within a microsecond or
-// so), then every 200 us, so a long wait costs almost no CPU and at most 200 us of extra latency; after the last
-// wait it lingers 200 us before sleeping, so a loop of launch-and-await never pays a thread wake-up.
+// Promise waits never park a libuv pool thread, so a wait on a kernel that never ends cannot starve fs, dns or
+// compileAsync of pool threads:
+// - Event and stream waits (eventWaitAsync, streamSynchronizeAsync): one waiter thread per env polls every pending
+//   event with cuEventQuery and resolves the promises through one thread-safe function. It polls tightly for the
+//   first 2 ms of a wait (completion is seen within a microsecond or so), then every 200 us, so a long wait costs
+//   almost no CPU and at most 200 us of extra latency; after the last wait it lingers 200 us before sleeping, so a
+//   loop of launch-and-await never pays a thread wake-up.
+// - Context waits (ctxSynchronizeAsync): cuCtxSynchronize cannot be polled, so a second thread of our own blocks
+//   in it, one call serving every wait queued before it started.
+// A wait given a waitId can be abandoned (waitAbandon): its promise then no longer keeps the process alive, and
+// it is dropped when the GPU gets there (possibly never).
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <thread>
+#include <unordered_map>
 
 #include "common.h"
 
@@ -18,27 +26,37 @@ namespace cudakit {
 using Clock = std::chrono::steady_clock;
 
 struct Pending {
+  Pending(Napi::Env env, uint32_t id, CUcontext ctx, CUevent event, bool pooled, const char* api)
+      : id(id), ctx(ctx), event(event), pooledEvent(pooled), deferred(Napi::Promise::Deferred::New(env)), api(api),
+        since(Clock::now()) {}
+  uint32_t id;       // 0: not abandonable
   CUcontext ctx;
-  CUevent event;
+  CUevent event;     // nullptr: a context synchronize
   bool pooledEvent;  // created by streamSynchronizeAsync: goes back to the pool when done
   Napi::Promise::Deferred deferred;
   const char* api;
   CUresult result = CUDA_SUCCESS;
   Clock::time_point since;
+  std::atomic<bool> abandoned{false};  // set on the JS thread, read by the waiter threads
 };
 
 static void ResolveOnJsThread(Napi::Env env, Napi::Function, void*, Pending* p);
 using WaitTsfn = Napi::TypedThreadSafeFunction<void, Pending, ResolveOnJsThread>;
 
 struct Waiter {
-  std::thread thread;
+  std::thread thread;     // polls events
+  std::thread ctxThread;  // blocks in cuCtxSynchronize
   std::mutex mu;
   std::condition_variable cv;
+  std::condition_variable ctxCv;
   std::deque<Pending*> incoming;
+  std::deque<Pending*> ctxIncoming;
   bool stop = false;
+  bool ctxBusy = false;  // the context thread is inside cuCtxSynchronize (guarded by mu)
   WaitTsfn tsfn;
-  size_t pending = 0;                                  // JS thread only
+  size_t pending = 0;                                  // JS thread only: waits that keep the process alive
   std::vector<std::pair<CUcontext, CUevent>> spare;    // pooled events, JS thread only
+  std::unordered_map<uint32_t, Pending*> byId;         // JS thread only: abandonable waits still in flight
 
   void Loop() {
     std::vector<Pending*> active;
@@ -64,9 +82,12 @@ struct Waiter {
       auto oldest = Clock::now();
       for (size_t i = 0; i < active.size();) {
         Pending* p = active[i];
-        CUresult r = TryBindContext(p->ctx);
-        if (r == CUDA_SUCCESS) r = CU_TRY(cuEventQuery, p->event);
-        if (r != CUDA_ERROR_NOT_READY) {
+        CUresult r = CUDA_ERROR_NOT_READY;
+        if (!p->abandoned.load(std::memory_order_acquire)) {
+          r = TryBindContext(p->ctx);
+          if (r == CUDA_SUCCESS) r = CU_TRY(cuEventQuery, p->event);
+        }
+        if (r != CUDA_ERROR_NOT_READY || p->abandoned.load(std::memory_order_acquire)) {
           p->result = r;
           tsfn.NonBlockingCall(p);
           active[i] = active.back();
@@ -88,20 +109,57 @@ struct Waiter {
       }
     }
   }
+
+  void CtxLoop() {
+    for (;;) {
+      std::vector<Pending*> batch;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        ctxBusy = false;
+        ctxCv.wait(lock, [&] { return stop || !ctxIncoming.empty(); });
+        if (stop) return;
+        batch.assign(ctxIncoming.begin(), ctxIncoming.end());
+        ctxIncoming.clear();
+        ctxBusy = true;
+      }
+      // One synchronize per context covers every wait that was queued before it started.
+      for (size_t i = 0; i < batch.size(); i++) {
+        Pending* p = batch[i];
+        if (p->abandoned.load(std::memory_order_acquire)) continue;
+        bool done = false;
+        for (size_t j = 0; j < i; j++) done = done || (batch[j]->ctx == p->ctx && !batch[j]->abandoned.load());
+        if (done) continue;
+        CUresult r = TryBindContext(p->ctx);
+        if (r == CUDA_SUCCESS) r = CU_TRY(cuCtxSynchronize);
+        for (size_t j = i; j < batch.size(); j++) {
+          if (batch[j]->ctx == p->ctx) batch[j]->result = r;
+        }
+      }
+      for (Pending* p : batch) tsfn.NonBlockingCall(p);
+    }
+  }
 };
 
 static void ResolveOnJsThread(Napi::Env env, Napi::Function, void*, Pending* p) {
   if (env != nullptr) {
     Addon& addon = GetAddon(env);
     Waiter* w = addon.waiter;
-    if (p->result == CUDA_SUCCESS) {
-      p->deferred.Resolve(env.Undefined());
+    bool abandoned = p->abandoned.load();
+    if (abandoned || p->result == CUDA_SUCCESS) {
+      p->deferred.Resolve(env.Undefined());  // an abandoned wait's promise has no listener left
     } else {
       p->deferred.Reject(MakeCudaError(env, p->api, p->result).Value());
     }
     if (w != nullptr) {
-      if (p->pooledEvent) w->spare.emplace_back(p->ctx, p->event);
-      if (--w->pending == 0) w->tsfn.Unref(env);
+      if (p->id != 0) w->byId.erase(p->id);
+      if (p->pooledEvent) {
+        if (p->result == CUDA_SUCCESS) {
+          w->spare.emplace_back(p->ctx, p->event);
+        } else if (TryBindContext(p->ctx) == CUDA_SUCCESS) {
+          CU_TRY(cuEventDestroy, p->event);  // still pending (abandoned) or failed: never reused
+        }
+      }
+      if (!abandoned && --w->pending == 0) w->tsfn.Unref(env);
     }
   }
   delete p;
@@ -111,42 +169,76 @@ static Waiter* GetWaiter(Napi::Env env) {
   Addon& addon = GetAddon(env);
   if (addon.waiter == nullptr) {
     auto* w = new Waiter();
-    w->tsfn = WaitTsfn::New(env, "cudakit:eventWait", 0, 1);
+    w->tsfn = WaitTsfn::New(env, "cudakit:wait", 0, 1);
     w->tsfn.Unref(env);  // only pending waits keep the process alive
     w->thread = std::thread([w] { w->Loop(); });
+    w->ctxThread = std::thread([w] { w->CtxLoop(); });
     addon.waiter = w;
   }
   return addon.waiter;
 }
 
-static Napi::Promise Enqueue(Napi::Env env, CUcontext ctx, CUevent ev, bool pooled, const char* api) {
+static uint32_t WaitId(const Napi::CallbackInfo& info, size_t i) {
+  return info.Length() > i && !info[i].IsUndefined() ? ArgU32(info, i, "waitId") : 0;
+}
+
+static void CheckWaitId(Napi::Env env, Waiter* w, uint32_t id) {
+  if (id != 0 && w->byId.count(id) != 0) throw Napi::RangeError::New(env, "waitId is already in use");
+}
+
+static Napi::Promise Enqueue(Napi::Env env, uint32_t id, CUcontext ctx, CUevent ev, bool pooled, const char* api) {
   Waiter* w = GetWaiter(env);
-  auto* p = new Pending{ctx, ev, pooled, Napi::Promise::Deferred::New(env), api, CUDA_SUCCESS, Clock::now()};
+  CheckWaitId(env, w, id);
+  auto* p = new Pending(env, id, ctx, ev, pooled, api);
   Napi::Promise promise = p->deferred.Promise();
+  if (id != 0) w->byId[id] = p;
   if (w->pending++ == 0) w->tsfn.Ref(env);
   {
     std::lock_guard<std::mutex> lock(w->mu);
-    w->incoming.push_back(p);
+    (ev == nullptr ? w->ctxIncoming : w->incoming).push_back(p);
   }
-  w->cv.notify_one();
+  (ev == nullptr ? w->ctxCv : w->cv).notify_one();
   return promise;
 }
 
 void StopWaiter(Addon& addon) {
   Waiter* w = addon.waiter;
   if (w == nullptr) return;
+  bool ctxBusy;
   {
     std::lock_guard<std::mutex> lock(w->mu);
     w->stop = true;
+    ctxBusy = w->ctxBusy;
   }
   w->cv.notify_one();
+  w->ctxCv.notify_one();
   if (w->thread.joinable()) w->thread.join();
+  // A context thread inside cuCtxSynchronize may wait for a kernel that never ends: leave it, never join it.
+  if (ctxBusy) {
+    w->ctxThread.detach();
+  } else if (w->ctxThread.joinable()) {
+    w->ctxThread.join();
+  }
   w->tsfn.Abort();
   for (auto& [ctx, ev] : w->spare) {
     if (TryBindContext(ctx) == CUDA_SUCCESS) CU_TRY(cuEventDestroy, ev);
   }
   addon.waiter = nullptr;
-  // `w` itself is leaked on purpose: queued tsfn calls may still reference the Pending objects' env.
+  // `w` itself is leaked on purpose: queued tsfn calls and a detached context thread may still reference it.
+}
+
+// waitAbandon(waitId) -> true when the wait was still in flight: its promise settles as resolved, unobserved, and
+// no longer keeps the process alive.
+static Napi::Value WaitAbandon(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint32_t id = ArgU32(info, 0, "waitId");
+  Waiter* w = GetAddon(env).waiter;
+  if (w == nullptr) return Napi::Boolean::New(env, false);
+  auto it = w->byId.find(id);
+  if (it == w->byId.end() || it->second->abandoned.load()) return Napi::Boolean::New(env, false);
+  it->second->abandoned.store(true, std::memory_order_release);
+  if (--w->pending == 0) w->tsfn.Unref(env);
+  return Napi::Boolean::New(env, true);
 }
 
 // cuEventCreate(ctx, flags) -> event
@@ -208,22 +300,34 @@ static Napi::Value EventElapsedTime(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, ms);
 }
 
-// eventWaitAsync(ctx, event) -> Promise<void> resolved when the event completes
+// eventWaitAsync(ctx, event, waitId?) -> Promise<void> resolved when the event completes
 static Napi::Value EventWaitAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   CUcontext ctx = ArgHandle<CUcontext>(info, 0, "ctx");
   auto e = ArgHandle<CUevent>(info, 1, "event");
+  uint32_t id = WaitId(info, 2);
   NeedDriver(env, drv::cuEventQuery);
-  return Enqueue(env, ctx, e, false, "cuEventSynchronize");
+  return Enqueue(env, id, ctx, e, false, "cuEventSynchronize");
 }
 
-// streamSynchronizeAsync(ctx, stream) -> Promise<void>: records a pooled event on the stream and waits for it
+// ctxSynchronizeAsync(ctx, waitId?) -> Promise<void>: cuCtxSynchronize on the env's context thread
+static Napi::Value CtxSynchronizeAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  CUcontext ctx = ArgHandle<CUcontext>(info, 0, "ctx");
+  uint32_t id = WaitId(info, 1);
+  NeedDriver(env, drv::cuCtxSynchronize);
+  return Enqueue(env, id, ctx, nullptr, false, "cuCtxSynchronize");
+}
+
+// streamSynchronizeAsync(ctx, stream, waitId?) -> Promise<void>: records a pooled event on the stream, waits for it
 static Napi::Value StreamSynchronizeAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   CUcontext ctx = ArgHandle<CUcontext>(info, 0, "ctx");
   auto s = ArgHandle<CUstream>(info, 1, "stream");
+  uint32_t id = WaitId(info, 2);
   BindContext(env, ctx);
   Waiter* w = GetWaiter(env);
+  CheckWaitId(env, w, id);
   CUevent e = nullptr;
   for (size_t i = 0; i < w->spare.size(); i++) {
     if (w->spare[i].first == ctx) {
@@ -239,7 +343,7 @@ static Napi::Value StreamSynchronizeAsync(const Napi::CallbackInfo& info) {
     w->spare.emplace_back(ctx, e);
     ThrowCuda(env, "cuEventRecord", r);
   }
-  return Enqueue(env, ctx, e, true, "cuStreamSynchronize");
+  return Enqueue(env, id, ctx, e, true, "cuStreamSynchronize");
 }
 
 void InitEvent(Napi::Env env, Napi::Object exports) {
@@ -251,6 +355,8 @@ void InitEvent(Napi::Env env, Napi::Object exports) {
   Export(env, exports, "eventElapsedTime", EventElapsedTime);
   Export(env, exports, "eventWaitAsync", EventWaitAsync);
   Export(env, exports, "streamSynchronizeAsync", StreamSynchronizeAsync);
+  Export(env, exports, "ctxSynchronizeAsync", CtxSynchronizeAsync);
+  Export(env, exports, "waitAbandon", WaitAbandon);
 }
 
 }  // namespace cudakit

@@ -4,7 +4,7 @@
 //   cc -O2 -I$CUDA/include baseline.c -L$CUDA/lib64 -lcuda -lnvrtc -ldl -o baseline
 // starts it (once per round) and sends it one command per line, interleaved with its own measurements of the same thing, so
 // both sides see the same machine state. Each command prints one JSON line with the median of its samples.
-//   compile | enqueue | enqueue-procaddress | trip | graph | copy | ctx | quit
+//   compile | enqueue | enqueue-procaddress | trip | graph | copy | module | ctx | quit
 // Usage: baseline <nvrtc flag>...
 #include <cuda.h>
 #include <dlfcn.h>
@@ -63,6 +63,7 @@ static int g_nflags;
 static const char** g_flags;
 static CUstream g_stream;
 static CUfunction g_empty;
+static void* g_cubin;
 
 static void* compile(size_t* size) {
   nvrtcProgram p;
@@ -233,6 +234,33 @@ static void cmd_copy(void) {
   free(pageable);
 }
 
+// Module load + unload of the benchmark's CUBIN, and the same with one kernel looked up (with lazy loading, the
+// default since CUDA 12.2, the function's code is loaded at that lookup).
+static void cmd_module(void) {
+  enum { BATCHES = 15, BATCH = 20 };
+  double plain[BATCHES], withKernel[BATCHES];
+  for (int b = 0; b < BATCHES; b++) {
+    CUmodule m;
+    CUfunction f;
+    double t0 = now_us();
+    for (int i = 0; i < BATCH; i++) {
+      CK(cuModuleLoadData(&m, g_cubin));
+      CK(cuModuleUnload(m));
+    }
+    double t1 = now_us();
+    for (int i = 0; i < BATCH; i++) {
+      CK(cuModuleLoadData(&m, g_cubin));
+      CK(cuModuleGetFunction(&f, m, "empty"));
+      CK(cuModuleUnload(m));
+    }
+    double t2 = now_us();
+    plain[b] = (t1 - t0) / BATCH;
+    withKernel[b] = (t2 - t1) / BATCH;
+  }
+  printf("{\"moduleLoadUnloadUs\": %.4f, \"moduleLoadKernelUnloadUs\": %.4f}\n", median(plain, BATCHES),
+         median(withKernel, BATCHES));
+}
+
 static void cmd_ctx(void) {
   enum { GETS = 1000000 };
   CUcontext cur;
@@ -253,6 +281,7 @@ int main(int argc, const char** argv) {
   CK(cuStreamCreate(&g_stream, CU_STREAM_DEFAULT));
   size_t size;
   void* cubin = compile(&size);
+  g_cubin = cubin;
   CUmodule mod;
   CK(cuModuleLoadData(&mod, cubin));
   CK(cuModuleGetFunction(&g_empty, mod, "empty"));
@@ -271,6 +300,7 @@ int main(int argc, const char** argv) {
     else if (strcmp(line, "trip") == 0) cmd_trip();
     else if (strcmp(line, "graph") == 0) cmd_graph();
     else if (strcmp(line, "copy") == 0) cmd_copy();
+    else if (strcmp(line, "module") == 0) cmd_module();
     else if (strcmp(line, "ctx") == 0) cmd_ctx();
     else if (strcmp(line, "quit") == 0) break;
     else printf("{\"error\": \"unknown command\"}\n");

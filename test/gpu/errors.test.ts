@@ -1,6 +1,24 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { describeGpu } from '../helpers.js';
+
+const root = new URL('../..', import.meta.url).pathname;
+
+/** Runs a TypeScript file (so `using` works) in its own process. */
+function runFile(source: string): { status: number | null; stdout: string; stderr: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'cudakit-errors-'));
+  try {
+    const file = join(dir, 'scenario.ts');
+    writeFileSync(file, source.replaceAll('CUDAKIT', new URL('lib/index.ts', `file://${root}`).href));
+    const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', file], { encoding: 'utf8', cwd: root, timeout: 60_000 });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 // Each scenario runs in its own process: a sticky error would poison this one.
 function run(script: string): { status: number | null; stdout: string; stderr: string } {
@@ -51,6 +69,67 @@ describeGpu('errors', () => {
       try { d.synchronize(); console.log('no error'); } catch (e) { console.log(e.code); }
     `);
     expect(r.stdout.trim().split('\n').pop(), r.stderr).toBe('CUDA_ERROR_ASSERT');
+  });
+
+  planted('after a sticky error, cleanup is silent: dispose, freeHost, unregister and finalizers never throw or warn', () => {
+    const r = runFile(`
+      import { CudaError, Device, Program, freeHost } from 'CUDAKIT';
+      const warnings: string[] = [];
+      process.on('warning', (w) => warnings.push(w.name + ': ' + w.message));
+      const d = Device.get(0);
+      const m = d.loadModule(new Program('extern "C" __global__ void bad(int* p) { p[threadIdx.x] = 1; } extern "C" __global__ void ok() {}').compile());
+      const bad = m.getKernel('bad', ['ptr']);
+      const ok = m.getKernel('ok', []);
+      const s = d.createStream();
+      const capture = d.createStream();
+      capture.beginCapture();
+      ok.launch({ grid: 1, block: 1, stream: capture });
+      const graph = capture.endCapture();
+      const exec = graph.instantiate();
+      const event = s.record();
+      const host = d.allocHost(Float32Array, 1024);
+      const reg = d.registerHost(new ArrayBuffer(1 << 16));
+      const buf = d.alloc(1 << 20);
+      // 40 objects nobody disposes: their finalizers run after the context is lost.
+      (() => { for (let i = 0; i < 10; i++) { d.createStream(); s.record(); d.alloc(1024); d.loadModule(new Program('extern "C" __global__ void k' + i + '() {}').compile()); } })();
+      const out: Record<string, unknown> = {};
+      try {
+        using inner = d.createStream();
+        bad.launch({ grid: 1, block: 32, stream: inner }, 0x10n);
+        inner.synchronize();
+      } catch (e) {
+        // The original error, not a SuppressedError from the failed dispose of the stream "inner".
+        out.usingError = { isCudaError: e instanceof CudaError, name: (e as Error).name, code: (e as CudaError).code };
+      }
+      const thrown: string[] = [];
+      const attempt = (what: string, f: () => void) => { try { f(); } catch (e) { thrown.push(what + ': ' + (e as Error).message.split('\\n')[0]); } };
+      attempt('stream', () => s.dispose());
+      attempt('capture stream', () => capture.dispose());
+      attempt('event', () => event.dispose());
+      attempt('graph exec', () => exec.dispose());
+      attempt('graph', () => graph.dispose());
+      attempt('kernel', () => bad.dispose());
+      attempt('module', () => m.dispose());
+      attempt('buffer', () => buf.dispose());
+      attempt('freeHost', () => freeHost(host));
+      attempt('freeHost again', () => freeHost(host));
+      attempt('unregister', () => reg.unregister());
+      attempt('stream again', () => s.dispose());
+      globalThis.gc!();
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setTimeout(r, 50));
+      out.thrown = thrown;
+      out.warnings = warnings;
+      out.hostDetached = host.length === 0;
+      console.log(JSON.stringify(out));
+    `);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, unknown>;
+    expect(out.usingError).toEqual({ isCudaError: true, name: 'CudaError', code: 'CUDA_ERROR_ILLEGAL_ADDRESS' });
+    expect(out.thrown).toEqual([]);
+    expect(out.warnings).toEqual([]);
+    expect(out.hostDetached).toBe(true);
   });
 
   it('exiting with live buffers, streams, modules and pinned memory is clean', () => {

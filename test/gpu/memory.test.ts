@@ -1,6 +1,17 @@
+import { spawnSync } from 'node:child_process';
 import { expect, it } from 'vitest';
-import { CudaError, Device, DeviceBuffer, freeHost, isPinned, native } from '../../lib/index.js';
+import { CudaError, DEFAULT_POOL_RELEASE_THRESHOLD_BYTES, Device, DeviceBuffer, freeHost, isPinned, native } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
+
+const MiB = 2 ** 20;
+const GiB = 2 ** 30;
+const gc = (globalThis as { gc?: () => void }).gc;
+
+/** Free device memory once queued work (and the frees in it) has finished. */
+function freeBytes(): number {
+  Device.get(0).synchronize();
+  return Device.get(0).memoryInfo().freeBytes;
+}
 
 describeGpu('memory', () => {
   const d = () => Device.get(0);
@@ -72,20 +83,83 @@ describeGpu('memory', () => {
     expect(() => buf.copyFromHost(new Uint8Array(1))).toThrow(expect.objectContaining({ code: 'ERR_DISPOSED' }) as Error);
   });
 
-  it('out of memory is a CudaError and leaks nothing', () => {
-    const before = native().stats();
+  it('out of memory is a CudaError that leaks nothing: the GPU gets its memory back and another process can use it', () => {
+    const before = freeBytes();
+    const stats = native().stats();
     let err: unknown;
     try {
-      d().alloc(d().totalMemoryBytes * 4);
+      d().alloc(before + GiB);
     } catch (e) {
       err = e;
     }
     expect(err).toBeInstanceOf(CudaError);
     expect((err as CudaError).code).toBe('CUDA_ERROR_OUT_OF_MEMORY');
-    expect(native().stats().deviceAllocations).toBe(before.deviceAllocations);
-    using ok = d().alloc(1024); // the context is still fine
+    expect((err as CudaError).message).toMatch(/bytes are free on the device, after returning this process's cached pool memory and retrying once/);
+    expect(native().stats().deviceAllocations).toBe(stats.deviceAllocations);
+    // Before the fix the failed attempt left the pool holding almost the whole GPU.
+    expect(freeBytes()).toBeGreaterThanOrEqual(before - 64 * MiB);
+    // A second process can take 90 % of the GPU right after.
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
+      import { Device } from './lib/index.ts';
+      const d = Device.get(0);
+      const big = d.alloc(Math.floor(d.totalMemoryBytes * 0.9));
+      big.fill(7, { elementBytes: 4 });
+      d.synchronize();
+      console.log('allocated', big.byteLength);
+    `], { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 });
+    expect(child.stderr).toBe('');
+    expect(child.stdout).toMatch(/^allocated \d+/);
+    using ok = d().alloc(1024); // this process's context is still fine
     ok.fill(1);
     expect(ok.copyToHost()[1023]).toBe(1);
+  });
+
+  it('a disposed large buffer goes back to the GPU at the next synchronize', () => {
+    const before = freeBytes();
+    const bytes = Math.min(20 * GiB, Math.floor(before / 4));
+    const big = d().alloc(bytes).fill(0);
+    expect(freeBytes()).toBeLessThan(before - bytes + 64 * MiB); // it was really taken
+    big.dispose();
+    expect(freeBytes()).toBeGreaterThanOrEqual(before - 64 * MiB);
+  });
+
+  it('buffers left to the garbage collector give their memory back', async () => {
+    const start = freeBytes();
+    const allocations = native().stats().deviceAllocations;
+    (() => {
+      for (let i = 0; i < 100_000; i++) d().alloc(MiB);
+    })();
+    gc!();
+    await new Promise((r) => setImmediate(r)); // finalizers run in a task of their own
+    expect(native().stats().deviceAllocations).toBe(allocations);
+    expect(freeBytes()).toBeGreaterThanOrEqual(start - 64 * MiB);
+  });
+
+  it('the pool caches at most its release threshold; trimMemory() returns the cache; memoryInfo() shows both', () => {
+    const dev = d();
+    expect(dev.poolReleaseThresholdBytes).toBe(DEFAULT_POOL_RELEASE_THRESHOLD_BYTES);
+    dev.trimMemory();
+    const start = freeBytes();
+    try {
+      dev.setPoolReleaseThreshold(512 * MiB);
+      dev.alloc(256 * MiB).fill(0).dispose();
+      const cached = freeBytes();
+      const info = dev.memoryInfo();
+      expect(info.poolReservedBytes - info.poolUsedBytes).toBeGreaterThanOrEqual(256 * MiB);
+      expect(cached).toBeLessThanOrEqual(start - 256 * MiB + 8 * MiB); // kept by the pool across the synchronize
+      dev.trimMemory();
+      const trimmed = dev.memoryInfo();
+      expect(trimmed.poolReservedBytes - trimmed.poolUsedBytes).toBeLessThan(8 * MiB);
+      expect(trimmed.freeBytes).toBeGreaterThanOrEqual(start - 8 * MiB);
+      // Back to the default: a 256 MiB buffer is above it and goes back to the driver at a synchronize.
+      dev.setPoolReleaseThreshold(DEFAULT_POOL_RELEASE_THRESHOLD_BYTES);
+      dev.alloc(256 * MiB).fill(0).dispose();
+      expect(freeBytes()).toBeGreaterThanOrEqual(start - DEFAULT_POOL_RELEASE_THRESHOLD_BYTES - 8 * MiB);
+    } finally {
+      dev.setPoolReleaseThreshold(DEFAULT_POOL_RELEASE_THRESHOLD_BYTES);
+    }
+    expect(() => dev.setPoolReleaseThreshold(-1)).toThrow(RangeError);
+    expect(() => dev.trimMemory('all' as never)).toThrow(TypeError);
   });
 
   it('wraps foreign pointers without owning them', () => {
@@ -110,7 +184,9 @@ describeGpu('memory', () => {
     expect(back[12345]).toBe(7);
     freeHost(h);
     expect(h.length).toBe(0); // detached: no view can reach freed memory
+    freeHost(h); // a second free is a no-op
     freeHost(back);
+    expect(() => freeHost(new Float32Array(4))).toThrow(TypeError);
     const ab = new ArrayBuffer(1 << 20);
     const reg = d().registerHost(ab);
     expect(isPinned(ab)).toBe(true);
@@ -118,6 +194,7 @@ describeGpu('memory', () => {
     using dev = d().allocArray(Float32Array, (1 << 20) / 4);
     dev.copyFromHost(new Float32Array(ab));
     expect(dev.copyToHost()[100]).toBe(1.5);
+    expect(() => freeHost(new Float32Array(ab))).toThrow(TypeError); // registered, not allocHost memory
     reg.unregister();
     reg.unregister();
     expect(isPinned(ab)).toBe(false);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The handle-owning base class every driver object (Stream, Event, Graph, GraphExec, Module) stands on.
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { HandleOwner, disposedError } from '../../lib/lifetime.js';
 
@@ -66,5 +67,50 @@ describe('HandleOwner', () => {
     p.dispose();
     p.dispose();
     expect(order).toEqual(['children', 'release']);
+  });
+});
+
+describe('cleanup never throws', () => {
+  it('a release failure while the context is fine surfaces from dispose()', () => {
+    const broken = new Thing(2n, () => {
+      throw new Error('not a live stream');
+    });
+    expect(() => broken.dispose()).toThrow(/not a live stream/);
+    expect(broken.disposed).toBe(true);
+  });
+
+  it('dispose() after a sticky error is silent', () => {
+    // In a child process: the first sticky CudaError marks the whole process's context as lost.
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
+      import { CudaError } from './lib/errors.ts';
+      import { HandleOwner } from './lib/lifetime.ts';
+      class Thing extends HandleOwner { constructor(release) { super('Thing', 1n, release); } }
+      const lost = new CudaError({ code: 'CUDA_ERROR_LAUNCH_FAILED', api: 'cuCtxSynchronize', result: 719, explanation: 'x' });
+      const t = new Thing(() => { throw new CudaError({ code: 'CUDA_ERROR_LAUNCH_FAILED', api: 'cuStreamDestroy', result: 719, explanation: 'x' }); });
+      const u = new Thing(() => { throw new Error('anything, once the context is gone'); });
+      t.dispose();
+      u.dispose();
+      console.log(lost.sticky, t.disposed, u.disposed);
+    `], { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 });
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toBe('true true true');
+  });
+
+  it('finalizers of forgotten objects warn once per process, however many fail', () => {
+    // In a child process: the warning flag is per process, and a sticky CudaError here would mark it lost.
+    const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', '--input-type=module', '-e', `
+      import { watch } from './lib/lifetime.ts';
+      const warnings = [];
+      process.on('warning', (w) => warnings.push(w.message));
+      (() => { for (let i = 0; i < 40; i++) watch({}, () => { throw new Error('release ' + i + ' failed'); }); })();
+      globalThis.gc();
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setTimeout(r, 20));
+      console.log(JSON.stringify(warnings));
+    `], { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const warnings = JSON.parse(r.stdout.trim()) as string[];
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^cudakit: releasing a garbage-collected resource failed: release \d+ failed \(later failures of this kind are not reported\)$/);
   });
 });
