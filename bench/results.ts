@@ -7,7 +7,7 @@ const path = new URL('RESULTS.md', import.meta.url).pathname;
 export function writeSection(name: string, markdown: string): void {
   const begin = `<!-- ${name} -->`;
   const end = `<!-- /${name} -->`;
-  let text = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmark results\n\nWritten by `npm run bench` (core) and `npm run bench:harness` (harness) on the GPU host.\n';
+  let text = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmark results\n\nWritten by `npm run bench`, `npm run bench:memory` and `npm run bench:harness` on a machine with an NVIDIA GPU.\n';
   const block = `${begin}\n${markdown.trim()}\n${end}`;
   const at = text.indexOf(begin);
   const stop = text.indexOf(end);

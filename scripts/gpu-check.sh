@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Everything one GPU-host session checks, in one call (the GPU host has no Node: run it through the bundle):
-#   bash .gpuhost/enter.sh bash scripts/gpu-check.sh [tests] [sanitizer] [bench]
-# Logs go to $OUT (the device tool's output folder) or ./gpu-out.
+# Every check that needs an NVIDIA GPU, in one go:
+#   bash scripts/gpu-check.sh [tests] [sanitizer] [bench] [memory] [harness] [cli] [examples]
+# Logs go to $OUT or ./gpu-out.
 set -uo pipefail
 out=${OUT:-gpu-out}
 mkdir -p "$out"
@@ -31,6 +31,10 @@ if [[ " $steps " == *" sanitizer "* ]]; then
 fi
 if [[ " $steps " == *" bench "* ]]; then
   timeout 300 npx tsx bench/run.ts --write --json 2>&1 | tee "$out/bench.log" | grep -v '^{'
+  cp bench/RESULTS.md "$out/" 2>/dev/null
+fi
+if [[ " $steps " == *" memory "* ]]; then
+  timeout 300 node --expose-gc --import tsx bench/memory.ts --write 2>&1 | tee "$out/memory.log"
   cp bench/RESULTS.md "$out/" 2>/dev/null
 fi
 if [[ " $steps " == *" harness "* ]]; then
