@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `npm run bench`: cudakit's core costs side by side with a C baseline (bench/native/baseline.c) built and run in
+// `npm run bench`: cudakit's core costs side by side with a C baseline (bench/native/baseline.c) built and run
 // alongside it on the same GPU. Speed is measured here, never in tests. `--write` records bench/RESULTS.md.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync } from 'node:fs';

@@ -45,16 +45,40 @@ export interface BenchSample {
   rejected: boolean;
 }
 
+/** How a peak bandwidth was reached: a copy-engine device-to-device copy, a copy kernel or a read-only stream. */
+export type PeakBandwidthMethod = 'memcpy' | 'copy kernel' | 'read stream';
+
+/** The device's measured peak memory bandwidth (bytes read + written per second): a measurement, with its interval. */
+export interface PeakBandwidth {
+  /** GB/s (10^9): the median of the fastest method's repetitions. */
+  gbPerS: number;
+  /** 95 % confidence interval of that median (distribution-free), GB/s. */
+  lowGbPerS: number;
+  highGbPerS: number;
+  /** The method that was fastest. */
+  method: PeakBandwidthMethod;
+  /** Timed repetitions of each method. */
+  repetitions: number;
+}
+
 export interface Throughput {
   /** Bytes moved per second, GB/s (10^9), from the `bytes` option. */
   gbPerS?: number;
   /** FLOP/s in TFLOP/s (10^12), from the `flops` option. */
   tflopsPerS?: number;
   /**
-   * gbPerS as a percentage of the device's measured peak: the best of a device-to-device memcpy, a vectorized
-   * copy kernel and a vectorized read-only stream (bytes read + written per second).
+   * gbPerS as a percentage of peakBandwidth.gbPerS, as measured: above 100 when the kernel ran at the peak (within
+   * the interval below) or when `bytes` counts more than the kernel moves. formatResult says which.
    */
   percentOfPeakBandwidth?: number;
+  /**
+   * Interval of percentOfPeakBandwidth: the kernel's rate over the 95 % CI of its median time against the peak's
+   * 95 % interval, taken at their worst pairing (low: the slowest rate against the highest peak).
+   */
+  percentOfPeakBandwidthLow?: number;
+  percentOfPeakBandwidthHigh?: number;
+  /** The peak the percentage is against. */
+  peakBandwidth?: PeakBandwidth;
 }
 
 export interface BenchEnvironment {

@@ -8,10 +8,16 @@
 //   NaN/Inf must match the reference's exactly                   → ('non-finite')
 //   an all-zero output where the reference is not                → ('all-zero')
 //   per-dtype tolerance |a - b| <= atol + rtol |ref|, every element → ('mismatch')
-//   the same inputs twice, bitwise                               → determinism, reported ('nondeterministic' fails only
-//                                                                   with requireDeterminism)
+//   the same inputs twice                                        → a difference beyond the tolerance fails
+//                                                                   ('nondeterministic', ahead of a wrong value it
+//                                                                   explains); one within it is reported, and fails
+//                                                                   too with requireDeterminism (bit-exact)
+// A kernel that faults (illegal address, __trap(), device assert, a refused launch) is a verdict too: 'fault' for the
+// candidate, 'reference-fault' for a reference kernel, with the driver error. After a sticky fault nothing more
+// touches the GPU: the context is lost, and only a new process can use it again.
 import type { ArgSpec, BufferArgSpec, BufferDType, InitSpec } from './argspec.js';
 import type { Device } from './device.js';
+import { CudaError, isContextLost } from './errors.js';
 import type { Kernel, LaunchConfig } from './kernel.js';
 import { toBf16Bits, toHalfBits } from './kernel.js';
 import type { DeviceBuffer } from './memory.js';
@@ -26,9 +32,13 @@ export interface CheckOptions {
   /** Override the per-dtype absolute / relative tolerance. */
   atol?: number;
   rtol?: number;
-  /** Run the candidate twice on the same inputs and report bitwise differences. Default true. */
+  /**
+   * Run the candidate twice on the same inputs (first trial). A difference beyond the tolerance (atol + rtol·|first
+   * run|) fails ('nondeterministic': an output that depends on a race is not a result); one within it, such as
+   * float atomics adding in another order, is reported in nondeterministicElements. Default true.
+   */
   determinism?: boolean;
-  /** Fail when the determinism run differs. Default false (reported only). */
+  /** Fail on any bitwise difference between the two runs, within tolerance or not. Default false. */
   requireDeterminism?: boolean;
   /** Guard zone before and after every buffer, bytes. Default 65536. */
   guardBytes?: number;
@@ -36,17 +46,45 @@ export interface CheckOptions {
 
 /** Values the JavaScript reference receives: logical host arrays (f16/bf16 as Float32Array) and scalars. */
 export type HostValue = ArrayBufferView | number | bigint | boolean;
+/**
+ * A reference kernel with its launch, or a JavaScript function that writes the expected outputs into host copies of
+ * the arguments. A function that throws rejects check() with its own error: that is a bug in the reference, not a
+ * verdict on the kernel.
+ */
 export type Reference = { kernel: Kernel; config: LaunchConfig } | ((args: HostValue[]) => void | Promise<void>);
 
+/**
+ * Which defence fired. 'fault': the candidate raised a driver error (a fault in the kernel, or a refused launch);
+ * 'reference-fault': the reference kernel did, the candidate did not; 'nondeterministic': two runs of the candidate
+ * on the same inputs differed beyond the tolerance (or at all, with requireDeterminism).
+ */
 export type Defence =
-  | 'fault' | 'out-of-bounds' | 'input-modified' | 'unwritten' | 'non-finite' | 'all-zero' | 'mismatch' | 'nondeterministic';
+  | 'fault' | 'reference-fault' | 'out-of-bounds' | 'input-modified' | 'unwritten' | 'non-finite' | 'all-zero'
+  | 'mismatch' | 'nondeterministic';
 
 export interface Mismatch {
   /** Argument index of the output buffer. */
   arg: number;
   index: number;
+  /** The reference's value; for 'nondeterministic', the candidate's first run. */
   expected: number | bigint;
+  /** The candidate's value; for 'nondeterministic', its second run. */
   actual: number | bigint;
+}
+
+/** The driver error behind a 'fault' or 'reference-fault' verdict (its message's first line is the trial's detail). */
+export interface CheckFault {
+  /** 'CUDA_ERROR_ILLEGAL_ADDRESS', 'CUDA_ERROR_ASSERT', 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES' ... */
+  code: string;
+  /** The call that reported it: a synchronize for a fault inside the kernel, 'cuLaunchKernel' for a refused launch. */
+  api: string;
+  /** The CUresult number. */
+  result: number;
+  /**
+   * True when the fault cost the CUDA context: nothing more ran on the GPU (no reads, no reference, no later
+   * trials), and only a new process can use the GPU again.
+   */
+  sticky: boolean;
 }
 
 /** How far outputs are from the reference: per trial, and the worst over trials in a CheckResult. */
@@ -69,6 +107,8 @@ export interface TrialResult extends ErrorFigures {
   defence: Defence | undefined;
   mismatches: Mismatch[];
   detail: string | undefined;
+  /** The driver error, for 'fault' and 'reference-fault'. */
+  error: CheckFault | undefined;
 }
 
 export interface CheckResult extends ErrorFigures {
@@ -78,8 +118,12 @@ export interface CheckResult extends ErrorFigures {
   trials: TrialResult[];
   /** Up to 8 mismatching elements, from the first failing trial. */
   mismatches: Mismatch[];
+  /** The driver error of the first failing trial, for 'fault' and 'reference-fault'. */
+  error: CheckFault | undefined;
   /** Elements that differed bitwise between two runs on the same inputs (undefined: not run). */
   nondeterministicElements: number | undefined;
+  /** Of those, the elements that differed by more than the tolerance (undefined: not run). */
+  nondeterministicBeyondTolerance: number | undefined;
   /** One line for people. */
   summary: string;
 }
@@ -237,9 +281,15 @@ function upload(device: Device, io: readonly ArgSpec[], prep: Prepared, guardByt
   });
 }
 
+type Outputs = (ArrayLike<number | bigint> | undefined)[];
+
+/**
+ * The reference's outputs, or the driver error its kernel raised. A JavaScript reference that throws rejects: its
+ * error is the caller's bug, not a verdict on any kernel.
+ */
 async function referenceOutputs(
   reference: Reference, device: Device, io: readonly ArgSpec[], prep: Prepared,
-): Promise<(ArrayLike<number | bigint> | undefined)[]> {
+): Promise<{ outputs: Outputs } | { fault: CudaError }> {
   if (typeof reference === 'function') {
     const args: HostValue[] = io.map((a, i) => {
       if (a.kind === 'scalar') return a.value;
@@ -249,7 +299,8 @@ async function referenceOutputs(
       return arr;
     });
     await reference(args);
-    return io.map((a, i) => (a.kind === 'buffer' && roleOf(a) !== 'in' ? (args[i] as unknown as ArrayLike<number | bigint>) : undefined));
+    const written = (a: ArgSpec, i: number) => (a.kind === 'buffer' && roleOf(a) !== 'in' ? (args[i] as unknown as ArrayLike<number | bigint>) : undefined);
+    return { outputs: io.map(written) };
   }
   const owned: DeviceBuffer[] = [];
   try {
@@ -262,11 +313,12 @@ async function referenceOutputs(
       else buf.fill(0);
       return buf;
     });
-    (reference.kernel.launch as (c: LaunchConfig, ...x: unknown[]) => void)(reference.config, ...args);
-    device.synchronize();
-    return io.map((a, i) => (a.kind === 'buffer' && roleOf(a) !== 'in' ? decode(a.dtype, (args[i] as DeviceBuffer).copyToHost()) : undefined));
+    const fault = launchAndWait(reference, args);
+    if (fault !== undefined) return { fault };
+    const read = (a: ArgSpec, i: number) => (a.kind === 'buffer' && roleOf(a) !== 'in' ? decode(a.dtype, (args[i] as DeviceBuffer).copyToHost()) : undefined);
+    return { outputs: io.map(read) };
   } finally {
-    for (const b of owned) b.dispose();
+    for (const b of owned) b.dispose(); // silent after a sticky error: the memory went with the context
   }
 }
 
@@ -332,26 +384,43 @@ export function compareOutput(arg: number, dtype: BufferDType, got: Uint8Array, 
   else if (allZero && refNonZero && c.defence === 'mismatch') c.defence = 'all-zero';
 }
 
-function trialResult(trial: number, seed: string, c: Comparison, detail: string | undefined): TrialResult {
+function trialResult(
+  trial: number, seed: string, c: Comparison, detail: string | undefined, error: CheckFault | undefined = undefined,
+): TrialResult {
   return {
     trial, seed, passed: c.defence === undefined, defence: c.defence,
     maxAbsError: c.maxAbs, maxRelError: c.maxRel, toleranceUsed: c.tolUsed,
     relNormError: c.normRef2 > 0 ? Math.sqrt(c.normDiff2 / c.normRef2) : Math.sqrt(c.normDiff2),
     matchedRatio: c.total > 0 ? c.matched / c.total : 1,
-    mismatches: c.mismatches, detail,
+    mismatches: c.mismatches, detail, error,
   };
 }
 
 /** Worst figures over the trials; the first failing trial decides defence and mismatches. Summary left to the caller. */
-function checkResult(trials: TrialResult[], nondeterministic: number | undefined): CheckResult {
+function checkResult(trials: TrialResult[], runs: RunComparison | undefined): CheckResult {
   const failed = trials.find((t) => !t.passed);
   const worst = (f: (t: TrialResult) => number): number => Math.max(0, ...trials.map(f));
   return {
     passed: failed === undefined, defence: failed?.defence, trials,
     maxAbsError: worst((t) => t.maxAbsError), maxRelError: worst((t) => t.maxRelError), toleranceUsed: worst((t) => t.toleranceUsed),
     relNormError: worst((t) => t.relNormError), matchedRatio: Math.min(1, ...trials.map((t) => t.matchedRatio)),
-    mismatches: failed?.mismatches ?? [], nondeterministicElements: nondeterministic, summary: '',
+    mismatches: failed?.mismatches ?? [], error: failed?.error,
+    nondeterministicElements: runs?.differing, nondeterministicBeyondTolerance: runs?.beyondTolerance, summary: '',
   };
+}
+
+/** The one-line summary: PASS with the error figures and the determinism note, or FAIL naming the defence and why. */
+function summaryOf(r: CheckResult): string {
+  const failed = r.trials.find((t) => !t.passed);
+  if (failed === undefined) {
+    return `PASS: ${r.trials.length} trials, ${errorFigures(r)}${determinismNote(r.nondeterministicElements)}`;
+  }
+  const m = failed.mismatches[0];
+  const showFirst = m !== undefined && failed.defence !== 'nondeterministic'; // its detail already names the element
+  return `FAIL (${failed.defence}) in trial ${failed.trial}` +
+    (failed.detail ? `: ${failed.detail}` : '') +
+    (showFirst ? `; first: argument ${m.arg}[${m.index}] = ${String(m.actual)}, expected ${String(m.expected)}` : '') +
+    (failed.error?.sticky ? '; the CUDA context is lost: restart the process to use the GPU again' : '');
 }
 
 function errorFigures(r: CheckResult): string {
@@ -392,10 +461,123 @@ function checkIo(io: readonly ArgSpec[], kernel: Kernel): void {
   }
 }
 
-/** Runs the candidate on one set of buffers and reads back every byte (guards included). */
-function runCandidate(candidate: { kernel: Kernel; config: LaunchConfig }, args: unknown[]): void {
-  (candidate.kernel.launch as (c: LaunchConfig, ...x: unknown[]) => void)(candidate.config, ...args);
-  candidate.kernel.device.synchronize();
+/**
+ * Launches `target` and waits for it. A driver error (a fault inside the kernel, which shows at the wait, or a launch
+ * the driver refused) is returned, as the verdict's material; anything else (TypeError / RangeError from argument
+ * validation, a disposed kernel) is the caller's mistake and is thrown.
+ */
+function launchAndWait(target: { kernel: Kernel; config: LaunchConfig }, args: unknown[]): CudaError | undefined {
+  try {
+    (target.kernel.launch as (c: LaunchConfig, ...x: unknown[]) => void)(target.config, ...args);
+    target.kernel.device.synchronize();
+    return undefined;
+  } catch (e) {
+    if (e instanceof CudaError) return e;
+    throw e;
+  }
+}
+
+function faultOf(e: CudaError): CheckFault {
+  return { code: e.code, api: e.api, result: e.result, sticky: e.sticky || isContextLost(e) };
+}
+
+const firstLine = (text: string): string => text.split('\n')[0] ?? '';
+
+/** Defences about the values alone, which a race between two runs explains. */
+const VALUE_DEFENCES: ReadonlySet<Defence> = new Set(['mismatch', 'unwritten', 'non-finite', 'all-zero']);
+
+/** @internal Two runs of the candidate on the same inputs, compared output by output (see compareRuns). */
+export interface RunComparison {
+  /** Elements whose bits differ. */
+  differing: number;
+  /** Of those, elements further apart than atol + rtol·|first run| (NaN against a number, unequal infinities). */
+  beyondTolerance: number;
+  /** Largest |second − first| over finite elements. */
+  maxAbsDifference: number;
+  /** Up to 8 differing elements, in order (expected: the first run, actual: the second). */
+  firstDiffering: Mismatch[];
+  /** Up to 8 elements beyond tolerance, in order. */
+  firstBeyond: Mismatch[];
+}
+
+/** @internal */
+export function newRunComparison(): RunComparison {
+  return { differing: 0, beyondTolerance: 0, maxAbsDifference: 0, firstDiffering: [], firstBeyond: [] };
+}
+
+/**
+ * @internal Compares one output of two runs on the same inputs. An element whose bits differ counts as differing;
+ * it is also beyond tolerance when |second − first| > atol + rtol·|first| (the first run plays the reference), when
+ * one is NaN and the other is not, when infinities differ, or for 64-bit integers when they differ at all. NaNs
+ * with different payloads and ±0 differ bitwise but not beyond tolerance.
+ */
+export function compareRuns(
+  arg: number, dtype: BufferDType, first: Uint8Array, second: Uint8Array, atol: number, rtol: number, r: RunComparison,
+): void {
+  const w = DTYPES[dtype].bytes;
+  const n = Math.min(first.length, second.length) / w;
+  let a: ArrayLike<number | bigint> | undefined;
+  let b: ArrayLike<number | bigint> | undefined;
+  for (let e = 0; e < n; e++) {
+    let same = true;
+    for (let k = e * w; k < (e + 1) * w; k++) {
+      if (first[k] !== second[k]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) continue;
+    a ??= decode(dtype, first);
+    b ??= decode(dtype, second);
+    const x = a[e]!;
+    const y = b[e]!;
+    let beyond: boolean;
+    if (typeof x === 'bigint' || typeof y === 'bigint') {
+      beyond = x !== y;
+    } else if (!Number.isFinite(x) || !Number.isFinite(y)) {
+      beyond = !(Object.is(x, y) || (Number.isNaN(x) && Number.isNaN(y)));
+    } else {
+      const diff = Math.abs(y - x);
+      r.maxAbsDifference = Math.max(r.maxAbsDifference, diff);
+      beyond = diff > atol + rtol * Math.abs(x);
+    }
+    const m: Mismatch = { arg, index: e, expected: x, actual: y };
+    r.differing++;
+    if (r.firstDiffering.length < 8) r.firstDiffering.push(m);
+    if (beyond) {
+      r.beyondTolerance++;
+      if (r.firstBeyond.length < 8) r.firstBeyond.push(m);
+    }
+  }
+}
+
+/**
+ * @internal The determinism rule: with requireDeterminism any bitwise difference fails, otherwise only one beyond
+ * the tolerance. Returns undefined when the runs pass, else the detail for the verdict and the elements to show.
+ */
+export function determinismFailure(
+  r: RunComparison, requireDeterminism: boolean,
+): { detail: string; mismatches: Mismatch[] } | undefined {
+  const fails = requireDeterminism ? r.differing > 0 : r.beyondTolerance > 0;
+  if (!fails) return undefined;
+  const shown = r.firstBeyond.length > 0 ? r.firstBeyond : r.firstDiffering;
+  const m = shown[0]!;
+  const within = r.beyondTolerance === 0 ? 'all within tolerance' : `${r.beyondTolerance} beyond tolerance`;
+  const how = requireDeterminism ? 'differed bitwise' : 'differed';
+  const rule = requireDeterminism ? ' (requireDeterminism)' : '';
+  return {
+    detail: `${r.differing} element${r.differing === 1 ? '' : 's'} ${how} between two runs on the same inputs` +
+      `${rule}, ${within}; first: argument ${m.arg}[${m.index}] = ${String(m.expected)} in one run, ` +
+      `${String(m.actual)} in the other`,
+    mismatches: shown,
+  };
+}
+
+/** @internal The note a passing check adds about its two runs on the same inputs ('' when they were identical). */
+export function determinismNote(differing: number | undefined): string {
+  if (!differing) return '';
+  return `; ${differing} element${differing === 1 ? '' : 's'} differed between two runs on the same inputs, ` +
+    'all within tolerance (allowed unless requireDeterminism)';
 }
 
 /**
@@ -403,6 +585,14 @@ function runCandidate(candidate: { kernel: Kernel; config: LaunchConfig }, args:
  * argument in order (parseArgSpec syntax: inputs with how to fill them, outputs with `:out`, scalars as values).
  * An output with an initial value (`ptr:f32[N]=uniform(-1,1):out`, e.g. saxpy's y) is read-write: it starts from
  * that value instead of the poison, so an unwritten element shows as a plain mismatch there.
+ *
+ * A kernel that faults resolves to a verdict, not a rejection: `{ passed: false, defence: 'fault', error: { code,
+ * api, result, sticky } }` for the candidate (a fault inside it, or a launch the driver refused, such as
+ * CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES), 'reference-fault' for a reference kernel. After a sticky fault nothing more
+ * touches the GPU and later trials do not run: the context is lost, and the process must restart to use the GPU.
+ *
+ * @throws TypeError / RangeError for bad options or io, or from the launch's argument validation; whatever a
+ *   JavaScript reference throws; a CudaError from the harness's own work (allocating and filling the buffers).
  */
 export async function check(
   candidate: { kernel: Kernel; config: LaunchConfig }, reference: Reference, io: readonly ArgSpec[], options?: CheckOptions,
@@ -412,7 +602,10 @@ export async function check(
   if (typeof reference !== 'function') checkIo(io, reference.kernel);
   const device = candidate.kernel.device;
   const trials: TrialResult[] = [];
-  let nondeterministic: number | undefined;
+  let runs: RunComparison | undefined;
+  const tolerance = (a: BufferArgSpec): [number, number] => [
+    o.atol ?? DTYPES[a.dtype].atol, o.rtol ?? DTYPES[a.dtype].rtol,
+  ];
   for (let t = 0; t < o.trials; t++) {
     const seed = splitmix64(BigInt(o.seed) + BigInt(t));
     const prep = prepareTrial(io, seed);
@@ -420,16 +613,21 @@ export async function check(
     const bufs: Guarded[] = [];
     const c = newComparison();
     let detail: string | undefined;
+    let error: CheckFault | undefined;
+    /** A driver error from a kernel: the verdict; after it nothing more of this trial runs. */
+    const fault = (defence: 'fault' | 'reference-fault', e: CudaError, where: string): void => {
+      c.defence = defence;
+      error = faultOf(e);
+      detail = `${where}${firstLine(e.message)}`;
+    };
     try {
       const args = upload(device, io, prep, o.guardBytes, rng, bufs);
-      try {
-        runCandidate(candidate, args);
-      } catch (e) {
-        c.defence = 'fault';
-        detail = (e as Error).message.split('\n')[0];
-      }
-      const after = io.map((a, i) => (a.kind === 'buffer' ? bufs[i]!.base.copyToHost() : undefined));
-      if (c.defence === undefined) {
+      const failure = launchAndWait(candidate, args);
+      if (failure !== undefined) {
+        fault('fault', failure, '');
+      } else {
+        const after = io.map((a, i) => (a.kind === 'buffer' ? bufs[i]!.base.copyToHost() : undefined));
+        const body = (i: number): Uint8Array => after[i]!.subarray(o.guardBytes, after[i]!.length - o.guardBytes);
         // Guards first: an out-of-bounds write explains whatever else looks wrong.
         io.forEach((a, i) => {
           if (a.kind !== 'buffer' || c.defence !== undefined) return;
@@ -444,68 +642,66 @@ export async function check(
             }
           }
         });
-      }
-      if (c.defence === undefined) {
-        io.forEach((a, i) => {
-          if (a.kind !== 'buffer' || roleOf(a) !== 'in' || c.defence !== undefined) return;
-          const body = after[i]!.subarray(o.guardBytes, after[i]!.length - o.guardBytes);
-          const expected = encode(a.dtype, prep.initial[i]!);
-          const k = body.findIndex((b, j) => b !== expected[j]);
-          if (k >= 0) {
-            c.defence = 'input-modified';
-            detail = `argument ${i} (an input) changed at element ${Math.floor(k / DTYPES[a.dtype].bytes)}`;
+        if (c.defence === undefined) {
+          io.forEach((a, i) => {
+            if (a.kind !== 'buffer' || roleOf(a) !== 'in' || c.defence !== undefined) return;
+            const expected = encode(a.dtype, prep.initial[i]!);
+            const k = body(i).findIndex((b, j) => b !== expected[j]);
+            if (k >= 0) {
+              c.defence = 'input-modified';
+              detail = `argument ${i} (an input) changed at element ${Math.floor(k / DTYPES[a.dtype].bytes)}`;
+            }
+          });
+        }
+        if (c.defence === undefined) {
+          const ref = await referenceOutputs(reference, device, io, prep);
+          if ('fault' in ref) {
+            fault('reference-fault', ref.fault, 'the reference kernel failed: ');
+          } else {
+            io.forEach((a, i) => {
+              if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
+              compareOutput(i, a.dtype, body(i), ref.outputs[i]!, ...tolerance(a), c);
+            });
           }
-        });
-      }
-      if (c.defence === undefined) {
-        const expected = await referenceOutputs(reference, device, io, prep);
-        io.forEach((a, i) => {
-          if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
-          const d = DTYPES[a.dtype];
-          const body = after[i]!.subarray(o.guardBytes, after[i]!.length - o.guardBytes);
-          compareOutput(i, a.dtype, body, expected[i]!, o.atol ?? d.atol, o.rtol ?? d.rtol, c);
-        });
-      }
-      if (t === 0 && o.determinism && c.defence === undefined) {
-        // The same inputs again, outputs re-poisoned: any bitwise difference is nondeterminism.
-        const args2 = io.map((a, i) => {
-          if (a.kind === 'scalar') return a.value;
-          const init = prep.initial[i];
-          bufs[i]!.view.copyFromHost(init !== undefined ? encode(a.dtype, init) : poisonBytes(a.dtype, a.length));
-          return bufs[i]!.view;
-        });
-        runCandidate(candidate, args2);
-        nondeterministic = 0;
-        io.forEach((a, i) => {
-          if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
-          const first = after[i]!.subarray(o.guardBytes, after[i]!.length - o.guardBytes);
-          const second = bufs[i]!.view.copyToHost();
-          const w = DTYPES[a.dtype].bytes;
-          for (let e = 0; e < a.length; e++) {
-            for (let b = 0; b < w; b++) {
-              if (first[e * w + b] !== second[e * w + b]) {
-                nondeterministic!++;
-                break;
-              }
+        }
+        // Also after a wrong value: a race explains a mismatch, as a stray write explains everything else.
+        if (t === 0 && o.determinism && (c.defence === undefined || VALUE_DEFENCES.has(c.defence))) {
+          // The same inputs again, outputs re-poisoned, compared with the first run (see compareRuns).
+          const args2 = io.map((a, i) => {
+            if (a.kind === 'scalar') return a.value;
+            const init = prep.initial[i];
+            bufs[i]!.view.copyFromHost(init !== undefined ? encode(a.dtype, init) : poisonBytes(a.dtype, a.length));
+            return bufs[i]!.view;
+          });
+          const again = launchAndWait(candidate, args2);
+          if (again !== undefined) {
+            fault('fault', again, 'on the second run on the same inputs: ');
+          } else {
+            const r = newRunComparison();
+            io.forEach((a, i) => {
+              if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
+              compareRuns(i, a.dtype, body(i), bufs[i]!.view.copyToHost(), ...tolerance(a), r);
+            });
+            runs = r;
+            const failure2 = determinismFailure(r, o.requireDeterminism);
+            if (failure2 !== undefined) {
+              const also = c.defence === undefined ? '' : `; its first run also failed (${c.defence})`;
+              c.defence = 'nondeterministic';
+              detail = failure2.detail + also;
+              c.mismatches = failure2.mismatches;
             }
           }
-        });
-        if (nondeterministic > 0 && o.requireDeterminism) c.defence = 'nondeterministic';
+        }
       }
     } finally {
-      for (const b of bufs) b?.base.dispose();
+      for (const b of bufs) b?.base.dispose(); // silent after a sticky error: the memory went with the context
     }
-    trials.push(trialResult(t, `0x${seed.toString(16)}`, c, detail));
-    if (c.defence === 'fault') break; // the context may be gone: later trials cannot mean anything
+    trials.push(trialResult(t, `0x${seed.toString(16)}`, c, detail, error));
+    // A fault ends the check: after a sticky one the context is gone, and a refused launch would be refused again.
+    if (error !== undefined) break;
   }
-  const result = checkResult(trials, nondeterministic);
-  const failed = trials.find((t) => !t.passed);
-  result.summary = result.passed
-    ? `PASS: ${trials.length} trials, ${errorFigures(result)}` +
-      (nondeterministic ? `; ${nondeterministic} elements differed between two runs on the same inputs` : '')
-    : `FAIL (${failed!.defence}) in trial ${failed!.trial}` +
-      (failed!.detail ? `: ${failed!.detail}` : '') +
-      (failed!.mismatches[0] ? `; first: argument ${failed!.mismatches[0].arg}[${failed!.mismatches[0].index}] = ${String(failed!.mismatches[0].actual)}, expected ${String(failed!.mismatches[0].expected)}` : '');
+  const result = checkResult(trials, runs);
+  result.summary = summaryOf(result);
   return result;
 }
 
@@ -529,15 +725,22 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42): {
     },
     verify: async (reference, options) => {
       const trials: TrialResult[] = [];
-      for (const [k, s] of sets.entries()) {
-        const c = newComparison();
-        const expected = await referenceOutputs(reference, device, io, s.prep);
-        io.forEach((a, i) => {
-          if (a.kind !== 'buffer' || roleOf(a) !== 'out') return; // in-place outputs changed with every timed launch
-          const d = DTYPES[a.dtype];
-          compareOutput(i, a.dtype, s.bufs[i]!.view.copyToHost(), expected[i]!, options?.atol ?? d.atol, options?.rtol ?? d.rtol, c);
-        });
-        trials.push(trialResult(k, '', c, undefined));
+      try {
+        for (const [k, s] of sets.entries()) {
+          const c = newComparison();
+          const ref = await referenceOutputs(reference, device, io, s.prep);
+          if ('fault' in ref) throw ref.fault;
+          io.forEach((a, i) => {
+            if (a.kind !== 'buffer' || roleOf(a) !== 'out') return; // in-place outputs changed with every timed launch
+            const d = DTYPES[a.dtype];
+            const [atol, rtol] = [options?.atol ?? d.atol, options?.rtol ?? d.rtol];
+            compareOutput(i, a.dtype, s.bufs[i]!.view.copyToHost(), ref.outputs[i]!, atol, rtol, c);
+          });
+          trials.push(trialResult(k, '', c, undefined));
+        }
+      } catch (e) {
+        // A fault here (the reference's, or one the timed launches left behind) names this phase.
+        throw e instanceof CudaError ? CudaError.inPhase(e, 'inputSets().verify(): re-check after timing') : e;
       }
       const result = checkResult(trials, undefined);
       const failed = trials.find((t) => !t.passed);

@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { type ArgSpec, parseArgSpecs, signatureOf } from './argspec.js';
 import { type BenchMode, type BenchResult, type CompareResult, type PresetName, bench, compare } from './bench.js';
 import { type CheckOptions, type CheckResult, type HostValue, type Reference, check, inputSets } from './check.js';
+import { isContextLost } from './errors.js';
 import { formatComparison, formatJson, formatResult, progressLine } from './format.js';
 import {
   type CompileOptions, type CppStandard, type Diagnostic, type Dim3, type Kernel, type LaunchConfig, type Module,
@@ -117,6 +118,8 @@ bench options (and compile's --arch, --ptx, -D, -I, --std, --fast-math, --no-cac
   --bytes <N>, --flops <N>    work per launch, for GB/s, % of peak bandwidth and TFLOP/s (N may be a product: 12*1M)
   --json <file | ->           write the result as JSON; '-' prints it to stdout instead of the text
   --atol, --rtol, --trials, --seed   correctness check tolerances, trials and input seed
+  --require-determinism       fail the check when two runs on the same inputs differ at all (default: fail only
+                              beyond the tolerance; differences within it, e.g. float atomics, are reported)
   --no-check                  skip the correctness check
 
 A spec file's default export describes the whole benchmark (see examples/saxpy.bench.ts); options given on the
@@ -229,6 +232,7 @@ const BENCH_FLAGS = {
   rtol: { type: 'string' },
   trials: { type: 'string' },
   seed: { type: 'string' },
+  'require-determinism': { type: 'boolean' },
   'no-check': { type: 'boolean' },
 } as const satisfies OptionConfig;
 
@@ -845,6 +849,7 @@ function commonBenchOptions(v: BenchValues) {
       rtol: v.rtol !== undefined ? parseTolerance(v.rtol, '--rtol') : undefined,
       trials: v.trials !== undefined ? parseCount(v.trials, '--trials', 1) : undefined,
       seed: v.seed !== undefined ? parseCount(v.seed, '--seed', 0) : undefined,
+      requireDeterminism: v['require-determinism'] === true ? true : undefined,
     }) as CheckOptions,
   };
 }
@@ -902,8 +907,13 @@ async function benchCommand(args: string[], o: Output): Promise<number> {
   return runBench(plan, o);
 }
 
-/** The correctness part of `--json`: the check before timing and the re-check of the timed launches' outputs. */
-type CheckReport = { reference: string; passed: boolean; before: CheckResult; afterTiming?: CheckResult } | { skipped: string };
+/**
+ * The correctness part of `--json`: the check before timing and the re-check of the timed launches' outputs, and
+ * whether two runs on the same inputs had to agree bit for bit (--require-determinism) or within the tolerance.
+ */
+type CheckReport =
+  | { reference: string; passed: boolean; requireDeterminism: boolean; before: CheckResult; afterTiming?: CheckResult }
+  | { skipped: string };
 
 async function runBench(plan: BenchPlan, o: Output): Promise<number> {
   const device = Device.get(0);
@@ -968,7 +978,8 @@ async function runBench(plan: BenchPlan, o: Output): Promise<number> {
       note(`correctness: ${report.skipped}`);
     } else {
       const r = await check({ kernel, config }, reference, plan.io, plan.check);
-      report = { reference: referenceLabel, passed: r.passed, before: r };
+      const requireDeterminism = plan.check.requireDeterminism === true;
+      report = { reference: referenceLabel, passed: r.passed, requireDeterminism, before: r };
       if (!r.passed) {
         o.err(`cudakit: check failed against ${referenceLabel}: ${r.summary}\n`);
         writeJson({ check: report });
@@ -1024,8 +1035,18 @@ async function runBench(plan: BenchPlan, o: Output): Promise<number> {
     return OK;
   } finally {
     o.clearProgress();
-    sets?.dispose();
-    for (const m of modules) m.dispose();
+    // After a kernel fault the context is lost and there is nothing left to release: the fault is what to report.
+    quietly(() => sets?.dispose());
+    for (const m of modules) quietly(() => m.dispose());
+  }
+}
+
+/** Runs a cleanup step; a failure because the CUDA context is lost is dropped (docs/errors.md). */
+function quietly(release: () => void): void {
+  try {
+    release();
+  } catch (e) {
+    if (!isContextLost(e)) throw e;
   }
 }
 

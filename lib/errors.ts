@@ -98,6 +98,8 @@ export class CudaError extends Error {
   readonly sticky: boolean;
   /** What cudakit was doing when the call failed (e.g. 'bench(): timing'), when a harness added it. */
   readonly phase: string | undefined;
+  /** Text the driver gave beside the code, e.g. the JIT's error log of a PTX that did not assemble. */
+  readonly detail: string | undefined;
 
   constructor(f: CudaErrorFields) {
     const remedy = f.remedy ?? REMEDIES[f.code] ?? '';
@@ -122,6 +124,7 @@ export class CudaError extends Error {
     this.tried = f.tried ?? [];
     this.sticky = isSticky || earlier !== undefined;
     this.phase = f.phase;
+    this.detail = f.detail;
     if (isSticky && sticky === undefined) sticky = { code: f.code, api: f.api, result: f.result };
   }
 
@@ -129,7 +132,7 @@ export class CudaError extends Error {
   static inPhase(e: CudaError, phase: string): CudaError {
     const copy = new CudaError({
       code: e.code, api: e.api, result: e.result, explanation: e.explanation, remedy: e.remedy,
-      tried: [...e.tried], phase,
+      tried: [...e.tried], detail: e.detail, phase,
     });
     Object.defineProperty(copy, 'cause', { value: e, enumerable: false, writable: true, configurable: true });
     return copy;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Renders benchmark results for people (mitata-style text: `median (min … max)`, p75/p99, scaled units, a ▁▂▃▄▅▆▇█
 // histogram, `summary … N× faster than …`) and for scripts (JSON). Pure: no CUDA import, tested without a GPU.
-import type { BenchResult, CompareResult, Summary, Verdict } from './bench-types.js';
+import type { BenchResult, CompareResult, Summary, Throughput, Verdict } from './bench-types.js';
 import type { CheckResult } from './check.js';
 import {
   checkBoolean, checkOptions, checkPositiveInt, checkSize, checkString, rangeError, typeError,
@@ -134,7 +134,9 @@ const row = (label: string, value: string): string => `  ${label.padEnd(LABEL_WI
  * ```
  *
  * ± is the 95 % confidence interval of the median, as a percentage of it. The histogram covers accepted samples.
- * No trailing newline.
+ * A share of the peak bandwidth above 100 % is never printed bare: it reads "at the measured peak bandwidth
+ * (100.2% ± 0.5%)" when within the peak's uncertainty, "above the measured peak bandwidth (108.0% ± 0.4%): check the
+ * bytes per launch, or whether L2 served part of the data" when clearly beyond it. No trailing newline.
  *
  * @throws TypeError for unknown options or a non-boolean color.
  */
@@ -166,13 +168,33 @@ export function formatResult(r: BenchResult, options?: FormatOptions): string {
   const through: string[] = [];
   if (t?.gbPerS !== undefined) through.push(`${fmtNumber(t.gbPerS)} GB/s`);
   if (t?.tflopsPerS !== undefined) through.push(`${fmtNumber(t.tflopsPerS)} TFLOP/s`);
-  if (t?.percentOfPeakBandwidth !== undefined) {
-    through.push(`${t.percentOfPeakBandwidth.toFixed(1)}% of peak bandwidth`);
-  }
+  if (t?.percentOfPeakBandwidth !== undefined) through.push(percentOfPeak(t));
   if (through.length > 0) lines.push(row('throughput', through.join(' · ')));
   lines.push(row('device', `${r.env.device} (${r.env.arch})`));
   for (const w of r.warnings) lines.push(`  ${paint(YELLOW, `⚠ ${w}`)}`);
   return lines.join('\n');
+}
+
+/**
+ * The share of the measured peak bandwidth. Up to 100 % it is a plain percentage; above it, a bare figure would
+ * read as a kernel faster than the hardware, so it says where the kernel stands against the peak's uncertainty
+ * (percentOfPeakBandwidthLow/High): within it, "at the measured peak bandwidth (100.2% ± 0.5%)"; clearly above it,
+ * "above the measured peak bandwidth (108.0% ± 0.4%): check the bytes per launch, or whether L2 served part of the
+ * data" (a byte count that is too high, or writes still in L2 when the kernel ends, are the usual causes). ± is the
+ * wider half of the interval.
+ */
+function percentOfPeak(t: Throughput): string {
+  const p = t.percentOfPeakBandwidth!;
+  if (!(p > 100)) return `${p.toFixed(1)}% of peak bandwidth`;
+  const low = t.percentOfPeakBandwidthLow;
+  const high = t.percentOfPeakBandwidthHigh;
+  const half = low !== undefined && high !== undefined ? Math.max(p - low, high - p) : undefined;
+  const pm = half === undefined || !Number.isFinite(half) ? '' : half < 0.05 ? ' ± <0.1%' : ` ± ${half.toFixed(1)}%`;
+  const figure = `${p.toFixed(1)}%${pm}`;
+  // Without an interval nothing says it is within the uncertainty: then it is above the peak as measured.
+  if (low !== undefined && low <= 100) return `at the measured peak bandwidth (${figure})`;
+  return `above the measured peak bandwidth (${figure}): ` +
+    'check the bytes per launch, or whether L2 served part of the data';
 }
 
 /** Ratios: 2 decimals below 10, 1 below 1000, none above. */

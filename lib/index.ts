@@ -26,6 +26,7 @@ export type { CompileOptions, CompileTarget, CppStandard, ProgramOptions } from 
 export type { JitOptions, LoadModuleOptions } from './module.js';
 export type {
   ArgFor, ArgsFor, BytesType, Dim3, KernelAttributes, LaunchConfig, ParamType, ScalarType, Signature, StructType,
+  VectorElement, VectorType,
 } from './kernel.js';
 export type { StreamOptions, CaptureMode } from './stream.js';
 export type { RecordOptions } from './event.js';
@@ -36,6 +37,8 @@ export type { BenchArgs, BenchOptions, CompareOptions, CompareTarget } from './b
 export type {
   BenchEnvironment, BenchMode, BenchResult, BenchSample, CompareResult, PresetName, Summary, Throughput, Verdict,
 } from './bench-types.js';
+export type { PeakBandwidth, PeakBandwidthMethod } from './bench-types.js';
 export type { CheckOptions, CheckResult, Defence, ErrorFigures, HostValue, Mismatch, Reference, TrialResult } from './check.js';
+export type { CheckFault } from './check.js';
 export type { ArgSpec, BufferArgSpec, BufferDType, InitSpec, ScalarArgSpec } from './argspec.js';
 export type { StoppingRule } from './stats.js';

@@ -13,16 +13,36 @@ import { checkSize, rangeError, typeError } from './validate.js';
 
 export type ScalarType =
   | 'ptr' | 'i8' | 'u8' | 'i16' | 'u16' | 'i32' | 'u32' | 'i64' | 'u64' | 'f16' | 'bf16' | 'f32' | 'f64' | 'bool';
-/** A struct passed by value, fields laid out as C does. Its argument is an array of the field values. */
+/** Element types of the CUDA vector types (char, uchar, short, ushort, int, uint, longlong, ulonglong, float, double). */
+export type VectorElement = 'i8' | 'u8' | 'i16' | 'u16' | 'i32' | 'u32' | 'i64' | 'u64' | 'f32' | 'f64';
+/**
+ * CUDA's built-in vector types, by value: float2 is 'f32x2', int4 'i32x4', uchar4 'u8x4', double2 'f64x2',
+ * longlong2 'i64x2', float3 'f32x3', __half2 'f16x2', __nv_bfloat162 'bf16x2'. Their argument is an array of the
+ * components [x, y, z?, w?]. They carry CUDA's alignment, which is larger than their element's: x2 and x4 vectors
+ * are aligned to their size up to 16 bytes (float2 8, float4 16, double2 16, short2 4, char4 4, double4 16), x3
+ * vectors to their element (float3: alignment 4, size 12).
+ *
+ * Spelled like the scalars (element, 'x', length) rather than as an object such as { vector: 'f32', length: 2 }:
+ * a signature stays a flat list of short names that reads like the CUDA declaration, and the spelling can only
+ * name vector types CUDA has, whose alignment is fixed by CUDA rather than chosen by the caller.
+ */
+export type VectorType = `${VectorElement}x${2 | 3 | 4}` | 'f16x2' | 'bf16x2';
+/**
+ * A struct passed by value, fields laid out as C does. Its argument is an array of the field values.
+ * `align` stands for `struct __align__(N) S { ... }` (or alignas(N)): the struct's alignment is the larger of
+ * `align` and its members' alignments, and its size is rounded up to it.
+ */
 export interface StructType {
   readonly struct: readonly ParamType[];
+  /** A power of two up to 256. */
+  readonly align?: number;
 }
 /** Raw bytes passed by value (any POD type); its argument is an ArrayBuffer or a view of exactly `bytes` bytes. */
 export interface BytesType {
   readonly bytes: number;
   readonly align?: number;
 }
-export type ParamType = ScalarType | StructType | BytesType;
+export type ParamType = ScalarType | VectorType | StructType | BytesType;
 export type Signature = readonly ParamType[];
 
 /** The JavaScript value for one parameter type (structs nest up to 4 levels deep in the types). */
@@ -36,12 +56,22 @@ export type ArgFor<P, Depth extends number = 4> = [Depth] extends [never]
         ? boolean
         : P extends ScalarType
           ? number
-          : P extends { readonly struct: infer F extends readonly unknown[] }
-            ? { -readonly [K in keyof F]: ArgFor<F[K], PrevDepth[Depth]> }
-            : P extends { readonly bytes: number }
-              ? ArrayBufferView | ArrayBuffer
-              : never;
+          : P extends `${infer E}x${infer N}`
+            ? VectorArg<E extends 'i64' | 'u64' ? bigint | number : number, N>
+            : P extends { readonly struct: infer F extends readonly unknown[] }
+              ? { -readonly [K in keyof F]: ArgFor<F[K], PrevDepth[Depth]> }
+              : P extends { readonly bytes: number }
+                ? ArrayBufferView | ArrayBuffer
+                : never;
 type PrevDepth = [never, 0, 1, 2, 3];
+/** The components of a vector argument, [x, y, z?, w?]. */
+type VectorArg<T, N> = N extends '2'
+  ? readonly [T, T]
+  : N extends '3'
+    ? readonly [T, T, T]
+    : N extends '4'
+      ? readonly [T, T, T, T]
+      : never;
 /** Launch arguments typed from a signature: a wrong argument is a compile error in the editor. */
 export type ArgsFor<S extends readonly ParamType[]> = { -readonly [K in keyof S]: ArgFor<S[K]> };
 
@@ -86,9 +116,12 @@ const FUNC_ATTR = {
 const PARAM_BASE = 64;
 
 type Writer = (dv: DataView, offset: number, value: unknown) => void;
-interface Layout {
+/** @internal How one parameter type sits in memory. */
+export interface Layout {
   size: number;
   align: number;
+  /** Byte offsets of a struct's fields or a vector's components, from the start of the value. */
+  offsets?: readonly number[];
   write: Writer;
 }
 
@@ -96,9 +129,20 @@ const SCALAR_SIZE: Record<ScalarType, number> = {
   ptr: 8, i8: 1, u8: 1, bool: 1, i16: 2, u16: 2, f16: 2, bf16: 2, i32: 4, u32: 4, f32: 4, i64: 8, u64: 8, f64: 8,
 };
 
+const VECTOR_ELEMENTS: readonly VectorElement[] = ['i8', 'u8', 'i16', 'u16', 'i32', 'u32', 'i64', 'u64', 'f32', 'f64'];
+/** Every vector type name → its element and length (f16 and bf16 come only as the pairs __half2 and __nv_bfloat162). */
+const VECTORS = new Map<string, { element: ScalarType; length: number }>([
+  ['f16x2', { element: 'f16', length: 2 }],
+  ['bf16x2', { element: 'bf16', length: 2 }],
+]);
+for (const element of VECTOR_ELEMENTS) for (const length of [2, 3, 4]) VECTORS.set(`${element}x${length}`, { element, length });
+const PARAM_TYPES =
+  `${Object.keys(SCALAR_SIZE).join(', ')}, a vector such as f32x2, f32x4, i32x2 or u8x4, { struct: [...], align? }, { bytes }`;
+const ALIGNS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
 export function formatParam(p: ParamType): string {
   if (typeof p === 'string') return p;
-  if ('struct' in p) return `{ struct: [${p.struct.map(formatParam).join(', ')}] }`;
+  if ('struct' in p) return `{ struct: [${p.struct.map(formatParam).join(', ')}]${p.align !== undefined ? `, align: ${p.align}` : ''} }`;
   return `{ bytes: ${p.bytes}${p.align !== undefined ? `, align: ${p.align}` : ''} }`;
 }
 
@@ -194,38 +238,80 @@ function ptrWriter(where: string): Writer {
 
 const alignUp = (n: number, a: number): number => Math.ceil(n / a) * a;
 
-/** Size, alignment and a validating writer for one parameter type (C layout rules). */
+/** TypeError for a value that should be an array of `length` items; says how long an array of the wrong length was. */
+function arrayError(where: string, expected: string, v: unknown): TypeError {
+  if (!Array.isArray(v)) return typeError(where, expected, v);
+  return new TypeError(`Expected ${expected} for ${where} but received an array of ${v.length} element${v.length === 1 ? '' : 's'}`);
+}
+
+function checkAlign(name: string, value: unknown): number {
+  if (typeof value !== 'number') throw typeError(name, 'a power of two up to 256', value);
+  if (!ALIGNS.includes(value)) throw rangeError(name, 'a power of two up to 256', value);
+  return value;
+}
+
+/** Unknown keys in an object parameter type are a TypeError: a misspelt `align` would silently change the layout. */
+function checkTypeKeys(p: object, where: string, known: readonly string[]): void {
+  for (const key of Object.keys(p)) {
+    if (!known.includes(key)) throw new TypeError(`Unknown key '${key}' in the parameter type of ${where}; known keys: ${known.join(', ')}`);
+  }
+}
+
+function scalarWriter(p: ScalarType, where: string): Writer {
+  switch (p) {
+    case 'ptr': return ptrWriter(where);
+    case 'i8': return intWriter(where, 8, true);
+    case 'u8': return intWriter(where, 8, false);
+    case 'i16': return intWriter(where, 16, true);
+    case 'u16': return intWriter(where, 16, false);
+    case 'i32': return intWriter(where, 32, true);
+    case 'u32': return intWriter(where, 32, false);
+    case 'i64': return int64Writer(where, true);
+    case 'u64': return int64Writer(where, false);
+    case 'bool':
+      return (dv, o, v) => {
+        if (typeof v !== 'boolean') throw typeError(where, 'a boolean', v);
+        dv.setUint8(o, v ? 1 : 0);
+      };
+    default: return floatWriter(where, p);
+  }
+}
+
+/** A CUDA vector type: `length` elements in a row, aligned to the whole vector up to 16 bytes (x3: to the element). */
+function vectorLayout(name: string, element: ScalarType, length: number, where: string): Layout {
+  const elementSize = SCALAR_SIZE[element];
+  const size = elementSize * length;
+  const offsets = Array.from({ length }, (_, i) => i * elementSize);
+  const writers = offsets.map((_, i) => scalarWriter(element, `${where} component ${'xyzw'[i]}`));
+  const wide = element === 'i64' || element === 'u64';
+  const expected = `an array of ${length} ${wide ? 'bigints or safe integers' : 'numbers'} (${name})`;
+  return {
+    size,
+    align: length === 3 ? elementSize : Math.min(size, 16),
+    offsets,
+    write: (dv, o, v) => {
+      if (!Array.isArray(v) || v.length !== length) throw arrayError(where, expected, v);
+      for (let i = 0; i < length; i++) writers[i]!(dv, o + offsets[i]!, v[i]);
+    },
+  };
+}
+
+/** Size, alignment and a validating writer for one parameter type (C layout rules, CUDA vector alignment). */
 export function layoutOf(p: ParamType, where: string): Layout {
   if (typeof p === 'string') {
-    const size = SCALAR_SIZE[p];
-    if (size === undefined) throw typeError(where, `a parameter type (${Object.keys(SCALAR_SIZE).join(', ')}, { struct }, { bytes })`, p);
-    let write: Writer;
-    switch (p) {
-      case 'ptr': write = ptrWriter(where); break;
-      case 'i8': write = intWriter(where, 8, true); break;
-      case 'u8': write = intWriter(where, 8, false); break;
-      case 'i16': write = intWriter(where, 16, true); break;
-      case 'u16': write = intWriter(where, 16, false); break;
-      case 'i32': write = intWriter(where, 32, true); break;
-      case 'u32': write = intWriter(where, 32, false); break;
-      case 'i64': write = int64Writer(where, true); break;
-      case 'u64': write = int64Writer(where, false); break;
-      case 'bool':
-        write = (dv, o, v) => {
-          if (typeof v !== 'boolean') throw typeError(where, 'a boolean', v);
-          dv.setUint8(o, v ? 1 : 0);
-        };
-        break;
-      default: write = floatWriter(where, p);
-    }
-    return { size, align: size, write };
+    const vector = VECTORS.get(p);
+    if (vector !== undefined) return vectorLayout(p, vector.element, vector.length, where);
+    if (!Object.hasOwn(SCALAR_SIZE, p)) throw typeError(where, `a parameter type (${PARAM_TYPES})`, p);
+    const size = SCALAR_SIZE[p as ScalarType];
+    return { size, align: size, write: scalarWriter(p as ScalarType, where) };
   }
-  if (typeof p !== 'object' || p === null) throw typeError(where, 'a parameter type', p);
+  if (typeof p !== 'object' || p === null) throw typeError(where, `a parameter type (${PARAM_TYPES})`, p);
   if ('struct' in p) {
+    checkTypeKeys(p, where, ['struct', 'align']);
     if (!Array.isArray(p.struct) || p.struct.length === 0) throw typeError(`${where}.struct`, 'a non-empty array of field types', p.struct);
     const fields: { offset: number; layout: Layout }[] = [];
     let size = 0;
-    let align = 1;
+    let align = p.align === undefined ? 1 : checkAlign(`${where}.align`, p.align);
     p.struct.forEach((f, i) => {
       const layout = layoutOf(f, `${where} field ${i} (${formatParam(f)})`);
       size = alignUp(size, layout.align);
@@ -238,16 +324,17 @@ export function layoutOf(p: ParamType, where: string): Layout {
     return {
       size,
       align,
+      offsets: fields.map((f) => f.offset),
       write: (dv, o, v) => {
-        if (!Array.isArray(v) || v.length !== n) throw typeError(where, `an array of ${n} field values`, v);
+        if (!Array.isArray(v) || v.length !== n) throw arrayError(where, `an array of ${n} field values`, v);
         for (let i = 0; i < n; i++) fields[i]!.layout.write(dv, o + fields[i]!.offset, v[i]);
       },
     };
   }
   if ('bytes' in p) {
+    checkTypeKeys(p, where, ['bytes', 'align']);
     const size = checkSize(`${where}.bytes`, p.bytes);
-    const align = p.align ?? Math.min(8, size & -size || 1);
-    if (![1, 2, 4, 8, 16, 32, 64, 128, 256].includes(align)) throw rangeError(`${where}.align`, 'a power of two up to 256', align);
+    const align = p.align === undefined ? Math.min(8, size & -size || 1) : checkAlign(`${where}.align`, p.align);
     return {
       size,
       align,
@@ -259,7 +346,38 @@ export function layoutOf(p: ParamType, where: string): Layout {
       },
     };
   }
-  throw typeError(where, 'a parameter type', p);
+  throw typeError(where, `a parameter type (${PARAM_TYPES})`, p);
+}
+
+/**
+ * Why a struct parameter's size may differ from the compiled one when alignment is the likely cause, as advice to
+ * append to the mismatch message; '' when it is not. The likely causes: a vector member (float2, float4, ...) written
+ * as a run of scalars, which packs it at the element's alignment, or a struct declared __align__(N) without `align`.
+ */
+function alignmentHint(p: ParamType, layout: Layout, compiledSize: number): string {
+  if (typeof p !== 'object' || !('struct' in p) || compiledSize <= layout.size) return '';
+  // The smallest __align__(N) that would give the compiled size, if any.
+  const n = ALIGNS.find((a) => a > layout.align && alignUp(layout.size, a) === compiledSize);
+  if (n === undefined && !hasVectorLikeRun(p)) return '';
+  const N = n ?? 'N';
+  return (
+    ` (alignment: CUDA aligns float2 to 8 bytes and float4 to 16; if the struct holds a float2/float4, describe that ` +
+    `member as 'f32x2'/'f32x4' (likewise i32x2, f64x2, ...), and if it is declared __align__(${N}), give the struct align: ${N})`
+  );
+}
+
+/** Whether a struct (or a struct inside it) has two or more same-typed scalar fields in a row spanning 8 or 16 bytes. */
+function hasVectorLikeRun(p: StructType): boolean {
+  let run = 0;
+  let prev: ParamType | undefined;
+  for (const f of p.struct) {
+    if (typeof f === 'object' && 'struct' in f && hasVectorLikeRun(f)) return true;
+    run = typeof f === 'string' && f === prev && !VECTORS.has(f) && f !== 'ptr' && f !== 'bool' ? run + 1 : 1;
+    prev = f;
+    const bytes = typeof f === 'string' && !VECTORS.has(f) ? (SCALAR_SIZE[f as ScalarType] ?? 0) : 0;
+    if ((run === 2 && (bytes * 2 === 8 || bytes * 2 === 16)) || (run === 4 && (bytes * 4 === 8 || bytes * 4 === 16))) return true;
+  }
+  return false;
 }
 
 function readDim(name: string, v: unknown, max: readonly [number, number, number], out: Uint32Array, at: number): number {
@@ -281,7 +399,63 @@ function readDim(name: string, v: unknown, max: readonly [number, number, number
   return (x as number) * (y as number) * (z as number);
 }
 
-const LAUNCH_KEYS = new Set(['grid', 'block', 'sharedMemBytes', 'stream', 'cooperative', 'clusterDim']);
+/** Every LaunchConfig key; checkLaunchKeys spells the same list as switch cases (a unit test launches with each). */
+const LAUNCH_KEYS: readonly (keyof LaunchConfig)[] = ['grid', 'block', 'sharedMemBytes', 'stream', 'cooperative', 'clusterDim'];
+
+/**
+ * Unknown launch options are a TypeError, so a typo (sharedMemByte, streams) cannot launch with the defaults.
+ * This runs on every launch and is allocation-free: for-in over a plain object walks V8's enum cache, and the
+ * switch compares interned strings. Nothing is cached per config object, so a key added to a config that was
+ * launched with before is still caught. Measured at 5-10 ns per launch (of about 2.4 µs), and no allocation.
+ */
+function checkLaunchKeys(config: LaunchConfig): void {
+  for (const key in config) {
+    switch (key) {
+      case 'grid': case 'block': case 'sharedMemBytes': case 'stream': case 'cooperative': case 'clusterDim':
+        continue;
+      default:
+        throw unknownLaunchOption(key);
+    }
+  }
+}
+
+/** Edit distance between two short strings (case-insensitive), for "did you mean". */
+function editDistance(a: string, b: string): number {
+  const x = a.toLowerCase();
+  const y = b.toLowerCase();
+  let row = Array.from({ length: y.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= x.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= y.length; j++) {
+      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (x[i - 1] === y[j - 1] ? 0 : 1)));
+    }
+    row = next;
+  }
+  return row[y.length]!;
+}
+
+/** The known option a misspelt one most likely meant: close in edit distance, or one containing the other. */
+function closestKey(key: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestScore = Infinity;
+  for (const k of known) {
+    const d = editDistance(key, k);
+    const [short, long] = key.length < k.length ? [key, k] : [k, key];
+    const contains = short.length >= 4 && long.toLowerCase().includes(short.toLowerCase());
+    const limit = key.length <= 3 ? 1 : Math.max(2, Math.floor(key.length / 5));
+    const score = d <= limit ? d : contains ? 100 + d : Infinity;
+    if (score < bestScore) [best, bestScore] = [k, score];
+  }
+  return best;
+}
+
+function unknownLaunchOption(key: string): TypeError {
+  const near = closestKey(key, LAUNCH_KEYS);
+  return new TypeError(
+    `Unknown launch option '${key}'${near !== undefined ? ` (did you mean '${near}'?)` : ''}; ` +
+      `known options: ${LAUNCH_KEYS.join(', ')}`,
+  );
+}
 const NO_LIMIT: readonly [number, number, number] = [0xffffffff, 0xffffffff, 0xffffffff];
 
 /** A kernel with a fixed signature. Launches are synchronous enqueues: cheap, no Promise, no allocation. */
@@ -341,7 +515,7 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
         if (size !== layouts[i]!.size) {
           throw new TypeError(
             `Parameter ${i} of kernel '${name}' is ${size} bytes but the signature says ` +
-              `${formatParam(signature[i]!)} (${layouts[i]!.size} bytes)`,
+              `${formatParam(signature[i]!)} (${layouts[i]!.size} bytes)${alignmentHint(signature[i]!, layouts[i]!, size)}`,
           );
         }
       });
@@ -420,6 +594,7 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
     if (this.#slot < 0) throw disposedError(`Kernel '${this.name}'`);
     assertUsable('cuLaunchKernel');
     if (typeof config !== 'object' || config === null) throw typeError('config', 'a launch config { grid, block }', config);
+    checkLaunchKeys(config);
     // Validation and header writes are skipped when grid, block, shared memory and stream repeat the previous
     // launch's (numbers and handles compare by value, so this cannot miss a change).
     const { grid, block } = config;
@@ -456,9 +631,6 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
     }
     const writers = this.#writers;
     if (args.length !== writers.length) {
-      for (const key of Object.keys(config)) {
-        if (!LAUNCH_KEYS.has(key)) throw new TypeError(`Unknown launch option '${key}'`);
-      }
       throw new TypeError(
         `Kernel '${this.name}' takes ${writers.length} argument${writers.length === 1 ? '' : 's'} ` +
           `[${this.signature.map(formatParam).join(', ')}] but received ${args.length}`,
@@ -483,6 +655,7 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
   bindLaunch(config: LaunchConfig, args: readonly unknown[]): { slot: number; release: () => void } {
     if (this.#slot < 0) throw disposedError(`Kernel '${this.name}'`);
     if (typeof config !== 'object' || config === null) throw typeError('config', 'a launch config { grid, block }', config);
+    checkLaunchKeys(config);
     const buffer = new ArrayBuffer(this.#buffer.byteLength);
     const u32 = new Uint32Array(buffer, 0, 8);
     const limits = this.device.limits;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Modules and functions: cuModuleLoadDataEx, cuModuleGetFunction/Global, cuFuncGet/SetAttribute,
 // cuFuncGetParamInfo, occupancy queries.
+#include <cstring>
 #include <memory>
 
 #include "common.h"
@@ -13,13 +14,22 @@ static Napi::Value ModuleLoadData(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   CUcontext ctx = ArgHandle<CUcontext>(info, 0, "ctx");
   Bytes image = ArgBytes(info, 1, "image");
-  // PTX must be NUL-terminated; a trailing NUL after a binary image is harmless.
-  std::vector<char> copy(image.data, image.data + image.length);
-  copy.push_back('\0');
+  // PTX must be NUL-terminated: text is copied with a NUL appended. CUBIN (ELF) and fatbin images carry their own
+  // sizes and are passed as they are.
+  static const uint8_t kElf[4] = {0x7f, 'E', 'L', 'F'};
+  static const uint8_t kFatbin[4] = {0x50, 0xed, 0x55, 0xba};
+  bool binary = image.length >= 4 && (std::memcmp(image.data, kElf, 4) == 0 || std::memcmp(image.data, kFatbin, 4) == 0);
+  std::vector<char> text;
+  if (!binary) {
+    text.assign(image.data, image.data + image.length);
+    text.push_back('\0');
+  }
+  const void* data = binary ? static_cast<const void*>(image.data) : text.data();
 
   constexpr size_t kLogBytes = 16384;
-  std::unique_ptr<char[]> infoLog(new char[kLogBytes]());
-  std::unique_ptr<char[]> errorLog(new char[kLogBytes]());
+  std::unique_ptr<char[]> infoLog(new char[kLogBytes]);
+  std::unique_ptr<char[]> errorLog(new char[kLogBytes]);
+  infoLog[0] = errorLog[0] = '\0';  // the JIT writes NUL-terminated text, if any
   std::vector<int> options = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
                               CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   std::vector<void*> values = {infoLog.get(), reinterpret_cast<void*>(kLogBytes), errorLog.get(),
@@ -41,13 +51,13 @@ static Napi::Value ModuleLoadData(const Napi::CallbackInfo& info) {
   }
   BindContext(env, ctx);
   CUmodule m = nullptr;
-  CUresult r = NeedDriver(env, drv::cuModuleLoadDataEx)(&m, copy.data(), static_cast<unsigned>(options.size()),
+  CUresult r = NeedDriver(env, drv::cuModuleLoadDataEx)(&m, data, static_cast<unsigned>(options.size()),
                                                          options.data(), values.data());
-  if (r != CUDA_SUCCESS) ThrowCuda(env, "cuModuleLoadDataEx", r, errorLog.get());
+  if (r != CUDA_SUCCESS) ThrowCuda(env, "cuModuleLoadDataEx", r, std::string(errorLog.get(), strnlen(errorLog.get(), kLogBytes)));
   Track(env, reinterpret_cast<uintptr_t>(m), Kind::Module, ctx);
   Napi::Array out = Napi::Array::New(env, 2);
   out.Set(0u, HandleValue(env, m));
-  out.Set(1u, Napi::String::New(env, infoLog.get()));
+  out.Set(1u, Napi::String::New(env, infoLog.get(), strnlen(infoLog.get(), kLogBytes)));
   return out;
 }
 

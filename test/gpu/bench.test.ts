@@ -1,5 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import { expect, it } from 'vitest';
 import { bench, compare } from '../../lib/bench.js';
+import { formatResult } from '../../lib/format.js';
 import { Device, Program } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
 
@@ -40,6 +42,32 @@ describeGpu('bench', () => {
     expect(r.throughput!.percentOfPeakBandwidth).toBeLessThan(110);
     expect(r.env.device).toBe(d().name);
     expect(r.samples.every((s) => s.launchUs > 0 && s.gpuMs > 0)).toBe(true);
+    m.dispose();
+  });
+
+  timing('a plain float4 copy never prints a bare percentage of peak bandwidth above 100', async () => {
+    const { m, copy } = setup();
+    using a = d().alloc(n4 * 16);
+    using b = d().alloc(n4 * 16);
+    const cfg = { grid: 4 * d().multiprocessorCount, block: 256 };
+    // Hot too: 64 MiB partly served from L2 may read above the DRAM peak, and must then say so.
+    for (const mode of ['cold', 'hot'] as const) {
+      const r = await bench(copy, cfg, [a, b, n4, 1], { preset: 'quick', mode, bytes: 2 * n4 * 16 });
+      const t = r.throughput!;
+      const peak = t.peakBandwidth!;
+      expect(['memcpy', 'copy kernel', 'read stream']).toContain(peak.method);
+      expect(peak.repetitions).toBe(20);
+      expect(peak.lowGbPerS).toBeLessThanOrEqual(peak.gbPerS);
+      expect(peak.highGbPerS).toBeGreaterThanOrEqual(peak.gbPerS);
+      expect(peak.highGbPerS / peak.lowGbPerS).toBeLessThan(1.1); // a measurement with a usable interval
+      expect(t.percentOfPeakBandwidth).toBeCloseTo((100 * t.gbPerS!) / peak.gbPerS, 6); // the raw figure stays
+      expect(t.percentOfPeakBandwidthLow).toBeLessThanOrEqual(t.percentOfPeakBandwidth!);
+      expect(t.percentOfPeakBandwidthHigh).toBeGreaterThanOrEqual(t.percentOfPeakBandwidth!);
+      const text = formatResult(r);
+      for (const [, pct] of text.matchAll(/([\d.]+)% of peak bandwidth/g)) expect(Number(pct), text).toBeLessThanOrEqual(100);
+      if (t.percentOfPeakBandwidth! > 100) expect(text).toMatch(/(at|above) the measured peak bandwidth \(\d+\.\d%/);
+      else expect(text).toMatch(/throughput +\d+\.\d GB\/s · \d+\.\d% of peak bandwidth/);
+    }
     m.dispose();
   });
 
@@ -119,5 +147,67 @@ describeGpu('bench agrees with Nsight Compute', () => {
     const ncu = ncuCopyMs(mib);
     expect(Math.abs(ours / ncu - 1), `cudakit ${ours} ms, ncu ${ncu} ms`).toBeLessThan(0.03);
     m.dispose();
+  });
+});
+
+// A kernel that faults while being timed: in its own process, since the fault destroys the process's CUDA context.
+function benchInChild(body: string): { status: number | null; stderr: string; out: Record<string, unknown> } {
+  const script = `
+    import { CudaError, Device, Program, bench, compare } from './lib/index.ts';
+    const d = Device.get(0);
+    const src = 'extern "C" __global__ void bad(int* p) { p[threadIdx.x] = 1; }' +
+      'extern "C" __global__ void good(int* p) { if (p != 0 && threadIdx.x == 1024) p[0] = 1; }';
+    const m = d.loadModule(new Program(src).compile());
+    const bad = m.getKernel('bad', ['ptr']);
+    const good = m.getKernel('good', ['ptr']);
+    const out = {};
+    try {
+      ${body}
+      out.resolved = true;
+    } catch (e) {
+      Object.assign(out, { cls: e instanceof CudaError, code: e.code, api: e.api, phase: e.phase, sticky: e.sticky, msg: e.message, cause: e.cause?.code });
+    }
+    console.log(JSON.stringify(out));
+  `;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    cwd: new URL('../..', import.meta.url).pathname,
+    timeout: 60_000,
+  });
+  let out: Record<string, unknown>;
+  try {
+    out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as Record<string, unknown>;
+  } catch {
+    throw new Error(`the child printed no result (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
+  }
+  return { status: r.status, stderr: r.stderr, out };
+}
+
+// Under compute-sanitizer these planted faults would be (correctly) reported as memcheck errors.
+const planted = process.env.CUDAKIT_UNDER_SANITIZER === '1' ? it.skip : it;
+
+describeGpu('bench: kernel faults', () => {
+  planted('bench() of a faulting kernel rejects with a CudaError naming the phase; cleanup stays silent', () => {
+    const r = benchInChild(`await bench(bad, { grid: 1, block: 32 }, [0x10n], { preset: 'quick' });`);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.out).toMatchObject({
+      cls: true, code: 'CUDA_ERROR_ILLEGAL_ADDRESS', phase: 'bench(): warm-up', sticky: true, cause: 'CUDA_ERROR_ILLEGAL_ADDRESS',
+    });
+    expect(r.out.msg).toMatch(/^bench\(\): warm-up: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\)/);
+  });
+
+  planted('compare() names the side that faulted', () => {
+    const r = benchInChild(`
+      const p = d.alloc(16);
+      await compare(
+        { kernel: good, config: { grid: 1, block: 32 }, args: [p], name: 'fine' },
+        { kernel: bad, config: { grid: 1, block: 32 }, args: [0x10n], name: 'broken' },
+        { preset: 'quick', rounds: 2 },
+      );`);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.out).toMatchObject({ cls: true, code: 'CUDA_ERROR_ILLEGAL_ADDRESS', phase: 'compare(): B (broken): warm-up', sticky: true });
+    expect(r.out.msg).toMatch(/^compare\(\): B \(broken\): warm-up: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS/);
   });
 });

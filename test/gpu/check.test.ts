@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { expect, it } from 'vitest';
 import { parseArgSpecs } from '../../lib/argspec.js';
 import { check, inputSets } from '../../lib/check.js';
@@ -32,7 +33,102 @@ extern "C" __global__ void zeros(const float* x, float* y, float a, int n) {
 }
 extern "C" __global__ void scale_ref(const float* x, float* y, float a, int n) {
   for (int i = 0; i < n; i++) y[i] = a * x[i];
+}
+// Every block adds a·x[i] to every y[i] without atomics: blocks running at once lose each other's updates, and which
+// ones are lost changes from run to run (the sleep between the load and the store widens the window).
+extern "C" __global__ void lost_updates(const float* x, float* y, float a, int n) {
+  volatile float* v = y;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    float old = v[i];
+    __nanosleep(64 * (blockIdx.x % 8));
+    v[i] = old + a * x[i];
+  }
+}
+// A float reduction by atomicAdd into 4 sums: the order of the additions, and so the rounding, varies between runs.
+extern "C" __global__ void atomic_sum(const float* x, float* y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(&y[i & 3], a * x[i]);
 }`;
+
+// Planted faults: each runs in its own process, because a sticky error destroys the CUDA context of the process.
+const FAULTS = `
+extern "C" __device__ void __assertfail(const char*, const char*, unsigned, const char*, size_t);
+extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i];
+}
+extern "C" __global__ void illegal_address(const float* x, float* y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) ((float*)0x10)[i] = a * x[i];
+}
+extern "C" __global__ void traps(const float* x, float* y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i == 7) __trap();
+  if (i < n) y[i] = a * x[i];
+}
+extern "C" __global__ void asserts(const float* x, float* y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i == 7) __assertfail("i != 7", "check.cu", 1, "asserts", 1);
+  if (i < n) y[i] = a * x[i];
+}`;
+
+interface FaultRun {
+  status: number | null;
+  stderr: string;
+  out: {
+    passed: boolean;
+    defence: string;
+    error: { code: string; api: string; result: number; sticky: boolean } | null;
+    trials: number;
+    summary: string;
+    referenceCalls: number;
+    lost: { code: string; api: string } | null;
+    usable: boolean;
+  };
+}
+
+/**
+ * check() in a child process: `candidate` against `reference` ('js' for a JavaScript reference, else a kernel name),
+ * launched with `config` (JSON). Prints the verdict as JSON on its last stdout line, then whether the GPU still works.
+ */
+function checkInChild(candidate: string, reference: string, config = '{ grid: Math.ceil(n / 256), block: 256 }'): FaultRun {
+  const script = `
+    import { Device, Program, check, contextLostBy, parseArgSpecs } from './lib/index.ts';
+    const d = Device.get(0);
+    const m = d.loadModule(new Program(${JSON.stringify(FAULTS)}).compile());
+    const k = (name) => m.getKernel(name, ['ptr', 'ptr', 'f32', 'i32']);
+    const n = 4099;
+    const io = parseArgSpecs(['ptr:f32[' + n + ']=uniform(-2,2)', 'ptr:f32[' + n + ']:out', 'f32=1.5', 'i32=' + n]);
+    let referenceCalls = 0;
+    const js = ([x, y, a]) => { referenceCalls++; for (let i = 0; i < x.length; i++) y[i] = Math.fround(a * x[i]); };
+    const reference = ${reference === 'js' ? 'js' : `{ kernel: k('${reference}'), config: { grid: Math.ceil(n / 256), block: 256 } }`};
+    const r = await check({ kernel: k('${candidate}'), config: ${config} }, reference, io);
+    let usable = true;
+    try { d.alloc(16).dispose(); } catch { usable = false; }
+    console.log(JSON.stringify({
+      passed: r.passed, defence: r.defence, error: r.error ?? null, trials: r.trials.length, summary: r.summary,
+      referenceCalls, lost: contextLostBy() ?? null, usable,
+    }));
+  `;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    cwd: new URL('../..', import.meta.url).pathname,
+    timeout: 60_000,
+  });
+  // A device-side assert prints its message to stdout first: the verdict is the last line.
+  const last = r.stdout.trim().split('\n').pop() ?? '';
+  let out: FaultRun['out'];
+  try {
+    out = JSON.parse(last) as FaultRun['out'];
+  } catch {
+    throw new Error(`the child printed no verdict (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
+  }
+  return { status: r.status, stderr: r.stderr, out };
+}
+
+// Under compute-sanitizer the planted faults would be (correctly) reported as memcheck errors, and a race needs the
+// real concurrency its instrumentation changes.
+const unsanitized = process.env.CUDAKIT_UNDER_SANITIZER === '1' ? it.skip : it;
 
 describeGpu('check', () => {
   const n = 4099;
@@ -93,6 +189,66 @@ describeGpu('check', () => {
     m.dispose();
   });
 
+  unsanitized('fails a kernel whose output depends on a race beyond the tolerance, by default', async () => {
+    const { m, k } = setup();
+    const blocks = 256;
+    const lost = { kernel: k('lost_updates'), config: { grid: blocks, block: 256 } };
+    const io2 = parseArgSpecs([`ptr:f32[${n}]=uniform(-2,2)`, `ptr:f32[${n}]=zeros:out`, 'f32=1.5', `i32=${n}`]);
+    const sum = (args: unknown[]): void => {
+      const [x, y, a] = args as [Float32Array, Float32Array, number];
+      for (let i = 0; i < x.length; i++) y[i] = blocks * Math.fround(a * x[i]!);
+    };
+    const r = await check(lost, sum, io2);
+    expect(r.passed).toBe(false);
+    expect(r.defence).toBe('nondeterministic'); // ahead of the mismatch the lost updates also cause
+    expect(r.nondeterministicBeyondTolerance).toBeGreaterThan(0);
+    expect(r.nondeterministicElements).toBeGreaterThanOrEqual(r.nondeterministicBeyondTolerance!);
+    expect(r.summary).toMatch(
+      /^FAIL \(nondeterministic\) in trial 0: \d+ elements? differed between two runs on the same inputs, \d+ beyond tolerance; first: argument 1\[\d+\] = /,
+    );
+    expect(r.mismatches[0]!.arg).toBe(1);
+    m.dispose();
+  });
+
+  it('passes a float atomicAdd reduction (differences within tolerance are a note); requireDeterminism wants bits', async () => {
+    const { m, k } = setup();
+    const count = 1 << 16;
+    const atomic = { kernel: k('atomic_sum'), config: { grid: count / 256, block: 256 } };
+    const io2 = parseArgSpecs([`ptr:f32[${count}]=uniform(0,1)`, 'ptr:f32[4]=zeros:out', 'f32=1', `i32=${count}`]);
+    const sums = (args: unknown[]): void => {
+      const [x, y, a] = args as [Float32Array, Float32Array, number];
+      const acc = [0, 0, 0, 0];
+      for (let i = 0; i < x.length; i++) acc[i & 3]! += Math.fround(a * x[i]!);
+      y.set(acc);
+    };
+    // Four sums of 16384 values near 8192: float32 rounding in any order stays far inside rtol 1e-3 (about 8).
+    const tol = { atol: 1e-3, rtol: 1e-3 };
+    const loose = await check(atomic, sums, io2, tol);
+    expect(loose.passed, loose.summary).toBe(true);
+    expect(loose.nondeterministicBeyondTolerance).toBe(0);
+    expect(loose.nondeterministicElements).toBeGreaterThanOrEqual(0); // often > 0, but any order may repeat
+    if (loose.nondeterministicElements! > 0) expect(loose.summary).toMatch(/differed between two runs on the same inputs, all within tolerance/);
+    const strict = await check(atomic, sums, io2, { ...tol, requireDeterminism: true });
+    expect(strict.passed).toBe(strict.nondeterministicElements === 0);
+    if (!strict.passed) {
+      expect(strict.defence).toBe('nondeterministic');
+      expect(strict.summary).toMatch(/^FAIL \(nondeterministic\) in trial 0: \d+ elements? differed bitwise .*\(requireDeterminism\), all within tolerance/);
+    }
+    m.dispose();
+  });
+
+  it('still throws for argument errors and for a JavaScript reference that throws', async () => {
+    const { m, k } = setup();
+    await expect(check({ kernel: k('scale'), config: { grid: 0, block: 256 } }, jsRef, io)).rejects.toThrow(RangeError);
+    const broken = (): void => {
+      throw new Error('bug in the reference');
+    };
+    await expect(check({ kernel: k('scale'), config: cfg }, broken, io)).rejects.toThrow('bug in the reference');
+    const again = await check({ kernel: k('scale'), config: cfg }, jsRef, io, { trials: 1 }); // nothing left behind
+    expect(again.passed).toBe(true);
+    m.dispose();
+  });
+
   it('re-checks the outputs of every rotating input set after timing', async () => {
     const { m, k } = setup();
     const sets = inputSets(Device.get(0), io);
@@ -102,5 +258,60 @@ describeGpu('check', () => {
     expect(ok.trials.length).toBe(4);
     sets.dispose();
     m.dispose();
+  });
+});
+
+describeGpu('check: kernel faults are verdicts', () => {
+  unsanitized('a candidate that makes an illegal address fails with defence fault; nothing more touches the GPU', () => {
+    const r = checkInChild('illegal_address', 'js');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.out).toMatchObject({ passed: false, defence: 'fault', trials: 1, referenceCalls: 0, usable: false });
+    expect(r.out.error).toMatchObject({ code: 'CUDA_ERROR_ILLEGAL_ADDRESS', result: 700, sticky: true });
+    expect(r.out.error!.api).toMatch(/^cu\w+Synchronize$/);
+    expect(r.out.summary).toMatch(
+      /^FAIL \(fault\) in trial 0: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\): [^\n]+; the CUDA context is lost: restart the process to use the GPU again$/,
+    );
+    expect(r.out.lost).toMatchObject({ code: 'CUDA_ERROR_ILLEGAL_ADDRESS' });
+  });
+
+  unsanitized('a candidate that calls __trap() fails with defence fault, sticky', () => {
+    const r = checkInChild('traps', 'js');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.out).toMatchObject({ passed: false, defence: 'fault', trials: 1, referenceCalls: 0 });
+    expect(['CUDA_ERROR_LAUNCH_FAILED', 'CUDA_ERROR_ILLEGAL_INSTRUCTION']).toContain(r.out.error!.code);
+    expect(r.out.error!.sticky).toBe(true);
+  });
+
+  unsanitized('a candidate whose device assert fires fails with defence fault, CUDA_ERROR_ASSERT', () => {
+    const r = checkInChild('asserts', 'js');
+    expect(r.status).toBe(0);
+    expect(r.out).toMatchObject({ passed: false, defence: 'fault', trials: 1, referenceCalls: 0 });
+    expect(r.out.error).toMatchObject({ code: 'CUDA_ERROR_ASSERT', sticky: true });
+    expect(r.out.summary).toMatch(/^FAIL \(fault\) in trial 0: cu\w+ failed: CUDA_ERROR_ASSERT/);
+  });
+
+  unsanitized('a reference kernel that faults fails with defence reference-fault', () => {
+    const r = checkInChild('scale', 'illegal_address');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.out).toMatchObject({ passed: false, defence: 'reference-fault', trials: 1 });
+    expect(r.out.error).toMatchObject({ code: 'CUDA_ERROR_ILLEGAL_ADDRESS', sticky: true });
+    expect(r.out.summary).toMatch(
+      /^FAIL \(reference-fault\) in trial 0: the reference kernel failed: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS .*; the CUDA context is lost/,
+    );
+  });
+
+  it('a launch the driver refuses is a fault too, not sticky: the GPU stays usable', () => {
+    // A cooperative grid must fit on the device at once: a million blocks cannot.
+    const r = checkInChild('scale', 'js', '{ grid: 1 << 20, block: 1024, cooperative: true }');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.out).toMatchObject({ passed: false, defence: 'fault', trials: 1, referenceCalls: 0, lost: null, usable: true });
+    expect(r.out.error).toMatchObject({ code: 'CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE', sticky: false });
+    expect(r.out.error!.api).toMatch(/^cuLaunch/);
+    expect(r.out.summary).toMatch(/^FAIL \(fault\) in trial 0: cuLaunch\w* failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE/);
+    expect(r.out.summary).not.toContain('context is lost');
   });
 });

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `cudakit bench` end to end on the GPU, in-process through main(): check, timing, --compare, --ref, --json, the
 // terminal-only progress line and colours, and the exit codes. Small buffers and the quick preset keep it short.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +26,29 @@ const WRONG = `extern "C" __global__ void saxpy(float a, const float* x, float* 
 }
 `;
 
+// A float reduction by atomicAdd into 4 sums (the rounding depends on the order), and a kernel whose output depends on
+// a race: every block adds into every element without atomics, losing updates differently on every run.
+const ATOMIC_SUM = `extern "C" __global__ void atomic_sum(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(&y[i & 3], x[i]);
+}
+`;
+const LOST_UPDATES = `extern "C" __global__ void lost_updates(const float* x, float* y, int n) {
+  volatile float* v = y;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    float old = v[i];
+    __nanosleep(64 * (blockIdx.x % 8));
+    v[i] = old + x[i];
+  }
+}
+`;
+const ILLEGAL = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) ((float*)0x10)[i] = a * x[i];
+}
+`;
+const M = 1 << 16;
+
 let dir = '';
 const file = (name: string): string => join(dir, name);
 const saxpyArgs = [
@@ -47,6 +71,32 @@ beforeAll(() => {
   args: ['f32=2', 'ptr:f32[${N}]=uniform(-1,1)', 'ptr:f32[${N}]=uniform(-1,1):out', 'i32=${N}'],
   reference: ([a, x, y, n]) => { for (let i = 0; i < n; i++) y[i] = a * x[i] + y[i]; },
   bytes: ${12 * N},
+};
+`,
+  );
+});
+
+beforeAll(() => {
+  writeFileSync(file('illegal.cu'), ILLEGAL);
+  writeFileSync(
+    file('atomic.bench.mjs'),
+    `export default {
+  source: ${JSON.stringify(ATOMIC_SUM)},
+  kernel: 'atomic_sum', grid: ${M / 256}, block: 256,
+  args: ['ptr:f32[${M}]=uniform(0,1)', 'ptr:f32[4]=zeros:out', 'i32=${M}'],
+  reference: ([x, y]) => { const s = [0, 0, 0, 0]; for (let i = 0; i < x.length; i++) s[i & 3] += x[i]; y.set(s); },
+  check: { atol: 1e-3, rtol: 1e-3, trials: 2 },
+};
+`,
+  );
+  writeFileSync(
+    file('race.bench.mjs'),
+    `export default {
+  source: ${JSON.stringify(LOST_UPDATES)},
+  kernel: 'lost_updates', grid: 256, block: 256,
+  args: ['ptr:f32[4099]=uniform(-2,2)', 'ptr:f32[4099]=zeros:out', 'i32=4099'],
+  reference: ([x, y]) => { for (let i = 0; i < x.length; i++) y[i] = 256 * x[i]; },
+  check: { trials: 2 },
 };
 `,
   );
@@ -130,5 +180,75 @@ describeGpu('cudakit bench', () => {
     expect(r.stderr).not.toContain('\n');
     expect(r.stdout).toMatch(/\x1b\[\d+m/);
     expect(r.stdout).toContain('correctness: not checked (--no-check)');
+  });
+});
+
+// Under compute-sanitizer a planted fault is (correctly) a memcheck error, and a race needs the real concurrency its
+// instrumentation changes.
+const unsanitized = process.env.CUDAKIT_UNDER_SANITIZER === '1' ? it.skip : it;
+
+describeGpu('cudakit bench: determinism', () => {
+  it('--require-determinism turns differences within tolerance into a failure; --json records the rule', async () => {
+    const loose = file('atomic.json');
+    const r = await cli(['bench', file('atomic.bench.mjs'), '--preset', 'quick', '--json', loose]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^✓ check against the JavaScript reference: PASS: 2 trials/);
+    const a = JSON.parse(readFileSync(loose, 'utf8'));
+    expect(a.check).toMatchObject({ passed: true, requireDeterminism: false });
+    expect(a.check.before.nondeterministicBeyondTolerance).toBe(0);
+
+    const strict = file('atomic-strict.json');
+    const s = await cli(['bench', file('atomic.bench.mjs'), '--preset', 'quick', '--require-determinism', '--json', strict]);
+    const b = JSON.parse(readFileSync(strict, 'utf8'));
+    expect(b.check.requireDeterminism).toBe(true);
+    const identical = b.check.before.nondeterministicElements === 0; // float atomics may or may not repeat their order
+    expect(b.check.before.passed).toBe(identical);
+    expect(s.code).toBe(identical ? 0 : 1);
+    if (!identical) {
+      expect(s.stderr).toMatch(
+        /^cudakit: check failed against the JavaScript reference: FAIL \(nondeterministic\) in trial 0: \d+ elements? differed bitwise .*\(requireDeterminism\)/,
+      );
+      expect(b.stats).toBeUndefined(); // nothing was timed
+    }
+  });
+
+  unsanitized('a kernel whose output depends on a race fails the check by default, exit 1', async () => {
+    const r = await cli(['bench', file('race.bench.mjs'), '--preset', 'quick']);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(
+      /^cudakit: check failed against the JavaScript reference: FAIL \(nondeterministic\) in trial 0: \d+ elements? differed between two runs on the same inputs, \d+ beyond tolerance/,
+    );
+  });
+});
+
+/** The CLI in a child process: a kernel fault destroys the CUDA context of the process it happens in. */
+function cliInChild(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const root = new URL('../..', import.meta.url).pathname;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', `${root}lib/cli.ts`, ...args], { encoding: 'utf8', cwd: root, timeout: 60_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describeGpu('cudakit bench: kernel faults', () => {
+  const illegal = (): string[] => ['bench', file('illegal.cu'), ...saxpyArgs, ...grid(N)];
+
+  unsanitized('a faulting kernel fails the check with defence fault, exit 1, and nothing after it', () => {
+    const json = file('fault.json');
+    const r = cliInChild([...illegal(), '--ref', file('saxpy.cu'), '--json', json]);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(
+      /^cudakit: check failed against saxpy in .*saxpy\.cu: FAIL \(fault\) in trial 0: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\): .*; the CUDA context is lost: restart the process to use the GPU again\n$/,
+    );
+    const out = JSON.parse(readFileSync(json, 'utf8'));
+    expect(out.check.before).toMatchObject({ passed: false, defence: 'fault', error: { code: 'CUDA_ERROR_ILLEGAL_ADDRESS', sticky: true } });
+  });
+
+  unsanitized('with --no-check the fault is a CUDA error naming the phase, exit 2, with no error from cleanup', () => {
+    const r = cliInChild([...illegal(), '--no-check']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^cudakit: bench\(\): warm-up: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\)/);
+    expect(r.stderr.match(/^cudakit: /gm)).toHaveLength(1);
   });
 });

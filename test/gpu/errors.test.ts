@@ -11,7 +11,7 @@ const root = new URL('../..', import.meta.url).pathname;
 function runFile(source: string): { status: number | null; stdout: string; stderr: string } {
   const dir = mkdtempSync(join(tmpdir(), 'cudakit-errors-'));
   try {
-    const file = join(dir, 'scenario.ts');
+    const file = join(dir, 'scenario.mts'); // an ES module: top-level await
     writeFileSync(file, source.replaceAll('CUDAKIT', new URL('lib/index.ts', `file://${root}`).href));
     const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', file], { encoding: 'utf8', cwd: root, timeout: 60_000 });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };

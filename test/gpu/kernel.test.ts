@@ -12,6 +12,18 @@ extern "C" __global__ void scalars(double* out, signed char a, unsigned char b, 
   out[13] = p.tag; out[14] = p.value; out[15] = p.small;
 }`;
 
+const VECTORS = `
+struct S { float a; float2 b; int c; };
+struct __align__(16) A { float a; };
+extern "C" __global__ void fields(float* out, S s) { out[0] = s.a; out[1] = s.b.x; out[2] = s.b.y; out[3] = (float)s.c; }
+extern "C" __global__ void vec4(float* out, float4 v) { out[0] = v.x; out[1] = v.y; out[2] = v.z; out[3] = v.w; }
+extern "C" __global__ void mixed(double* out, signed char head, float4 v, double2 d, float3 f, A a, int2 i, S s,
+                                 signed char tail) {
+  out[0] = head; out[1] = v.x; out[2] = v.y; out[3] = v.z; out[4] = v.w; out[5] = d.x; out[6] = d.y;
+  out[7] = f.x; out[8] = f.y; out[9] = f.z; out[10] = a.a; out[11] = i.x; out[12] = i.y;
+  out[13] = s.a; out[14] = s.b.x; out[15] = s.b.y; out[16] = s.c; out[17] = tail;
+}`;
+
 describeGpu('Kernel', () => {
   const d = () => Device.get(0);
 
@@ -76,6 +88,69 @@ describeGpu('Kernel', () => {
     expect(() => launch({ grid: 1, block: 1 }, gone, x, x, 1)).toThrow(/disposed/);
     k.launch({ grid: 1, block: 1 }, x, x, x, 0); // still usable
     d().synchronize();
+    m.dispose();
+  });
+
+  it('rejects unknown launch options before the driver is called; a correct config still launches', () => {
+    const m = d().loadModule(new Program(VECTOR_ADD).compile());
+    const k = m.getKernel('vector_add', ['ptr', 'ptr', 'ptr', 'i32']);
+    const n = 1000;
+    const a = Float32Array.from({ length: n }, (_, i) => i * 0.5);
+    const b = Float32Array.from({ length: n }, (_, i) => 3 - i);
+    using da = d().allocArray(Float32Array, n).copyFromHost(a);
+    using db = d().allocArray(Float32Array, n).copyFromHost(b);
+    using out = d().allocArray(Float32Array, n);
+    using stream = d().createStream();
+    out.fill(Number.NaN);
+    d().synchronize();
+    const launch = k.launch.bind(k) as (...x: unknown[]) => void;
+    const known = 'known options: grid, block, sharedMemBytes, stream, cooperative, clusterDim';
+    expect(() => launch({ grid: 4, block: 256, sharedMemByte: 1024 }, da, db, out, n)).toThrow(
+      new TypeError(`Unknown launch option 'sharedMemByte' (did you mean 'sharedMemBytes'?); ${known}`),
+    );
+    expect(() => launch({ grid: 4, block: 256, streams: stream }, da, db, out, n)).toThrow(
+      new TypeError(`Unknown launch option 'streams' (did you mean 'stream'?); ${known}`),
+    );
+    expect(() => k.bindLaunch({ grid: 4, block: 256, streams: stream } as never, [da, db, out, n])).toThrow(TypeError);
+    d().synchronize();
+    expect(out.copyToHost().every(Number.isNaN)).toBe(true); // nothing ran
+    k.launch({ grid: 4, block: 256, sharedMemBytes: 1024, stream }, da, db, out, n);
+    stream.synchronize();
+    const r = out.copyToHost();
+    for (let i = 0; i < n; i++) expect(r[i]).toBe(Math.fround(a[i]! + b[i]!));
+    m.dispose();
+  });
+
+  it('passes structs holding vectors, aligned structs and vector types by value', () => {
+    const m = d().loadModule(new Program(VECTORS).compile());
+    using out = d().allocArray(Float32Array, 4);
+    const fields = m.getKernel('fields', ['ptr', { struct: ['f32', 'f32x2', 'i32'] }]);
+    fields.launch({ grid: 1, block: 1 }, out, [1.5, [-2.25, 3.5], -7]);
+    expect([...out.copyToHost()]).toEqual([1.5, -2.25, 3.5, -7]);
+    const vec4 = m.getKernel('vec4', ['ptr', 'f32x4']);
+    vec4.launch({ grid: 1, block: 1 }, out, [0.5, -1, 1e30, 4]);
+    expect([...out.copyToHost()]).toEqual([0.5, -1, Math.fround(1e30), 4]);
+
+    using wide = d().allocArray(Float64Array, 18);
+    const mixed = m.getKernel('mixed', [
+      'ptr', 'i8', 'f32x4', 'f64x2', 'f32x3', { struct: ['f32'], align: 16 }, 'i32x2', { struct: ['f32', 'f32x2', 'i32'] }, 'i8',
+    ]);
+    mixed.launch({ grid: 1, block: 1 }, wide, -3, [1, 2, 3, 4], [Math.PI, -Math.E], [5, 6, 7], [8.5], [-9, 10], [11, [12, 13], -14], 15);
+    expect([...wide.copyToHost()]).toEqual([-3, 1, 2, 3, 4, Math.PI, -Math.E, 5, 6, 7, 8.5, -9, 10, 11, 12, 13, -14, 15]);
+    m.dispose();
+  });
+
+  it('says how to describe a float2 member when a struct signature has the wrong size', () => {
+    const m = d().loadModule(new Program(VECTORS).compile());
+    expect(() => m.getKernel('fields', ['ptr', { struct: ['f32', 'f32', 'f32', 'i32'] }])).toThrow(
+      /^Parameter 1 of kernel 'fields' is 24 bytes but the signature says \{ struct: \[f32, f32, f32, i32\] \} \(16 bytes\) \(alignment: .*describe that member as 'f32x2'\/'f32x4'/,
+    );
+    expect(() => m.getKernel('mixed', ['ptr', 'i8', 'f32x4', 'f64x2', 'f32x3', { struct: ['f32'] }, 'i32x2', { struct: ['f32', 'f32x2', 'i32'] }, 'i8'])).toThrow(
+      /Parameter 5 of kernel 'mixed' is 16 bytes .* give the struct align: 16\)$/,
+    );
+    expect(() => m.getKernel('vec4', ['ptr', 'f32x3'])).toThrow(
+      new TypeError("Parameter 1 of kernel 'vec4' is 16 bytes but the signature says f32x3 (12 bytes)"),
+    );
     m.dispose();
   });
 

@@ -1,7 +1,11 @@
-// The correctness defences' pure parts: poison patterns, encodings and the element comparison (tolerance,
-// non-finite rules, unwritten and all-zero detection). The GPU tier runs the planted faults end to end.
+// The correctness defences' pure parts: poison patterns, encodings, the element comparison (tolerance, non-finite
+// rules, unwritten and all-zero detection) and the determinism rule over two runs. The GPU tier runs the planted
+// faults end to end.
 import { describe, expect, it } from 'vitest';
-import { compareOutput, decode, encode, newComparison, poisonBytes } from '../../lib/check.js';
+import {
+  compareOutput, compareRuns, decode, determinismFailure, determinismNote, encode, newComparison, newRunComparison,
+  poisonBytes,
+} from '../../lib/check.js';
 
 const bytesOf = (a: ArrayBufferView): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 
@@ -81,5 +85,72 @@ describe('element comparison', () => {
   it('flags an all-zero output where the reference is not', () => {
     expect(run('f32', new Float32Array(4), [0, 0, 0, 1e-6], 1e-4, 0).defence).toBe('all-zero'); // within atol, still degenerate
     expect(run('f32', new Float32Array(4), [0, 0, 0, 0]).defence).toBeUndefined();
+  });
+});
+
+describe('two runs on the same inputs', () => {
+  const runs = (dtype: 'f32' | 'i32' | 'i64', first: ArrayBufferView, second: ArrayBufferView, atol = 1e-4, rtol = 1e-4) => {
+    const r = newRunComparison();
+    compareRuns(2, dtype, bytesOf(first), bytesOf(second), atol, rtol, r);
+    return r;
+  };
+
+  it('counts bitwise differences, and those beyond atol + rtol·|first run| apart', () => {
+    // 1 → 1.00005: 5e-5 ≤ 1e-4 + 1e-4·1, within; 10 → 10.01: 0.01 > 1e-4 + 1e-3, beyond
+    const r = runs('f32', new Float32Array([1, 2, 10, 4]), new Float32Array([1.00005, 2, 10.01, 4]));
+    expect(r.differing).toBe(2);
+    expect(r.beyondTolerance).toBe(1);
+    expect(r.maxAbsDifference).toBeCloseTo(0.01, 5);
+    expect(r.firstDiffering.map((m) => m.index)).toEqual([0, 2]);
+    expect(r.firstBeyond).toEqual([{ arg: 2, index: 2, expected: 10, actual: Math.fround(10.01) }]);
+    expect(runs('f32', new Float32Array([1, 2]), new Float32Array([1, 2]))).toEqual(newRunComparison());
+  });
+
+  it('accumulates over outputs and keeps at most 8 examples', () => {
+    const r = newRunComparison();
+    const a = new Int32Array(20);
+    const b = Int32Array.from({ length: 20 }, (_, i) => i % 2);
+    compareRuns(1, 'i32', bytesOf(a), bytesOf(b), 0, 0, r);
+    compareRuns(3, 'i32', bytesOf(a), bytesOf(b), 0, 0, r);
+    expect(r.differing).toBe(20);
+    expect(r.beyondTolerance).toBe(20); // integers: exact by default
+    expect(r.firstBeyond).toHaveLength(8);
+    expect(r.firstBeyond[0]).toEqual({ arg: 1, index: 1, expected: 0, actual: 1 });
+  });
+
+  it('NaN payloads and ±0 differ bitwise only; NaN against a number, other infinities, 64-bit integers differ beyond', () => {
+    const nanA = new Float32Array(new Uint32Array([0x7fc00000]).buffer)[0]!;
+    const nanB = new Float32Array(new Uint32Array([0x7fc00001]).buffer)[0]!;
+    const within = runs('f32', Float32Array.of(nanA, 0), Float32Array.of(nanB, -0));
+    expect(within).toMatchObject({ differing: 2, beyondTolerance: 0 });
+    const beyond = runs('f32', Float32Array.of(Number.NaN, Infinity, 1), Float32Array.of(1, -Infinity, Infinity));
+    expect(beyond).toMatchObject({ differing: 3, beyondTolerance: 3, maxAbsDifference: 0 });
+    expect(runs('i64', BigInt64Array.of(5n, 6n), BigInt64Array.of(5n, 7n), 1, 1)).toMatchObject({ differing: 1, beyondTolerance: 1 });
+    expect(runs('i32', Int32Array.of(5), Int32Array.of(6), 1, 0)).toMatchObject({ differing: 1, beyondTolerance: 0 }); // an atol for integers applies
+  });
+
+  it('fails beyond the tolerance by default, on any bit with requireDeterminism, and says which', () => {
+    const onlyWithin = runs('f32', new Float32Array([1, 2]), new Float32Array([1.00005, 2]));
+    expect(determinismFailure(onlyWithin, false)).toBeUndefined();
+    expect(determinismFailure(onlyWithin, true)).toEqual({
+      detail: '1 element differed bitwise between two runs on the same inputs (requireDeterminism), all within ' +
+        `tolerance; first: argument 2[0] = 1 in one run, ${Math.fround(1.00005)} in the other`,
+      mismatches: onlyWithin.firstDiffering,
+    });
+    const race = runs('f32', new Float32Array([1, 2, 3]), new Float32Array([1.00005, 7, 9]));
+    const failure = determinismFailure(race, false)!;
+    expect(failure.detail).toBe(
+      '3 elements differed between two runs on the same inputs, 2 beyond tolerance; first: argument 2[1] = 2 in one run, 7 in the other',
+    );
+    expect(failure.mismatches.map((m) => m.index)).toEqual([1, 2]); // the ones beyond tolerance
+    expect(determinismFailure(race, true)!.detail).toMatch(/^3 elements differed bitwise .*\(requireDeterminism\), 2 beyond tolerance; first: argument 2\[1\]/);
+    expect(determinismFailure(newRunComparison(), true)).toBeUndefined();
+  });
+
+  it('notes differences within tolerance on a pass, and nothing for identical runs', () => {
+    expect(determinismNote(0)).toBe('');
+    expect(determinismNote(undefined)).toBe('');
+    expect(determinismNote(1)).toBe('; 1 element differed between two runs on the same inputs, all within tolerance (allowed unless requireDeterminism)');
+    expect(determinismNote(12)).toMatch(/^; 12 elements differed between/);
   });
 });

@@ -171,6 +171,19 @@ describe('cudakit bench: what is checked before the GPU', () => {
     }
   });
 
+  it('takes --require-determinism as a flag, documented in --help', async () => {
+    const help = await cli(['bench', '--help']);
+    expect(help.stdout).toMatch(/\n {2}--require-determinism {7}fail the check when two runs on the same inputs differ at all/);
+    const valued = await cli(bench('--require-determinism=yes'));
+    expect(valued.code).toBe(2);
+    expect(valued.stderr).toMatch(/^cudakit: bench: Option '--require-determinism' does not take an argument/);
+    if (machine.ok) return; // the rest is what happens without a GPU; test/gpu/cli.test.ts runs it
+    const args = ['f32=2', 'ptr:f32[1k]=uniform(-1,1)', 'ptr:f32[1k]:out', 'i32=1024'].flatMap((a) => ['--arg', a]);
+    expect(await cli(bench(...args, '--require-determinism'))).toEqual({
+      code: 2, stdout: '', stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,
+    });
+  });
+
   it('reports a bad spec file by its field', async () => {
     const r = await cli(['bench', file('bad-field.bench.mjs')]);
     expect(r.code).toBe(2);

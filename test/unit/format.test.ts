@@ -212,6 +212,45 @@ describe('formatResult', () => {
     expect(formatResult(none)).not.toContain('throughput');
   });
 
+  it('never prints a bare percentage of peak bandwidth above 100', () => {
+    const line = (t: NonNullable<BenchResult['throughput']>): string =>
+      formatResult(result({ throughput: t })).split('\n').find((l) => l.startsWith('  throughput'))!;
+    // Within the peak's uncertainty: at the peak. ± is the wider half of the interval (100.7 - 100.2).
+    expect(line({ gbPerS: 4810, percentOfPeakBandwidth: 100.2, percentOfPeakBandwidthLow: 99.8, percentOfPeakBandwidthHigh: 100.7 }))
+      .toBe('  throughput              4810.0 GB/s · at the measured peak bandwidth (100.2% ± 0.5%)');
+    // Clearly above it: said so, with what to check.
+    expect(line({ gbPerS: 5184, percentOfPeakBandwidth: 108, percentOfPeakBandwidthLow: 107.6, percentOfPeakBandwidthHigh: 108.4 }))
+      .toBe('  throughput              5184.0 GB/s · above the measured peak bandwidth (108.0% ± 0.4%): check the bytes per launch, or whether L2 served part of the data');
+    // No interval (a result from elsewhere): nothing says it is within the uncertainty.
+    expect(line({ percentOfPeakBandwidth: 100.3 })).toBe(
+      '  throughput              above the measured peak bandwidth (100.3%): check the bytes per launch, or whether L2 served part of the data',
+    );
+    expect(line({ percentOfPeakBandwidth: 100.01, percentOfPeakBandwidthLow: 99.99, percentOfPeakBandwidthHigh: 100.03 }))
+      .toBe('  throughput              at the measured peak bandwidth (100.0% ± <0.1%)');
+    // Up to 100 it stays a plain percentage, interval or not.
+    expect(line({ percentOfPeakBandwidth: 100, percentOfPeakBandwidthLow: 99.5, percentOfPeakBandwidthHigh: 100.5 }))
+      .toBe('  throughput              100.0% of peak bandwidth');
+    expect(line({ percentOfPeakBandwidth: 99.96 })).toBe('  throughput              100.0% of peak bandwidth');
+    // A sweep: every figure printed as "N% of peak bandwidth" is at most 100.
+    for (let p = 95; p <= 112; p += 0.05) {
+      for (const half of [0, 0.3, 2]) {
+        const text = line({ percentOfPeakBandwidth: p, percentOfPeakBandwidthLow: p - half, percentOfPeakBandwidthHigh: p + half });
+        const bare = /([\d.]+)% of peak bandwidth/.exec(text);
+        if (bare !== null) expect(Number(bare[1])).toBeLessThanOrEqual(100);
+        else expect(text).toMatch(p - half <= 100 ? /at the measured peak bandwidth/ : /above the measured peak bandwidth/);
+      }
+    }
+  });
+
+  it('keeps the raw percentage and the peak in the JSON', () => {
+    const throughput = {
+      gbPerS: 4810, percentOfPeakBandwidth: 100.2, percentOfPeakBandwidthLow: 99.8, percentOfPeakBandwidthHigh: 100.7,
+      peakBandwidth: { gbPerS: 4800, lowGbPerS: 4790, highGbPerS: 4810, method: 'copy kernel' as const, repetitions: 20 },
+    };
+    const json = JSON.parse(formatJson(result({ throughput }))) as BenchResult;
+    expect(json.throughput).toEqual(throughput);
+  });
+
   it('says when the clock was not measured, sampling did not converge, and there is nothing to warn about', () => {
     const r = result({ clockMHz: 0, converged: false, stopReason: 'timeout', warnings: [] });
     const text = formatResult(r);

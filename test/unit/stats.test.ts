@@ -5,6 +5,8 @@ import {
   bootstrapRatio,
   createRng,
   medianCI,
+  peakOf,
+  percentOf,
   PRESETS,
   quantile,
   shouldStop,
@@ -475,5 +477,84 @@ describe('throttled', () => {
   it('rejects bad arguments', () => {
     expect(() => throttled(1400, 1980, 1.5)).toThrow(RangeError);
     expect(() => throttled(Number.NaN, 1980, 0.75)).toThrow(RangeError);
+  });
+});
+
+describe('peakOf', () => {
+  it("takes the fastest method's median with the CI of that median (n = 10: ranks 2 and 9)", () => {
+    const peak = peakOf({
+      memcpy: [4100, 4150, 4120, 4130, 4110, 4140, 4160, 4105, 4125, 4135],
+      'copy kernel': [4750, 4720, 4790, 4700, 4760, 4780, 4710, 4770, 4730, 4740], // sorted: 4700 4710 … 4790
+      'read stream': [4600, 4610, 4620, 4630, 4640, 4650, 4660, 4670, 4680, 4690],
+    });
+    // median of 4700 … 4790 in steps of 10: (4740 + 4750) / 2; CI [x(2), x(9)] = [4710, 4780]
+    expect(peak).toEqual({ method: 'copy kernel', value: 4745, low: 4710, high: 4780, n: 10 });
+  });
+
+  it('ranks methods by median, not by their single fastest run', () => {
+    const peak = peakOf({ spiky: [100, 100, 100, 100, 100, 100, 900], steady: [110, 110, 111, 111, 112, 112, 112] });
+    expect(peak.method).toBe('steady');
+    expect(peak.value).toBe(111);
+  });
+
+  it('agrees with medianCI, and is [min, max] below 6 repetitions; the first method wins a tie', () => {
+    const rates = Array.from({ length: 20 }, (_, i) => 4000 + 7 * ((i * 13) % 20));
+    const [low, high] = medianCI(ascending(rates));
+    expect(peakOf({ a: rates })).toMatchObject({ low, high, n: 20 });
+    expect(peakOf({ a: [3, 1, 2, 5, 4] })).toEqual({ method: 'a', value: 3, low: 1, high: 5, n: 5 });
+    expect(peakOf({ first: [2, 2, 2], second: [1, 2, 3] }).method).toBe('first');
+  });
+
+  it('brackets the true peak of noisy repetitions', () => {
+    // 20 repetitions with ±0.5 % noise around 4800 GB/s, as the harness takes them
+    const rng = createRng(7);
+    const noisy = (center: number): number[] => Array.from({ length: 20 }, () => center * (1 + 0.01 * (rng() - 0.5)));
+    const peak = peakOf({ memcpy: noisy(4300), 'copy kernel': noisy(4800), 'read stream': noisy(4700) });
+    expect(peak.method).toBe('copy kernel');
+    expect(peak.low).toBeLessThan(4800);
+    expect(peak.high).toBeGreaterThan(4800);
+    expect(peak.high - peak.low).toBeLessThan(0.01 * 4800);
+  });
+
+  it('rejects no methods, empty or non-positive rates', () => {
+    expect(() => peakOf({})).toThrow(RangeError);
+    expect(() => peakOf({ a: [] })).toThrow(RangeError);
+    expect(() => peakOf({ a: [1, 0] })).toThrow(/Expected positive rates for ratesByMethod\['a'\] but received 0 of type number/);
+    expect(() => peakOf({ a: [1, Number.NaN] })).toThrow(RangeError);
+    expect(() => peakOf([1, 2] as never)).toThrow(TypeError);
+  });
+});
+
+describe('percentOf', () => {
+  it('is 100·rate/peak with the two intervals at their worst pairing', () => {
+    const p = percentOf({ value: 4810, low: 4800, high: 4820 }, { value: 4800, low: 4790, high: 4810 });
+    expect(p.percent).toBeCloseTo(100.2083, 4); // 4810 / 4800
+    expect(p.low).toBeCloseTo(99.7921, 4); // 4800 / 4810: the slowest rate against the highest peak
+    expect(p.high).toBeCloseTo(100.6263, 4); // 4820 / 4790
+  });
+
+  it('a kernel at the true peak: its interval reaches 100 even when its median reads above', () => {
+    // Both measured with ±0.5 % noise around the same true rate, as a plain copy kernel against the copy-kernel peak.
+    const rng = createRng(11);
+    const noisy = (): number[] => Array.from({ length: 20 }, () => 4800 * (1 + 0.01 * (rng() - 0.5)));
+    let above = 0;
+    for (let t = 0; t < 50; t++) {
+      const peak = peakOf({ 'copy kernel': noisy() });
+      const rate = ascending(noisy());
+      const [low, high] = medianCI(rate);
+      const p = percentOf({ value: quantile(rate, 0.5), low, high }, peak);
+      if (p.percent > 100) above++;
+      expect(p.low).toBeLessThanOrEqual(100);
+      expect(p.high).toBeGreaterThanOrEqual(100);
+    }
+    expect(above).toBeGreaterThan(0); // it does read above 100 % at times: that is what the interval is for
+  });
+
+  it('rejects missing, non-positive or unordered figures', () => {
+    const ok = { value: 2, low: 1, high: 3 };
+    expect(() => percentOf(ok, { value: 2, low: 0, high: 3 })).toThrow(RangeError);
+    expect(() => percentOf({ value: 2, low: 3, high: 4 }, ok)).toThrow(/low ≤ value ≤ high/);
+    expect(() => percentOf({ value: '2', low: 1, high: 3 } as never, ok)).toThrow(TypeError);
+    expect(() => percentOf(null as never, ok)).toThrow(TypeError);
   });
 });
