@@ -2,10 +2,10 @@
 // `npm run bench:memory` (node --expose-gc): how much device memory the process keeps after the sequences that used
 // to keep it (a failed allocation, a large buffer disposed, buffers left to the garbage collector), under the
 // pool's bounded cache and under an unbounded one (the behaviour before the cache was bounded), and the cost of
-// alloc / free cycles per release threshold, which is what the default threshold is chosen from.
+// alloc / free cycles per cache limit, which is what the default limit is chosen from.
 // `--write` records the figures in bench/RESULTS.md.
 import { writeSection } from './results.js';
-import { CudaError, DEFAULT_POOL_RELEASE_THRESHOLD_BYTES, Device, native, probe } from '../lib/index.js';
+import { CudaError, DEFAULT_POOL_CACHE_LIMIT_BYTES, Device, native, probe } from '../lib/index.js';
 
 const MiB = 1 << 20;
 const GiB = 1 << 30;
@@ -37,7 +37,7 @@ function freeAfterSync(): number {
 
 /** Starts every sequence from the same state: nothing cached. */
 function reset(threshold: number): number {
-  device.setPoolReleaseThreshold(threshold);
+  device.setPoolCacheLimit(threshold);
   device.synchronize();
   device.trimMemory();
   return device.memoryInfo().freeBytes;
@@ -45,7 +45,7 @@ function reset(threshold: number): number {
 
 async function collectGarbage(): Promise<void> {
   gc!();
-  await new Promise((r) => setImmediate(r)); // finalizers run in a task of their own
+  for (let turn = 0; turn < 20; turn++) await new Promise((r) => setImmediate(r)); // finalizers run in tasks of their own
 }
 
 type Sequence = { name: string; run: (before: boolean) => Promise<void> | void };
@@ -71,9 +71,12 @@ const sequences: Sequence[] = [
     },
   },
   {
-    name: '100 000 × 1 MiB left to the garbage collector',
+    name: '100 000 × 1 MiB left to the garbage collector (yielding every 1000)',
     run: async () => {
-      for (let i = 0; i < 100_000; i++) device.alloc(MiB).fill(0, { elementBytes: 4 });
+      for (let batch = 0; batch < 100; batch++) {
+        for (let i = 0; i < 1000; i++) device.alloc(MiB).fill(0, { elementBytes: 4 });
+        await new Promise((r) => setImmediate(r));
+      }
       await collectGarbage();
     },
   },
@@ -84,7 +87,7 @@ const gib = (bytes: number): string => (bytes / GiB).toFixed(3);
 for (const s of sequences) {
   const figures: string[] = [];
   for (const before of [true, false]) {
-    const start = reset(before ? UNBOUNDED : DEFAULT_POOL_RELEASE_THRESHOLD_BYTES);
+    const start = reset(before ? UNBOUNDED : DEFAULT_POOL_CACHE_LIMIT_BYTES);
     await s.run(before);
     const end = freeAfterSync();
     figures.push(`${gib(start)} → ${gib(end)} GiB (${((start - end) / MiB).toFixed(0)} MiB held)`);
@@ -93,7 +96,7 @@ for (const s of sequences) {
 }
 
 // Explicit dispose in a loop: cost per cycle and drift.
-reset(DEFAULT_POOL_RELEASE_THRESHOLD_BYTES);
+reset(DEFAULT_POOL_CACHE_LIMIT_BYTES);
 const driftStart = device.memoryInfo().freeBytes;
 for (let i = 0; i < 1000; i++) device.alloc(MiB).dispose();
 const t0 = nowUs();
@@ -101,8 +104,10 @@ for (let i = 0; i < 100_000; i++) device.alloc(MiB).dispose();
 const disposeUs = (nowUs() - t0) / 100_000;
 const drift = driftStart - freeAfterSync();
 
-// alloc / fill / dispose / synchronize cycles per threshold: the cost of giving memory back at every synchronize.
-const thresholds: [string, number][] = [['0', 0], [`${DEFAULT_POOL_RELEASE_THRESHOLD_BYTES / MiB} MiB (default)`, DEFAULT_POOL_RELEASE_THRESHOLD_BYTES], ['unbounded', UNBOUNDED]];
+// alloc / fill / dispose / synchronize cycles per cache limit, with 1 GiB live throughout: the cost of giving memory
+// back at every synchronize.
+const thresholds: [string, number][] = [['0', 0], [`${DEFAULT_POOL_CACHE_LIMIT_BYTES / MiB} MiB (default)`, DEFAULT_POOL_CACHE_LIMIT_BYTES], ['unbounded', UNBOUNDED]];
+const live = device.alloc(GiB);
 const sizes = [1, 16, 64, 256];
 const stream = device.createStream();
 const cycleRows: string[] = [];
@@ -129,7 +134,8 @@ for (const [label, threshold] of thresholds) {
   cycleRows.push(`| ${label} | ${cells.join(' | ')} |`);
 }
 stream.dispose();
-reset(DEFAULT_POOL_RELEASE_THRESHOLD_BYTES);
+live.dispose();
+reset(DEFAULT_POOL_CACHE_LIMIT_BYTES);
 
 const context = `${new Date().toISOString().slice(0, 10)}, ${device.name} (${device.arch}), ${gib(device.totalMemoryBytes)} GiB, driver CUDA ${p.driverVersion}, Node ${process.version}`;
 const table1 = [
@@ -137,19 +143,19 @@ const table1 = [
   '| --- | --- | --- |',
   ...rows,
 ].join('\n');
-const table2 = [`| release threshold | ${sizes.map((m) => `${m} MiB`).join(' | ')} |`, `| --- | ${sizes.map(() => '---:').join(' | ')} |`, ...cycleRows].join('\n');
+const table2 = [`| cache limit | ${sizes.map((m) => `${m} MiB`).join(' | ')} |`, `| --- | ${sizes.map(() => '---:').join(' | ')} |`, ...cycleRows].join('\n');
 const text =
   `## Device memory\n\n${context}.\n\n` +
   'Free device memory (after a synchronize) before and after each sequence, each started with an empty pool:\n\n' +
   `${table1}\n\n` +
   `Explicit dispose() in a loop (100 000 × alloc(1 MiB) + dispose, no synchronize): ${disposeUs.toFixed(2)} µs a cycle, ` +
   `${(drift / MiB).toFixed(0)} MiB drift.\n\n` +
-  'alloc + fill + dispose + synchronize, per cycle, by the pool\'s release threshold (what the pool keeps cached ' +
-  'across a synchronize):\n\n' +
+  'alloc + fill + dispose + synchronize, per cycle, with 1 GiB live throughout, by the pool\'s cache limit (what ' +
+  'it may keep cached beyond live memory across a synchronize):\n\n' +
   `${table2}\n\n` +
   'A cycle whose buffer fits under the threshold reuses cached memory; a larger one maps fresh memory from the ' +
   'driver after every synchronize. The default threshold keeps cycles of up to its size at the unbounded cost while ' +
-  'every larger buffer goes back to the driver for other processes; `device.setPoolReleaseThreshold(bytes)` ' +
+  'every larger buffer goes back to the driver for other processes; `device.setPoolCacheLimit(bytes)` ' +
   'raises it for loops of larger buffers.\n';
 console.log(`\n${text}`);
 if (process.argv.includes('--write')) writeSection('memory', text);

@@ -29,12 +29,12 @@ export interface MemoryInfo {
 }
 
 /**
- * Freed memory the stream-ordered pool keeps cached across synchronizations instead of returning it to the driver.
+ * Freed memory the stream-ordered pool may keep cached across synchronizations instead of returning it to the driver.
  * Measured on an H200 (bench/RESULTS.md): an alloc / free / synchronize cycle of up to 64 MiB costs 7.1-7.4 µs
  * with this cache, as with an unbounded one, against 83-156 µs when every synchronize returns the memory; larger
  * buffers go back to the driver, so another process (the next job on the GPU) can use them.
  */
-export const DEFAULT_POOL_RELEASE_THRESHOLD_BYTES = 64 << 20;
+export const DEFAULT_POOL_CACHE_LIMIT_BYTES = 64 << 20;
 
 // CUmemPool_attribute
 const POOL_RELEASE_THRESHOLD = 4;
@@ -60,7 +60,9 @@ export class Device {
   #limits: LaunchLimits | undefined;
   #pools: boolean | undefined;
   #pool: Handle | undefined;
-  #poolReleaseThresholdBytes = DEFAULT_POOL_RELEASE_THRESHOLD_BYTES;
+  #poolCacheLimitBytes = DEFAULT_POOL_CACHE_LIMIT_BYTES;
+  #poolLiveBytes = 0; // in live allocations this thread made from the pool
+  #poolThresholdBytes = -1; // the release threshold last given to the driver
   #defaultStream: Stream | undefined;
   readonly #attributeCache = new Map<number, number>();
 
@@ -185,43 +187,54 @@ export class Device {
   get usesMemoryPools(): boolean {
     if (this.#pools === undefined) {
       const supported = this.attribute('MEMORY_POOLS_SUPPORTED') === 1;
-      if (supported) {
-        this.#pool = getNative().deviceGetDefaultMemPool(this.#cuDevice);
-        this.applyReleaseThreshold();
-      }
+      if (supported) this.#pool = getNative().deviceGetDefaultMemPool(this.#cuDevice);
       this.#pools = supported;
+      if (supported) this.poolBytesChanged(0);
     }
     return this.#pools;
   }
 
-  private applyReleaseThreshold(): void {
-    getNative().memPoolSetAttribute(this.#pool!, POOL_RELEASE_THRESHOLD, BigInt(this.#poolReleaseThresholdBytes));
+  /**
+   * @internal Called with every allocation from the pool and every free. The driver's release threshold bounds what
+   * the pool holds in all, live allocations included; keeping it at live bytes + the cache limit bounds the cache
+   * itself, however much is live. The threshold is moved only when the cache would exceed the limit or fall below
+   * half of it, so a steady alloc / free loop makes no extra driver call.
+   */
+  poolBytesChanged(deltaBytes: number): void {
+    this.#poolLiveBytes += deltaBytes;
+    const cache = this.#poolThresholdBytes - this.#poolLiveBytes;
+    if (cache > this.#poolCacheLimitBytes || cache < this.#poolCacheLimitBytes / 2) {
+      this.#poolThresholdBytes = this.#poolLiveBytes + this.#poolCacheLimitBytes;
+      getNative().memPoolSetAttribute(this.#pool!, POOL_RELEASE_THRESHOLD, BigInt(this.#poolThresholdBytes));
+    }
   }
 
-  /** Bytes of freed memory the pool keeps cached across synchronizations (default 64 MiB). */
-  get poolReleaseThresholdBytes(): number {
-    return this.#poolReleaseThresholdBytes;
+  /** Bytes of freed memory the pool may keep cached across synchronizations (default 64 MiB). */
+  get poolCacheLimitBytes(): number {
+    return this.#poolCacheLimitBytes;
   }
 
   /**
-   * Sets how much freed memory the stream-ordered pool may keep cached across synchronizations: more makes
-   * alloc/free loops of larger buffers cheaper, less leaves more to other processes. Applies to the whole process.
+   * Sets how much freed memory the stream-ordered pool may keep cached across synchronizations, beyond what is live:
+   * more makes alloc / free loops of larger buffers cheaper, less leaves more to other processes.
    */
-  setPoolReleaseThreshold(bytes: number): void {
+  setPoolCacheLimit(bytes: number): void {
     checkSize('bytes', bytes);
-    this.#poolReleaseThresholdBytes = bytes;
-    if (this.#pools === true) this.applyReleaseThreshold();
+    this.#poolCacheLimitBytes = bytes;
+    if (this.#pools === true) {
+      this.#poolThresholdBytes = -1; // moves it now
+      this.poolBytesChanged(0);
+    }
   }
 
   /**
-   * Returns the pool's cached memory to the driver now (cuMemPoolTrimTo), keeping at most `keepBytes`. Memory freed
-   * on a stream whose work has not reached the free yet is not included: synchronize() first to include it.
+   * Returns the pool's whole cache to the driver now (cuMemPoolTrimTo). Memory freed on a stream whose work has not
+   * reached the free yet is not included: synchronize() first to include it.
    */
-  trimMemory(keepBytes = 0): void {
-    checkSize('keepBytes', keepBytes);
+  trimMemory(): void {
     if (!this.usesMemoryPools) return;
     assertUsable('cuMemPoolTrimTo');
-    getNative().memPoolTrimTo(this.#pool!, keepBytes);
+    getNative().memPoolTrimTo(this.#pool!, 0);
   }
 
   /** Free and total memory of the device, and what this process's pool holds. */

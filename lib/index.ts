@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // cudakit: the CUDA Driver API and NVRTC for Node.js. Public surface (values first, then types).
-export { DEFAULT_POOL_RELEASE_THRESHOLD_BYTES, Device } from './device.js';
+export { DEFAULT_POOL_CACHE_LIMIT_BYTES, Device } from './device.js';
 export { AbortError, CudaError, CompileError, TimeoutError, contextLostBy } from './errors.js';
 export { DeviceBuffer, DeviceArray, HostRegistration, freeHost, isPinned } from './memory.js';
 export { Program, ObjectCode, compileFlags, nvrtcVersion, supportedArchs, parseDiagnostics } from './program.js';

@@ -43,6 +43,7 @@ export interface CopyOptions {
 
 interface Allocation {
   readonly ptr: Handle;
+  readonly bytes: number;
   readonly device: Device;
   readonly stream: Stream | undefined; // stream-ordered allocations are freed on it
   readonly async: boolean;
@@ -92,6 +93,7 @@ function releaseAllocation(a: Allocation): void {
     else if (a.stream === undefined) n.memFreeAsync(a.ptr, 0n);
     else if (!a.stream.disposed) n.memFreeAsync(a.ptr, a.stream.handle);
     else n.memFree(a.ptr); // its stream is gone: free synchronously
+    if (a.async) a.device.poolBytesChanged(-a.bytes);
   } catch (e) {
     // After a sticky error the context is gone and so is the memory; anything else is reported.
     if (!isContextLost(e)) throw e;
@@ -363,7 +365,7 @@ export function allocDevice(device: Device, count: number, options?: AllocOption
   // Zero bytes still gets a real (1-byte) allocation, so ptr is always a valid, distinct address.
   const bytes = Math.max(byteLength, 1);
   const ptr = async ? allocFromPool(device, bytes, stream) : n.memAlloc(device.ctx, bytes);
-  const alloc: Allocation = { ptr, device, stream, async, freed: false };
+  const alloc: Allocation = { ptr, bytes, device, stream, async, freed: false };
   const buf = type === undefined
     ? new DeviceBuffer(INTERNAL, device, ptr, byteLength, alloc, true)
     : new DeviceArray(INTERNAL, device, ptr, type, count, alloc, true);
@@ -381,13 +383,14 @@ const isOutOfMemory = (e: unknown): e is CudaError => e instanceof CudaError && 
 function allocFromPool(device: Device, bytes: number, stream: Stream | undefined): Handle {
   const n = getNative();
   const s = stream?.handle ?? 0n;
+  let ptr: Handle;
   try {
-    return n.memAllocAsync(device.ctx, bytes, s);
+    ptr = n.memAllocAsync(device.ctx, bytes, s);
   } catch (first) {
     if (!isOutOfMemory(first)) throw first;
     device.trimMemory();
     try {
-      return n.memAllocAsync(device.ctx, bytes, s);
+      ptr = n.memAllocAsync(device.ctx, bytes, s);
     } catch (second) {
       if (!isOutOfMemory(second)) throw second;
       device.trimMemory();
@@ -400,6 +403,8 @@ function allocFromPool(device: Device, bytes: number, stream: Stream | undefined
       });
     }
   }
+  device.poolBytesChanged(bytes);
+  return ptr;
 }
 
 const CU_MEMHOSTALLOC_PORTABLE = 1;
@@ -495,6 +500,6 @@ export function registerHostMemory(device: Device, buffer: ArrayBuffer | ArrayBu
 /** @internal A view of module memory (a __device__ global): never freed here, unusable once `retire` runs. */
 export function globalView(device: Device, ptr: Handle, byteLength: number, owner: object): { buffer: DeviceBuffer; retire: () => void } {
   // `async: false` is never consulted: the view is not a root, so dispose() never frees it.
-  const alloc: Allocation = { ptr, device, stream: undefined, async: false, freed: false };
+  const alloc: Allocation = { ptr, bytes: byteLength, device, stream: undefined, async: false, freed: false };
   return { buffer: new DeviceBuffer(INTERNAL, device, ptr, byteLength, alloc, false, owner), retire: () => (alloc.freed = true) };
 }

@@ -60,7 +60,10 @@ function source(cases: readonly Case[]): string {
       `extern "C" __global__ void k_${name}(char head, ${ctype} v, char tail) {}`,
       `__device__ unsigned long long size_${name} = sizeof(${ctype});`,
       `__device__ unsigned long long align_${name} = alignof(${ctype});`,
-      ...members.map((m, i) => `__device__ unsigned long long off_${name}_${i} = (unsigned long long)&((${ctype}*)0)->${m};`),
+      // Member offsets as address constants into an instance (the PTX prints them as generic(inst)+offset): a form
+      // every NVRTC accepts in a __device__ initializer, unlike offsetof tricks.
+      `__device__ ${ctype} inst_${name};`,
+      ...members.map((m, i) => `__device__ char* off_${name}_${i} = (char*)&inst_${name}.${m};`),
     ].join('\n'))
     .join('\n');
 }
@@ -69,6 +72,7 @@ function source(cases: readonly Case[]): string {
 function constants(ptx: string): Map<string, number> {
   const out = new Map<string, number>();
   for (const m of ptx.matchAll(/\.global\s+\.align\s+\d+\s+\.u64\s+(\w+)(?:\s*=\s*(\d+))?;/g)) out.set(m[1]!, Number(m[2] ?? 0));
+  for (const m of ptx.matchAll(/\.global\s+\.align\s+\d+\s+\.u64\s+(\w+)\s*=\s*generic\(\w+\)(?:\+(\d+))?;/g)) out.set(m[1]!, Number(m[2] ?? 0));
   return out;
 }
 
