@@ -153,9 +153,9 @@ const text =
   'alloc + fill + dispose + synchronize, per cycle, with 1 GiB live throughout, by the pool\'s cache limit (what ' +
   'it may keep cached beyond live memory across a synchronize):\n\n' +
   `${table2}\n\n` +
-  'A cycle whose buffer fits under the threshold reuses cached memory; a larger one maps fresh memory from the ' +
-  'driver after every synchronize. The default threshold keeps cycles of up to its size at the unbounded cost while ' +
-  'every larger buffer goes back to the driver for other processes; `device.setPoolCacheLimit(bytes)` ' +
-  'raises it for loops of larger buffers.\n';
+  'A cycle whose buffer fits in the cache reuses cached memory; a larger one maps fresh memory from the driver ' +
+  'after every synchronize. The default limit keeps cycles of up to its size at the unbounded cost while every ' +
+  'larger buffer goes back to the driver for other processes; `device.setPoolCacheLimit(bytes)` raises it for ' +
+  'loops of larger buffers.\n';
 console.log(`\n${text}`);
 if (process.argv.includes('--write')) writeSection('memory', text);

@@ -479,8 +479,10 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
   #lastBlock: number | undefined;
   #lastSmem = 0;
   #lastStream = 0n;
-  #maxThreads: number;
-  #maxDynamicSmem: number;
+  // Read from the driver at first need, not in the constructor: under lazy loading (the default since CUDA 12.2) a
+  // function attribute loads the function's code, which getKernel alone should not pay for; a launch pays it anyway.
+  #maxThreads = -1;
+  #maxDynamicSmem = -1;
   #attributes: KernelAttributes | undefined;
 
   /** @internal */
@@ -537,14 +539,22 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
     this.#writers = layouts.map((l) => l.write);
     this.#offsets = offsets.map((o) => o + PARAM_BASE);
     this.#slot = this.#native.kernelSlotCreate(this.#ctx, fn, this.#buffer, offsets);
-    this.#maxThreads = Math.min(device.limits.maxThreadsPerBlock, this.attr(FUNC_ATTR.maxThreadsPerBlock));
-    this.#maxDynamicSmem = this.attr(FUNC_ATTR.maxDynamicSharedSizeBytes);
   }
 
   /** The raw CUfunction. Borrowed: valid while the module is loaded. */
   get handle(): Handle {
     if (this.#slot < 0) throw disposedError(`Kernel '${this.name}'`);
     return this.#fn;
+  }
+
+  private get maxThreads(): number {
+    if (this.#maxThreads < 0) this.#maxThreads = Math.min(this.device.limits.maxThreadsPerBlock, this.attr(FUNC_ATTR.maxThreadsPerBlock));
+    return this.#maxThreads;
+  }
+
+  private get maxDynamicSmem(): number {
+    if (this.#maxDynamicSmem < 0) this.#maxDynamicSmem = this.attr(FUNC_ATTR.maxDynamicSharedSizeBytes);
+    return this.#maxDynamicSmem;
   }
 
   private attr(id: number): number {
@@ -558,7 +568,7 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
       for (const [k, id] of Object.entries(FUNC_ATTR)) a[k as keyof KernelAttributes] = this.attr(id);
       this.#attributes = a;
     }
-    return { ...this.#attributes, maxDynamicSharedSizeBytes: this.#maxDynamicSmem };
+    return { ...this.#attributes, maxDynamicSharedSizeBytes: this.maxDynamicSmem };
   }
 
   /** Allows launches with up to `bytes` of dynamic shared memory (above the 48 KiB default, up to the opt-in limit). */
@@ -572,8 +582,9 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
 
   /** Blocks of `blockSize` threads that fit on one SM at once (occupancy). */
   maxActiveBlocksPerMultiprocessor(blockSize: number, dynamicSharedMemBytes = 0): number {
-    if (typeof blockSize !== 'number' || !Number.isInteger(blockSize) || blockSize < 1 || blockSize > this.#maxThreads) {
-      throw (typeof blockSize === 'number' ? rangeError : typeError)('blockSize', `an integer in [1, ${this.#maxThreads}]`, blockSize);
+    const maxThreads = this.maxThreads;
+    if (typeof blockSize !== 'number' || !Number.isInteger(blockSize) || blockSize < 1 || blockSize > maxThreads) {
+      throw (typeof blockSize === 'number' ? rangeError : typeError)('blockSize', `an integer in [1, ${maxThreads}]`, blockSize);
     }
     checkSize('dynamicSharedMemBytes', dynamicSharedMemBytes);
     return this.#native.occupancyMaxActiveBlocksPerMultiprocessor(this.#ctx, this.handle, blockSize, dynamicSharedMemBytes);
@@ -606,17 +617,17 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
     if (typeof block !== 'number' || block !== this.#lastBlock) {
       this.#lastBlock = undefined;
       const threads = readDim('block', block, this.device.limits.maxBlockDim, this.#u32, 3);
-      if (threads > this.#maxThreads) {
-        throw rangeError('block', `at most ${this.#maxThreads} threads for kernel '${this.name}'`, threads);
+      if (threads > this.maxThreads) {
+        throw rangeError('block', `at most ${this.maxThreads} threads for kernel '${this.name}'`, threads);
       }
       if (typeof block === 'number') this.#lastBlock = block;
     }
     const smem = config.sharedMemBytes ?? 0;
     if (smem !== this.#lastSmem) {
-      if (typeof smem !== 'number' || !Number.isInteger(smem) || smem < 0 || smem > this.#maxDynamicSmem) {
+      if (typeof smem !== 'number' || !Number.isInteger(smem) || smem < 0 || smem > this.maxDynamicSmem) {
         throw (typeof smem === 'number' ? rangeError : typeError)(
           'sharedMemBytes',
-          `an integer in [0, ${this.#maxDynamicSmem}] (raise it with kernel.setMaxDynamicSharedMemory)`,
+          `an integer in [0, ${this.maxDynamicSmem}] (raise it with kernel.setMaxDynamicSharedMemory)`,
           smem,
         );
       }
@@ -661,10 +672,10 @@ export class Kernel<S extends Signature = Signature> implements Disposable {
     const limits = this.device.limits;
     readDim('grid', config.grid, limits.maxGridDim, u32, 0);
     const threads = readDim('block', config.block, limits.maxBlockDim, u32, 3);
-    if (threads > this.#maxThreads) throw rangeError('block', `at most ${this.#maxThreads} threads for kernel '${this.name}'`, threads);
+    if (threads > this.maxThreads) throw rangeError('block', `at most ${this.maxThreads} threads for kernel '${this.name}'`, threads);
     const smem = config.sharedMemBytes ?? 0;
-    if (typeof smem !== 'number' || !Number.isInteger(smem) || smem < 0 || smem > this.#maxDynamicSmem) {
-      throw rangeError('sharedMemBytes', `an integer in [0, ${this.#maxDynamicSmem}]`, smem);
+    if (typeof smem !== 'number' || !Number.isInteger(smem) || smem < 0 || smem > this.maxDynamicSmem) {
+      throw rangeError('sharedMemBytes', `an integer in [0, ${this.maxDynamicSmem}]`, smem);
     }
     u32[6] = smem;
     new BigUint64Array(buffer, 0, 8)[4] = config.stream === undefined ? 0n : config.stream.handle;
