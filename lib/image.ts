@@ -16,10 +16,11 @@ const EIFMT_HVAL = 3;
 const EIFMT_SVAL = 4;
 const EIATTR_KPARAM_INFO = 0x17;
 
-function cstr(bytes: Uint8Array, at: number): string {
-  let end = at;
-  while (end < bytes.length && bytes[end] !== 0) end++;
-  return Buffer.from(bytes.buffer, bytes.byteOffset + at, end - at).toString('latin1');
+/** Whether the NUL-terminated name at `at` is exactly `name` (compared as bytes: no string per section). */
+function nameIs(bytes: Uint8Array, at: number, name: Uint8Array): boolean {
+  if (at + name.length >= bytes.length || bytes[at + name.length] !== 0) return false;
+  for (let k = 0; k < name.length; k++) if (bytes[at + k] !== name[k]) return false;
+  return true;
 }
 
 /** Parameters of `symbol` from a 64-bit little-endian CUBIN; undefined when this is not one or lacks the kernel. */
@@ -32,15 +33,14 @@ export function cubinParams(image: Uint8Array, symbol: string): ParamInfo[] | un
     const shentsize = dv.getUint16(0x3a, true);
     const shnum = dv.getUint16(0x3c, true);
     const shstrndx = dv.getUint16(0x3e, true);
-    const section = (i: number): { name: number; offset: number; size: number } => {
-      const o = shoff + i * shentsize;
-      return { name: dv.getUint32(o, true), offset: Number(dv.getBigUint64(o + 24, true)), size: Number(dv.getBigUint64(o + 32, true)) };
-    };
-    const names = section(shstrndx).offset;
-    const wanted = `.nv.info.${symbol}`;
+    // 64-bit fields read as two 32-bit halves: getBigUint64 (a BigInt per read) costs more than the whole scan.
+    const u64 = (at: number): number => dv.getUint32(at, true) + dv.getUint32(at + 4, true) * 2 ** 32;
+    const names = u64(shoff + shstrndx * shentsize + 24);
+    const wanted = Buffer.from(`.nv.info.${symbol}`, 'latin1');
     for (let i = 0; i < shnum; i++) {
-      const s = section(i);
-      if (cstr(image, names + s.name) !== wanted) continue;
+      const o = shoff + i * shentsize;
+      if (!nameIs(image, names + dv.getUint32(o, true), wanted)) continue;
+      const s = { offset: u64(o + 24), size: u64(o + 32) };
       const params: { ordinal: number; offset: number; size: number }[] = [];
       for (let p = s.offset; p < s.offset + s.size; ) {
         const format = image[p]!;
