@@ -29,10 +29,11 @@ export interface MemoryInfo {
 }
 
 /**
- * Freed memory the stream-ordered pool may keep cached across synchronizations instead of returning it to the driver.
- * Measured on an H200 (bench/RESULTS.md): an alloc / free / synchronize cycle of up to 64 MiB costs 7.1-7.4 µs
- * with this cache, as with an unbounded one, against 83-156 µs when every synchronize returns the memory; larger
- * buffers go back to the driver, so another process (the next job on the GPU) can use them.
+ * Freed memory the stream-ordered pool may keep cached across synchronizations, beyond what is live, instead of
+ * returning it to the driver. Measured on an H200 (bench/RESULTS.md, `npm run bench:memory`): an alloc / fill / free
+ * / synchronize cycle of up to 64 MiB costs 16-32 µs with this cache, as with an unbounded one, against 84-160 µs
+ * when every synchronize returns the memory; larger buffers go back to the driver, so another process (the next job
+ * on the GPU) can use them.
  */
 export const DEFAULT_POOL_CACHE_LIMIT_BYTES = 64 << 20;
 
