@@ -1,7 +1,7 @@
 // The package as users get it: `npm pack`, installed into an empty folder with install scripts disabled, loads its
 // prebuild and works from ESM and CommonJS. (The prebuild is this checkout's build, placed where prebuildify puts it.)
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -11,6 +11,13 @@ const npm = (args: string[], cwd: string): string =>
   execFileSync('npm', args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false' } });
 
 describe('npm package', () => {
+  it('builds the addon once: no script runs as a hook of build or build:native', () => {
+    // npm runs `pre<name>` and `post<name>` around `npm run <name>`: a script named `prebuild` compiled the addon twice.
+    const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const hooks = Object.keys(scripts).filter((name) => /^(pre|post)(build|build:native|build:ts)$/.test(name));
+    expect(hooks).toEqual([]);
+  });
+
   it.skipIf(!existsSync(join(root, 'dist/index.js')) || !existsSync(join(root, 'build/Release/cudakit.node')))(
     'packs, installs without install scripts and imports (ESM and CJS)',
     () => {
