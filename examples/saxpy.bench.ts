@@ -3,7 +3,7 @@
 // reference below on seeded random inputs, then times it. Options on the command line override the fields
 // (`--mode hot`, `--preset quick`, `--json saxpy.json`). Run directly, `tsx examples/saxpy.bench.ts` does the same.
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { BenchSpec } from '../lib/cli.js';
+import type { BenchSpec } from '../lib/cli/main.js';
 
 const n = 1 << 24;
 
@@ -32,7 +32,7 @@ export default spec;
 
 // Run as a script, it benchmarks itself. No top-level await: the CLI imports this module while main() runs.
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  void import('../lib/cli.js')
+  void import('../lib/cli/main.js')
     .then(({ main }) => main(['bench', fileURLToPath(import.meta.url)]))
     .then((code) => (process.exitCode = code));
 }

@@ -44,14 +44,14 @@ fi
 if [[ " $steps " == *" cli "* ]]; then
   {
     set -x
-    npx tsx lib/cli.ts info
-    npx tsx lib/cli.ts compile examples/cuda/saxpy.cu
-    npx tsx lib/cli.ts bench examples/saxpy.bench.ts
-    npx tsx lib/cli.ts bench examples/cuda/saxpy_vec4.cu --kernel saxpy --grid 4096 --block 1024 --arg f32=2.5 \
+    npx tsx lib/cli/main.ts info
+    npx tsx lib/cli/main.ts compile examples/cuda/saxpy.cu
+    npx tsx lib/cli/main.ts bench examples/saxpy.bench.ts
+    npx tsx lib/cli/main.ts bench examples/cuda/saxpy_vec4.cu --kernel saxpy --grid 4096 --block 1024 --arg f32=2.5 \
       --arg 'ptr:f32[16M]=uniform(-1,1)' --arg 'ptr:f32[16M]=uniform(-1,1):out' --arg i32=16777216 \
       --compare examples/cuda/saxpy.cu --compare-grid 65536 --compare-block 256 --bytes '12*16M' \
       --json "$out/compare.json"
-    npx tsx lib/cli.ts bench examples/cuda/saxpy_wrong.cu --kernel saxpy --grid 65536 --block 256 --arg f32=2 \
+    npx tsx lib/cli/main.ts bench examples/cuda/saxpy_wrong.cu --kernel saxpy --grid 65536 --block 256 --arg f32=2 \
       --arg 'ptr:f32[16M]=uniform(-1,1)' --arg 'ptr:f32[16M]=uniform(-1,1):out' --arg i32=16777216 \
       --ref examples/cuda/saxpy.cu
     echo "exit code: $?"
@@ -60,7 +60,7 @@ if [[ " $steps " == *" cli "* ]]; then
   cat "$out/cli.log"
   # On a terminal the CLI colours its output and redraws a progress line on stderr: run it under a pty.
   if command -v script > /dev/null; then
-    script -qec "npx tsx lib/cli.ts bench examples/saxpy.bench.ts --preset quick" /dev/null > "$out/cli-tty.raw" 2>&1
+    script -qec "npx tsx lib/cli/main.ts bench examples/saxpy.bench.ts --preset quick" /dev/null > "$out/cli-tty.raw" 2>&1
     echo "cli on a pty: exit $?, $(sed 's/\r$//' "$out/cli-tty.raw" | tr -cd '\r' | wc -c) carriage returns inside lines (progress redraws)," \
       "$(grep -c $'\e\\[' "$out/cli-tty.raw") lines with colour codes" | tee -a "$out/summary.txt"
   fi

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { expect, it } from 'vitest';
-import { bench, compare } from '../../lib/bench.js';
-import { formatResult } from '../../lib/format.js';
+import { bench, compare } from '../../lib/measure/bench.js';
+import { formatResult } from '../../lib/measure/format.js';
 import { Device, Program } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
 

@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { expect, it } from 'vitest';
-import { parseArgSpecs } from '../../lib/argspec.js';
-import { check, inputSets } from '../../lib/check.js';
-import { bench } from '../../lib/bench.js';
+import { parseArgSpecs } from '../../lib/measure/argspec.js';
+import { check, inputSets } from '../../lib/measure/check.js';
+import { bench } from '../../lib/measure/bench.js';
 import { Device, Program } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
 

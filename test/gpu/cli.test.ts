@@ -227,7 +227,7 @@ describeGpu('cudakit bench: determinism', () => {
 /** The CLI in a child process: a kernel fault destroys the CUDA context of the process it happens in. */
 function cliInChild(args: string[]): { status: number | null; stdout: string; stderr: string } {
   const root = new URL('../..', import.meta.url).pathname;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', `${root}lib/cli.ts`, ...args], { encoding: 'utf8', cwd: root, timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', `${root}lib/cli/main.ts`, ...args], { encoding: 'utf8', cwd: root, timeout: 60_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -1,7 +1,7 @@
 // Parameter layouts read from real NVRTC output (CUBIN and PTX), without a GPU.
 import { expect, it } from 'vitest';
 import { Program } from '../../lib/index.js';
-import { cubinParams, imageParams, ptxParams } from '../../lib/image.js';
+import { cubinParams, imageParams, ptxParams } from '../../lib/core/image.js';
 import { describeNvrtc } from '../helpers.js';
 
 const SRC = `

@@ -3,8 +3,8 @@
 // and offsets as __device__ constants in the PTX) and where the CUBIN places the parameter (.nv.info KPARAM_INFO).
 import { expect, it } from 'vitest';
 import { CompileError, type ParamType, Program } from '../../lib/index.js';
-import { cubinParams } from '../../lib/image.js';
-import { layoutOf } from '../../lib/kernel.js';
+import { cubinParams } from '../../lib/core/image.js';
+import { layoutOf } from '../../lib/core/kernel.js';
 import { describeNvrtc } from '../helpers.js';
 
 interface Case {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 import { describe, expect, it } from 'vitest';
-import { parseArgSpec, parseArgSpecs, signatureOf, type ArgSpec, type BufferDType } from '../../lib/argspec.js';
+import { parseArgSpec, parseArgSpecs, signatureOf, type ArgSpec, type BufferDType } from '../../lib/measure/argspec.js';
 
 /** The error parseArgSpec throws for text (fails the test when it does not throw). */
 function errorOf(text: string): Error {

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import {
   compareOutput, compareRuns, decode, determinismFailure, determinismNote, encode, newComparison, newRunComparison,
   poisonBytes,
-} from '../../lib/check.js';
+} from '../../lib/measure/check.js';
 
 const bytesOf = (a: ArrayBufferView): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 

@@ -5,8 +5,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { parseArgSpec } from '../../lib/argspec.js';
-import { externCKernels, parseDim } from '../../lib/cli.js';
+import { parseArgSpec } from '../../lib/measure/argspec.js';
+import { externCKernels, parseDim } from '../../lib/cli/main.js';
 import { Device, nvrtcVersion } from '../../lib/index.js';
 import { cli, describeNvrtc, machine } from '../helpers.js';
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 import { describe, expect, it } from 'vitest';
-import type { BenchResult, BenchSample, CompareResult } from '../../lib/bench-types.js';
+import type { BenchResult, BenchSample, CompareResult } from '../../lib/measure/types.js';
 import {
   formatComparison, formatDuration, formatJson, formatResult, histogram, progressLine,
-} from '../../lib/format.js';
+} from '../../lib/measure/format.js';
 
 const ANSI = /\x1b\[/;
 const BARS = '▁▂▃▄▅▆▇█';

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { ParamInfo } from '../../lib/image.js';
-import { Kernel, formatParam, layoutOf, toBf16Bits, toHalfBits, type ParamType, type Signature } from '../../lib/kernel.js';
-import { INTERNAL } from '../../lib/lifetime.js';
-import type { Module } from '../../lib/module.js';
-import type { Native } from '../../lib/native.js';
-import type { Stream } from '../../lib/stream.js';
+import type { ParamInfo } from '../../lib/core/image.js';
+import { Kernel, formatParam, layoutOf, toBf16Bits, toHalfBits, type ParamType, type Signature } from '../../lib/core/kernel.js';
+import { INTERNAL } from '../../lib/core/lifetime.js';
+import type { Module } from '../../lib/core/module.js';
+import type { Native } from '../../lib/core/native.js';
+import type { Stream } from '../../lib/core/stream.js';
 
 describe('scalar conversions', () => {
   it('rounds to IEEE half correctly', () => {
@@ -213,8 +213,8 @@ const stub = vi.hoisted(() => ({
   slots: 0,
 }));
 
-vi.mock('../../lib/native.js', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../lib/native.js')>();
+vi.mock('../../lib/core/native.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../lib/core/native.js')>();
   const fake: Partial<Native> = {
     funcGetParamInfo: () => stub.paramInfo,
     kernelSlotCreate: (_ctx, _fn, buffer, offsets) => {

@@ -2,7 +2,7 @@
 // The handle-owning base class every driver object (Stream, Event, Graph, GraphExec, Module) stands on.
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { HandleOwner, disposedError } from '../../lib/lifetime.js';
+import { HandleOwner, disposedError } from '../../lib/core/lifetime.js';
 
 class Thing extends HandleOwner {
   constructor(handle: bigint, release: ((h: bigint) => void) | undefined) {
@@ -82,8 +82,8 @@ describe('cleanup never throws', () => {
   it('dispose() after a sticky error is silent', () => {
     // In a child process: the first sticky CudaError marks the whole process's context as lost.
     const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
-      import { CudaError } from './lib/errors.ts';
-      import { HandleOwner } from './lib/lifetime.ts';
+      import { CudaError } from './lib/core/errors.ts';
+      import { HandleOwner } from './lib/core/lifetime.ts';
       class Thing extends HandleOwner { constructor(release) { super('Thing', 1n, release); } }
       const lost = new CudaError({ code: 'CUDA_ERROR_LAUNCH_FAILED', api: 'cuCtxSynchronize', result: 719, explanation: 'x' });
       const t = new Thing(() => { throw new CudaError({ code: 'CUDA_ERROR_LAUNCH_FAILED', api: 'cuStreamDestroy', result: 719, explanation: 'x' }); });
@@ -99,7 +99,7 @@ describe('cleanup never throws', () => {
   it('finalizers of forgotten objects warn once per process, however many fail', () => {
     // In a child process: the warning flag is per process, and a sticky CudaError here would mark it lost.
     const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', '--input-type=module', '-e', `
-      import { watch } from './lib/lifetime.ts';
+      import { watch } from './lib/core/lifetime.ts';
       const warnings = [];
       process.on('warning', (w) => warnings.push(w.message));
       (() => { for (let i = 0; i < 40; i++) watch({}, () => { throw new Error('release ' + i + ' failed'); }); })();

@@ -2,8 +2,8 @@ import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { compileFlags, parseDiagnostics } from '../../lib/program.js';
-import { findCudaIncludeDir } from '../../lib/program.js';
+import { compileFlags, parseDiagnostics } from '../../lib/core/program.js';
+import { findCudaIncludeDir } from '../../lib/core/program.js';
 
 describe('compileFlags (options → NVRTC flags, one function)', () => {
   it('maps every typed option to its flag, extra flags last', () => {

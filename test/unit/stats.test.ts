@@ -16,7 +16,7 @@ import {
   verdict,
   type StopDecision,
   type StoppingRule,
-} from '../../lib/stats.js';
+} from '../../lib/measure/stats.js';
 
 const GAMMA = 0x9e3779b97f4a7c15n;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkInt, checkOptions, checkSize, describe as describeValue } from '../../lib/validate.js';
+import { checkInt, checkOptions, checkSize, describe as describeValue } from '../../lib/core/validate.js';
 
 describe('validate', () => {
   it('describes received values', () => {

@@ -2,8 +2,8 @@
 // Limits on Promise waits, with a stand-in for the native wait (no GPU needed): the limit applies, the native wait
 // is let go of, and options are validated before anything waits.
 import { describe, expect, it } from 'vitest';
-import { AbortError, TimeoutError } from '../../lib/errors.js';
-import { waitWithLimit } from '../../lib/wait.js';
+import { AbortError, TimeoutError } from '../../lib/core/errors.js';
+import { waitWithLimit } from '../../lib/core/wait.js';
 
 const never = (): Promise<void> => new Promise<void>(() => {});
 

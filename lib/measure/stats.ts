@@ -2,8 +2,8 @@
 // Benchmark statistics (methodology: the benchmarking reference, §8.4-8.6): robust summaries, the
 // distribution-free CI of the median, a seeded splitmix64 PRNG, the bootstrap speedup interval and its verdict, and
 // the adaptive stopping rule. Pure: no CUDA or native import, so it runs and is tested without a GPU.
-import type { PresetName, Summary, Verdict } from './bench-types.js';
-import { checkOptions, checkPositiveInt, rangeError, typeError } from './validate.js';
+import type { PresetName, Summary, Verdict } from './types.js';
+import { checkOptions, checkPositiveInt, rangeError, typeError } from '../core/validate.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Validation helpers

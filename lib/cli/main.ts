@@ -7,15 +7,15 @@ import { createRequire } from 'node:module';
 import { basename, dirname, extname, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { type ArgSpec, parseArgSpecs, signatureOf } from './argspec.js';
-import { type BenchMode, type BenchResult, type CompareResult, type PresetName, bench, compare } from './bench.js';
-import { type CheckOptions, type CheckResult, type HostValue, type Reference, check, inputSets } from './check.js';
-import { isContextLost } from './errors.js';
-import { formatComparison, formatJson, formatResult, progressLine } from './format.js';
+import { type ArgSpec, parseArgSpecs, signatureOf } from '../measure/argspec.js';
+import { type BenchMode, type BenchResult, type CompareResult, type PresetName, bench, compare } from '../measure/bench.js';
+import { type CheckOptions, type CheckResult, type HostValue, type Reference, check, inputSets } from '../measure/check.js';
+import { isContextLost } from '../core/errors.js';
+import { formatComparison, formatJson, formatResult, progressLine } from '../measure/format.js';
 import {
   type CompileOptions, type CppStandard, type Diagnostic, type Dim3, type Kernel, type LaunchConfig, type Module,
   type ObjectCode, type ParamType, type Signature, CompileError, Device, Program, parseDiagnostics, probe,
-} from './index.js';
+} from '../index.js';
 
 const OK = 0;
 const CHECK_FAILED = 1;
@@ -1060,7 +1060,7 @@ function compareNames(a: KernelSource, b: KernelSource): [string, string] {
 // main
 
 function version(): string {
-  return (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+  return (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 }
 
 /**

@@ -193,7 +193,7 @@ export interface Native {
   graphExecDestroy(exec: Handle): void;
 }
 
-const packageRoot = fileURLToPath(new URL('..', import.meta.url));
+const packageRoot = fileURLToPath(new URL('../..', import.meta.url));
 let loaded: Native | undefined;
 let loadFailure: Error | undefined;
 

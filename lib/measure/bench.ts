@@ -8,21 +8,21 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type {
   BenchEnvironment, BenchMode, BenchResult, BenchSample, CompareResult, PeakBandwidthMethod, PresetName, Summary,
   Throughput,
-} from './bench-types.js';
-import type { Device } from './device.js';
-import { CudaError, isContextLost } from './errors.js';
-import { Event } from './event.js';
-import type { ArgsFor, Kernel, LaunchConfig, Signature } from './kernel.js';
-import { type BenchSpec, getNative, type Handle } from './native.js';
-import { Program, nvrtcVersion } from './program.js';
+} from './types.js';
+import type { Device } from '../core/device.js';
+import { CudaError, isContextLost } from '../core/errors.js';
+import { Event } from '../core/event.js';
+import type { ArgsFor, Kernel, LaunchConfig, Signature } from '../core/kernel.js';
+import { type BenchSpec, getNative, type Handle } from '../core/native.js';
+import { Program, nvrtcVersion } from '../core/program.js';
 import {
   PRESETS, type PeakEstimate, type StoppingRule, bootstrapRatio, createRng, peakOf, percentOf, shouldStop, summarize,
   throttled, verdict,
 } from './stats.js';
-import type { Stream } from './stream.js';
-import { checkOptions, rangeError, typeError } from './validate.js';
+import type { Stream } from '../core/stream.js';
+import { checkOptions, rangeError, typeError } from '../core/validate.js';
 
-export type { BenchMode, BenchResult, CompareResult, PresetName } from './bench-types.js';
+export type { BenchMode, BenchResult, CompareResult, PresetName } from './types.js';
 
 /**
  * Arguments for every launch, or a generator of input sets (called with 0, 1, 2, ...) for rotation, such as
@@ -247,7 +247,7 @@ function eventOverhead(h: Harness): number {
 
 let cudakitVersion: string | undefined;
 function environment(device: Device): BenchEnvironment {
-  cudakitVersion ??= (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+  cudakitVersion ??= (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
   const v = getNative().driverGetVersion();
   let nvrtc: string | undefined;
   try {

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Renders benchmark results for people (mitata-style text: `median (min … max)`, p75/p99, scaled units, a ▁▂▃▄▅▆▇█
 // histogram, `summary … N× faster than …`) and for scripts (JSON). Pure: no CUDA import, tested without a GPU.
-import type { BenchResult, CompareResult, Summary, Throughput, Verdict } from './bench-types.js';
+import type { BenchResult, CompareResult, Summary, Throughput, Verdict } from './types.js';
 import type { CheckResult } from './check.js';
 import {
   checkBoolean, checkOptions, checkPositiveInt, checkSize, checkString, rangeError, typeError,
-} from './validate.js';
+} from '../core/validate.js';
 
 /** Options of the text formatters. */
 export interface FormatOptions {

@@ -16,13 +16,13 @@
 // candidate, 'reference-fault' for a reference kernel, with the driver error. After a sticky fault nothing more
 // touches the GPU: the context is lost, and only a new process can use it again.
 import type { ArgSpec, BufferArgSpec, BufferDType, InitSpec } from './argspec.js';
-import type { Device } from './device.js';
-import { CudaError, isContextLost } from './errors.js';
-import type { Kernel, LaunchConfig } from './kernel.js';
-import { toBf16Bits, toHalfBits } from './kernel.js';
-import type { DeviceBuffer } from './memory.js';
+import type { Device } from '../core/device.js';
+import { CudaError, isContextLost } from '../core/errors.js';
+import type { Kernel, LaunchConfig } from '../core/kernel.js';
+import { toBf16Bits, toHalfBits } from '../core/kernel.js';
+import type { DeviceBuffer } from '../core/memory.js';
 import { createRng, splitmix64 } from './stats.js';
-import { checkOptions, rangeError, typeError } from './validate.js';
+import { checkOptions, rangeError, typeError } from '../core/validate.js';
 
 export interface CheckOptions {
   /** Seeded trials with fresh inputs. Default 5. */
