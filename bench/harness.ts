@@ -4,9 +4,7 @@
 //  2. run-to-run spread of the median over 10 runs;
 //  3. wall time each preset needs to converge, for a ~10 µs and a ~1 ms kernel.
 // `--write` records them in bench/RESULTS.md.
-import { bench } from '../lib/measure/bench.js';
-import { formatDuration } from '../lib/measure/format.js';
-import { Device, Program, probe } from '../lib/index.js';
+import { Device, Program, bench, formatDuration, probe } from '../lib/index.js';
 import { COPY_SOURCE, copyConfig } from './ncu-child.js';
 import { ncuAvailable, ncuCopyMs } from './ncu.js';
 import { writeSection } from './results.js';

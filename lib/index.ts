@@ -1,44 +1,26 @@
 // SPDX-License-Identifier: MIT
-// cudakit: the CUDA Driver API and NVRTC for Node.js. Public surface (values first, then types).
-export { DEFAULT_POOL_CACHE_LIMIT_BYTES, Device } from './core/device.js';
-export { AbortError, CudaError, CompileError, TimeoutError, contextLostBy } from './core/errors.js';
-export { DeviceBuffer, DeviceArray, HostRegistration, freeHost, isPinned } from './core/memory.js';
-export { Program, ObjectCode, compileFlags, nvrtcVersion, supportedArchs, parseDiagnostics } from './core/program.js';
-export { Module } from './core/module.js';
-export { Kernel, toHalfBits, toBf16Bits } from './core/kernel.js';
-export { Stream } from './core/stream.js';
-export { Event } from './core/event.js';
-export { Graph, GraphExec } from './core/graph.js';
-export { probe } from './core/probe.js';
-export { getNative as native } from './core/native.js';
-export { clearMemoryCache, defaultCacheDir } from './core/cache.js';
-export { bench, compare } from './measure/bench.js';
-export { check, inputSets } from './measure/check.js';
-export { parseArgSpec, parseArgSpecs, signatureOf } from './measure/argspec.js';
-export { formatComparison, formatDuration, formatJson, formatResult, histogram } from './measure/format.js';
-export { PRESETS, bootstrapRatio, medianCI, quantile, summarize, verdict } from './measure/stats.js';
+// cudakit: the CUDA Driver API and NVRTC for Node.js. The package root: the public API of the core layer (the
+// binding), the measure layer (bench, compare, check) and the eval layer (evaluate), values first, then types.
+export {
+  AbortError, CompileError, CudaError, DEFAULT_POOL_CACHE_LIMIT_BYTES, Device, DeviceArray, DeviceBuffer, Event, Graph,
+  GraphExec, HostRegistration, Kernel, Module, ObjectCode, Program, Stream, TimeoutError, clearMemoryCache,
+  compileFlags, contextLostBy, defaultCacheDir, freeHost, isPinned, native, nvrtcVersion, parseDiagnostics, probe,
+  supportedArchs, toBf16Bits, toHalfBits,
+} from './core/index.js';
+export {
+  PRESETS, bench, bootstrapRatio, check, compare, formatComparison, formatDuration, formatJson, formatResult, histogram,
+  inputSets, medianCI, parseArgSpec, parseArgSpecs, quantile, signatureOf, summarize, verdict,
+} from './measure/index.js';
 
-export type { DeviceAttributeName } from './core/attributes.js';
-export type { ComputeCapability, MemoryInfo, LaunchLimits } from './core/device.js';
-export type { Diagnostic } from './core/errors.js';
-export type { AllocOptions, CopyOptions, TypedArrayConstructor } from './core/memory.js';
-export type { CompileOptions, CompileTarget, CppStandard, ProgramOptions } from './core/program.js';
-export type { JitOptions, LoadModuleOptions } from './core/module.js';
 export type {
-  ArgFor, ArgsFor, BytesType, Dim3, KernelAttributes, LaunchConfig, ParamType, ScalarType, Signature, StructType,
-  VectorElement, VectorType,
-} from './core/kernel.js';
-export type { StreamOptions, CaptureMode } from './core/stream.js';
-export type { RecordOptions } from './core/event.js';
-export type { WaitOptions } from './core/wait.js';
-export type { ProbeResult } from './core/probe.js';
-export type { Native, NativeStats, Handle } from './core/native.js';
-export type { BenchArgs, BenchOptions, CompareOptions, CompareTarget } from './measure/bench.js';
+  AllocOptions, ArgFor, ArgsFor, BytesType, CaptureMode, CompileOptions, CompileTarget, ComputeCapability, CopyOptions,
+  CppStandard, DeviceAttributeName, Diagnostic, Dim3, Handle, JitOptions, KernelAttributes, LaunchConfig, LaunchLimits,
+  LoadModuleOptions, MemoryInfo, Native, NativeStats, ParamType, ProbeResult, ProgramOptions, RecordOptions,
+  ScalarType, Signature, StreamOptions, StructType, TypedArrayConstructor, VectorElement, VectorType, WaitOptions,
+} from './core/index.js';
 export type {
-  BenchEnvironment, BenchMode, BenchResult, BenchSample, CompareResult, PresetName, Summary, Throughput, Verdict,
-} from './measure/types.js';
-export type { PeakBandwidth, PeakBandwidthMethod } from './measure/types.js';
-export type { CheckOptions, CheckResult, Defence, ErrorFigures, HostValue, Mismatch, Reference, TrialResult } from './measure/check.js';
-export type { CheckFault } from './measure/check.js';
-export type { ArgSpec, BufferArgSpec, BufferDType, InitSpec, ScalarArgSpec } from './measure/argspec.js';
-export type { StoppingRule } from './measure/stats.js';
+  ArgSpec, BenchArgs, BenchEnvironment, BenchMode, BenchOptions, BenchResult, BenchSample, BufferArgSpec, BufferDType,
+  CheckFault, CheckOptions, CheckResult, CompareOptions, CompareResult, CompareTarget, Defence, ErrorFigures, HostValue,
+  InitSpec, Mismatch, PeakBandwidth, PeakBandwidthMethod, PresetName, Reference, ScalarArgSpec, StoppingRule, Summary,
+  Throughput, TrialResult, Verdict,
+} from './measure/index.js';

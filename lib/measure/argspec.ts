@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Parses the CLI's kernel argument specs (`--arg 'f32=2.5'`, `--arg 'ptr:f32[1M]=uniform(-1,1)'`) into typed records.
 // Pure: no CUDA import, so the grammar and its error messages are tested without a GPU.
-import { typeError } from '../core/validate.js';
+import { typeError } from '../core/index.js';
 
 /** Element types a device buffer can hold. */
 export type BufferDType = 'i8' | 'u8' | 'i16' | 'u16' | 'i32' | 'u32' | 'i64' | 'u64' | 'f16' | 'bf16' | 'f32' | 'f64';

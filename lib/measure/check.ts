@@ -15,14 +15,12 @@
 // A kernel that faults (illegal address, __trap(), device assert, a refused launch) is a verdict too: 'fault' for the
 // candidate, 'reference-fault' for a reference kernel, with the driver error. After a sticky fault nothing more
 // touches the GPU: the context is lost, and only a new process can use it again.
+import {
+  CudaError, type Device, type DeviceBuffer, type Kernel, type LaunchConfig, checkOptions, isContextLost, rangeError,
+  toBf16Bits, toHalfBits, typeError,
+} from '../core/index.js';
 import type { ArgSpec, BufferArgSpec, BufferDType, InitSpec } from './argspec.js';
-import type { Device } from '../core/device.js';
-import { CudaError, isContextLost } from '../core/errors.js';
-import type { Kernel, LaunchConfig } from '../core/kernel.js';
-import { toBf16Bits, toHalfBits } from '../core/kernel.js';
-import type { DeviceBuffer } from '../core/memory.js';
 import { createRng, splitmix64 } from './stats.js';
-import { checkOptions, rangeError, typeError } from '../core/validate.js';
 
 export interface CheckOptions {
   /** Seeded trials with fresh inputs. Default 5. */

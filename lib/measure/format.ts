@@ -5,7 +5,7 @@ import type { BenchResult, CompareResult, Summary, Throughput, Verdict } from '.
 import type { CheckResult } from './check.js';
 import {
   checkBoolean, checkOptions, checkPositiveInt, checkSize, checkString, rangeError, typeError,
-} from '../core/validate.js';
+} from '../core/index.js';
 
 /** Options of the text formatters. */
 export interface FormatOptions {

@@ -3,7 +3,7 @@
 // distribution-free CI of the median, a seeded splitmix64 PRNG, the bootstrap speedup interval and its verdict, and
 // the adaptive stopping rule. Pure: no CUDA or native import, so it runs and is tested without a GPU.
 import type { PresetName, Summary, Verdict } from './types.js';
-import { checkOptions, checkPositiveInt, rangeError, typeError } from '../core/validate.js';
+import { checkOptions, checkPositiveInt, rangeError, typeError } from '../core/index.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Validation helpers

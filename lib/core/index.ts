@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// The core layer: the safe binding of the CUDA Driver API and NVRTC. The layers above (measure/, eval/) import it
+// through this file only (measure/ also through sampler.ts, the TypeScript side of native/bench.cc). The first block
+// is the public API, which the package root re-exports; the second is what the layers above share but users do not
+// need.
+export { DEFAULT_POOL_CACHE_LIMIT_BYTES, Device } from './device.js';
+export { AbortError, CudaError, CompileError, TimeoutError, contextLostBy } from './errors.js';
+export { DeviceBuffer, DeviceArray, HostRegistration, freeHost, isPinned } from './memory.js';
+export { Program, ObjectCode, compileFlags, nvrtcVersion, supportedArchs, parseDiagnostics } from './program.js';
+export { Module } from './module.js';
+export { Kernel, toHalfBits, toBf16Bits } from './kernel.js';
+export { Stream } from './stream.js';
+export { Event } from './event.js';
+export { Graph, GraphExec } from './graph.js';
+export { probe } from './probe.js';
+export { getNative as native } from './native.js';
+export { clearMemoryCache, defaultCacheDir } from './cache.js';
+
+export type { DeviceAttributeName } from './attributes.js';
+export type { ComputeCapability, MemoryInfo, LaunchLimits } from './device.js';
+export type { Diagnostic } from './errors.js';
+export type { AllocOptions, CopyOptions, TypedArrayConstructor } from './memory.js';
+export type { CompileOptions, CompileTarget, CppStandard, ProgramOptions } from './program.js';
+export type { JitOptions, LoadModuleOptions } from './module.js';
+export type {
+  ArgFor, ArgsFor, BytesType, Dim3, KernelAttributes, LaunchConfig, ParamType, ScalarType, Signature, StructType,
+  VectorElement, VectorType,
+} from './kernel.js';
+export type { StreamOptions, CaptureMode } from './stream.js';
+export type { RecordOptions } from './event.js';
+export type { WaitOptions } from './wait.js';
+export type { ProbeResult } from './probe.js';
+export type { Native, NativeStats, Handle } from './native.js';
+
+// For the layers above.
+export { isContextLost } from './errors.js';
+export {
+  checkBoolean, checkInt, checkObject, checkOptions, checkPositiveInt, checkSize, checkString, describe, isBufferSource,
+  rangeError, typeError,
+} from './validate.js';
