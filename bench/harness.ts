@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `npm run bench:harness`: figures for the benchmark harness itself (issue: benchmark and correctness harness §6):
+// `npm run bench:harness`: figures for the benchmark harness itself (the method: docs/benchmarking.md):
 //  1. agreement of bench()'s cold median with Nsight Compute's gpu__time_duration.sum, kernels from ~3 µs to ~1 ms;
 //  2. run-to-run spread of the median over 10 runs;
 //  3. wall time each preset needs to converge, for a ~10 µs and a ~1 ms kernel.
@@ -47,7 +47,7 @@ if (ncuAvailable()) {
   say('');
   say(`The event pair itself (start and stop events with nothing between, queued the same way) takes ${formatDuration(overhead)} ` +
     'of GPU time here; every event-timed sample includes it and Nsight Compute\'s kernel duration does not, which is ' +
-    'the whole gap for short kernels. BenchResult.env.eventOverheadMs reports it so callers can subtract it.');
+    'most of the gap for short kernels. BenchResult.env.eventOverheadMs reports it so callers can subtract it.');
 } else {
   say('| — | ncu not found on this machine | | |');
 }

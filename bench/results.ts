@@ -4,10 +4,17 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 const path = new URL('RESULTS.md', import.meta.url).pathname;
 
+/** The line under the title when RESULTS.md is written from scratch (keep it as in the file). */
+const HEADER =
+  'Written by `npm run bench -- --write` (core), `npm run bench:memory -- --write` (device memory) and ' +
+  '`npm run bench:harness -- --write` (harness) on a machine with an NVIDIA GPU; each replaces only its own ' +
+  'section, and the closing analysis is written by hand. The method behind the harness figures: ' +
+  '[docs/benchmarking.md](../docs/benchmarking.md).';
+
 export function writeSection(name: string, markdown: string): void {
   const begin = `<!-- ${name} -->`;
   const end = `<!-- /${name} -->`;
-  let text = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmark results\n\nWritten by `npm run bench`, `npm run bench:memory` and `npm run bench:harness` on a machine with an NVIDIA GPU.\n';
+  let text = existsSync(path) ? readFileSync(path, 'utf8') : `# Benchmark results\n\n${HEADER}\n`;
   const block = `${begin}\n${markdown.trim()}\n${end}`;
   const at = text.indexOf(begin);
   const stop = text.indexOf(end);

@@ -228,7 +228,7 @@ async function main(): Promise<void> {
   const C = (k: string): number => median(cSide[k]!);
   const JS = (k: string): number => median(jsSide[k]!);
   // Rounds are paired: the ratio is the median over rounds of (cudakit / C) within a round, which cancels the
-  // machine's drift between rounds (seen here at ±10 % on a shared host).
+  // machine's drift between rounds (up to ±10 % on a machine shared with other work).
   const ratio = (c: string, js = c): number => median(jsSide[js]!.map((v, i) => v / cSide[c]![i]!));
 
   // --- compile cache (cudakit only) ---

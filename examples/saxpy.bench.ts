@@ -1,13 +1,14 @@
-// SPDX-License-Identifier: MIT
 // A benchmark spec: `cudakit bench examples/saxpy.bench.ts` compiles the kernel, checks it against the JavaScript
-// reference below on seeded random inputs, then times it. Options on the command line override the fields
-// (`--mode hot`, `--preset quick`, `--json saxpy.json`). Run directly, `tsx examples/saxpy.bench.ts` does the same.
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { BenchSpec } from '../lib/cli/main.js';
+// reference below on seeded random inputs, then times it. Options on the command line override the job's fields
+// (`--mode hot`, `--preset quick`, `--json saxpy.json`). Run directly, `tsx examples/saxpy.bench.ts` does the same
+// through evaluate(), the function behind the command.
+import { pathToFileURL } from 'node:url';
+import { type EvalJob, type JsReference, evaluate, formatResult } from '../lib/index.js';
 
 const n = 1 << 24;
 
-const spec: BenchSpec = {
+// The default export is the job: plain JSON, as an evaluation service would receive it.
+const job = {
   name: 'saxpy',
   source: `
 extern "C" __global__ void saxpy(float a, const float* __restrict__ x, float* __restrict__ y, int n) {
@@ -19,20 +20,28 @@ extern "C" __global__ void saxpy(float a, const float* __restrict__ x, float* __
   block: 256,
   // y is read and written: an init plus :out makes it both an input and an output.
   args: ['f32=2.5', `ptr:f32[${n}]=uniform(-1,1)`, `ptr:f32[${n}]=uniform(-1,1):out`, `i32=${n}`],
-  // Host copies of the arguments, in order; the reference writes the expected y in place. The sum is taken in
-  // double and rounded once on the store, as the GPU's fused multiply-add does.
-  reference: (args) => {
-    const [a, x, y, len] = args as [number, Float32Array, Float32Array, number];
-    for (let i = 0; i < len; i++) y[i] = a * x[i]! + y[i]!;
-  },
-  bytes: 12 * n, // x read, y read and written: 3 floats per element
+  timing: { bytes: 12 * n }, // x read, y read and written: 3 floats per element
+} satisfies EvalJob;
+
+export default job;
+
+// The reference, which JSON cannot carry: host copies of the arguments, in order; it writes the expected y in
+// place. The sum is taken in double and rounded once on the store, as the GPU's fused multiply-add does.
+export const reference: JsReference = (args) => {
+  const [a, x, y, len] = args as [number, Float32Array, Float32Array, number];
+  for (let i = 0; i < len; i++) y[i] = a * x[i]! + y[i]!;
 };
 
-export default spec;
-
-// Run as a script, it benchmarks itself. No top-level await: the CLI imports this module while main() runs.
+// Run as a script, it evaluates itself. No top-level await: the CLI imports this module while it runs.
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  void import('../lib/cli/main.js')
-    .then(({ main }) => main(['bench', fileURLToPath(import.meta.url)]))
-    .then((code) => (process.exitCode = code));
+  void evaluate(job, { reference }).then((report) => {
+    if (!report.passed) {
+      console.error(`${report.phase} failed: ${report.error?.message}`);
+      process.exitCode = 1;
+      return;
+    }
+    const check = report.check!;
+    if ('before' in check) console.log(`✓ check against ${check.reference}: ${check.before.summary}`);
+    console.log(formatResult(report.timing!));
+  });
 }

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The benchmark measurement loop (lib/bench.ts decides what to run and when to stop; this runs the samples).
+// The benchmark measurement loop (lib/measure/bench.ts decides what to run and when to stop; this runs the samples).
 //
-// One sample, on the harness's own stream (benchmarking.md §8.3):
+// One sample, on the harness's own stream (docs/benchmarking.md, "Hiding launch latency"):
 //   [cold: reset persisting L2 lines; flush L2 by reading 2 × L2 bytes of other data; synchronize]
 //   block the stream behind a spin kernel that waits on a host-mapped flag (with a device-side timeout), so what
 //   follows is queued before the GPU starts and launch latency is hidden;
 //   clock probe; start event; the kernel (or a graph replay); stop event; clock probe; release the flag; wait.
+// The kernel is launched through its slot exactly as kernel.launch() launches it (TryLaunchSlot in kernel.cc):
+// cuLaunchKernel, or cuLaunchKernelEx when the slot carries launch attributes (cooperative, cluster dimensions).
 // GPU time comes from the events, the SM clock from the two probes (clock64 over %globaltimer on SM 0), and the
 // launch call's host time from steady_clock. No JS runs between a start and a stop event.
 #include <atomic>
@@ -96,6 +98,7 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
   if (s.slots.empty() && s.graph == nullptr && !s.empty) throw Napi::RangeError::New(env, "benchSamples: nothing to run");
 
   BindContext(env, s.ctx);
+  for (KernelSlot* slot : s.slots) ResolveSlotLaunch(env, *slot);
   CUevent start = nullptr, stop = nullptr;
   CU_CALL(env, cuEventCreate, &start, 0u);
   CUresult r = CU_TRY(cuEventCreate, &stop, 0u);
@@ -144,10 +147,9 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
       } else if (s.graph != nullptr) {
         STEP(CU_TRY(cuGraphLaunch, s.graph, s.stream), "cuGraphLaunch");
       } else {
-        SlotHeader h = ReadHeader(slot->data);
-        STEP(CU_TRY(cuLaunchKernel, slot->fn, h.grid[0], h.grid[1], h.grid[2], h.block[0], h.block[1], h.block[2],
-                    h.smem, s.stream, slot->params.data(), nullptr),
-             "cuLaunchKernel");
+        // The slot's own launch (kernel.cc), attributes included: what check() verified is what is timed.
+        const char* api = nullptr;
+        STEP(TryLaunchSlot(*slot, s.stream, &api), api);
       }
       auto t1 = Clock::now();
       STEP(CU_TRY(cuEventRecord, stop, s.stream), "cuEventRecord");

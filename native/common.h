@@ -35,10 +35,16 @@ struct HostAlloc {
 };
 
 // A launch slot (kernel.cc): a function bound to an ArrayBuffer that lib/ writes the launch configuration and the
-// packed arguments into. Buffer layout (little-endian), shared with lib/kernel.ts:
-//   u32[0..2] grid x,y,z   u32[3..5] block x,y,z   u32[6] dynamic shared memory bytes   u32[7] unused
-//   u64 at byte 32: stream handle   bytes 64..: kernel parameters at the offsets given to kernelSlotCreate
+// packed arguments into. Buffer layout (little-endian), shared with lib/core/kernel.ts (LaunchHeader):
+//   u32[0..2] grid x,y,z   u32[3..5] block x,y,z   u32[6] dynamic shared memory bytes
+//   u32[7] launch flags: bit 0 cooperative
+//   u64 at byte 32: stream handle
+//   u32[10..12] thread block cluster dimensions x,y,z (0: no cluster)
+//   bytes 64..: kernel parameters at the offsets given to kernelSlotCreate
+// A header with launch attributes (cooperative, cluster) launches through cuLaunchKernelEx, one without through
+// cuLaunchKernel: the same rules for kernel.launch() and for the launches the benchmark loop makes (bench.cc).
 constexpr size_t kParamBase = 64;
+constexpr uint32_t kLaunchCooperative = 1;
 
 struct KernelSlot {
   CUcontext ctx;
@@ -50,7 +56,10 @@ struct KernelSlot {
 
 struct SlotHeader {
   uint32_t grid[3], block[3], smem;
+  uint32_t flags;       // kLaunchCooperative
+  uint32_t cluster[3];  // all 0: no cluster
   CUstream stream;
+  bool HasAttributes() const { return (flags & kLaunchCooperative) != 0 || cluster[0] != 0; }
 };
 
 struct Waiter;  // event.cc
@@ -165,9 +174,15 @@ void InitEvent(Napi::Env env, Napi::Object exports);
 void InitGraph(Napi::Env env, Napi::Object exports);
 void InitStaging(Napi::Env env, Napi::Object exports);
 
-// kernel.cc, for bench.cc: a slot id from JS (RangeError when not live), and its header.
+// kernel.cc, for bench.cc: a slot id from JS (RangeError when not live), its header, and its launch.
 KernelSlot* SlotFromValue(Napi::Env env, Napi::Value v);
 SlotHeader ReadHeader(const uint8_t* data);
+// Resolves the driver entry point the slot's launch needs, or throws (CUDA_DRIVER_TOO_OLD ...): call it before
+// TryLaunchSlot, which does not throw.
+void ResolveSlotLaunch(Napi::Env env, const KernelSlot& slot);
+// Launches the slot as its header says, on `stream` (the header's own stream for kernel.launch()): cuLaunchKernel,
+// or cuLaunchKernelEx with the header's launch attributes. Never throws; *api names the call that was made.
+CUresult TryLaunchSlot(const KernelSlot& slot, CUstream stream, const char** api);
 void InitBench(Napi::Env env, Napi::Object exports);
 
 // Teardown pieces, called from the env cleanup hook in addon.cc.

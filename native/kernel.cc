@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Kernel launch: cuLaunchKernel / cuLaunchKernelEx from a launch slot. A slot binds a function to an ArrayBuffer
 // that lib/ writes the launch configuration and the packed arguments into, so a launch is one N-API call with one
-// number and no allocation on either side.
+// number and no allocation on either side. TryLaunchSlot is the one launch of a slot: kernel.launch() and the
+// benchmark loop (bench.cc) both go through it, so what is timed is what was launched.
 #include <cstring>
 
 #include "common.h"
 
 namespace cudakit {
-
 
 // kernelSlotCreate(ctx, function, arrayBuffer, paramOffsets: number[]) -> slot id
 static Napi::Value KernelSlotCreate(const Napi::CallbackInfo& info) {
@@ -72,31 +72,17 @@ SlotHeader ReadHeader(const uint8_t* d) {
   std::memcpy(h.grid, d, 12);
   std::memcpy(h.block, d + 12, 12);
   std::memcpy(&h.smem, d + 24, 4);
+  std::memcpy(&h.flags, d + 28, 4);
   uint64_t s;
   std::memcpy(&s, d + 32, 8);
   h.stream = reinterpret_cast<CUstream>(static_cast<uintptr_t>(s));
+  std::memcpy(h.cluster, d + 40, 12);
   return h;
 }
 
-// launchKernel(slot): cuLaunchKernel with the slot's configuration and arguments
-static Napi::Value LaunchKernel(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  KernelSlot* slot = SlotArg(info);
-  BindContext(env, slot->ctx);
-  SlotHeader h = ReadHeader(slot->data);
-  CU_CALL(env, cuLaunchKernel, slot->fn, h.grid[0], h.grid[1], h.grid[2], h.block[0], h.block[1], h.block[2], h.smem,
-          h.stream, slot->params.data(), nullptr);
-  return env.Undefined();
-}
-
-// launchKernelEx(slot, cooperative, clusterX, clusterY, clusterZ): cuLaunchKernelEx with launch attributes
-static Napi::Value LaunchKernelEx(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  KernelSlot* slot = SlotArg(info);
-  bool cooperative = ArgBool(info, 1, "cooperative");
-  uint32_t cx = ArgU32(info, 2, "clusterX"), cy = ArgU32(info, 3, "clusterY"), cz = ArgU32(info, 4, "clusterZ");
-  BindContext(env, slot->ctx);
-  SlotHeader h = ReadHeader(slot->data);
+// cuLaunchKernelEx with the given attributes (cooperative, cluster dimensions when cluster[0] > 0).
+static CUresult LaunchEx(const KernelSlot& slot, const SlotHeader& h, CUstream stream, bool cooperative,
+                         const uint32_t cluster[3]) {
   CUlaunchAttribute attrs[2];
   std::memset(attrs, 0, sizeof(attrs));
   unsigned n = 0;
@@ -105,15 +91,68 @@ static Napi::Value LaunchKernelEx(const Napi::CallbackInfo& info) {
     attrs[n].value.cooperative = 1;
     n++;
   }
-  if (cx > 0) {
+  if (cluster[0] > 0) {
     attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attrs[n].value.clusterDim.x = cx;
-    attrs[n].value.clusterDim.y = cy;
-    attrs[n].value.clusterDim.z = cz;
+    attrs[n].value.clusterDim.x = cluster[0];
+    attrs[n].value.clusterDim.y = cluster[1];
+    attrs[n].value.clusterDim.z = cluster[2];
     n++;
   }
-  CUlaunchConfig cfg{h.grid[0], h.grid[1], h.grid[2], h.block[0], h.block[1], h.block[2], h.smem, h.stream, attrs, n};
-  CU_CALL(env, cuLaunchKernelEx, &cfg, slot->fn, slot->params.data(), nullptr);
+  CUlaunchConfig cfg{h.grid[0], h.grid[1], h.grid[2], h.block[0], h.block[1], h.block[2], h.smem, stream, attrs, n};
+  return CU_TRY(cuLaunchKernelEx, &cfg, slot.fn, const_cast<void**>(slot.params.data()), nullptr);
+}
+
+// The launch itself, from a header already read.
+static CUresult Launch(const KernelSlot& slot, const SlotHeader& h, CUstream stream, const char** api) {
+  if (!h.HasAttributes()) {
+    *api = "cuLaunchKernel";
+    return CU_TRY(cuLaunchKernel, slot.fn, h.grid[0], h.grid[1], h.grid[2], h.block[0], h.block[1], h.block[2], h.smem,
+                  stream, const_cast<void**>(slot.params.data()), nullptr);
+  }
+  *api = "cuLaunchKernelEx";
+  return LaunchEx(slot, h, stream, (h.flags & kLaunchCooperative) != 0, h.cluster);
+}
+
+static void Resolve(Napi::Env env, const SlotHeader& h) {
+  if (h.HasAttributes()) {
+    NeedDriver(env, drv::cuLaunchKernelEx);
+  } else {
+    NeedDriver(env, drv::cuLaunchKernel);
+  }
+}
+
+void ResolveSlotLaunch(Napi::Env env, const KernelSlot& slot) { Resolve(env, ReadHeader(slot.data)); }
+
+CUresult TryLaunchSlot(const KernelSlot& slot, CUstream stream, const char** api) {
+  return Launch(slot, ReadHeader(slot.data), stream, api);
+}
+
+// launchKernel(slot): the slot's launch as its header says (cuLaunchKernel, or cuLaunchKernelEx with the header's
+// launch attributes), on the header's stream
+static Napi::Value LaunchKernel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  KernelSlot* slot = SlotArg(info);
+  BindContext(env, slot->ctx);
+  SlotHeader h = ReadHeader(slot->data);
+  Resolve(env, h);
+  const char* api = nullptr;
+  CUresult r = Launch(*slot, h, h.stream, &api);
+  if (r != CUDA_SUCCESS) ThrowCuda(env, api, r);
+  return env.Undefined();
+}
+
+// launchKernelEx(slot, cooperative, clusterX, clusterY, clusterZ): cuLaunchKernelEx with these launch attributes
+// instead of the header's (the raw layer's explicit form)
+static Napi::Value LaunchKernelEx(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  KernelSlot* slot = SlotArg(info);
+  bool cooperative = ArgBool(info, 1, "cooperative");
+  const uint32_t cluster[3] = {ArgU32(info, 2, "clusterX"), ArgU32(info, 3, "clusterY"), ArgU32(info, 4, "clusterZ")};
+  BindContext(env, slot->ctx);
+  NeedDriver(env, drv::cuLaunchKernelEx);
+  SlotHeader h = ReadHeader(slot->data);
+  CUresult r = LaunchEx(*slot, h, h.stream, cooperative, cluster);
+  if (r != CUDA_SUCCESS) ThrowCuda(env, "cuLaunchKernelEx", r);
   return env.Undefined();
 }
 

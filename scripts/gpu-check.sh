@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every check that needs an NVIDIA GPU, in one go:
 #   bash scripts/gpu-check.sh [tests] [sanitizer] [bench] [memory] [harness] [cli] [examples]
-# Logs go to $OUT or ./gpu-out.
+# Logs, JSON reports and a copy of bench/RESULTS.md go to the folder $OUT names, or ./gpu-out.
 set -uo pipefail
 out=${OUT:-gpu-out}
 mkdir -p "$out"
@@ -71,4 +71,4 @@ if [[ " $steps " == *" examples "* ]]; then
 fi
 echo "=== summary ==="
 cat "$out/summary.txt" 2>/dev/null
-rm -f "$out/tests.log"  # keeps what comes back under the tool's file limit (vitest.json has every result)
+rm -f "$out/tests.log"  # vitest.json has every result; the raw log only repeats it

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Tier gates: GPU tests skip with a visible reason where there is no GPU, and fail instead when
-// CUDAKIT_REQUIRE_GPU=1 (the GPU host). NVRTC tests likewise with CUDAKIT_REQUIRE_NVRTC=1 (CI).
+// CUDAKIT_REQUIRE_GPU=1 (a machine with an NVIDIA GPU). NVRTC tests likewise with CUDAKIT_REQUIRE_NVRTC=1 (CI).
 import { describe, it } from 'vitest';
 import { main } from '../lib/cli/main.js';
 import { probe } from '../lib/index.js';

@@ -4,8 +4,9 @@
 import { DEVICE_ATTRIBUTES, type DeviceAttributeName } from './attributes.js';
 import { assertUsable } from './errors.js';
 import { INTERNAL, checkInternal } from './lifetime.js';
-import { DeviceArray, DeviceBuffer, type TypedArrayConstructor, allocDevice, allocHostArray, registerHostMemory,
-  type AllocOptions, type HostRegistration } from './memory.js';
+import type { TypedArrayConstructor } from './dtype.js';
+import { type HostRegistration, allocHostArray, registerHostMemory } from './host.js';
+import { DeviceArray, DeviceBuffer, type AllocOptions, allocDevice } from './memory.js';
 import { Module, type LoadModuleOptions, loadModule } from './module.js';
 import { getNative, type Handle } from './native.js';
 import type { ObjectCode } from './program.js';

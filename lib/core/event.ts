@@ -14,6 +14,18 @@ export interface RecordOptions {
   timing?: boolean;
 }
 
+/**
+ * An event: a point in a stream's work, made by `stream.record(options)` and recorded again with `event.record()`.
+ * The GPU passes it when all work queued before it on that stream has finished: `isDone`, `synchronize()` and
+ * `synchronizeAsync()` ask or wait for that, `otherStream.waitEvent(event)` makes another stream wait for it on the
+ * GPU, and `Event.elapsedMs(start, end)` gives the GPU time between two events recorded with timing (the default).
+ *
+ * @example
+ * const start = stream.record();
+ * kernel.launch({ grid, block, stream }, ...args);
+ * const end = stream.record();
+ * console.log(Event.elapsedMs(start, end), 'ms');
+ */
 export class Event extends HandleOwner {
   readonly stream: Stream;
   readonly timing: boolean;

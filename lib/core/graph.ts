@@ -6,6 +6,11 @@ import { HandleOwner, INTERNAL, checkInternal } from './lifetime.js';
 import { getNative, type Handle } from './native.js';
 import type { Stream } from './stream.js';
 
+/**
+ * A CUDA graph: work captured from a stream (kernels, copies, fills) as a fixed description, not yet runnable.
+ * Made by `stream.beginCapture()`, then enqueueing the work on that stream, then `stream.endCapture()`.
+ * `instantiate()` makes a GraphExec that replays it; the Graph may then be disposed.
+ */
 export class Graph extends HandleOwner {
   readonly device: Device;
 
@@ -28,6 +33,11 @@ export class Graph extends HandleOwner {
   }
 }
 
+/**
+ * An executable graph, made by `graph.instantiate()`: `launch(stream)` replays all the captured work with one call,
+ * much cheaper than enqueueing each piece again. The arguments and buffers are those captured: replays see the
+ * buffers' current contents.
+ */
 export class GraphExec extends HandleOwner {
   readonly device: Device;
 

@@ -5,10 +5,13 @@
 // need.
 export { DEFAULT_POOL_CACHE_LIMIT_BYTES, Device } from './device.js';
 export { AbortError, CudaError, CompileError, TimeoutError, contextLostBy } from './errors.js';
-export { DeviceBuffer, DeviceArray, HostRegistration, freeHost, isPinned } from './memory.js';
+export { DeviceBuffer, DeviceArray } from './memory.js';
+export { HostRegistration, freeHost, isPinned } from './host.js';
 export { Program, ObjectCode, compileFlags, nvrtcVersion, supportedArchs, parseDiagnostics } from './program.js';
 export { Module } from './module.js';
-export { Kernel, toHalfBits, toBf16Bits } from './kernel.js';
+export { Kernel } from './kernel.js';
+export { KernelFunction } from './function.js';
+export { fromBf16Bits, fromHalfBits, toBf16Bits, toHalfBits } from './dtype.js';
 export { Stream } from './stream.js';
 export { Event } from './event.js';
 export { Graph, GraphExec } from './graph.js';
@@ -19,13 +22,15 @@ export { clearMemoryCache, defaultCacheDir } from './cache.js';
 export type { DeviceAttributeName } from './attributes.js';
 export type { ComputeCapability, MemoryInfo, LaunchLimits } from './device.js';
 export type { Diagnostic } from './errors.js';
-export type { AllocOptions, CopyOptions, TypedArrayConstructor } from './memory.js';
+export type { AllocOptions, CopyOptions } from './memory.js';
+export type { DType, TypedArrayConstructor } from './dtype.js';
 export type { CompileOptions, CompileTarget, CppStandard, ProgramOptions } from './program.js';
 export type { JitOptions, LoadModuleOptions } from './module.js';
 export type {
-  ArgFor, ArgsFor, BytesType, Dim3, KernelAttributes, LaunchConfig, ParamType, ScalarType, Signature, StructType,
-  VectorElement, VectorType,
-} from './kernel.js';
+  ArgFor, ArgsFor, BytesType, ParamType, ScalarType, Signature, StructType, VectorElement, VectorType,
+} from './args.js';
+export type { Dim3, LaunchConfig } from './kernel.js';
+export type { CompiledParam, KernelAttributes } from './function.js';
 export type { StreamOptions, CaptureMode } from './stream.js';
 export type { RecordOptions } from './event.js';
 export type { WaitOptions } from './wait.js';
@@ -38,3 +43,7 @@ export {
   checkBoolean, checkInt, checkObject, checkOptions, checkPositiveInt, checkSize, checkString, describe, isBufferSource,
   rangeError, typeError,
 } from './validate.js';
+export {
+  DTYPES, DTYPE_INFO, SCALAR_BYTES, TYPED_ARRAYS, fromDeviceBytes, isDType, toDeviceBytes,
+} from './dtype.js';
+export type { DTypeInfo, HostArray } from './dtype.js';

@@ -1,30 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Device memory (DeviceBuffer, typed DeviceArray), copies, fills, pinned host memory and registration.
+// Device memory (DeviceBuffer, typed DeviceArray): allocation, views, copies and fills. Pinned host memory is in
+// host.ts; copies from it are never staged.
 import { availableParallelism } from 'node:os';
 import type { Device } from './device.js';
+import { TYPED_ARRAYS, type TypedArrayConstructor } from './dtype.js';
 import { CudaError, assertUsable, isContextLost } from './errors.js';
+import { isPinned } from './host.js';
 import { INTERNAL, checkInternal, disposedError, unwatch, watch } from './lifetime.js';
 import { getNative, type Handle } from './native.js';
 import type { Stream } from './stream.js';
 import { checkOptions, checkSize, isBufferSource, rangeError, typeError } from './validate.js';
-
-export type TypedArrayConstructor =
-  | Int8ArrayConstructor
-  | Uint8ArrayConstructor
-  | Uint8ClampedArrayConstructor
-  | Int16ArrayConstructor
-  | Uint16ArrayConstructor
-  | Int32ArrayConstructor
-  | Uint32ArrayConstructor
-  | Float32ArrayConstructor
-  | Float64ArrayConstructor
-  | BigInt64ArrayConstructor
-  | BigUint64ArrayConstructor;
-
-const TYPED_ARRAYS: readonly TypedArrayConstructor[] = [
-  Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, Float32Array,
-  Float64Array, BigInt64Array, BigUint64Array,
-];
 
 export interface AllocOptions {
   /** Stream the allocation is ordered on (and freed on). Default: the device's legacy default stream. */
@@ -57,19 +42,13 @@ const STAGING_MIN_BYTES = 8 << 20;
 const STAGING_CHUNK_BYTES = 4 << 20;
 const STAGING_THREADS = Math.min(6, Math.max(2, availableParallelism() >> 1));
 
-/** ArrayBuffers whose memory is page-locked (allocHost / registerHost): copied directly, never staged. */
-const pinned = new WeakSet<ArrayBuffer | SharedArrayBuffer>();
-/** ArrayBuffers from allocHost, live or freed (freeHost of a freed one is a no-op). */
-const hostAllocated = new WeakSet<ArrayBuffer | SharedArrayBuffer>();
-
 /**
  * One copy between host memory and device address `devicePtr`: large pageable memory goes through the staged path
  * (pinned chunks, helper threads), pinned or small memory straight to the driver. Arguments are checked by the caller.
  */
 function hostCopy(ctx: Handle, direction: 'toDevice' | 'toHost', devicePtr: bigint, host: ArrayBufferView | ArrayBuffer, stream: Stream | undefined): void {
   const n = getNative();
-  const buffer = ArrayBuffer.isView(host) ? host.buffer : host;
-  if (host.byteLength >= STAGING_MIN_BYTES && !pinned.has(buffer)) {
+  if (host.byteLength >= STAGING_MIN_BYTES && !isPinned(host)) {
     const view = ArrayBuffer.isView(host) ? host : new Uint8Array(host);
     const s = stream?.handle ?? 0n;
     if (direction === 'toDevice') n.memcpyHtoDStaged(ctx, devicePtr, view, s, STAGING_CHUNK_BYTES, STAGING_THREADS);
@@ -405,96 +384,6 @@ function allocFromPool(device: Device, bytes: number, stream: Stream | undefined
   }
   device.poolBytesChanged(bytes);
   return ptr;
-}
-
-const CU_MEMHOSTALLOC_PORTABLE = 1;
-
-/** @internal */
-export function allocHostArray<T extends TypedArrayConstructor>(device: Device, type: T, length: number): InstanceType<T> {
-  if (!TYPED_ARRAYS.includes(type)) throw typeError('type', 'a TypedArray constructor', type);
-  checkSize('length', length);
-  assertUsable('cuMemHostAlloc');
-  const ab = getNative().memHostAlloc(device.ctx, length * type.BYTES_PER_ELEMENT, CU_MEMHOSTALLOC_PORTABLE);
-  pinned.add(ab);
-  hostAllocated.add(ab);
-  return new type(ab) as InstanceType<T>;
-}
-
-/**
- * Frees pinned memory from device.allocHost now (instead of at garbage collection); the array is detached, never
- * dangling. Freeing it again is a no-op, and so is freeing after a sticky error (the memory went with the context).
- */
-export function freeHost(array: ArrayBufferView): void {
-  if (!ArrayBuffer.isView(array)) throw typeError('array', 'a TypedArray from device.allocHost()', array);
-  const ab = array.buffer;
-  if (!hostAllocated.has(ab)) throw typeError('array', 'a TypedArray from device.allocHost()', array);
-  if (!pinned.has(ab)) return; // freed already
-  pinned.delete(ab);
-  try {
-    getNative().memFreeHost(ab as ArrayBuffer);
-  } catch (e) {
-    if (!isContextLost(e)) throw e;
-  }
-}
-
-/** True when the array's memory is page-locked (allocHost or registerHost). */
-export function isPinned(array: ArrayBufferView | ArrayBuffer): boolean {
-  return pinned.has(ArrayBuffer.isView(array) ? array.buffer : array);
-}
-
-/** Host memory pinned by device.registerHost; unregister() (or dispose) unpins it. */
-export class HostRegistration implements Disposable {
-  readonly buffer: ArrayBuffer;
-  readonly #device: Device;
-  #active = true;
-
-  /** @internal */
-  constructor(token: typeof INTERNAL, device: Device, buffer: ArrayBuffer) {
-    checkInternal(token, 'HostRegistration', 'device.registerHost()');
-    this.#device = device;
-    this.buffer = buffer;
-  }
-
-  get active(): boolean {
-    return this.#active;
-  }
-
-  /** Unpins the memory; idempotent, and silent after a sticky error. */
-  unregister(): void {
-    if (!this.#active) return;
-    this.#active = false;
-    unwatch(this);
-    pinned.delete(this.buffer);
-    try {
-      getNative().memHostUnregister(this.#device.ctx, this.buffer);
-    } catch (e) {
-      if (!isContextLost(e)) throw e;
-    }
-  }
-
-  dispose(): void {
-    this.unregister();
-  }
-
-  [Symbol.dispose](): void {
-    this.unregister();
-  }
-}
-
-/** @internal */
-export function registerHostMemory(device: Device, buffer: ArrayBuffer | ArrayBufferView): HostRegistration {
-  const ab = ArrayBuffer.isView(buffer) ? buffer.buffer : buffer;
-  if (!(ab instanceof ArrayBuffer)) throw typeError('buffer', 'an ArrayBuffer or a view of one', buffer);
-  if (ab.byteLength === 0) throw rangeError('buffer.byteLength', 'a positive size', 0);
-  if (pinned.has(ab)) throw new TypeError('This ArrayBuffer is already pinned (allocHost or registerHost)');
-  assertUsable('cuMemHostRegister');
-  const n = getNative();
-  n.memHostRegister(device.ctx, ab);
-  pinned.add(ab);
-  const reg = new HostRegistration(INTERNAL, device, ab);
-  const ctx = device.ctx;
-  watch(reg, () => n.memHostUnregister(ctx, ab));
-  return reg;
 }
 
 /** @internal A view of module memory (a __device__ global): never freed here, unusable once `retire` runs. */

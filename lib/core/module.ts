@@ -3,7 +3,9 @@
 import type { Device } from './device.js';
 import { CudaError, assertUsable } from './errors.js';
 import { imageParams } from './image.js';
-import { Kernel, type Signature } from './kernel.js';
+import { type Signature } from './args.js';
+import { KernelFunction } from './function.js';
+import { Kernel } from './kernel.js';
 import { HandleOwner, INTERNAL, checkInternal } from './lifetime.js';
 import { DeviceBuffer, globalView } from './memory.js';
 import { getNative, type Handle } from './native.js';
@@ -35,6 +37,12 @@ function jitPairs(options: JitOptions | undefined): [number, number][] {
   return pairs;
 }
 
+/**
+ * A loaded module: PTX, CUBIN or a fatbin in the device's primary context. Made by `device.loadModule(code)` (code
+ * from `program.compile()` or bytes from nvcc, Triton ...); kernels come from it by name, with a signature
+ * (`getKernel`, to launch) or without (`getFunction`, for attributes), and `__device__` / `__constant__` variables
+ * as buffers (`getGlobal`). Disposing it unloads the code; its kernels and globals become unusable.
+ */
 export class Module extends HandleOwner {
   readonly device: Device;
   /** The JIT's informational log (PTX only; empty for CUBIN). */
@@ -64,11 +72,28 @@ export class Module extends HandleOwner {
   getKernel<const S extends Signature>(name: string, signature: S): Kernel<S> {
     checkString('name', name);
     if (!Array.isArray(signature)) throw typeError('signature', "an array of parameter types such as ['ptr', 'f32']", signature);
+    const { fn, symbol } = this.#lookup(name);
+    const k = new Kernel(INTERNAL, this, fn, name, signature, imageParams(this.#image, symbol));
+    this.#kernels.add(k);
+    return k;
+  }
+
+  /**
+   * A kernel by name without a signature, for what the driver says about it: attributes, occupancy and the compiled
+   * parameter list (KernelFunction). To launch it, use getKernel(name, signature).
+   */
+  getFunction(name: string): KernelFunction {
+    checkString('name', name);
+    const { fn, symbol } = this.#lookup(name);
+    return new KernelFunction(INTERNAL, this, fn, name, imageParams(this.#image, symbol));
+  }
+
+  /** The CUfunction of a kernel name (or name expression); CUDA_ERROR_NOT_FOUND says how C++ names are found. */
+  #lookup(name: string): { fn: Handle; symbol: string } {
     assertUsable('cuModuleGetFunction');
     const symbol = this.#loweredNames[name] ?? name;
-    let fn: Handle;
     try {
-      fn = getNative().moduleGetFunction(this.device.ctx, this.handle, symbol);
+      return { fn: getNative().moduleGetFunction(this.device.ctx, this.handle, symbol), symbol };
     } catch (e) {
       if (e instanceof CudaError && e.code === 'CUDA_ERROR_NOT_FOUND') {
         const known = Object.keys(this.#loweredNames);
@@ -84,24 +109,14 @@ export class Module extends HandleOwner {
       }
       throw e;
     }
-    const k = new Kernel(INTERNAL, this, fn, name, signature, imageParams(this.#image, symbol));
-    this.#kernels.add(k);
-    return k;
   }
 
   /**
    * The compiled parameter list of a kernel ({ offset, size } in bytes, in order), from the driver (CUDA >= 12.4)
-   * or the module image; undefined when neither can tell. Tools use it to build a signature for a kernel they
-   * only know by name.
+   * or the module image; undefined when neither can tell. The same as `getFunction(name).parameters()`.
    */
   parameters(name: string): { offset: number; size: number }[] | undefined {
-    checkString('name', name);
-    const symbol = this.#loweredNames[name] ?? name;
-    const fromImage = imageParams(this.#image, symbol);
-    const n = getNative();
-    const fn = n.moduleGetFunction(this.device.ctx, this.handle, symbol);
-    const fromDriver = n.funcGetParamInfo(this.device.ctx, fn, fromImage?.length ?? -1);
-    return fromDriver?.map(([offset, size]) => ({ offset, size })) ?? fromImage;
+    return this.getFunction(name).parameters();
   }
 
   /** A __device__ or __constant__ variable as a DeviceBuffer view (valid until the module is disposed). */

@@ -39,7 +39,7 @@ export interface CompileOutput {
   loweredNames?: string[];
 }
 
-/** One batch of benchmark samples (native/bench.cc). */
+/** One batch of benchmark samples (native/bench.cc; core/sampler.ts builds it). */
 export interface BenchSpec {
   ctx: Handle;
   stream: Handle;
@@ -156,7 +156,12 @@ export interface Native {
   // kernel.cc
   kernelSlotCreate(ctx: Handle, fn: Handle, buffer: ArrayBuffer, paramOffsets: number[]): number;
   kernelSlotDestroy(slot: number): void;
+  /**
+   * The slot's launch as its header says (layout: native/common.h): cuLaunchKernel, or cuLaunchKernelEx when the
+   * header carries launch attributes (cooperative, cluster dimensions).
+   */
   launchKernel(slot: number): void;
+  /** cuLaunchKernelEx with these launch attributes instead of the header's. */
   launchKernelEx(slot: number, cooperative: boolean, clusterX: number, clusterY: number, clusterZ: number): void;
   // bench.cc
   benchSamples(spec: BenchSpec, flagHost: Int32Array): Float64Array;

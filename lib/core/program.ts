@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Run-time compilation with NVRTC: typed options mapped to flags in one function, in-memory headers, name
-// expressions for templates, a memory + disk cache, and CompileError with parsed diagnostics.
-import { closeSync, existsSync, openSync, readSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+// expressions for templates, a memory + disk cache, and CompileError with parsed diagnostics. The CUDA toolkit's
+// headers (cuda_fp16.h ...) are found by toolkit.ts.
 import {
   type CachedCompile, cacheKey, defaultCacheDir, diskGet, diskGetAsync, diskSet, memoryGet, memorySet,
 } from './cache.js';
 import { Device } from './device.js';
 import { CompileError, type Diagnostic } from './errors.js';
 import { getNative, type CompileOutput, type CompileSpec } from './native.js';
+import { cudaIncludeDirs } from './toolkit.js';
 import { checkBoolean, checkObject, checkOptions, checkPositiveInt, checkString, rangeError, typeError } from './validate.js';
 
 export type CompileTarget = 'ptx' | 'cubin';
@@ -188,50 +188,6 @@ function deviceArch(): string | undefined {
     }
   }
   return deviceArchMemo ?? undefined;
-}
-
-let includeDirsMemo: string[] | undefined;
-/** The first `bytes` of a file: cuda.h is over 1 MB and CUDA_VERSION is defined near its top. */
-function readHead(path: string, bytes: number): string {
-  const fd = openSync(path, 'r');
-  try {
-    const buf = Buffer.alloc(bytes);
-    return buf.toString('latin1', 0, readSync(fd, buf, 0, bytes, 0));
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/**
- * A CUDA toolkit include directory whose version matches NVRTC's major version (cuda_fp16.h from another major
- * release does not compile), searched in $CUDA_PATH, $CUDA_HOME, beside libnvrtc, /usr/local/cuda, /usr.
- */
-export function findCudaIncludeDir(nvrtcMajor: number, nvrtcPath: string, env = process.env): string | undefined {
-  const roots = [env.CUDA_PATH, env.CUDA_HOME, nvrtcPath ? join(dirname(nvrtcPath), '..') : undefined, '/usr/local/cuda', '/usr'];
-  for (const root of roots) {
-    if (!root) continue;
-    const dir = join(root, 'include');
-    if (!existsSync(join(dir, 'cuda_fp16.h'))) continue;
-    try {
-      const m = /#define\s+CUDA_VERSION\s+(\d+)/.exec(readHead(join(dir, 'cuda.h'), 64 << 10));
-      if (m && Math.floor(Number(m[1]) / 1000) !== nvrtcMajor) continue;
-    } catch {
-      // no cuda.h: cannot tell the version; take it
-    }
-    return dir;
-  }
-  return undefined;
-}
-
-/** The toolkit include directory and, where present, its CCCL directory (cooperative_groups needs cuda/std). */
-function cudaIncludeDirs(): string[] {
-  if (includeDirsMemo === undefined) {
-    const n = getNative();
-    const [major] = n.nvrtcVersion();
-    const dir = findCudaIncludeDir(major, n.nvrtcStatus().path);
-    includeDirsMemo = dir === undefined ? [] : [dir, join(dir, 'cccl')].filter((d) => existsSync(d));
-  }
-  return includeDirsMemo;
 }
 
 function resolve(options: CompileOptions | undefined): Resolved {

@@ -20,6 +20,15 @@ export interface StreamOptions {
 export type CaptureMode = 'global' | 'threadLocal' | 'relaxed';
 const CAPTURE_MODES: Record<CaptureMode, number> = { global: 0, threadLocal: 1, relaxed: 2 };
 
+/**
+ * A stream: an ordered queue of GPU work (launches, copies, fills, event records). Work on one stream runs in the
+ * order it was enqueued; work on different streams may overlap. Made by `device.createStream(options)`; every
+ * device also has its legacy default stream (`device.defaultStream`, handle 0), which launches and copies use when
+ * no stream is given. Enqueueing returns at once: `synchronize()` blocks until the queue is done,
+ * `synchronizeAsync()` resolves then, and `record()` marks a point in it (an Event) for timing or for another stream
+ * to wait on. A stream can also record its work into a Graph instead of running it (`beginCapture`/`endCapture`).
+ * Dispose it when done; work already queued still runs.
+ */
 export class Stream extends HandleOwner {
   readonly device: Device;
   readonly nonBlocking: boolean;

@@ -1,5 +1,21 @@
 // SPDX-License-Identifier: MIT
-// The evaluation layer: one job (a JSON-serialisable EvalJob) through the whole pipeline, compile → check → time →
-// re-check → report, for the command line, spec files and the evaluation service. It stands on core/index.ts and
-// measure/index.ts.
-export {};
+// The evaluation layer: one job (a JSON-serialisable EvalJob) through the whole pipeline, compile → check →
+// time → re-check → report, for the command line, spec files and the evaluation service. It stands on
+// core/index.ts and measure/index.ts. The first block is the public API, which the package root re-exports; the
+// second is for the command line above it.
+export { evaluate } from './pipeline.js';
+export { InvalidJobError, validateJob } from './validate.js';
+
+export type {
+  BenchSpec, EvalArg, EvalArgObject, EvalBufferArg, EvalCheck, EvalCheckOptions, EvalData, EvalExpected, EvalInit,
+  EvalJob, EvalKernelRef, EvalKernelRole, EvalOptions, EvalPhase, EvalProgress, EvalScalarArg, EvalScalarType,
+  EvalSource, EvalTimingOptions, JsReference,
+} from './job.js';
+export type { EvalCompileFacts, EvalError, EvalReport } from './report.js';
+export type { JobProblem } from './validate.js';
+
+// For the layers above.
+export { compileSource, externCKernels, readSource } from './source.js';
+export type { SourceText } from './source.js';
+export { prepareJob } from './validate.js';
+export { progressLine } from '../measure/index.js';

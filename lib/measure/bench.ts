@@ -1,39 +1,40 @@
 // SPDX-License-Identifier: MIT
-// Timing kernels (benchmarking.md §8): bench() measures one kernel, compare() two in interleaved ABBA rounds.
-// The samples are taken by native code (native/bench.cc) on a stream of the harness's own, with L2 flushed and the
-// stream held behind a spin kernel so launch latency is hidden; this file picks what to run, rotates inputs,
-// rejects throttled samples, applies the stopping rule and summarizes (lib/stats.ts).
+// Timing one kernel (docs/benchmarking.md): bench() warms up, then takes samples until the stopping rule says stop
+// ('The stopping rule'), and summarizes them. The samples are taken by native code through the sampler
+// (core/sampler.ts, native/bench.cc) on a stream of its own, with L2 flushed ('The L2 flush') and the stream held
+// behind a spin kernel so launch latency is hidden ('Hiding launch latency'); this file picks what to run, rotates
+// inputs, rejects throttled samples ('Clock and throttling'), applies the stopping rule and summarizes (stats.ts).
+// Session and measure() are shared with compare() (compare.ts).
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
-  BenchEnvironment, BenchMode, BenchResult, BenchSample, CompareResult, PeakBandwidthMethod, PresetName, Summary,
-  Throughput,
+  BenchEnvironment, BenchMode, BenchResult, BenchSample, PeakBandwidthMethod, PresetName, Summary, Throughput,
 } from './types.js';
-import type { Device } from '../core/device.js';
-import { CudaError, isContextLost } from '../core/errors.js';
-import { Event } from '../core/event.js';
-import type { ArgsFor, Kernel, LaunchConfig, Signature } from '../core/kernel.js';
-import { type BenchSpec, getNative, type Handle } from '../core/native.js';
-import { Program, nvrtcVersion } from '../core/program.js';
 import {
-  PRESETS, type PeakEstimate, type StoppingRule, bootstrapRatio, createRng, peakOf, percentOf, shouldStop, summarize,
-  throttled, verdict,
+  CudaError, type ArgsFor, type Device, Event, type GraphExec, type Kernel, type LaunchConfig, type Signature,
+  checkOptions, isContextLost, nvrtcVersion, rangeError, typeError,
+} from '../core/index.js';
+import { type BoundLaunch, Sampler } from '../core/sampler.js';
+import { createRng } from './random.js';
+import {
+  PRESETS, type PeakEstimate, type StoppingRule, peakOf, percentOf, shouldStop, summarize, throttled,
 } from './stats.js';
-import type { Stream } from '../core/stream.js';
-import { checkOptions, rangeError, typeError } from '../core/validate.js';
 
 export type { BenchMode, BenchResult, CompareResult, PresetName } from './types.js';
 
 /**
  * Arguments for every launch, or a generator of input sets (called with 0, 1, 2, ...) for rotation, such as
- * `inputSets(device, io).args` from lib/check.ts (untyped there: each value is still validated at bind time).
+ * `inputSets(device, io).args` (inputs.ts; untyped there: each value is still validated when it is bound).
  */
 export type BenchArgs<S extends Signature> = ArgsFor<S> | ((set: number) => ArgsFor<S> | readonly unknown[]);
 
 export interface BenchOptions {
-  /** 'cold' (default): L2 flushed before every sample; 'hot': no flush; 'graph': N launches per CUDA graph replay. */
+  /**
+   * 'cold' (default): L2 flushed before every sample; 'hot': no flush; 'graph': N launches per CUDA graph replay
+   * (docs/benchmarking.md, 'Timing modes').
+   */
   mode?: BenchMode;
-  /** Stopping-rule preset (benchmarking.md §8.4). Default 'default'. */
+  /** Stopping-rule preset (docs/benchmarking.md, 'The stopping rule'). Default 'default'. */
   preset?: PresetName;
   /** Overrides of single stopping-rule fields, e.g. { timeoutMs: 2000 }. */
   rule?: Partial<StoppingRule>;
@@ -49,102 +50,8 @@ export interface BenchOptions {
   onProgress?: (p: { samples: number; rejected: number; elapsedMs: number; relCI: number }) => void;
 }
 
-const SOURCE = `
-extern "C" __global__ void cudakit_block(volatile int* flag, unsigned long long timeoutNs) {
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  while (flag[0] == 0) {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (now - start > timeoutNs) { flag[1] = 1; return; }
-  }
-}
-extern "C" __global__ void cudakit_flush(const int4* p, long long n, int* sink) {
-  int4 acc = make_int4(0, 0, 0, 0);
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    int4 v = p[i];
-    acc.x ^= v.x; acc.y ^= v.y; acc.z ^= v.z; acc.w ^= v.w;
-  }
-  if ((acc.x & acc.y & acc.z & acc.w) == 0x7fffffff) *sink = acc.x; // never true for a zeroed buffer; keeps the loads
-}
-extern "C" __global__ void cudakit_copy(const int4* __restrict__ src, int4* __restrict__ dst, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) dst[i] = src[i];
-}
-extern "C" __global__ void cudakit_clock_probe(unsigned long long* out) {
-  unsigned int smid;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-  if (smid == 0 && threadIdx.x == 0) {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    out[0] = t;
-    out[1] = clock64();
-  }
-}`;
-
-const CU_MEMHOSTALLOC_PORTABLE_DEVICEMAP = 3;
-const CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 6;
-const BLOCK_TIMEOUT_NS = 5e9;
-
-interface Harness {
-  device: Device;
-  stream: Stream;
-  blockFn: Handle;
-  probeFn: Handle;
-  flushFn: Handle;
-  flushKernel: Kernel<readonly ['ptr', 'i64', 'ptr']>;
-  copyKernel: Kernel<readonly ['ptr', 'ptr', 'i64']>;
-  flushPtr: Handle;
-  flushVectors: number;
-  sinkPtr: Handle;
-  flagHost: Int32Array;
-  flagDev: Handle;
-  probeOut: Handle;
-  peak: PeakEstimate<PeakBandwidthMethod> | undefined;
-  eventOverheadMs: number | undefined;
-  keep: unknown[]; // owners of the handles above
-}
-
-const harnesses = new Map<Device, Harness>();
-
-/** Per-device harness: helper kernels, its own non-blocking stream, the L2 flush buffer and the mapped flag. */
-function harness(device: Device): Harness {
-  const existing = harnesses.get(device);
-  if (existing !== undefined) return existing;
-  const n = getNative();
-  const module = device.loadModule(new Program(SOURCE, { name: 'cudakit_bench.cu' }).compile({ cudaIncludes: false }));
-  const block = module.getKernel('cudakit_block', ['ptr', 'u64']);
-  const probe = module.getKernel('cudakit_clock_probe', ['ptr']);
-  const flushKernel = module.getKernel('cudakit_flush', ['ptr', 'i64', 'ptr']);
-  const copyKernel = module.getKernel('cudakit_copy', ['ptr', 'ptr', 'i64']);
-  const stream = device.createStream({ nonBlocking: true });
-  const flush = device.alloc(2 * device.l2CacheBytes).fill(0); // 2 × L2 (§8.3: 1 × suffices on H200, 2 × is insurance)
-  const probeOut = device.alloc(48); // [0..32) probes, [32..36) the flush kernel's sink
-  const flagBuffer = n.memHostAlloc(device.ctx, 8, CU_MEMHOSTALLOC_PORTABLE_DEVICEMAP);
-  try {
-    n.ctxSetLimit(device.ctx, CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0); // no persisting lines survive a flush
-  } catch {
-    // devices without persisting L2 (before Ampere) have nothing to reset
-  }
-  const h: Harness = {
-    device,
-    stream,
-    blockFn: block.handle,
-    probeFn: probe.handle,
-    flushFn: flushKernel.handle,
-    flushKernel,
-    copyKernel,
-    flushPtr: flush.ptr,
-    flushVectors: flush.byteLength / 16,
-    sinkPtr: probeOut.ptr + 32n,
-    flagHost: new Int32Array(flagBuffer),
-    flagDev: n.memHostGetDevicePointer(device.ctx, flagBuffer),
-    probeOut: probeOut.ptr,
-    peak: undefined,
-    eventOverheadMs: undefined,
-    keep: [module, block, probe, flushKernel, flush, probeOut, flagBuffer],
-  };
-  harnesses.set(device, h);
-  return h;
-}
+/** Per device: the measured peak bandwidth (once), see peakBandwidth. */
+const peaks = new Map<Device, PeakEstimate<PeakBandwidthMethod>>();
 
 /** Timed repetitions of each peak-bandwidth method (after two untimed runs). */
 const PEAK_REPETITIONS = 20;
@@ -157,24 +64,25 @@ const PEAK_REPETITIONS = 20;
  * PEAK_REPETITIONS times, and the peak is the fastest method's median with the 95 % confidence interval of that
  * median, so a kernel at the peak can be told from one above it (see percentOf).
  */
-function peakBandwidth(h: Harness): PeakEstimate<PeakBandwidthMethod> {
-  if (h.peak !== undefined) return h.peak;
-  const bytes = Math.max(16 << 20, Math.min(1 << 30, Math.floor(h.device.memoryInfo().freeBytes / 4 / 16) * 16));
-  using a = h.device.alloc(bytes);
-  using b = h.device.alloc(bytes);
-  const vectors = BigInt(bytes / 16);
-  const grid = { grid: 8 * h.device.multiprocessorCount, block: 256, stream: h.stream };
+function peakBandwidth(sampler: Sampler): PeakEstimate<PeakBandwidthMethod> {
+  const device = sampler.device;
+  const known = peaks.get(device);
+  if (known !== undefined) return known;
+  const stream = sampler.stream;
+  const bytes = Math.max(16 << 20, Math.min(1 << 30, Math.floor(device.memoryInfo().freeBytes / 4 / 16) * 16));
+  using a = device.alloc(bytes);
+  using b = device.alloc(bytes);
   const methods: [PeakBandwidthMethod, number, () => void][] = [
-    ['memcpy', 2 * bytes, () => b.copyFrom(a, { stream: h.stream })],
-    ['copy kernel', 2 * bytes, () => h.copyKernel.launch(grid, a.ptr, b.ptr, vectors)],
-    ['read stream', bytes, () => h.flushKernel.launch(grid, a.ptr, vectors, h.sinkPtr)],
+    ['memcpy', 2 * bytes, () => b.copyFrom(a, { stream })],
+    ['copy kernel', 2 * bytes, () => sampler.copyByKernel(a, b, bytes)],
+    ['read stream', bytes, () => sampler.readByKernel(a, bytes)],
   ];
   const rates: Partial<Record<PeakBandwidthMethod, number[]>> = {};
-  const e0 = h.stream.record();
+  const e0 = stream.record();
   let e1: Event | undefined;
   let failed = true;
   try {
-    e1 = h.stream.record();
+    e1 = stream.record();
     // One method at a time: interleaved, a read stream after a copy pays for the copy's dirty L2 lines (-7 % on an
     // H200). The first two runs of each warm clocks and TLBs.
     for (const [method, moved, enqueue] of methods) {
@@ -192,15 +100,16 @@ function peakBandwidth(h: Harness): PeakEstimate<PeakBandwidthMethod> {
     release(failed, () => e0.dispose());
     release(failed, () => e1?.dispose());
   }
-  h.peak = peakOf(rates as Record<PeakBandwidthMethod, number[]>);
-  return h.peak;
+  const peak = peakOf(rates as Record<PeakBandwidthMethod, number[]>);
+  peaks.set(device, peak);
+  return peak;
 }
 
 /**
- * Cleanup that never hides the first error: while one is on its way out (`failing`), or once the context is lost
- * (nothing is left to release then), a failure to release is dropped.
+ * @internal Cleanup that never hides the first error: while one is on its way out (`failing`), or once the context
+ * is lost (nothing is left to release then), a failure to release is dropped.
  */
-function release(failing: boolean, f: () => void): void {
+export function release(failing: boolean, f: () => void): void {
   try {
     f();
   } catch (e) {
@@ -213,42 +122,10 @@ function named(e: unknown, phase: string): unknown {
   return e instanceof CudaError && e.phase === undefined ? CudaError.inPhase(e, phase) : e;
 }
 
-function samplesSpec(h: Harness, order: number[], flush: boolean): BenchSpec {
-  return {
-    ctx: h.device.ctx,
-    stream: h.stream.handle,
-    slots: [],
-    order,
-    flush,
-    graph: 0n,
-    flushPtr: h.flushPtr,
-    flushVectors: h.flushVectors,
-    flushFn: h.flushFn,
-    flushBlocks: 4 * h.device.multiprocessorCount,
-    sinkPtr: h.sinkPtr,
-    blockFn: h.blockFn,
-    probeFn: h.probeFn,
-    probeBlocks: h.device.multiprocessorCount,
-    probeOut: h.probeOut,
-    flagDev: h.flagDev,
-    timeoutNs: BLOCK_TIMEOUT_NS,
-  };
-}
-
-/** The empty event pair's GPU time, measured once per device (median of 200). */
-function eventOverhead(h: Harness): number {
-  if (h.eventOverheadMs === undefined) {
-    const raw = getNative().benchSamples({ ...samplesSpec(h, new Array<number>(200).fill(0), false), empty: true }, h.flagHost);
-    const ms = Array.from({ length: 200 }, (_, i) => raw[i * 3]!).sort((a, b) => a - b);
-    h.eventOverheadMs = ms[100]!;
-  }
-  return h.eventOverheadMs;
-}
-
 let cudakitVersion: string | undefined;
-function environment(device: Device): BenchEnvironment {
+function environment(sampler: Sampler): BenchEnvironment {
   cudakitVersion ??= (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
-  const v = getNative().driverGetVersion();
+  const device = sampler.device;
   let nvrtc: string | undefined;
   try {
     nvrtc = nvrtcVersion();
@@ -261,21 +138,23 @@ function environment(device: Device): BenchEnvironment {
     smCount: device.multiprocessorCount,
     l2Bytes: device.l2CacheBytes,
     maxClockMHz: device.clockRateKHz / 1000,
-    driverVersion: `${Math.floor(v / 1000)}.${(v % 1000) / 10}`,
+    driverVersion: sampler.driverVersion,
     nvrtcVersion: nvrtc,
     cudakitVersion,
     node: process.version,
-    eventOverheadMs: eventOverhead(harness(device)),
+    eventOverheadMs: sampler.eventOverheadMs(),
   };
 }
 
-function resolveRule(preset: PresetName, overrides: Partial<StoppingRule> | undefined): StoppingRule {
+/** @internal The preset's stopping rule with the overrides applied. */
+export function resolveRule(preset: PresetName, overrides: Partial<StoppingRule> | undefined): StoppingRule {
   const base = PRESETS[preset];
   if (base === undefined) throw typeError('options.preset', "'quick', 'default' or 'rigorous'", preset);
   return { ...base, ...(overrides ?? {}) };
 }
 
-interface Run {
+/** @internal One measurement's samples and how it ended. */
+export interface Run {
   samples: BenchSample[];
   accepted: number[];
   rejected: number;
@@ -287,13 +166,13 @@ interface Run {
   warnings: string[];
 }
 
-/** A prepared measurement: bound launch slots for every input set, ready to take samples. */
-class Session {
-  readonly h: Harness;
+/** @internal A prepared measurement: a bound launch for every input set, ready to take samples. */
+export class Session {
+  readonly sampler: Sampler;
   readonly kernel: Kernel;
   readonly mode: BenchMode;
-  readonly slots: { slot: number; release: () => void }[];
-  graph: { exec: { handle: Handle; dispose(): void }; launches: number } | undefined;
+  readonly launches: BoundLaunch[] = [];
+  graph: { exec: GraphExec; launches: number } | undefined;
   readonly rng = createRng(0x5eed);
   maxClockSeen = 0;
   /** Set when the spin kernel timed out (a profiler or sanitizer serializes kernels): samples are then taken unheld. */
@@ -301,18 +180,17 @@ class Session {
   readonly warnings: string[] = [];
 
   constructor(kernel: Kernel, config: LaunchConfig, args: unknown, mode: BenchMode, inputSets: number) {
-    this.h = harness(kernel.device);
+    this.sampler = Sampler.for(kernel.device);
     this.kernel = kernel;
     this.mode = mode;
     const sets = typeof args === 'function' ? Math.max(4, inputSets) : 1;
-    const cfg = { ...config, stream: this.h.stream };
-    delete (cfg as { cooperative?: boolean }).cooperative;
-    this.slots = [];
     try {
       for (let i = 0; i < sets; i++) {
         const a = typeof args === 'function' ? (args as (set: number) => unknown[])(i) : (args as unknown[]);
         if (!Array.isArray(a)) throw typeError('args', 'an array of kernel arguments (or a function returning one)', a);
-        this.slots.push(kernel.bindLaunch(cfg, a));
+        // Exactly the launch kernel.launch(config, ...a) makes (cooperative and clusterDim included), on the
+        // sampler's stream: what check() verified is what is timed.
+        this.launches.push(this.sampler.bind(kernel, config, a));
       }
     } catch (e) {
       this.dispose(true);
@@ -322,23 +200,19 @@ class Session {
 
   /** Plain launches first: lazily loaded kernels load now, never while the stream is held by the spin kernel. */
   prime(): void {
-    const n = getNative();
-    for (const s of this.slots) n.launchKernel(s.slot);
-    this.h.stream.synchronize();
+    for (const b of this.launches) b.launch();
+    this.sampler.stream.synchronize();
   }
 
   /** Graph mode: `launches` launches (rotating input sets) captured into one graph. */
   buildGraph(launches: number): void {
-    const n = getNative();
-    const s = this.h.stream;
-    s.beginCapture({ mode: 'threadLocal' });
-    try {
-      for (let i = 0; i < launches; i++) n.launchKernel(this.slots[i % this.slots.length]!.slot);
-    } finally {
-      const g = s.endCapture();
-      this.graph = { exec: g.instantiate(), launches };
-      g.dispose();
-    }
+    this.graph = { exec: this.sampler.capture(this.launches, launches), launches };
+  }
+
+  /** Drops the graph (compare() builds a new one in every round). */
+  dropGraph(): void {
+    this.graph?.exec.dispose();
+    this.graph = undefined;
   }
 
   /** Takes `count` samples natively; returns them in order. */
@@ -359,35 +233,29 @@ class Session {
 
   private takeOnce(count: number, flush: boolean): BenchSample[] {
     const order: number[] = [];
-    for (let i = 0; i < count; i++) order.push(this.graph !== undefined ? 0 : Math.floor(this.rng() * this.slots.length));
-    const h = this.h;
-    const raw = getNative().benchSamples(
-      { ...samplesSpec(h, order, flush), slots: this.slots.map((s) => s.slot), graph: this.graph?.exec.handle ?? 0n, noBlock: this.noBlock },
-      h.flagHost,
-    );
-    const per = this.graph?.launches ?? 1;
-    const out: BenchSample[] = [];
-    for (let i = 0; i < count; i++) {
-      const clockMHz = raw[i * 3 + 2]!;
-      out.push({ gpuMs: raw[i * 3]! / per, launchUs: raw[i * 3 + 1]!, clockMHz, inputSet: order[i]!, rejected: false });
-    }
-    return out;
+    for (let i = 0; i < count; i++) order.push(this.graph !== undefined ? 0 : Math.floor(this.rng() * this.launches.length));
+    const graph = this.graph;
+    const raw = this.sampler.take({
+      launches: this.launches, order, flushL2: flush, hold: !this.noBlock, ...(graph !== undefined ? { graph: graph.exec } : {}),
+    });
+    const per = graph?.launches ?? 1;
+    return raw.map((x, i) => ({ gpuMs: x.gpuMs / per, launchUs: x.launchUs, clockMHz: x.clockMHz, inputSet: order[i]!, rejected: false }));
   }
 
-  /** Releases the graph and the launch slots; `failing`: an error is on its way out, no cleanup error may hide it. */
+  /** Releases the graph and the bound launches; `failing`: an error is on its way out, no cleanup error may hide it. */
   dispose(failing = false): void {
     const graph = this.graph;
     this.graph = undefined;
     if (graph !== undefined) release(failing, () => graph.exec.dispose());
-    for (const s of this.slots) release(failing, s.release);
+    for (const b of this.launches) release(failing, () => b.release());
   }
 }
 
 /**
- * Warm-up, then samples until the stopping rule says stop. A CudaError (a kernel that faults, say) is rethrown
+ * @internal Warm-up, then samples until the stopping rule says stop. A CudaError (a kernel that faults, say) is rethrown
  * naming `label` and the phase: '<label>: warm-up' or '<label>: timing'.
  */
-async function measure(
+export async function measure(
   s: Session, rule: StoppingRule, onProgress: BenchOptions['onProgress'], label: string,
 ): Promise<Run> {
   const at = { phase: 'warm-up' };
@@ -425,7 +293,7 @@ async function takeSamples(
   }
   at.phase = 'timing';
   if (s.mode === 'graph') {
-    // Enough launches per replay that a replay lasts ~10 ms, at most 1000 (§8.3).
+    // Enough launches per replay that a replay lasts ~10 ms, at most 1000 (docs/benchmarking.md, 'Timing modes').
     const launches = Math.max(1, Math.min(1000, Math.round(10 / Math.max(estimateMs, 1e-4))));
     s.buildGraph(launches);
     s.take(2, false); // warm the graph
@@ -492,14 +360,14 @@ async function takeSamples(
  * rate over the 95 % CI of its median time, against the peak's interval (stats.ts percentOf).
  */
 function throughputOf(
-  h: Harness, stats: Summary, bytes: number | undefined, flops: number | undefined,
+  sampler: Sampler, stats: Summary, bytes: number | undefined, flops: number | undefined,
 ): Throughput | undefined {
   if (bytes === undefined && flops === undefined) return undefined;
   const t: Throughput = {};
   const perS = (amount: number, ms: number): number => amount / (ms * 1e-3);
   if (bytes !== undefined) {
     t.gbPerS = perS(bytes, stats.median) / 1e9;
-    const peak = peakBandwidth(h);
+    const peak = peakBandwidth(sampler);
     const rate = { value: t.gbPerS, low: perS(bytes, stats.ciHigh) / 1e9, high: perS(bytes, stats.ciLow) / 1e9 };
     const pct = percentOf(rate, peak);
     t.percentOfPeakBandwidth = pct.percent;
@@ -513,7 +381,8 @@ function throughputOf(
   return t;
 }
 
-function checkBenchOptions(options: BenchOptions | undefined): Required<Pick<BenchOptions, 'mode' | 'preset' | 'inputSets'>> & BenchOptions {
+/** @internal Validated bench options with their defaults. */
+export function checkBenchOptions(options: BenchOptions | undefined): Required<Pick<BenchOptions, 'mode' | 'preset' | 'inputSets'>> & BenchOptions {
   const o = checkOptions('options', options, ['mode', 'preset', 'rule', 'inputSets', 'bytes', 'flops', 'name', 'onProgress'] as const) as BenchOptions;
   const mode = o.mode ?? 'cold';
   if (mode !== 'cold' && mode !== 'hot' && mode !== 'graph') throw typeError('options.mode', "'cold', 'hot' or 'graph'", mode);
@@ -526,8 +395,8 @@ function checkBenchOptions(options: BenchOptions | undefined): Required<Pick<Ben
   return { ...o, mode, preset: o.preset ?? 'default', inputSets };
 }
 
-/** The result of a run. Its own GPU work (the event overhead, the peak bandwidth) fails as '<label>: calibration'. */
-function result(
+/** @internal The result of a run. Its own GPU work (the event overhead, the peak bandwidth) fails as '<label>: calibration'. */
+export function result(
   name: string, o: ReturnType<typeof checkBenchOptions>, s: Session, run: Run, label: string,
 ): BenchResult {
   try {
@@ -552,10 +421,10 @@ function resultOf(name: string, o: ReturnType<typeof checkBenchOptions>, s: Sess
     converged: run.converged,
     stopReason: run.stopReason,
     clockMHz: clocks.length > 0 ? clocks[clocks.length >> 1]! : 0,
-    env: environment(s.kernel.device),
+    env: environment(s.sampler),
     warnings: run.warnings,
   };
-  const t = throughputOf(s.h, stats, o.bytes, o.flops);
+  const t = throughputOf(s.sampler, stats, o.bytes, o.flops);
   if (t !== undefined) r.throughput = t;
   return r;
 }
@@ -587,86 +456,13 @@ export async function bench<S extends Signature>(
   }
 }
 
-/** A Session, its CudaErrors named '<label>: setup' (compiling the harness, its buffers, binding the arguments). */
-function session(
+/** @internal A Session, its CudaErrors named '<label>: setup' (compiling the harness, its buffers, binding the arguments). */
+export function session(
   label: string, kernel: Kernel, config: LaunchConfig, args: unknown, o: ReturnType<typeof checkBenchOptions>,
 ): Session {
   try {
     return new Session(kernel, config, args, o.mode, o.inputSets);
   } catch (e) {
     throw named(e, `${label}: setup`);
-  }
-}
-
-export interface CompareTarget<S extends Signature = Signature> {
-  kernel: Kernel<S>;
-  config: LaunchConfig;
-  args: BenchArgs<S>;
-  name?: string;
-}
-
-export interface CompareOptions extends Omit<BenchOptions, 'name' | 'onProgress'> {
-  /** ABBA rounds (default 5); each runs the stopping rule with 1/rounds of the preset's budget. */
-  rounds?: number;
-  onProgress?: (p: { round: number; rounds: number }) => void;
-}
-
-/**
- * Times a reference (A) and a candidate (B) in interleaved ABBA rounds so drift and thermal state hit both alike.
- * speedup = median(A) / median(B) with a 95 % bootstrap interval; verdict FASTER / SLOWER / SAME / UNCERTAIN.
- *
- * @throws as bench() does; a CudaError's phase also names the side and its label, e.g. 'compare(): B (saxpy_v2):
- *   warm-up'.
- */
-export async function compare(a: CompareTarget, b: CompareTarget, options?: CompareOptions): Promise<CompareResult> {
-  const { rounds: roundsOpt, onProgress, ...rest } = options ?? {};
-  const o = checkBenchOptions(rest);
-  const rounds = roundsOpt ?? 5;
-  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 50) throw rangeError('options.rounds', 'an integer in [1, 50]', rounds);
-  const full = resolveRule(o.preset, o.rule);
-  const part: StoppingRule = {
-    ...full,
-    minSamples: Math.max(5, Math.ceil(full.minSamples / rounds)),
-    minTimeMs: full.minTimeMs / rounds,
-    timeoutMs: full.timeoutMs / rounds,
-    maxSamples: Math.max(10, Math.ceil(full.maxSamples / rounds)),
-  };
-  const labelA = `compare(): A (${a.name ?? a.kernel.name})`;
-  const labelB = `compare(): B (${b.name ?? b.kernel.name})`;
-  const sa = session(labelA, a.kernel, a.config, a.args, o);
-  let sb: Session | undefined;
-  let failing = true;
-  try {
-    sb = session(labelB, b.kernel, b.config, b.args, o);
-    const runs: Run[][] = [[], []];
-    for (let r = 0; r < rounds; r++) {
-      const order: [Session, number, string][] =
-        r % 2 === 0 ? [[sa, 0, labelA], [sb, 1, labelB]] : [[sb, 1, labelB], [sa, 0, labelA]];
-      for (const [s, side, label] of order) {
-        s.graph?.exec.dispose();
-        s.graph = undefined;
-        runs[side]!.push(await measure(s, part, undefined, label));
-      }
-      onProgress?.({ round: r + 1, rounds });
-    }
-    const merge = (rs: Run[]): Run => ({
-      samples: rs.flatMap((x) => x.samples),
-      accepted: rs.flatMap((x) => x.accepted),
-      rejected: rs.reduce((t, x) => t + x.rejected, 0),
-      warmupRuns: rs.reduce((t, x) => t + x.warmupRuns, 0),
-      wallMs: rs.reduce((t, x) => t + x.wallMs, 0),
-      converged: rs.every((x) => x.converged),
-      stopReason: [...new Set(rs.map((x) => x.stopReason))].join(', '),
-      launchesPerSample: rs[0]!.launchesPerSample,
-      warnings: [...new Set(rs.flatMap((x) => x.warnings))],
-    });
-    const ra = result(a.name ?? a.kernel.name, o, sa, merge(runs[0]!), labelA);
-    const rb = result(b.name ?? b.kernel.name, o, sb, merge(runs[1]!), labelB);
-    const ci = bootstrapRatio(runs[0]!.flatMap((x) => x.accepted), runs[1]!.flatMap((x) => x.accepted));
-    failing = false;
-    return { a: ra, b: rb, speedup: ci.ratio, speedupLow: ci.low, speedupHigh: ci.high, verdict: verdict(ci), rounds };
-  } finally {
-    sa.dispose(failing);
-    sb?.dispose(failing);
   }
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Correctness checking (benchmarking.md §8.2): a candidate kernel against a reference (another kernel or a
-// JavaScript function on host arrays), over seeded trials, with the defences that catch the known ways a kernel
-// can look right while being wrong:
+// Correctness checking (docs/benchmarking.md, 'Correctness defences'): a candidate kernel against a reference
+// (another kernel or a JavaScript function on host arrays), or against no reference at all, over seeded trials, with
+// the defences that catch the known ways a kernel can look right while being wrong, one function each below:
 //   poisoned outputs (NaN / 0xDEADBEEF) before every launch      → an unwritten element fails ('unwritten')
 //   inputs compared byte for byte after every launch             → a kernel that writes its inputs fails ('input-modified')
 //   64 KiB random guard zones before and after every buffer      → out-of-bounds writes fail ('out-of-bounds')
@@ -14,13 +14,17 @@
 //                                                                   too with requireDeterminism (bit-exact)
 // A kernel that faults (illegal address, __trap(), device assert, a refused launch) is a verdict too: 'fault' for the
 // candidate, 'reference-fault' for a reference kernel, with the driver error. After a sticky fault nothing more
-// touches the GPU: the context is lost, and only a new process can use it again.
+// touches the GPU: the context is lost, and only a new process can use it again. Inputs, poison and guard zones are
+// made by inputs.ts; references are run (and their arguments matched to the candidate's) by reference.ts.
 import {
-  CudaError, type Device, type DeviceBuffer, type Kernel, type LaunchConfig, checkOptions, isContextLost, rangeError,
-  toBf16Bits, toHalfBits, typeError,
+  CudaError, DTYPE_INFO, type Kernel, type LaunchConfig, checkOptions, fromDeviceBytes, isContextLost, rangeError,
+  typeError,
 } from '../core/index.js';
-import type { ArgSpec, BufferArgSpec, BufferDType, InitSpec } from './argspec.js';
-import { createRng, splitmix64 } from './stats.js';
+import { type ArgSpec, type BufferDType, checkArgSpecs, roleOf } from './argspec.js';
+import { type GuardedBuffer, prepareInputs, releaseBuffers, startBytes, uploadGuarded } from './inputs.js';
+import { createRng, splitmix64 } from './random.js';
+import { type Reference, checkIoFits, checkReference, launchAndWait, referenceOutputs } from './reference.js';
+
 
 export interface CheckOptions {
   /** Seeded trials with fresh inputs. Default 5. */
@@ -40,16 +44,12 @@ export interface CheckOptions {
   requireDeterminism?: boolean;
   /** Guard zone before and after every buffer, bytes. Default 65536. */
   guardBytes?: number;
+  /**
+   * Set every device buffer (the candidate's, guard zones included, and a reference kernel's) to zero before it is
+   * freed, so no data of this check can be read from reused memory by whatever runs next. Default false.
+   */
+  zeroOnFree?: boolean;
 }
-
-/** Values the JavaScript reference receives: logical host arrays (f16/bf16 as Float32Array) and scalars. */
-export type HostValue = ArrayBufferView | number | bigint | boolean;
-/**
- * A reference kernel with its launch, or a JavaScript function that writes the expected outputs into host copies of
- * the arguments. A function that throws rejects check() with its own error: that is a bug in the reference, not a
- * verdict on the kernel.
- */
-export type Reference = { kernel: Kernel; config: LaunchConfig } | ((args: HostValue[]) => void | Promise<void>);
 
 /**
  * Which defence fired. 'fault': the candidate raised a driver error (a fault in the kernel, or a refused launch);
@@ -64,7 +64,10 @@ export interface Mismatch {
   /** Argument index of the output buffer. */
   arg: number;
   index: number;
-  /** The reference's value; for 'nondeterministic', the candidate's first run. */
+  /**
+   * The reference's value; for 'nondeterministic', the candidate's first run; NaN in a check without a reference
+   * (there is no expected value).
+   */
   expected: number | bigint;
   /** The candidate's value; for 'nondeterministic', its second run. */
   actual: number | bigint;
@@ -85,7 +88,10 @@ export interface CheckFault {
   sticky: boolean;
 }
 
-/** How far outputs are from the reference: per trial, and the worst over trials in a CheckResult. */
+/**
+ * How far outputs are from the reference: per trial, and the worst over trials in a CheckResult. Without a
+ * reference the distances are 0 and matchedRatio is the fraction of output elements that passed the defences.
+ */
 export interface ErrorFigures {
   maxAbsError: number;
   /** Largest |out − ref| / |ref| over elements with ref ≠ 0 (large near zero, where atol governs). */
@@ -122,202 +128,63 @@ export interface CheckResult extends ErrorFigures {
   nondeterministicElements: number | undefined;
   /** Of those, the elements that differed by more than the tolerance (undefined: not run). */
   nondeterministicBeyondTolerance: number | undefined;
+  /** True for a check without a reference (only the defences that need none ran); absent otherwise. */
+  referenceFree?: true;
   /** One line for people. */
   summary: string;
 }
 
-interface DType {
-  bytes: number;
-  float: boolean;
-  /** Logical host array type (what the JS reference sees). */
-  host: new (n: number) => ArrayBufferView & ArrayLike<number | bigint>;
-  atol: number;
-  rtol: number;
-  /** Poison bits, one element's worth, little-endian. */
-  poison: number[];
-}
-
-const F = { atol: 1e-4, rtol: 1e-4 };
-const DTYPES: Record<BufferDType, DType> = {
-  i8: { bytes: 1, float: false, host: Int8Array, atol: 0, rtol: 0, poison: [0xef] },
-  u8: { bytes: 1, float: false, host: Uint8Array, atol: 0, rtol: 0, poison: [0xef] },
-  i16: { bytes: 2, float: false, host: Int16Array, atol: 0, rtol: 0, poison: [0xef, 0xbe] },
-  u16: { bytes: 2, float: false, host: Uint16Array, atol: 0, rtol: 0, poison: [0xef, 0xbe] },
-  i32: { bytes: 4, float: false, host: Int32Array, atol: 0, rtol: 0, poison: [0xef, 0xbe, 0xad, 0xde] },
-  u32: { bytes: 4, float: false, host: Uint32Array, atol: 0, rtol: 0, poison: [0xef, 0xbe, 0xad, 0xde] },
-  i64: { bytes: 8, float: false, host: BigInt64Array, atol: 0, rtol: 0, poison: [0xef, 0xbe, 0xad, 0xde, 0xef, 0xbe, 0xad, 0xde] },
-  u64: { bytes: 8, float: false, host: BigUint64Array, atol: 0, rtol: 0, poison: [0xef, 0xbe, 0xad, 0xde, 0xef, 0xbe, 0xad, 0xde] },
-  f16: { bytes: 2, float: true, host: Float32Array, atol: 1e-2, rtol: 1e-2, poison: [0x00, 0x7e] },
-  bf16: { bytes: 2, float: true, host: Float32Array, atol: 1e-2, rtol: 1e-2, poison: [0xc0, 0x7f] },
-  f32: { bytes: 4, float: true, host: Float32Array, ...F, poison: [0x00, 0x00, 0xc0, 0x7f] },
-  f64: { bytes: 8, float: true, host: Float64Array, atol: 1e-8, rtol: 1e-8, poison: [0, 0, 0, 0, 0, 0, 0xf8, 0x7f] },
-};
-
-function fromHalfBits(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >> 10) & 0x1f;
-  const mant = h & 0x3ff;
-  if (exp === 0) return sign * mant * 2 ** -24;
-  if (exp === 0x1f) return mant ? Number.NaN : sign * Infinity;
-  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
-}
-const F32 = new Float32Array(1);
-const U32 = new Uint32Array(F32.buffer);
-function fromBf16Bits(h: number): number {
-  U32[0] = h << 16;
-  return F32[0]!;
-}
-
-/** @internal Logical values (what the reference sees) → device bytes. */
-export function encode(dtype: BufferDType, logical: ArrayLike<number | bigint>): Uint8Array {
-  const d = DTYPES[dtype];
-  const n = logical.length;
-  if (dtype === 'f16' || dtype === 'bf16') {
-    const bits = new Uint16Array(n);
-    for (let i = 0; i < n; i++) bits[i] = (dtype === 'f16' ? toHalfBits : toBf16Bits)(logical[i] as number);
-    return new Uint8Array(bits.buffer);
-  }
-  const arr = new d.host(n) as unknown as { [i: number]: number | bigint; buffer: ArrayBuffer };
-  for (let i = 0; i < n; i++) arr[i] = logical[i]!;
-  return new Uint8Array(arr.buffer);
-}
-
-/** @internal Device bytes → logical values. */
-export function decode(dtype: BufferDType, bytes: Uint8Array): ArrayLike<number | bigint> & ArrayBufferView {
-  const d = DTYPES[dtype];
-  const n = bytes.byteLength / d.bytes;
-  const aligned = new Uint8Array(bytes); // own, aligned copy
-  if (dtype === 'f16' || dtype === 'bf16') {
-    const bits = new Uint16Array(aligned.buffer);
-    const out = new Float32Array(n);
-    for (let i = 0; i < n; i++) out[i] = dtype === 'f16' ? fromHalfBits(bits[i]!) : fromBf16Bits(bits[i]!);
-    return out;
-  }
-  return new (d.host as unknown as new (b: ArrayBuffer) => ArrayLike<number | bigint> & ArrayBufferView)(aligned.buffer);
-}
-
-function normal(rng: () => number): number {
-  // Box–Muller; 1 - u keeps log away from 0
-  return Math.sqrt(-2 * Math.log(1 - rng())) * Math.cos(2 * Math.PI * rng());
-}
-
-function defaultInit(dtype: BufferDType): InitSpec {
-  if (DTYPES[dtype].float) return { kind: 'uniform', lo: -1, hi: 1 };
-  return dtype.startsWith('u') ? { kind: 'randint', lo: 0, hi: 100 } : { kind: 'randint', lo: -100, hi: 100 };
-}
-
-/** Host values for one buffer, from its init spec and a seeded generator. */
-function generate(spec: BufferArgSpec, init: InitSpec, rng: () => number): ArrayLike<number | bigint> {
-  const d = DTYPES[spec.dtype];
-  const big = spec.dtype === 'i64' || spec.dtype === 'u64';
-  const out = d.float ? new Float64Array(spec.length) : big ? new Array<bigint>(spec.length) : new Float64Array(spec.length);
-  for (let i = 0; i < spec.length; i++) {
-    let v: number;
-    switch (init.kind) {
-      case 'uniform': v = init.lo + (init.hi - init.lo) * rng(); break;
-      case 'normal': v = init.mean + init.std * normal(rng); break;
-      case 'randint': v = init.lo + Math.floor((init.hi - init.lo) * rng()); break;
-      case 'const': v = init.value; break;
-      case 'zeros': v = 0; break;
-      case 'ones': v = 1; break;
-      case 'arange': v = i; break;
-      case 'seq': v = init.start + i * init.step; break;
-    }
-    (out as (number | bigint)[])[i] = big ? BigInt(Math.trunc(v)) : v;
-  }
-  // Round through the device type, so the reference sees exactly what the kernel reads.
-  return decode(spec.dtype, encode(spec.dtype, out));
-}
-
-type Role = 'in' | 'inout' | 'out';
-const roleOf = (s: BufferArgSpec): Role => (s.role === 'in' ? 'in' : s.init !== undefined ? 'inout' : 'out');
-
-interface Prepared {
-  /** Logical initial contents per buffer arg (undefined for scalars and pure outputs). */
-  initial: (ArrayLike<number | bigint> | undefined)[];
-}
-
-function prepareTrial(io: readonly ArgSpec[], seed: bigint): Prepared {
-  const rng = createRng(seed);
-  return {
-    initial: io.map((a) => (a.kind === 'buffer' && roleOf(a) !== 'out' ? generate(a, a.init ?? defaultInit(a.dtype), rng) : undefined)),
-  };
-}
-
-/** @internal What an output holds before every launch: NaN for floats, 0xDEADBEEF (or its low bytes) for integers. */
-export function poisonBytes(dtype: BufferDType, length: number): Uint8Array {
-  const p = DTYPES[dtype].poison;
-  const out = new Uint8Array(length * p.length);
-  for (let i = 0; i < out.length; i++) out[i] = p[i % p.length]!;
-  return out;
-}
-
-interface Guarded {
-  base: DeviceBuffer;
-  view: DeviceBuffer;
-  guard: Uint8Array;
-}
-
-/** Device buffers (with guard zones) for `io`, filled for one trial; returns the launch arguments. */
-function upload(device: Device, io: readonly ArgSpec[], prep: Prepared, guardBytes: number, rng: () => number, bufs: Guarded[]): unknown[] {
-  return io.map((a, i) => {
-    if (a.kind === 'scalar') return a.value;
-    const bytes = a.length * DTYPES[a.dtype].bytes;
-    const guard = new Uint8Array(guardBytes);
-    for (let k = 0; k < guardBytes; k++) guard[k] = Math.floor(rng() * 256);
-    const base = device.alloc(2 * guardBytes + bytes);
-    const init = prep.initial[i];
-    const body = init !== undefined ? encode(a.dtype, init) : poisonBytes(a.dtype, a.length);
-    const whole = new Uint8Array(2 * guardBytes + bytes);
-    whole.set(guard, 0);
-    whole.set(body, guardBytes);
-    whole.set(guard, guardBytes + bytes);
-    base.copyFromHost(whole);
-    const view = base.subarray(guardBytes, guardBytes + bytes);
-    bufs[i] = { base, view, guard };
-    return view;
-  });
-}
-
-type Outputs = (ArrayLike<number | bigint> | undefined)[];
+// ---------------------------------------------------------------------------------------------------------------
+// The defences, one function each
 
 /**
- * The reference's outputs, or the driver error its kernel raised. A JavaScript reference that throws rejects: its
- * error is the caller's bug, not a verdict on any kernel.
+ * 'out-of-bounds': whether the guard zones around a buffer (`whole`: guard, buffer, guard, read back after the
+ * launch) still hold `guard`. Returns where the first stray write landed ('12 bytes before'), or undefined.
  */
-async function referenceOutputs(
-  reference: Reference, device: Device, io: readonly ArgSpec[], prep: Prepared,
-): Promise<{ outputs: Outputs } | { fault: CudaError }> {
-  if (typeof reference === 'function') {
-    const args: HostValue[] = io.map((a, i) => {
-      if (a.kind === 'scalar') return a.value;
-      const init = prep.initial[i];
-      const arr = new DTYPES[a.dtype].host(a.length) as unknown as { set(x: ArrayLike<number | bigint>): void } & ArrayBufferView;
-      if (init !== undefined) arr.set(init);
-      return arr;
-    });
-    await reference(args);
-    const written = (a: ArgSpec, i: number) => (a.kind === 'buffer' && roleOf(a) !== 'in' ? (args[i] as unknown as ArrayLike<number | bigint>) : undefined);
-    return { outputs: io.map(written) };
+export function outOfBoundsWrite(whole: Uint8Array, guard: Uint8Array): string | undefined {
+  const end = whole.length - guard.length;
+  for (let k = 0; k < guard.length; k++) {
+    if (whole[k] !== guard[k]) return `${guard.length - k} bytes before`;
+    if (whole[end + k] !== guard[k]) return `${k} bytes after`;
   }
-  const owned: DeviceBuffer[] = [];
-  try {
-    const args = io.map((a, i) => {
-      if (a.kind === 'scalar') return a.value;
-      const buf = device.alloc(a.length * DTYPES[a.dtype].bytes);
-      owned.push(buf);
-      const init = prep.initial[i];
-      if (init !== undefined) buf.copyFromHost(encode(a.dtype, init));
-      else buf.fill(0);
-      return buf;
-    });
-    const fault = launchAndWait(reference, args);
-    if (fault !== undefined) return { fault };
-    const read = (a: ArgSpec, i: number) => (a.kind === 'buffer' && roleOf(a) !== 'in' ? decode(a.dtype, (args[i] as DeviceBuffer).copyToHost()) : undefined);
-    return { outputs: io.map(read) };
-  } finally {
-    for (const b of owned) b.dispose(); // silent after a sticky error: the memory went with the context
-  }
+  return undefined;
+}
+
+/** 'input-modified': the first element of an input whose bytes differ from what it held before the launch, or -1. */
+export function modifiedInputElement(dtype: BufferDType, body: Uint8Array, before: Uint8Array): number {
+  const k = body.findIndex((b, j) => b !== before[j]);
+  return k < 0 ? -1 : Math.floor(k / DTYPE_INFO[dtype].bytes);
+}
+
+/** 'unwritten': whether element `index` of an output's device bytes still holds the dtype's poison (or `alternate`). */
+export function holdsPoison(dtype: BufferDType, got: Uint8Array, index: number, alternate = false): boolean {
+  const p = DTYPE_INFO[dtype].poison;
+  const at = index * p.length;
+  for (let k = 0; k < p.length; k++) if (got[at + k] !== (alternate ? ~p[k]! & 0xff : p[k])) return false;
+  return true;
+}
+
+/** 'non-finite': where either value is NaN or infinite, both must be: NaN meets NaN, ±Infinity the same infinity. */
+export function nonFiniteAgrees(expected: number, actual: number): boolean {
+  return Object.is(expected, actual) || (Number.isNaN(expected) && Number.isNaN(actual));
+}
+
+/** 'mismatch': |actual − expected| ≤ atol + rtol·|expected| (finite values). */
+export function withinTolerance(expected: number, actual: number, atol: number, rtol: number): boolean {
+  return Math.abs(actual - expected) <= atol + rtol * Math.abs(expected);
+}
+
+/** 'all-zero': every element of the output is zero while the reference's are not all zero. */
+export function degenerateZeros(actual: ArrayLike<number | bigint>, expected: ArrayLike<number | bigint>): boolean {
+  const zero = (v: number | bigint): boolean => v === 0 || v === 0n;
+  for (let i = 0; i < actual.length; i++) if (!zero(actual[i]!)) return false;
+  for (let i = 0; i < expected.length; i++) if (!zero(expected[i]!)) return true;
+  return false;
+}
+
+/** 'fault': the verdict's record of a driver error. */
+export function faultOf(e: CudaError): CheckFault {
+  return { code: e.code, api: e.api, result: e.result, sticky: e.sticky || isContextLost(e) };
 }
 
 /** @internal Running totals of one comparison. */
@@ -331,6 +198,8 @@ export interface Comparison {
   matched: number;
   total: number;
   mismatches: Mismatch[];
+  /** The detail the defence that fired gave, if it gave one. */
+  detail?: string;
 }
 
 /** @internal */
@@ -338,30 +207,28 @@ export function newComparison(): Comparison {
   return { defence: undefined, maxAbs: 0, maxRel: 0, tolUsed: 0, normDiff2: 0, normRef2: 0, matched: 0, total: 0, mismatches: [] };
 }
 
-/** @internal Compares one output's device bytes with the reference's logical values, element by element. */
+/**
+ * @internal The value defences on one output against the reference's values, element by element: 'non-finite',
+ * 'mismatch' (naming an element that still holds the poison 'unwritten' instead) and 'all-zero', with the error
+ * figures. The first defence found stands, except that a more specific one replaces 'mismatch'.
+ */
 export function compareOutput(arg: number, dtype: BufferDType, got: Uint8Array, expected: ArrayLike<number | bigint>, atol: number, rtol: number, c: Comparison): void {
-  const actual = decode(dtype, got);
-  const d = DTYPES[dtype];
-  const poison = new Uint8Array(d.poison);
+  const actual = fromDeviceBytes(dtype, got);
   const n = expected.length;
-  let allZero = true;
-  let refNonZero = false;
   for (let i = 0; i < n; i++) {
     const e = expected[i]!;
     const a = actual[i]!;
-    if (a !== 0 && a !== 0n) allZero = false;
-    if (e !== 0 && e !== 0n) refNonZero = true;
     let ok: boolean;
     let defence: Defence = 'mismatch';
     if (typeof e === 'bigint' || typeof a === 'bigint') {
       ok = e === a;
     } else if (!Number.isFinite(e) || !Number.isFinite(a)) {
-      ok = Object.is(e, a) || (Number.isNaN(e) && Number.isNaN(a)); // NaN must meet NaN, ±Inf the same Inf
+      ok = nonFiniteAgrees(e, a);
       if (!ok) defence = 'non-finite';
     } else {
       const diff = Math.abs(a - e);
       const tol = atol + rtol * Math.abs(e);
-      ok = diff <= tol;
+      ok = withinTolerance(e, a, atol, rtol);
       c.maxAbs = Math.max(c.maxAbs, diff);
       c.tolUsed = Math.max(c.tolUsed, tol > 0 ? diff / tol : diff > 0 ? Infinity : 0);
       if (e !== 0) c.maxRel = Math.max(c.maxRel, diff / Math.abs(e));
@@ -369,8 +236,7 @@ export function compareOutput(arg: number, dtype: BufferDType, got: Uint8Array, 
       c.normRef2 += e * e;
     }
     if (!ok) {
-      const at = i * d.bytes;
-      if (d.poison.every((b, k) => got[at + k] === poison[k])) defence = 'unwritten';
+      if (holdsPoison(dtype, got, i)) defence = 'unwritten';
       if (c.mismatches.length < 8) c.mismatches.push({ arg, index: i, expected: e, actual: a });
       if (c.defence === undefined || (c.defence === 'mismatch' && defence !== 'mismatch')) c.defence = defence;
     } else {
@@ -378,111 +244,47 @@ export function compareOutput(arg: number, dtype: BufferDType, got: Uint8Array, 
     }
     c.total++;
   }
-  if (allZero && refNonZero && c.defence === undefined) c.defence = 'all-zero';
-  else if (allZero && refNonZero && c.defence === 'mismatch') c.defence = 'all-zero';
-}
-
-function trialResult(
-  trial: number, seed: string, c: Comparison, detail: string | undefined, error: CheckFault | undefined = undefined,
-): TrialResult {
-  return {
-    trial, seed, passed: c.defence === undefined, defence: c.defence,
-    maxAbsError: c.maxAbs, maxRelError: c.maxRel, toleranceUsed: c.tolUsed,
-    relNormError: c.normRef2 > 0 ? Math.sqrt(c.normDiff2 / c.normRef2) : Math.sqrt(c.normDiff2),
-    matchedRatio: c.total > 0 ? c.matched / c.total : 1,
-    mismatches: c.mismatches, detail, error,
-  };
-}
-
-/** Worst figures over the trials; the first failing trial decides defence and mismatches. Summary left to the caller. */
-function checkResult(trials: TrialResult[], runs: RunComparison | undefined): CheckResult {
-  const failed = trials.find((t) => !t.passed);
-  const worst = (f: (t: TrialResult) => number): number => Math.max(0, ...trials.map(f));
-  return {
-    passed: failed === undefined, defence: failed?.defence, trials,
-    maxAbsError: worst((t) => t.maxAbsError), maxRelError: worst((t) => t.maxRelError), toleranceUsed: worst((t) => t.toleranceUsed),
-    relNormError: worst((t) => t.relNormError), matchedRatio: Math.min(1, ...trials.map((t) => t.matchedRatio)),
-    mismatches: failed?.mismatches ?? [], error: failed?.error,
-    nondeterministicElements: runs?.differing, nondeterministicBeyondTolerance: runs?.beyondTolerance, summary: '',
-  };
-}
-
-/** The one-line summary: PASS with the error figures and the determinism note, or FAIL naming the defence and why. */
-function summaryOf(r: CheckResult): string {
-  const failed = r.trials.find((t) => !t.passed);
-  if (failed === undefined) {
-    return `PASS: ${r.trials.length} trials, ${errorFigures(r)}${determinismNote(r.nondeterministicElements)}`;
-  }
-  const m = failed.mismatches[0];
-  const showFirst = m !== undefined && failed.defence !== 'nondeterministic'; // its detail already names the element
-  return `FAIL (${failed.defence}) in trial ${failed.trial}` +
-    (failed.detail ? `: ${failed.detail}` : '') +
-    (showFirst ? `; first: argument ${m.arg}[${m.index}] = ${String(m.actual)}, expected ${String(m.expected)}` : '') +
-    (failed.error?.sticky ? '; the CUDA context is lost: restart the process to use the GPU again' : '');
-}
-
-function errorFigures(r: CheckResult): string {
-  return `worst element at ${(100 * r.toleranceUsed).toFixed(r.toleranceUsed < 0.01 && r.toleranceUsed > 0 ? 2 : 0)}% of its tolerance ` +
-    `(max abs error ${r.maxAbsError.toExponential(2)}, max rel error ${r.maxRelError.toExponential(2)})`;
-}
-
-function checkCheckOptions(options: CheckOptions | undefined): Required<Omit<CheckOptions, 'atol' | 'rtol'>> & Pick<CheckOptions, 'atol' | 'rtol'> {
-  const o = checkOptions('options', options, ['trials', 'seed', 'atol', 'rtol', 'determinism', 'requireDeterminism', 'guardBytes'] as const) as CheckOptions;
-  const trials = o.trials ?? 5;
-  if (!Number.isInteger(trials) || trials < 1 || trials > 1000) throw rangeError('options.trials', 'an integer in [1, 1000]', trials);
-  const guardBytes = o.guardBytes ?? 65536;
-  if (!Number.isInteger(guardBytes) || guardBytes < 0 || guardBytes % 256 !== 0) {
-    throw rangeError('options.guardBytes', 'a non-negative multiple of 256', guardBytes);
-  }
-  for (const k of ['atol', 'rtol'] as const) {
-    const v = o[k];
-    if (v !== undefined && (typeof v !== 'number' || !(v >= 0))) throw rangeError(`options.${k}`, 'a non-negative number', v);
-  }
-  return {
-    ...o, trials, guardBytes, seed: o.seed ?? 42, determinism: o.determinism ?? true, requireDeterminism: o.requireDeterminism ?? false,
-  };
-}
-
-function checkIo(io: readonly ArgSpec[], kernel: Kernel): void {
-  if (!Array.isArray(io)) throw typeError('io', 'an array of argument specs (see parseArgSpec)', io);
-  if (io.length !== kernel.signature.length) {
-    throw new TypeError(`io declares ${io.length} arguments but kernel '${kernel.name}' takes ${kernel.signature.length}`);
-  }
-  io.forEach((a, i) => {
-    const p = kernel.signature[i];
-    if (a.kind === 'buffer' ? p !== 'ptr' : p !== a.type) {
-      throw new TypeError(`io[${i}] is ${a.kind === 'buffer' ? 'a buffer' : a.type} but parameter ${i} of '${kernel.name}' is ${String(p)}`);
-    }
-  });
-  if (!io.some((a) => a.kind === 'buffer' && roleOf(a) !== 'in')) {
-    throw new TypeError('io declares no output buffer: mark one with :out (ptr:f32[N]:out)');
-  }
+  if (degenerateZeros(actual, expected) && (c.defence === undefined || c.defence === 'mismatch')) c.defence = 'all-zero';
 }
 
 /**
- * Launches `target` and waits for it. A driver error (a fault inside the kernel, which shows at the wait, or a launch
- * the driver refused) is returned, as the verdict's material; anything else (TypeError / RangeError from argument
- * validation, a disposed kernel) is the caller's mistake and is thrown.
+ * @internal The defences that need no reference, on one output that was poisoned before the launch (it has no
+ * initial value): 'unwritten' for an element that held the poison after the first launch and the poison's
+ * complement after a second launch with the complement as poison (`confirm`, undefined when no element held the
+ * poison), so a kernel that writes the poison's value is not blamed; then 'non-finite' for a float element that
+ * holds NaN or ±Infinity (a value computed from unwritten memory, into which the NaN poison propagates, shows so).
  */
-function launchAndWait(target: { kernel: Kernel; config: LaunchConfig }, args: unknown[]): CudaError | undefined {
-  try {
-    (target.kernel.launch as (c: LaunchConfig, ...x: unknown[]) => void)(target.config, ...args);
-    target.kernel.device.synchronize();
-    return undefined;
-  } catch (e) {
-    if (e instanceof CudaError) return e;
-    throw e;
+export function checkWritten(arg: number, label: string, dtype: BufferDType, got: Uint8Array, confirm: Uint8Array | undefined, c: Comparison): void {
+  const values = fromDeviceBytes(dtype, got);
+  let unwritten = 0;
+  let nonFinite = 0;
+  let first: { defence: Defence; index: number } | undefined;
+  for (let i = 0; i < values.length; i++) {
+    let defence: Defence | undefined;
+    const v = values[i]!;
+    if (confirm !== undefined && holdsPoison(dtype, got, i) && holdsPoison(dtype, confirm, i, true)) {
+      defence = 'unwritten';
+      unwritten++;
+    } else if (typeof v === 'number' && !Number.isFinite(v)) {
+      defence = 'non-finite';
+      nonFinite++;
+    }
+    c.total++;
+    if (defence === undefined) {
+      c.matched++;
+      continue;
+    }
+    if (first === undefined || (first.defence === 'non-finite' && defence === 'unwritten')) first = { defence, index: i };
+    if (c.mismatches.length < 8) c.mismatches.push({ arg, index: i, expected: Number.NaN, actual: v });
   }
+  if (first === undefined || c.defence === 'unwritten' || (c.defence !== undefined && first.defence !== 'unwritten')) return;
+  c.defence = first.defence;
+  const count = first.defence === 'unwritten' ? unwritten : nonFinite;
+  const what = first.defence === 'unwritten' ? 'never written' : 'NaN or infinite';
+  const shown = first.defence === 'unwritten' ? '' : ` = ${String(values[first.index])}`;
+  c.detail = `${label}: ${count} of ${values.length} element${values.length === 1 ? '' : 's'} ${what} ` +
+    `(first: element ${first.index}${shown})`;
 }
-
-function faultOf(e: CudaError): CheckFault {
-  return { code: e.code, api: e.api, result: e.result, sticky: e.sticky || isContextLost(e) };
-}
-
-const firstLine = (text: string): string => text.split('\n')[0] ?? '';
-
-/** Defences about the values alone, which a race between two runs explains. */
-const VALUE_DEFENCES: ReadonlySet<Defence> = new Set(['mismatch', 'unwritten', 'non-finite', 'all-zero']);
 
 /** @internal Two runs of the candidate on the same inputs, compared output by output (see compareRuns). */
 export interface RunComparison {
@@ -504,15 +306,15 @@ export function newRunComparison(): RunComparison {
 }
 
 /**
- * @internal Compares one output of two runs on the same inputs. An element whose bits differ counts as differing;
- * it is also beyond tolerance when |second − first| > atol + rtol·|first| (the first run plays the reference), when
- * one is NaN and the other is not, when infinities differ, or for 64-bit integers when they differ at all. NaNs
- * with different payloads and ±0 differ bitwise but not beyond tolerance.
+ * @internal 'nondeterministic', its material: compares one output of two runs on the same inputs. An element whose
+ * bits differ counts as differing; it is also beyond tolerance when |second − first| > atol + rtol·|first| (the
+ * first run plays the reference), when one is NaN and the other is not, when infinities differ, or for 64-bit
+ * integers when they differ at all. NaNs with different payloads and ±0 differ bitwise but not beyond tolerance.
  */
 export function compareRuns(
   arg: number, dtype: BufferDType, first: Uint8Array, second: Uint8Array, atol: number, rtol: number, r: RunComparison,
 ): void {
-  const w = DTYPES[dtype].bytes;
+  const w = DTYPE_INFO[dtype].bytes;
   const n = Math.min(first.length, second.length) / w;
   let a: ArrayLike<number | bigint> | undefined;
   let b: ArrayLike<number | bigint> | undefined;
@@ -525,19 +327,18 @@ export function compareRuns(
       }
     }
     if (same) continue;
-    a ??= decode(dtype, first);
-    b ??= decode(dtype, second);
+    a ??= fromDeviceBytes(dtype, first);
+    b ??= fromDeviceBytes(dtype, second);
     const x = a[e]!;
     const y = b[e]!;
     let beyond: boolean;
     if (typeof x === 'bigint' || typeof y === 'bigint') {
       beyond = x !== y;
     } else if (!Number.isFinite(x) || !Number.isFinite(y)) {
-      beyond = !(Object.is(x, y) || (Number.isNaN(x) && Number.isNaN(y)));
+      beyond = !nonFiniteAgrees(x, y);
     } else {
-      const diff = Math.abs(y - x);
-      r.maxAbsDifference = Math.max(r.maxAbsDifference, diff);
-      beyond = diff > atol + rtol * Math.abs(x);
+      r.maxAbsDifference = Math.max(r.maxAbsDifference, Math.abs(y - x));
+      beyond = !withinTolerance(x, y, atol, rtol);
     }
     const m: Mismatch = { arg, index: e, expected: x, actual: y };
     r.differing++;
@@ -550,8 +351,8 @@ export function compareRuns(
 }
 
 /**
- * @internal The determinism rule: with requireDeterminism any bitwise difference fails, otherwise only one beyond
- * the tolerance. Returns undefined when the runs pass, else the detail for the verdict and the elements to show.
+ * @internal 'nondeterministic', the rule: with requireDeterminism any bitwise difference fails, otherwise only one
+ * beyond the tolerance. Returns undefined when the runs pass, else the detail for the verdict and the elements to show.
  */
 export function determinismFailure(
   r: RunComparison, requireDeterminism: boolean,
@@ -578,178 +379,269 @@ export function determinismNote(differing: number | undefined): string {
     'all within tolerance (allowed unless requireDeterminism)';
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// The result
+
+/** @internal One trial's result from its comparison. */
+export function trialResult(
+  trial: number, seed: string, c: Comparison, detail: string | undefined, error: CheckFault | undefined = undefined,
+): TrialResult {
+  return {
+    trial, seed, passed: c.defence === undefined, defence: c.defence,
+    maxAbsError: c.maxAbs, maxRelError: c.maxRel, toleranceUsed: c.tolUsed,
+    relNormError: c.normRef2 > 0 ? Math.sqrt(c.normDiff2 / c.normRef2) : Math.sqrt(c.normDiff2),
+    matchedRatio: c.total > 0 ? c.matched / c.total : 1,
+    mismatches: c.mismatches, detail, error,
+  };
+}
+
+/**
+ * Builds a CheckResult from its trials: the worst figures over them; the first failing trial decides the defence,
+ * the mismatches and the error. `runs`: the two runs on the same inputs, when they were compared. The summary is
+ * left empty for the caller.
+ */
+export function buildCheckResult(trials: TrialResult[], runs: RunComparison | undefined): CheckResult {
+  const failed = trials.find((t) => !t.passed);
+  const worst = (f: (t: TrialResult) => number): number => Math.max(0, ...trials.map(f));
+  return {
+    passed: failed === undefined, defence: failed?.defence, trials,
+    maxAbsError: worst((t) => t.maxAbsError), maxRelError: worst((t) => t.maxRelError), toleranceUsed: worst((t) => t.toleranceUsed),
+    relNormError: worst((t) => t.relNormError), matchedRatio: Math.min(1, ...trials.map((t) => t.matchedRatio)),
+    mismatches: failed?.mismatches ?? [], error: failed?.error,
+    nondeterministicElements: runs?.differing, nondeterministicBeyondTolerance: runs?.beyondTolerance, summary: '',
+  };
+}
+
+/** The one-line summary: PASS with the error figures and the determinism note, or FAIL naming the defence and why. */
+function summaryOf(r: CheckResult): string {
+  const failed = r.trials.find((t) => !t.passed);
+  if (failed === undefined) {
+    if (r.referenceFree) {
+      return `PASS without a reference: ${r.trials.length} trials; outputs fully written and finite, inputs ` +
+        `unchanged, no writes outside the buffers${determinismNote(r.nondeterministicElements)}`;
+    }
+    return `PASS: ${r.trials.length} trials, ${errorFigures(r)}${determinismNote(r.nondeterministicElements)}`;
+  }
+  const m = failed.mismatches[0];
+  // A nondeterministic or reference-free verdict's detail already names the element.
+  const showFirst = m !== undefined && failed.defence !== 'nondeterministic' && !r.referenceFree;
+  return `FAIL (${failed.defence}) in trial ${failed.trial}` +
+    (failed.detail ? `: ${failed.detail}` : '') +
+    (showFirst ? `; first: argument ${m.arg}[${m.index}] = ${String(m.actual)}, expected ${String(m.expected)}` : '') +
+    (failed.error?.sticky ? '; the CUDA context is lost: restart the process to use the GPU again' : '');
+}
+
+/** @internal The error figures of a passing result, for its summary. */
+export function errorFigures(r: CheckResult): string {
+  return `worst element at ${(100 * r.toleranceUsed).toFixed(r.toleranceUsed < 0.01 && r.toleranceUsed > 0 ? 2 : 0)}% of its tolerance ` +
+    `(max abs error ${r.maxAbsError.toExponential(2)}, max rel error ${r.maxRelError.toExponential(2)})`;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// check()
+
+type ResolvedOptions = Required<Omit<CheckOptions, 'atol' | 'rtol'>> & Pick<CheckOptions, 'atol' | 'rtol'>;
+
+function checkCheckOptions(options: CheckOptions | undefined): ResolvedOptions {
+  const keys = ['trials', 'seed', 'atol', 'rtol', 'determinism', 'requireDeterminism', 'guardBytes', 'zeroOnFree'] as const;
+  const o = checkOptions('options', options, keys) as CheckOptions;
+  const trials = o.trials ?? 5;
+  if (!Number.isInteger(trials) || trials < 1 || trials > 1000) throw rangeError('options.trials', 'an integer in [1, 1000]', trials);
+  const guardBytes = o.guardBytes ?? 65536;
+  if (!Number.isInteger(guardBytes) || guardBytes < 0 || guardBytes % 256 !== 0) {
+    throw rangeError('options.guardBytes', 'a non-negative multiple of 256', guardBytes);
+  }
+  for (const k of ['atol', 'rtol'] as const) {
+    const v = o[k];
+    if (v !== undefined && (typeof v !== 'number' || !(v >= 0))) throw rangeError(`options.${k}`, 'a non-negative number', v);
+  }
+  if (o.zeroOnFree !== undefined && typeof o.zeroOnFree !== 'boolean') throw typeError('options.zeroOnFree', 'a boolean', o.zeroOnFree);
+  return {
+    ...o, trials, guardBytes, seed: o.seed ?? 42, determinism: o.determinism ?? true,
+    requireDeterminism: o.requireDeterminism ?? false, zeroOnFree: o.zeroOnFree ?? false,
+  };
+}
+
+/** The candidate's io: valid specs that fit its kernel, with at least one output. */
+function checkCandidateIo(io: readonly ArgSpec[], kernel: Kernel): void {
+  if (!Array.isArray(io)) throw typeError('io', 'an array of argument specs (see parseArgSpec)', io);
+  checkIoFits(io, kernel);
+  checkArgSpecs(io);
+  if (!io.some((a) => a.kind === 'buffer' && roleOf(a) !== 'in')) {
+    throw new TypeError('io declares no output buffer: mark one with :out (ptr:f32[N]:out)');
+  }
+}
+
+const firstLine = (text: string): string => text.split('\n')[0] ?? '';
+
+/** Defences about the values alone, which a race between two runs explains. */
+const VALUE_DEFENCES: ReadonlySet<Defence> = new Set(['mismatch', 'unwritten', 'non-finite', 'all-zero']);
+
 /**
  * Checks `candidate` against `reference` over seeded trials with the defences above. `io` declares every kernel
  * argument in order (parseArgSpec syntax: inputs with how to fill them, outputs with `:out`, scalars as values).
  * An output with an initial value (`ptr:f32[N]=uniform(-1,1):out`, e.g. saxpy's y) is read-write: it starts from
  * that value instead of the poison, so an unwritten element shows as a plain mismatch there.
  *
+ * A reference kernel whose parameter list differs from the candidate's declares its own arguments
+ * (`{ kernel, config, io }`): its buffers are matched to the candidate's by name where both sides name them, else
+ * by order (see matchReferenceIo in reference.ts).
+ *
+ * Without a reference (`null` or `undefined`), only the defences that need none run: outputs poisoned before every
+ * launch must be fully written ('unwritten', confirmed by a second launch with the poison's complement) and hold no
+ * NaN or infinity ('non-finite'); inputs must be unchanged ('input-modified'); guard zones intact ('out-of-bounds');
+ * two runs on the same inputs agree ('nondeterministic', with `determinism`). The result has `referenceFree: true`.
+ *
  * A kernel that faults resolves to a verdict, not a rejection: `{ passed: false, defence: 'fault', error: { code,
  * api, result, sticky } }` for the candidate (a fault inside it, or a launch the driver refused, such as
  * CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES), 'reference-fault' for a reference kernel. After a sticky fault nothing more
  * touches the GPU and later trials do not run: the context is lost, and the process must restart to use the GPU.
  *
- * @throws TypeError / RangeError for bad options or io, or from the launch's argument validation; whatever a
- *   JavaScript reference throws; a CudaError from the harness's own work (allocating and filling the buffers).
+ * @throws TypeError / RangeError for bad options or io (a reference io that cannot be matched included), or from the
+ *   launch's argument validation; whatever a JavaScript reference throws; a CudaError from the harness's own work
+ *   (allocating and filling the buffers).
  */
 export async function check(
-  candidate: { kernel: Kernel; config: LaunchConfig }, reference: Reference, io: readonly ArgSpec[], options?: CheckOptions,
+  candidate: { kernel: Kernel; config: LaunchConfig }, reference: Reference | null | undefined, io: readonly ArgSpec[],
+  options?: CheckOptions,
 ): Promise<CheckResult> {
   const o = checkCheckOptions(options);
-  checkIo(io, candidate.kernel);
-  if (typeof reference !== 'function') checkIo(io, reference.kernel);
-  const device = candidate.kernel.device;
+  checkCandidateIo(io, candidate.kernel);
+  if (reference !== null && reference !== undefined) checkReference(reference, io);
   const trials: TrialResult[] = [];
-  let runs: RunComparison | undefined;
-  const tolerance = (a: BufferArgSpec): [number, number] => [
-    o.atol ?? DTYPES[a.dtype].atol, o.rtol ?? DTYPES[a.dtype].rtol,
-  ];
+  const runs: { comparison: RunComparison | undefined } = { comparison: undefined };
   for (let t = 0; t < o.trials; t++) {
-    const seed = splitmix64(BigInt(o.seed) + BigInt(t));
-    const prep = prepareTrial(io, seed);
-    const rng = createRng(seed ^ 0x9e3779b97f4a7c15n);
-    const bufs: Guarded[] = [];
-    const c = newComparison();
-    let detail: string | undefined;
-    let error: CheckFault | undefined;
-    /** A driver error from a kernel: the verdict; after it nothing more of this trial runs. */
-    const fault = (defence: 'fault' | 'reference-fault', e: CudaError, where: string): void => {
-      c.defence = defence;
-      error = faultOf(e);
-      detail = `${where}${firstLine(e.message)}`;
-    };
-    try {
-      const args = upload(device, io, prep, o.guardBytes, rng, bufs);
-      const failure = launchAndWait(candidate, args);
-      if (failure !== undefined) {
-        fault('fault', failure, '');
-      } else {
-        const after = io.map((a, i) => (a.kind === 'buffer' ? bufs[i]!.base.copyToHost() : undefined));
-        const body = (i: number): Uint8Array => after[i]!.subarray(o.guardBytes, after[i]!.length - o.guardBytes);
-        // Guards first: an out-of-bounds write explains whatever else looks wrong.
-        io.forEach((a, i) => {
-          if (a.kind !== 'buffer' || c.defence !== undefined) return;
-          const whole = after[i]!;
-          const { guard } = bufs[i]!;
-          const end = whole.length - guard.length;
-          for (let k = 0; k < guard.length; k++) {
-            if (whole[k] !== guard[k] || whole[end + k] !== guard[k]) {
-              c.defence = 'out-of-bounds';
-              detail = `argument ${i}: a write ${whole[k] !== guard[k] ? `${guard.length - k} bytes before` : `${k} bytes after`} its buffer`;
-              return;
-            }
-          }
-        });
-        if (c.defence === undefined) {
-          io.forEach((a, i) => {
-            if (a.kind !== 'buffer' || roleOf(a) !== 'in' || c.defence !== undefined) return;
-            const expected = encode(a.dtype, prep.initial[i]!);
-            const k = body(i).findIndex((b, j) => b !== expected[j]);
-            if (k >= 0) {
-              c.defence = 'input-modified';
-              detail = `argument ${i} (an input) changed at element ${Math.floor(k / DTYPES[a.dtype].bytes)}`;
-            }
-          });
-        }
-        if (c.defence === undefined) {
-          const ref = await referenceOutputs(reference, device, io, prep);
-          if ('fault' in ref) {
-            fault('reference-fault', ref.fault, 'the reference kernel failed: ');
-          } else {
-            io.forEach((a, i) => {
-              if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
-              compareOutput(i, a.dtype, body(i), ref.outputs[i]!, ...tolerance(a), c);
-            });
-          }
-        }
-        // Also after a wrong value: a race explains a mismatch, as a stray write explains everything else.
-        if (t === 0 && o.determinism && (c.defence === undefined || VALUE_DEFENCES.has(c.defence))) {
-          // The same inputs again, outputs re-poisoned, compared with the first run (see compareRuns).
-          const args2 = io.map((a, i) => {
-            if (a.kind === 'scalar') return a.value;
-            const init = prep.initial[i];
-            bufs[i]!.view.copyFromHost(init !== undefined ? encode(a.dtype, init) : poisonBytes(a.dtype, a.length));
-            return bufs[i]!.view;
-          });
-          const again = launchAndWait(candidate, args2);
-          if (again !== undefined) {
-            fault('fault', again, 'on the second run on the same inputs: ');
-          } else {
-            const r = newRunComparison();
-            io.forEach((a, i) => {
-              if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
-              compareRuns(i, a.dtype, body(i), bufs[i]!.view.copyToHost(), ...tolerance(a), r);
-            });
-            runs = r;
-            const failure2 = determinismFailure(r, o.requireDeterminism);
-            if (failure2 !== undefined) {
-              const also = c.defence === undefined ? '' : `; its first run also failed (${c.defence})`;
-              c.defence = 'nondeterministic';
-              detail = failure2.detail + also;
-              c.mismatches = failure2.mismatches;
-            }
-          }
-        }
-      }
-    } finally {
-      for (const b of bufs) b?.base.dispose(); // silent after a sticky error: the memory went with the context
-    }
-    trials.push(trialResult(t, `0x${seed.toString(16)}`, c, detail, error));
+    const trial = await runTrial(candidate, reference ?? undefined, io, o, t, runs);
+    trials.push(trial);
     // A fault ends the check: after a sticky one the context is gone, and a refused launch would be refused again.
-    if (error !== undefined) break;
+    if (trial.error !== undefined) break;
   }
-  const result = checkResult(trials, runs);
+  const result = buildCheckResult(trials, runs.comparison);
+  if (reference === null || reference === undefined) result.referenceFree = true;
   result.summary = summaryOf(result);
   return result;
 }
 
-/**
- * Device argument sets built from `io` (inputs filled, seeded per set; outputs poisoned), for bench()'s input
- * rotation. `verify(reference)` re-checks every set's outputs after timing against the reference.
- */
-export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42): {
-  args: (set: number) => unknown[];
-  verify: (reference: Reference, options?: Pick<CheckOptions, 'atol' | 'rtol'>) => Promise<CheckResult>;
-  dispose: () => void;
-} {
-  const sets: { prep: Prepared; bufs: Guarded[]; args: unknown[] }[] = [];
-  return {
-    args: (set: number) => {
-      const prep = prepareTrial(io, splitmix64(BigInt(seed) + 1000n + BigInt(set)));
-      const bufs: Guarded[] = [];
-      const args = upload(device, io, prep, 0, () => 0, bufs);
-      sets.push({ prep, bufs, args });
-      return args;
-    },
-    verify: async (reference, options) => {
-      const trials: TrialResult[] = [];
-      try {
-        for (const [k, s] of sets.entries()) {
-          const c = newComparison();
-          const ref = await referenceOutputs(reference, device, io, s.prep);
-          if ('fault' in ref) throw ref.fault;
-          io.forEach((a, i) => {
-            if (a.kind !== 'buffer' || roleOf(a) !== 'out') return; // in-place outputs changed with every timed launch
-            const d = DTYPES[a.dtype];
-            const [atol, rtol] = [options?.atol ?? d.atol, options?.rtol ?? d.rtol];
-            compareOutput(i, a.dtype, s.bufs[i]!.view.copyToHost(), ref.outputs[i]!, atol, rtol, c);
-          });
-          trials.push(trialResult(k, '', c, undefined));
-        }
-      } catch (e) {
-        // A fault here (the reference's, or one the timed launches left behind) names this phase.
-        throw e instanceof CudaError ? CudaError.inPhase(e, 'inputSets().verify(): re-check after timing') : e;
-      }
-      const result = checkResult(trials, undefined);
-      const failed = trials.find((t) => !t.passed);
-      result.summary = failed === undefined
-        ? `PASS after timing: ${trials.length} input sets re-checked, ${errorFigures(result)}`
-        : `FAIL after timing (${failed.defence}) in input set ${failed.trial}`;
-      return result;
-    },
-    dispose: () => {
-      for (const s of sets) for (const b of s.bufs) b?.base.dispose();
-      sets.length = 0;
-    },
+/** One trial: fresh inputs, the launch, then every defence in order; the determinism runs on the first trial. */
+async function runTrial(
+  candidate: { kernel: Kernel; config: LaunchConfig }, reference: Reference | undefined, io: readonly ArgSpec[],
+  o: ResolvedOptions, t: number, runs: { comparison: RunComparison | undefined },
+): Promise<TrialResult> {
+  const device = candidate.kernel.device;
+  const seed = splitmix64(BigInt(o.seed) + BigInt(t));
+  const inputs = prepareInputs(io, seed);
+  const rng = createRng(seed ^ 0x9e3779b97f4a7c15n);
+  const tolerance = (dtype: BufferDType): [number, number] => [o.atol ?? DTYPE_INFO[dtype].atol, o.rtol ?? DTYPE_INFO[dtype].rtol];
+  const buffers: GuardedBuffer[] = [];
+  const c = newComparison();
+  let detail: string | undefined;
+  let error: CheckFault | undefined;
+  /** A driver error from a kernel: the verdict; after it nothing more of this trial runs. */
+  const fault = (defence: 'fault' | 'reference-fault', e: CudaError, where: string): void => {
+    c.defence = defence;
+    error = faultOf(e);
+    detail = `${where}${firstLine(e.message)}`;
   };
+  /** Fills every buffer for another launch on the same inputs (pure outputs poisoned again) and launches. */
+  const launchAgain = (alternatePoison: boolean): CudaError | undefined => {
+    const args = io.map((a, i) => {
+      if (a.kind === 'scalar') return a.value;
+      buffers[i]!.view.copyFromHost(startBytes(a, inputs, i, alternatePoison));
+      return buffers[i]!.view;
+    });
+    return launchAndWait(candidate, args);
+  };
+  try {
+    const failure = launchAndWait(candidate, uploadGuarded(device, io, inputs, o.guardBytes, rng, buffers));
+    if (failure !== undefined) {
+      fault('fault', failure, '');
+      return trialResult(t, `0x${seed.toString(16)}`, c, detail, error);
+    }
+    const after = io.map((a, i) => (a.kind === 'buffer' ? buffers[i]!.base.copyToHost() : undefined));
+    const body = (i: number): Uint8Array => after[i]!.subarray(o.guardBytes, after[i]!.length - o.guardBytes);
+    // Guards first: an out-of-bounds write explains whatever else looks wrong.
+    for (const [i, a] of io.entries()) {
+      if (a.kind !== 'buffer') continue;
+      const where = outOfBoundsWrite(after[i]!, buffers[i]!.guard);
+      if (where !== undefined) {
+        c.defence = 'out-of-bounds';
+        detail = `argument ${i}: a write ${where} its buffer`;
+        break;
+      }
+    }
+    if (c.defence === undefined) {
+      for (const [i, a] of io.entries()) {
+        if (a.kind !== 'buffer' || roleOf(a) !== 'in') continue;
+        const k = modifiedInputElement(a.dtype, body(i), inputs.bytes[i]!);
+        if (k >= 0) {
+          c.defence = 'input-modified';
+          detail = `argument ${i} (an input) changed at element ${k}`;
+          break;
+        }
+      }
+    }
+    if (c.defence === undefined && reference !== undefined) {
+      const ref = await referenceOutputs(reference, device, io, inputs, o.zeroOnFree);
+      if ('fault' in ref) {
+        fault('reference-fault', ref.fault, 'the reference kernel failed: ');
+      } else {
+        io.forEach((a, i) => {
+          if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
+          compareOutput(i, a.dtype, body(i), ref.outputs[i]!, ...tolerance(a.dtype), c);
+        });
+      }
+    } else if (c.defence === undefined) {
+      // No reference: every poisoned output element must be written. Elements that still hold the poison are
+      // confirmed by a second launch poisoned with its complement (a kernel may write the poison's value itself).
+      const pure = io.flatMap((a, i) => (a.kind === 'buffer' && roleOf(a) === 'out' ? [{ a, i }] : []));
+      const suspects = pure.some(({ a, i }) => poisonedAnywhere(a.dtype, body(i)));
+      let confirm: (Uint8Array | undefined)[] = [];
+      if (suspects) {
+        const again = launchAgain(true);
+        if (again !== undefined) {
+          fault('fault', again, 'on the second run, which confirms unwritten elements: ');
+        } else {
+          confirm = io.map((a, i) => (a.kind === 'buffer' ? buffers[i]!.view.copyToHost<Uint8Array>() : undefined));
+        }
+      }
+      if (error === undefined) {
+        for (const { a, i } of pure) checkWritten(i, `argument ${i}`, a.dtype, body(i), confirm[i], c);
+        detail = c.detail;
+      }
+    }
+    // Also after a wrong value: a race explains a mismatch, as a stray write explains everything else.
+    if (t === 0 && o.determinism && error === undefined && (c.defence === undefined || VALUE_DEFENCES.has(c.defence))) {
+      // The same inputs again, outputs re-poisoned, compared with the first run (see compareRuns).
+      const again = launchAgain(false);
+      if (again !== undefined) {
+        fault('fault', again, 'on the second run on the same inputs: ');
+      } else {
+        const r = newRunComparison();
+        io.forEach((a, i) => {
+          if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
+          compareRuns(i, a.dtype, body(i), buffers[i]!.view.copyToHost(), ...tolerance(a.dtype), r);
+        });
+        runs.comparison = r;
+        const failure2 = determinismFailure(r, o.requireDeterminism);
+        if (failure2 !== undefined) {
+          const also = c.defence === undefined ? '' : `; its first run also failed (${c.defence})`;
+          c.defence = 'nondeterministic';
+          detail = failure2.detail + also;
+          c.mismatches = failure2.mismatches;
+        }
+      }
+    }
+  } finally {
+    // Silent after a sticky error: the memory went with the context.
+    releaseBuffers(buffers.map((b) => b?.base), o.zeroOnFree);
+  }
+  return trialResult(t, `0x${seed.toString(16)}`, c, detail, error);
 }
+
+/** Whether any element of an output's bytes holds the dtype's poison. */
+function poisonedAnywhere(dtype: BufferDType, got: Uint8Array): boolean {
+  const n = got.length / DTYPE_INFO[dtype].bytes;
+  for (let i = 0; i < n; i++) if (holdsPoison(dtype, got, i)) return true;
+  return false;
+}
+

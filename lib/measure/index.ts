@@ -2,23 +2,35 @@
 // The measuring layer: timing (bench, compare), correctness (check, inputSets), statistics, argument specs and
 // reports. It stands on the core layer (core/index.ts, core/sampler.ts); eval/ imports it through this file only.
 // The first block is the public API, which the package root re-exports; the second is for the layers above.
-export { bench, compare } from './bench.js';
-export { check, inputSets } from './check.js';
-export { parseArgSpec, parseArgSpecs, signatureOf } from './argspec.js';
+export { bench } from './bench.js';
+export { compare } from './compare.js';
+export { check } from './check.js';
+export { inputSets } from './inputs.js';
+export { checkArgSpecs, parseArgSpec, parseArgSpecs, signatureOf } from './argspec.js';
 export { formatComparison, formatDuration, formatJson, formatResult, histogram } from './format.js';
 export { PRESETS, bootstrapRatio, medianCI, quantile, summarize, verdict } from './stats.js';
 
-export type { BenchArgs, BenchOptions, CompareOptions, CompareTarget } from './bench.js';
+export type { BenchArgs, BenchOptions } from './bench.js';
+export type { CompareOptions, CompareTarget } from './compare.js';
 export type {
   BenchEnvironment, BenchMode, BenchResult, BenchSample, CompareResult, PeakBandwidth, PeakBandwidthMethod, PresetName,
   Summary, Throughput, Verdict,
 } from './types.js';
 export type {
-  CheckFault, CheckOptions, CheckResult, Defence, ErrorFigures, HostValue, Mismatch, Reference, TrialResult,
+  CheckFault, CheckOptions, CheckResult, Defence, ErrorFigures, Mismatch, TrialResult,
 } from './check.js';
-export type { ArgSpec, BufferArgSpec, BufferDType, InitSpec, ScalarArgSpec } from './argspec.js';
+export type { InputSets, InputSetsOptions } from './inputs.js';
+export type { HostValue, Reference, ReferenceBinding, ReferenceKernel } from './reference.js';
+export type {
+  ArgScalarType, ArgSpec, BufferArgSpec, BufferDType, InitSpec, ScalarArgSpec, SequenceAxis,
+} from './argspec.js';
 export type { StoppingRule } from './stats.js';
 
 // For the layers above.
 export { progressLine } from './format.js';
+export { buildCheckResult } from './check.js';
+export { matchReferenceIo } from './reference.js';
+export { createRng, normal, splitmix64 } from './random.js';
+export { argumentLabel, roleOf } from './argspec.js';
+export type { BufferRole } from './argspec.js';
 export type { FormatOptions } from './format.js';

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Benchmark statistics (methodology: the benchmarking reference, §8.4-8.6): robust summaries, the
-// distribution-free CI of the median, a seeded splitmix64 PRNG, the bootstrap speedup interval and its verdict, and
-// the adaptive stopping rule. Pure: no CUDA or native import, so it runs and is tested without a GPU.
+// Benchmark statistics (docs/benchmarking.md, 'The stopping rule' and 'Comparing two kernels'): robust summaries,
+// the distribution-free CI of the median, the bootstrap speedup interval and its verdict, and the adaptive stopping
+// rule. Pure: no CUDA or native import, so it runs and is tested without a GPU. Seeded random numbers: random.ts.
 import type { PresetName, Summary, Verdict } from './types.js';
+import { createRng } from './random.js';
 import { checkOptions, checkPositiveInt, rangeError, typeError } from '../core/index.js';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -173,76 +174,6 @@ export function medianCI(sorted: readonly number[], confidence = 0.95): [number,
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Seeded PRNG (splitmix64, Steele, Lea & Flood 2014; constants as in Vigna's reference C code)
-
-const MASK64 = (1n << 64n) - 1n;
-const GAMMA = 0x9e3779b97f4a7c15n;
-const MIX1 = 0xbf58476d1ce4e5b9n;
-const MIX2 = 0x94d049bb133111ebn;
-
-/**
- * One splitmix64 step: the first output of a generator whose 64-bit state is `seed` (reduced mod 2^64), i.e. the
- * finalizer applied to seed + 0x9E3779B97F4A7C15. The k-th output (0-based) of that generator is
- * splitmix64(seed + k·0x9E3779B97F4A7C15). A bijection with full avalanche, so per-trial seeds derived as
- * splitmix64(base + BigInt(trial)) are unrelated even for adjacent trials. splitmix64(0n) = 0xE220A8397B1DCDAFn.
- */
-export function splitmix64(seed: bigint): bigint {
-  if (typeof seed !== 'bigint') throw typeError('seed', 'a bigint', seed);
-  let z = (seed + GAMMA) & MASK64;
-  z = ((z ^ (z >> 30n)) * MIX1) & MASK64;
-  z = ((z ^ (z >> 27n)) * MIX2) & MASK64;
-  return z ^ (z >> 31n);
-}
-
-/** High 32 bits of the 64-bit product of two uint32s, from 16-bit halves (every partial stays below 2^32). */
-function mulHigh32(a: number, b: number): number {
-  const a0 = a & 0xffff;
-  const a1 = a >>> 16;
-  const b0 = b & 0xffff;
-  const b1 = b >>> 16;
-  const cross = a1 * b0 + ((a0 * b0) >>> 16);
-  const carry = a0 * b1 + (cross & 0xffff);
-  return a1 * b1 + (cross >>> 16) + (carry >>> 16);
-}
-
-/**
- * A seeded generator of uniform floats in [0, 1): splitmix64 with state `seed` (a safe integer or a bigint, taken
- * mod 2^64), each float the top 53 bits of one 64-bit output / 2^53. Implemented with 32-bit halves (no BigInt per
- * draw: about 10× faster, ~20 ns) and bit-identical to {@link splitmix64} on every platform;
- * createRng(1) and createRng(1n) agree.
- * @throws TypeError for a seed that is not a number or bigint; RangeError for a non-integer or unsafe number.
- */
-export function createRng(seed: number | bigint): () => number {
-  let state: bigint;
-  if (typeof seed === 'bigint') state = BigInt.asUintN(64, seed);
-  else if (typeof seed === 'number') {
-    if (!Number.isSafeInteger(seed)) throw rangeError('seed', 'a safe integer', seed);
-    state = BigInt.asUintN(64, BigInt(seed));
-  } else throw typeError('seed', 'an integer or a bigint', seed);
-  let high = Number(state >> 32n);
-  let low = Number(state & 0xffffffffn);
-  return () => {
-    const sum = low + 0x7f4a7c15;
-    low = sum >>> 0;
-    high = (high + 0x9e3779b9 + (sum > 0xffffffff ? 1 : 0)) >>> 0;
-    // z ^= z >> 30; z *= MIX1 mod 2^64: high word = high(zl·m_lo) + low(zh·m_lo) + low(zl·m_hi)
-    let zl = (low ^ ((low >>> 30) | (high << 2))) >>> 0;
-    let zh = (high ^ (high >>> 30)) >>> 0;
-    zh = (mulHigh32(zl, 0x1ce4e5b9) + Math.imul(zh, 0x1ce4e5b9) + Math.imul(zl, 0xbf58476d)) >>> 0;
-    zl = Math.imul(zl, 0x1ce4e5b9) >>> 0;
-    // z ^= z >> 27; z *= MIX2
-    zl = (zl ^ ((zl >>> 27) | (zh << 5))) >>> 0;
-    zh = (zh ^ (zh >>> 27)) >>> 0;
-    zh = (mulHigh32(zl, 0x133111eb) + Math.imul(zh, 0x133111eb) + Math.imul(zl, 0x94d049bb)) >>> 0;
-    zl = Math.imul(zl, 0x133111eb) >>> 0;
-    // z ^= z >> 31, then the top 53 bits
-    zl = (zl ^ ((zl >>> 31) | (zh << 1))) >>> 0;
-    zh = (zh ^ (zh >>> 31)) >>> 0;
-    return (zh * 0x200000 + (zl >>> 11)) / 0x20000000000000;
-  };
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 // A/B comparison
 
 /** A ratio of medians with its confidence interval. */
@@ -253,7 +184,7 @@ export interface RatioInterval {
 }
 
 export interface BootstrapOptions {
-  /** Bootstrap resamples (default 2000, §8.6). */
+  /** Bootstrap resamples (default 2000; docs/benchmarking.md, 'Comparing two kernels'). */
   resamples?: number;
   /** Interval confidence in (0, 1) (default 0.95). */
   confidence?: number;
@@ -296,7 +227,8 @@ function medianRatio(a: number, b: number): number {
  * ratio = median(a) / median(b) with a percentile-bootstrap interval: each of `resamples` rounds resamples a and b
  * independently with replacement (a's n_a draws, then b's n_b draws, from the sorted copies, using
  * {@link createRng}(seed)), and [low, high] are the type-7 (1 - confidence)/2 and (1 + confidence)/2 quantiles of the
- * resampled ratios. With a = reference and b = candidate, a ratio above 1 means the candidate is faster (§8.6).
+ * resampled ratios. With a = reference and b = candidate, a ratio above 1 means the candidate is faster
+ * (docs/benchmarking.md, 'Comparing two kernels').
  * Cost O(resamples·(n_a + n_b)).
  * @throws RangeError for empty inputs, negative or non-finite samples, or median(b) = 0.
  */
@@ -444,7 +376,7 @@ export function percentOf(rate: Interval, peak: Interval): { percent: number; lo
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Stopping rule (§8.4)
+// Stopping rule (docs/benchmarking.md, 'The stopping rule')
 
 /** When to stop sampling one (kernel, configuration). Times in ms; relative quantities as fractions (0.005 = 0.5 %). */
 export interface StoppingRule {
@@ -477,11 +409,11 @@ export interface StoppingRule {
 const QUICK: StoppingRule = Object.freeze({
   warmupMinRuns: 2,
   warmupMinMs: 10,
-  warmupMaxMs: 500, // §8.4 gives quick no cap; half the default's
+  warmupMaxMs: 500, // the method gives quick no cap; half the default's
   minSamples: 10,
   minTimeMs: 10,
   targetRelCI: 0.02,
-  stabilityWindow: 0, // §8.4: no stability exit for quick
+  stabilityWindow: 0, // no stability exit for quick (docs/benchmarking.md, 'The stopping rule')
   stabilityCheckEvery: 16,
   stabilityRelChange: 0.05,
   maxSamples: 1000,
@@ -519,7 +451,10 @@ const RIGOROUS: StoppingRule = Object.freeze({
   throttleRatio: 0.85,
 });
 
-/** The three presets of §8.4 (frozen: spread one to adjust it, `{ ...PRESETS.default, timeoutMs: 30_000 }`). */
+/**
+ * The three presets of docs/benchmarking.md, 'The stopping rule' (frozen: spread one to adjust it,
+ * `{ ...PRESETS.default, timeoutMs: 30_000 }`).
+ */
 export const PRESETS: Record<PresetName, StoppingRule> = Object.freeze({
   quick: QUICK,
   default: DEFAULT,
@@ -561,7 +496,8 @@ function relativeSpread(values: readonly number[], window: number): number {
 }
 
 /**
- * The adaptive stopping rule of §8.4; call it after every accepted sample or batch of samples. `samples` are the
+ * The adaptive stopping rule (docs/benchmarking.md, 'The stopping rule'); call it after every accepted sample or
+ * batch of samples. `samples` are the
  * accepted GPU times (ms), `accumulatedMs` their sum (or the GPU time to count), `elapsedWallMs` the wall time since
  * sampling began, and `history` a caller-owned array, empty at the start, to which this function appends the current
  * relative CI half-width ((ciHigh - ciLow)/2/median, 95 %) once for each multiple of rule.stabilityCheckEvery that
@@ -620,7 +556,8 @@ export function shouldStop(
 
 /**
  * Whether a sample ran throttled: its SM clock is below `ratio` × the highest clock seen so far (nvbench's 0.75 ×
- * default clock; §8.4). A clock of 0 means "not measured" and is never throttled.
+ * default clock; docs/benchmarking.md, 'Clock and throttling'). A clock of 0 means "not measured" and is never
+ * throttled.
  * @throws RangeError for negative or non-finite clocks, or a ratio outside [0, 1].
  */
 export function throttled(clockMHz: number, maxSeenMHz: number, ratio: number): boolean {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The shapes of benchmark and comparison results, shared by lib/bench.ts (measures), lib/stats.ts (computes),
-// lib/format.ts (renders) and the CLI. Pure types: no CUDA import.
+// The shapes of benchmark and comparison results, shared by measure/bench.ts (measures), measure/stats.ts (computes),
+// measure/format.ts (renders) and the CLI. Pure types: no CUDA import.
 
-/** Statistics over one set of samples (lib/stats.ts `summarize`). Times are in the samples' unit (ms for GPU time). */
+/** Statistics over one set of samples (measure/stats.ts `summarize`). Times are in the samples' unit (ms for GPU time). */
 export interface Summary {
   n: number;
   min: number;

@@ -1,8 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { expect, it } from 'vitest';
-import { bench, compare } from '../../lib/measure/bench.js';
-import { formatResult } from '../../lib/measure/format.js';
-import { Device, Program } from '../../lib/index.js';
+import { Device, Program, bench, check, compare, formatResult, inputSets, parseArgSpecs } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
 
 // A memory-bound copy whose work can be scaled exactly: `reps` passes over the data.
@@ -71,19 +69,63 @@ describeGpu('bench', () => {
     m.dispose();
   });
 
-  it('rotates input sets from a generator (different addresses per set)', async () => {
-    const { m, copy } = setup();
-    const bufs: ReturnType<Device['alloc']>[] = [];
-    const r = await bench(copy, { grid: 264, block: 256 }, (set) => {
-      const a = d().alloc(1 << 20);
-      const b = d().alloc(1 << 20);
-      bufs.push(a, b);
-      return [a, b, (1 << 20) / 16, 1 + (set % 1)];
-    }, { preset: 'quick', mode: 'hot' });
-    expect(bufs.length).toBe(8);
-    expect(new Set(r.samples.map((s) => s.inputSet)).size).toBeGreaterThan(1);
-    for (const b of bufs) b.dispose();
-    m.dispose();
+  it('rotates input sets from a generator: each sample reaches the kernel with its own set\'s addresses and values', async () => {
+    // The kernel itself records, for every launch, the input address, the first input value and the set number it
+    // was given, so the test sees what reached the GPU rather than what bench() says it sent.
+    const LOGGED = `
+extern "C" __global__ void logged_copy(const float4* __restrict__ in, float4* __restrict__ out, int n, int set,
+                                       unsigned long long* log, unsigned int* count, unsigned int capacity) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = in[i];
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    unsigned int k = atomicAdd(count, 1u);
+    if (k < capacity) {
+      log[3 * k] = (unsigned long long)in;
+      log[3 * k + 1] = (unsigned long long)in[0].x;
+      log[3 * k + 2] = (unsigned long long)set;
+    }
+  }
+}`;
+    using module = d().loadModule(new Program(LOGGED).compile());
+    const kernel = module.getKernel('logged_copy', ['ptr', 'ptr', 'i32', 'i32', 'ptr', 'ptr', 'u32']);
+    const capacity = 1 << 16;
+    using log = d().allocArray(BigUint64Array, 3 * capacity).fill(0n);
+    using count = d().allocArray(Uint32Array, 1).fill(0);
+    const n = (1 << 20) / 16; // 1 MiB of float4 per buffer
+    const f32 = (length: number) => d().allocArray(Float32Array, length);
+    const inputs: ReturnType<typeof f32>[] = [];
+    const outputs: ReturnType<typeof f32>[] = [];
+    try {
+      const r = await bench(kernel, { grid: 264, block: 256 }, (set) => {
+        const input = f32(4 * n).fill(10 + set); // set k's input holds 10 + k everywhere
+        const output = f32(4 * n).fill(0);
+        inputs.push(input);
+        outputs.push(output);
+        return [input, output, n, set, log, count, capacity];
+      }, { preset: 'quick', mode: 'hot' });
+      expect(inputs).toHaveLength(4); // the default number of sets
+      expect(new Set(inputs.map((b) => b.ptr)).size).toBe(4);
+
+      const launched = count.copyToHost()[0]!;
+      expect(launched).toBeLessThanOrEqual(capacity); // else the log is incomplete: raise capacity
+      const raw = log.copyToHost();
+      const launches = Array.from({ length: launched }, (_, k) => ({
+        ptr: raw[3 * k]!, value: Number(raw[3 * k + 1]!), set: Number(raw[3 * k + 2]!),
+      }));
+      // Every launch got one set's arguments together: that set's input address, its contents and its number.
+      const torn = launches.filter((l) => l.ptr !== inputs[l.set]?.ptr || l.value !== 10 + l.set);
+      expect(torn.slice(0, 5)).toEqual([]);
+      // The timed samples are the last launches, in order: each sample's inputSet is the set the kernel really got.
+      expect(launched).toBeGreaterThanOrEqual(r.warmupRuns + r.samples.length);
+      const timed = launches.slice(launched - r.samples.length);
+      expect(timed.map((l) => l.set)).toEqual(r.samples.map((s) => s.inputSet));
+      // Rotation is real: the timed launches read more than one address, holding more than one value.
+      expect(new Set(timed.map((l) => l.ptr)).size).toBeGreaterThan(1);
+      expect(new Set(timed.map((l) => l.value)).size).toBeGreaterThan(1);
+      // Each set's output was written from its own input.
+      outputs.forEach((o, set) => expect(o.copyToHost().every((v) => v === 10 + set), `output of set ${set}`).toBe(true));
+    } finally {
+      for (const b of [...inputs, ...outputs]) b.dispose();
+    }
   });
 
   timing('graph mode divides a replay by its launches', async () => {
@@ -134,7 +176,7 @@ describeGpu('bench agrees with Nsight Compute', () => {
     const { ncuAvailable, ncuCopyMs } = await import('../../bench/ncu.js');
     const { COPY_SOURCE, copyConfig } = await import('../../bench/ncu-child.js');
     if (!ncuAvailable()) {
-      if (process.env.CUDAKIT_REQUIRE_GPU === '1') throw new Error('ncu is required on the GPU host');
+      if (process.env.CUDAKIT_REQUIRE_GPU === '1') throw new Error('ncu (Nsight Compute) is required with CUDAKIT_REQUIRE_GPU=1');
       ctx.skip();
     }
     const d = Device.get(0);
@@ -197,6 +239,21 @@ describeGpu('bench: kernel faults', () => {
     expect(r.out.msg).toMatch(/^bench\(\): warm-up: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\)/);
   });
 
+  it('a cooperative launch too large for the device is refused while timing too: the attribute reaches the timed launch', () => {
+    // A plain launch of this grid is fine; only a cooperative one must fit on the device at once.
+    const r = benchInChild(`
+      const p = d.alloc(16);
+      good.launch({ grid: 1 << 20, block: 1024 }, p);
+      d.synchronize();
+      await bench(good, { grid: 1 << 20, block: 1024, cooperative: true }, [p], { preset: 'quick' });`);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.out).toMatchObject({
+      cls: true, code: 'CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE', api: 'cuLaunchKernelEx', phase: 'bench(): warm-up', sticky: false,
+    });
+    expect(r.out.msg).toMatch(/^bench\(\): warm-up: cuLaunchKernelEx failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE/);
+  });
+
   planted('compare() names the side that faulted', () => {
     const r = benchInChild(`
       const p = d.alloc(16);
@@ -209,5 +266,90 @@ describeGpu('bench: kernel faults', () => {
     expect(r.status).toBe(0);
     expect(r.out).toMatchObject({ cls: true, code: 'CUDA_ERROR_ILLEGAL_ADDRESS', phase: 'compare(): B (broken): warm-up', sticky: true });
     expect(r.out.msg).toMatch(/^compare\(\): B \(broken\): warm-up: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS/);
+  });
+});
+
+// What bench() times is the launch check() verified, launch attributes included (the sampler binds launches by
+// the rules of kernel.launch(); native/bench.cc launches a slot with attributes through cuLaunchKernelEx).
+// %cluster_nctarank: the number of blocks in this block's cluster (1 without clusters). sm_90 and later only.
+const CLUSTER_SIZE = `
+extern "C" __global__ void cluster_size(unsigned int* out, int n) {
+  unsigned int size;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(size));
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = size;
+}`;
+const FILL_ONE = `
+extern "C" __global__ void fill_one(unsigned int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 1u;
+}`;
+
+describeGpu('bench: launch attributes are timed as checked', () => {
+  const d = () => Device.get(0);
+  const n = 64 * 256;
+  const io = parseArgSpecs([`ptr:u32[${n}]:out`, `i32=${n}`]);
+  /** Every element holds `value`: the blocks' cluster size for cluster_size. */
+  const all = (value: number) => (args: unknown[]): void => void (args[0] as Uint32Array).fill(value);
+
+  it('a cluster launch: check() and every timed launch see the cluster size, a plain launch sees 1', async (ctx) => {
+    if (d().computeCapability.major < 9) ctx.skip(); // thread block clusters: Hopper and later
+    using m = d().loadModule(new Program(CLUSTER_SIZE).compile());
+    const kernel = m.getKernel('cluster_size', ['ptr', 'i32']);
+    const clustered = { grid: 64, block: 256, clusterDim: [2, 1, 1] as const };
+    const checked = await check({ kernel, config: clustered }, all(2), io, { trials: 2 });
+    expect(checked.passed, checked.summary).toBe(true);
+    const plain = await check({ kernel, config: { grid: 64, block: 256 } }, all(2), io, { trials: 1 });
+    expect(plain.defence).toBe('mismatch'); // without the attribute the cluster is one block
+    expect(plain.mismatches[0]).toMatchObject({ expected: 2, actual: 1 });
+    for (const mode of ['cold', 'hot'] as const) {
+      const sets = inputSets(d(), io);
+      try {
+        const r = await bench(kernel, clustered, sets.args, { preset: 'quick', mode });
+        expect(r.stats.n).toBeGreaterThan(0);
+        // The outputs the timed launches left: every one of them ran as clusters of 2.
+        const after = await sets.verify(all(2));
+        expect(after.passed, after.summary).toBe(true);
+      } finally {
+        sets.dispose();
+      }
+    }
+  });
+
+  it('a cluster launch in graph mode: the captured launches keep the attribute', async (ctx) => {
+    if (d().computeCapability.major < 9) ctx.skip();
+    using m = d().loadModule(new Program(CLUSTER_SIZE).compile());
+    const kernel = m.getKernel('cluster_size', ['ptr', 'i32']);
+    const sets = inputSets(d(), io);
+    try {
+      await bench(kernel, { grid: 64, block: 256, clusterDim: [4, 1, 1] }, sets.args, { preset: 'quick', mode: 'graph' });
+      const after = await sets.verify(all(4));
+      expect(after.passed, after.summary).toBe(true);
+    } finally {
+      sets.dispose();
+    }
+  });
+
+  it('a cooperative launch that fits is timed', async () => {
+    using m = d().loadModule(new Program(FILL_ONE).compile());
+    const kernel = m.getKernel('fill_one', ['ptr', 'i32']);
+    const config = { grid: d().multiprocessorCount, block: 128, cooperative: true };
+    const sets = inputSets(d(), parseArgSpecs([`ptr:u32[${d().multiprocessorCount * 128}]:out`, `i32=${d().multiprocessorCount * 128}`]));
+    try {
+      const r = await bench(kernel, config, sets.args, { preset: 'quick', mode: 'hot' });
+      expect(r.stats.median).toBeGreaterThan(0);
+      expect((await sets.verify(all(1))).passed).toBe(true);
+    } finally {
+      sets.dispose();
+    }
+  });
+
+  it('validates a bound launch like launch(): a bad clusterDim is refused before the GPU is touched', async () => {
+    using m = d().loadModule(new Program(FILL_ONE).compile());
+    const kernel = m.getKernel('fill_one', ['ptr', 'i32']);
+    using out = d().alloc(4 * n);
+    await expect(bench(kernel, { grid: 64, block: 256, clusterDim: [0, 1, 1] }, [out, n], { preset: 'quick' })).rejects.toThrow(
+      new RangeError('Expected an integer in [1, 4294967295] for clusterDim.x but received 0 of type number'),
+    );
   });
 });

@@ -1,9 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { expect, it } from 'vitest';
-import { parseArgSpecs } from '../../lib/measure/argspec.js';
-import { check, inputSets } from '../../lib/measure/check.js';
-import { bench } from '../../lib/measure/bench.js';
-import { Device, Program } from '../../lib/index.js';
+import { expect, it, vi } from 'vitest';
+import { Device, DeviceBuffer, Program, bench, check, inputSets, parseArgSpecs } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
 
 const SRC = `
@@ -43,6 +40,14 @@ extern "C" __global__ void lost_updates(const float* x, float* y, float a, int n
     __nanosleep(64 * (blockIdx.x % 8));
     v[i] = old + a * x[i];
   }
+}
+// A correct kernel with another parameter order, as a reference matched by name.
+extern "C" __global__ void scale_swapped(int n, float* y, float a, const float* x) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = a * x[i];
+}
+extern "C" __global__ void writes_inf(const float* x, float* y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = i == 5 ? __int_as_float(0x7f800000) : a * x[i];
 }
 // A float reduction by atomicAdd into 4 sums: the order of the additions, and so the rounding, varies between runs.
 extern "C" __global__ void atomic_sum(const float* x, float* y, float a, int n) {
@@ -258,6 +263,104 @@ describeGpu('check', () => {
     expect(ok.trials.length).toBe(4);
     sets.dispose();
     m.dispose();
+  });
+});
+
+describeGpu('check: without a reference, a reference in another order, zeroOnFree', () => {
+  const n = 4099;
+  const io = parseArgSpecs([`x@ptr:f32[${n}]=uniform(-2,2)`, `y@ptr:f32[${n}]:out`, 'a@f32=1.5', `n@i32=${n}`]);
+  const cfg = { grid: Math.ceil(n / 256), block: 256 };
+  const jsRef = (args: unknown[]): void => {
+    const [x, y, a] = args as [Float32Array, Float32Array, number];
+    for (let i = 0; i < x.length; i++) y[i] = Math.fround(a * x[i]!);
+  };
+  const setup = () => {
+    const m = Device.get(0).loadModule(new Program(SRC).compile());
+    const k = (name: string) => m.getKernel(name, ['ptr', 'ptr', 'f32', 'i32']);
+    const swapped = m.getKernel('scale_swapped', ['i32', 'ptr', 'f32', 'ptr']);
+    return { m, k, swapped };
+  };
+  const swappedIo = parseArgSpecs([`n@i32=${n}`, `y@ptr:f32[${n}]:out`, 'a@f32=1.5', `x@ptr:f32[${n}]:in`]);
+
+  it('passes a correct kernel without a reference', async () => {
+    const { m, k } = setup();
+    const r = await check({ kernel: k('scale'), config: cfg }, null, io);
+    expect(r.passed, r.summary).toBe(true);
+    expect(r.referenceFree).toBe(true);
+    expect(r.trials).toHaveLength(5);
+    expect(r.nondeterministicElements).toBe(0);
+    expect(r.summary).toMatch(/^PASS without a reference: 5 trials; outputs fully written and finite/);
+    m.dispose();
+  });
+
+  it.each([
+    ['skips_tail', 'unwritten', /^FAIL \(unwritten\) in trial 0: argument 1: 7 of 4099 elements never written \(first: element 4092\)$/],
+    ['out_of_bounds', 'out-of-bounds', /^FAIL \(out-of-bounds\) in trial 0: argument 1: a write [0-3] bytes after its buffer$/],
+    ['writes_input', 'input-modified', /^FAIL \(input-modified\) in trial 0: argument 0 \(an input\) changed at element 3$/],
+    ['writes_inf', 'non-finite', /^FAIL \(non-finite\) in trial 0: argument 1: 1 of 4099 elements NaN or infinite \(first: element 5 = Infinity\)$/],
+  ])('catches %s as %s without a reference', async (name, defence, summary) => {
+    const { m, k } = setup();
+    const r = await check({ kernel: k(name), config: cfg }, null, io);
+    expect(r.passed).toBe(false);
+    expect(r.defence).toBe(defence);
+    expect(r.referenceFree).toBe(true);
+    expect(r.summary).toMatch(summary);
+    m.dispose();
+  });
+
+  it('matches a reference kernel with another parameter order by name', async () => {
+    const { m, k, swapped } = setup();
+    const reference = { kernel: swapped, config: { grid: 32, block: 256 }, io: swappedIo };
+    const good = await check({ kernel: k('scale'), config: cfg }, reference, io);
+    expect(good.passed, good.summary).toBe(true);
+    expect(good.maxAbsError).toBe(0);
+    const bad = await check({ kernel: k('skips_tail'), config: cfg }, reference, io, { trials: 1 });
+    expect(bad.defence).toBe('unwritten');
+    // After timing too: inputSets().verify() matches it the same way.
+    const sets = inputSets(Device.get(0), io);
+    await bench(k('scale'), cfg, sets.args, { preset: 'quick', mode: 'hot' });
+    const after = await sets.verify(reference);
+    expect(after.passed, after.summary).toBe(true);
+    sets.dispose();
+    // Names that do not match are refused before anything runs.
+    const misnamed = { ...reference, io: parseArgSpecs([`n@i32=${n}`, `out@ptr:f32[${n}]:out`, 'a@f32=1.5', `x@ptr:f32[${n}]:in`]) };
+    await expect(check({ kernel: k('scale'), config: cfg }, misnamed, io)).rejects.toThrow(
+      "reference io: the candidate's output 'y' (argument 1) has no reference output named 'y' (there: 'out')",
+    );
+    m.dispose();
+  });
+
+  it('zeroes every device buffer before freeing it with zeroOnFree (check, a reference kernel, inputSets)', async () => {
+    const { m, k, swapped } = setup();
+    // What each buffer holds at the moment it is freed.
+    const freed: Uint8Array[] = [];
+    const dispose = DeviceBuffer.prototype.dispose;
+    const spy = vi.spyOn(DeviceBuffer.prototype, 'dispose').mockImplementation(function (this: DeviceBuffer) {
+      if (!this.disposed && this.byteLength > 0) freed.push(this.copyToHost());
+      dispose.call(this);
+    });
+    const zeroed = (): boolean => freed.length > 0 && freed.every((bytes) => bytes.every((b) => b === 0));
+    try {
+      const reference = { kernel: swapped, config: { grid: 32, block: 256 }, io: swappedIo };
+      for (const zeroOnFree of [false, true]) {
+        freed.length = 0;
+        const r = await check({ kernel: k('scale'), config: cfg }, reference, io, { trials: 2, zeroOnFree });
+        expect(r.passed, r.summary).toBe(true);
+        expect(freed.length).toBe(2 * 2 + 2 * 2); // per trial: the candidate's two buffers and the reference's two
+        expect(zeroed()).toBe(zeroOnFree); // without it the inputs, outputs and guard zones are still there
+      }
+      freed.length = 0;
+      const sets = inputSets(Device.get(0), io, 42, { zeroOnFree: true });
+      await bench(k('scale'), cfg, sets.args, { preset: 'quick', mode: 'hot' });
+      expect((await sets.verify(jsRef)).passed).toBe(true);
+      freed.length = 0;
+      sets.dispose();
+      expect(freed.length).toBe(4 * 2);
+      expect(zeroed()).toBe(true);
+    } finally {
+      spy.mockRestore();
+      m.dispose();
+    }
   });
 });
 

@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type Shape, jsonShape, outputLines, shapeDiff } from '../golden/shape.js';
 import { cli, describeGpu } from '../helpers.js';
 
 const N = 1 << 20;
@@ -251,5 +252,60 @@ describeGpu('cudakit bench: kernel faults', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/^cudakit: bench\(\): warm-up: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\)/);
     expect(r.stderr.match(/^cudakit: /gm)).toHaveLength(1);
+  });
+});
+
+// The command lines of scripts/gpu-check.sh's cli step (with the quick preset and --json), against the goldens of
+// test/golden/: the --json shape (keys and types) and the line structure of what is printed. Run from the repository
+// root, so the reference labels read 'saxpy in examples/cuda/saxpy.cu' as the goldens do.
+describeGpu('cudakit bench: golden output', () => {
+  const root = new URL('../..', import.meta.url).pathname;
+  const golden = (name: string): string => readFileSync(join(root, 'test/golden', name), 'utf8');
+  const goldenLines = (name: string): string[] => golden(name).replace(/\n$/, '').split('\n');
+  const shapeOf = (json: string): string[] =>
+    shapeDiff(jsonShape(JSON.parse(readFileSync(json, 'utf8'))), JSON.parse(golden(`${json.replace(/^.*\//, '').replace(/\.json$/, '')}.shape.json`)) as Shape);
+  const saxpyArgs16M = [
+    '--kernel', 'saxpy', '--arg', 'f32=2.5', '--arg', 'ptr:f32[16M]=uniform(-1,1)',
+    '--arg', 'ptr:f32[16M]=uniform(-1,1):out', '--arg', 'i32=16777216',
+  ];
+  let cwd = '';
+  beforeAll(() => {
+    cwd = process.cwd();
+    process.chdir(root);
+  });
+  afterAll(() => process.chdir(cwd));
+
+  it('examples/saxpy.bench.ts', async () => {
+    const json = file('saxpy-spec.json');
+    const r = await cli(['bench', 'examples/saxpy.bench.ts', '--preset', 'quick', '--json', json]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(outputLines(r.stdout)).toEqual(goldenLines('saxpy-spec.stdout.txt'));
+    expect(shapeOf(json)).toEqual([]);
+  });
+
+  it('examples/cuda/saxpy_vec4.cu --compare examples/cuda/saxpy.cu', async () => {
+    const json = file('compare.json');
+    const r = await cli([
+      'bench', 'examples/cuda/saxpy_vec4.cu', ...saxpyArgs16M, '--grid', '4096', '--block', '1024',
+      '--compare', 'examples/cuda/saxpy.cu', '--compare-grid', '65536', '--compare-block', '256', '--bytes', '12*16M',
+      '--preset', 'quick', '--json', json,
+    ]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(outputLines(r.stdout)).toEqual(goldenLines('compare.stdout.txt'));
+    expect(shapeOf(json)).toEqual([]);
+  });
+
+  it('examples/cuda/saxpy_wrong.cu --ref examples/cuda/saxpy.cu', async () => {
+    const json = file('ref-fail.json');
+    const r = await cli([
+      'bench', 'examples/cuda/saxpy_wrong.cu', ...saxpyArgs16M, '--grid', '65536', '--block', '256',
+      '--ref', 'examples/cuda/saxpy.cu', '--json', json,
+    ]);
+    expect(r.stdout).toBe('');
+    expect(r.code).toBe(1);
+    expect(outputLines(r.stderr)).toEqual(goldenLines('ref-fail.stderr.txt'));
+    expect(shapeOf(json)).toEqual([]);
   });
 });

@@ -4,7 +4,7 @@
 import { expect, it } from 'vitest';
 import { CompileError, type ParamType, Program } from '../../lib/index.js';
 import { cubinParams } from '../../lib/core/image.js';
-import { layoutOf } from '../../lib/core/kernel.js';
+import { layoutOf } from '../../lib/core/args.js';
 import { describeNvrtc } from '../helpers.js';
 
 interface Case {

@@ -1,35 +1,20 @@
-// The correctness defences' pure parts: poison patterns, encodings, the element comparison (tolerance, non-finite
-// rules, unwritten and all-zero detection) and the determinism rule over two runs. The GPU tier runs the planted
+// SPDX-License-Identifier: MIT
+// lib/measure/check.ts: each defence on its own, the element comparison (tolerance, non-finite rules, unwritten and
+// all-zero detection), the determinism rule over two runs, the result builder, and check() itself over a fake device
+// (with a reference, with a reference in another parameter order, and without one). The GPU tier runs the planted
 // faults end to end.
 import { describe, expect, it } from 'vitest';
+import { CudaError, type Kernel, fromDeviceBytes as decode } from '../../lib/core/index.js';
+import { parseArgSpecs } from '../../lib/measure/argspec.js';
 import {
-  compareOutput, compareRuns, decode, determinismFailure, determinismNote, encode, newComparison, newRunComparison,
-  poisonBytes,
+  buildCheckResult, check, checkWritten, compareOutput, compareRuns, degenerateZeros, determinismFailure,
+  determinismNote, faultOf, holdsPoison, modifiedInputElement, newComparison, newRunComparison, nonFiniteAgrees,
+  outOfBoundsWrite, trialResult, withinTolerance,
 } from '../../lib/measure/check.js';
+import { poisonBytes } from '../../lib/measure/inputs.js';
+import { FakeDevice, fakeKernel, view } from './fake-device.js';
 
 const bytesOf = (a: ArrayBufferView): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-
-describe('poison patterns', () => {
-  it('are NaN for every float type and 0xDEADBEEF for integers', () => {
-    expect(Number.isNaN(new Float32Array(poisonBytes('f32', 3).buffer)[2])).toBe(true);
-    expect(Number.isNaN(new Float64Array(poisonBytes('f64', 2).buffer)[1])).toBe(true);
-    expect(Number.isNaN(decode('f16', poisonBytes('f16', 2))[0] as number)).toBe(true);
-    expect(Number.isNaN(decode('bf16', poisonBytes('bf16', 2))[1] as number)).toBe(true);
-    expect(new Uint32Array(poisonBytes('u32', 2).buffer)[1]).toBe(0xdeadbeef);
-    expect(new BigUint64Array(poisonBytes('u64', 1).buffer)[0]).toBe(0xdeadbeefdeadbeefn);
-    expect(new Uint16Array(poisonBytes('i16', 1).buffer)[0]).toBe(0xbeef);
-    expect(poisonBytes('u8', 4)).toEqual(new Uint8Array([0xef, 0xef, 0xef, 0xef]));
-  });
-});
-
-describe('encode / decode', () => {
-  it('round-trip through the device representation', () => {
-    expect(Array.from(decode('f16', encode('f16', [1, -2, 0.5, 65504])))).toEqual([1, -2, 0.5, 65504]);
-    expect(Array.from(decode('bf16', encode('bf16', [1, 3.140625])))).toEqual([1, 3.140625]);
-    expect(Array.from(decode('i8', encode('i8', [-128, 127])))).toEqual([-128, 127]);
-    expect(Array.from(decode('i64', encode('i64', [-5n, 2n ** 62n])))).toEqual([-5n, 2n ** 62n]);
-  });
-});
 
 describe('element comparison', () => {
   const run = (dtype: 'f32' | 'i32', got: ArrayBufferView, expected: ArrayLike<number>, atol = 1e-4, rtol = 1e-4) => {
@@ -152,5 +137,260 @@ describe('two runs on the same inputs', () => {
     expect(determinismNote(undefined)).toBe('');
     expect(determinismNote(1)).toBe('; 1 element differed between two runs on the same inputs, all within tolerance (allowed unless requireDeterminism)');
     expect(determinismNote(12)).toMatch(/^; 12 elements differed between/);
+  });
+});
+
+describe('the defences, one function each', () => {
+  it("'out-of-bounds': finds the first guard byte that changed, before or after the buffer", () => {
+    const guard = new Uint8Array([1, 2, 3, 4]);
+    const whole = (body: number[]) => new Uint8Array([...guard, ...body, ...guard]);
+    expect(outOfBoundsWrite(whole([9, 9]), guard)).toBeUndefined();
+    const before = whole([9, 9]);
+    before[3] = 0;
+    expect(outOfBoundsWrite(before, guard)).toBe('1 bytes before');
+    const after = whole([9, 9]);
+    after[7] = 0;
+    expect(outOfBoundsWrite(after, guard)).toBe('1 bytes after');
+    expect(outOfBoundsWrite(new Uint8Array([5, 6]), new Uint8Array(0))).toBeUndefined(); // no guard, nothing to find
+  });
+
+  it("'input-modified': names the first element whose bytes changed", () => {
+    const before = new Uint8Array(new Float32Array([1, 2, 3]).buffer);
+    const body = new Uint8Array(new Float32Array([1, 2, 3.5]).buffer);
+    expect(modifiedInputElement('f32', before, before)).toBe(-1);
+    expect(modifiedInputElement('f32', body, before)).toBe(2);
+  });
+
+  it("'unwritten': tells an element that holds the poison (or its complement) from one that was written", () => {
+    const got = poisonBytes('u16', 3);
+    got[2] = 7; // element 1 written (one byte is enough)
+    expect([0, 1, 2].map((i) => holdsPoison('u16', got, i))).toEqual([true, false, true]);
+    const alternate = poisonBytes('u16', 1, true);
+    expect(holdsPoison('u16', alternate, 0, true)).toBe(true);
+    expect(holdsPoison('u16', alternate, 0)).toBe(false);
+  });
+
+  it("'non-finite', 'mismatch' and 'all-zero' as predicates", () => {
+    expect(nonFiniteAgrees(NaN, NaN)).toBe(true);
+    expect(nonFiniteAgrees(Infinity, Infinity)).toBe(true);
+    expect(nonFiniteAgrees(Infinity, -Infinity)).toBe(false);
+    expect(nonFiniteAgrees(NaN, 1)).toBe(false);
+    expect(withinTolerance(100, 100.02, 1e-4, 1e-4)).toBe(false);
+    expect(withinTolerance(100, 100.01, 1e-4, 1e-4)).toBe(true);
+    expect(degenerateZeros([0, 0, -0], [0, 1, 0])).toBe(true);
+    expect(degenerateZeros([0, 0], [0, 0])).toBe(false);
+    expect(degenerateZeros([0n, 0n], [0n, 3n])).toBe(true);
+    expect(degenerateZeros([0, 1e-30], [0, 1])).toBe(false);
+  });
+
+  it("'fault': keeps the driver error's code, call and number, and whether the context survived", () => {
+    const e = new CudaError({ code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES', api: 'cuLaunchKernel', result: 701, explanation: 'x' });
+    expect(faultOf(e)).toEqual({ code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES', api: 'cuLaunchKernel', result: 701, sticky: false });
+  });
+});
+
+describe('checkWritten (the defences without a reference)', () => {
+  const bytesOfF32 = (values: number[]): Uint8Array => new Uint8Array(new Float32Array(values).buffer);
+
+  it('passes an output that was written everywhere with finite values', () => {
+    const c = newComparison();
+    checkWritten(1, 'argument 1', 'f32', bytesOfF32([1, 2, 3]), undefined, c);
+    expect(c).toMatchObject({ defence: undefined, matched: 3, total: 3, mismatches: [] });
+  });
+
+  it("calls an element 'unwritten' only when it held the poison after both launches (the second with its complement)", () => {
+    const first = poisonBytes('u8', 4);
+    first[0] = 1;
+    const confirm = poisonBytes('u8', 4, true);
+    confirm[0] = 1;
+    confirm[2] = 0xef; // the kernel wrote 0xEF, the poison's value, to element 2: written, not unwritten
+    const c = newComparison();
+    checkWritten(3, "'y' (argument 3)", 'u8', first, confirm, c);
+    expect(c.defence).toBe('unwritten');
+    expect(c.detail).toBe("'y' (argument 3): 2 of 4 elements never written (first: element 1)");
+    expect(c.mismatches.map((m) => m.index)).toEqual([1, 3]);
+    expect(Number.isNaN(c.mismatches[0]!.expected)).toBe(true); // no expected value without a reference
+    expect([c.matched, c.total]).toEqual([2, 4]);
+  });
+
+  it("calls a NaN or infinity where the poison was 'non-finite', after 'unwritten'", () => {
+    const c = newComparison();
+    const nanBits = new Float32Array(new Uint32Array([0x7fc00001]).buffer)[0]!;
+    checkWritten(1, 'argument 1', 'f32', bytesOfF32([1, nanBits, -Infinity]), undefined, c);
+    expect(c.defence).toBe('non-finite');
+    expect(c.detail).toBe('argument 1: 2 of 3 elements NaN or infinite (first: element 1 = NaN)');
+    const both = newComparison();
+    const first = bytesOfF32([1, Infinity, 0]);
+    first.set(poisonBytes('f32', 1), 8);
+    checkWritten(1, 'argument 1', 'f32', first, poisonBytes('f32', 3, true), both);
+    expect(both.defence).toBe('unwritten');
+    expect(both.detail).toBe('argument 1: 1 of 3 elements never written (first: element 2)');
+  });
+});
+
+describe('buildCheckResult', () => {
+  it('takes the worst figures over the trials and the first failing trial\'s verdict', () => {
+    const pass = newComparison();
+    pass.maxAbs = 0.5;
+    pass.matched = pass.total = 4;
+    const fail = newComparison();
+    fail.defence = 'mismatch';
+    fail.mismatches = [{ arg: 1, index: 2, expected: 1, actual: 3 }];
+    fail.matched = 3;
+    fail.total = 4;
+    const r = buildCheckResult([trialResult(0, '0x1', pass, undefined), trialResult(1, '0x2', fail, 'why')], newRunComparison());
+    expect(r).toMatchObject({
+      passed: false, defence: 'mismatch', maxAbsError: 0.5, matchedRatio: 0.75, mismatches: fail.mismatches,
+      nondeterministicElements: 0, nondeterministicBeyondTolerance: 0, summary: '',
+    });
+    expect(r).not.toHaveProperty('referenceFree');
+    expect(buildCheckResult([trialResult(0, '', pass, undefined)], undefined)).toMatchObject({ passed: true, nondeterministicElements: undefined });
+  });
+});
+
+describe('check() over a fake device', () => {
+  const n = 64;
+  const io = parseArgSpecs([`x@ptr:f32[${n}]=uniform(-2,2)`, `y@ptr:f32[${n}]:out`, 'a@f32=1.5', `n@i32=${n}`]);
+  const signature = ['ptr', 'ptr', 'f32', 'i32'];
+  const jsRef = (args: unknown[]): void => {
+    const [x, y, a] = args as [Float32Array, Float32Array, number];
+    for (let i = 0; i < x.length; i++) y[i] = Math.fround(a * x[i]!);
+  };
+  /** scale: y[i] = a·x[i] for i in [from, to); `edit` may change y afterwards. */
+  const scale = (device: FakeDevice, to = n, edit?: (y: Float32Array, x: Float32Array, launch: number) => void) => {
+    const k = fakeKernel(device, 'scale', signature, ([x, y, a]) => {
+      const xs = view(Float32Array, x);
+      const ys = view(Float32Array, y);
+      for (let i = 0; i < to; i++) ys[i] = Math.fround((a as number) * xs[i]!);
+      edit?.(ys, xs, k.launches);
+    });
+    return { kernel: k as unknown as Kernel, config: { grid: 1, block: 1 }, fake: k };
+  };
+  const small = { trials: 2, guardBytes: 256 };
+
+  it('passes a correct kernel against a JavaScript reference, five trials, with the determinism runs', async () => {
+    const device = new FakeDevice();
+    const candidate = scale(device);
+    const r = await check(candidate, jsRef, io, { guardBytes: 256 });
+    expect(r.passed, r.summary).toBe(true);
+    expect(r.trials).toHaveLength(5);
+    expect(r.nondeterministicElements).toBe(0);
+    expect(candidate.fake.launches).toBe(6); // five trials and the second run on the first trial's inputs
+    expect(r.summary).toMatch(/^PASS: 5 trials, worst element at 0% of its tolerance/);
+    expect(r).not.toHaveProperty('referenceFree');
+  });
+
+  it('passes against a reference kernel whose parameters come in another order, matched by name', async () => {
+    const device = new FakeDevice();
+    // ref(n, a, y, x)
+    const ref = fakeKernel(device, 'ref', ['i32', 'f32', 'ptr', 'ptr'], ([count, a, y, x]) => {
+      const ys = view(Float32Array, y);
+      const xs = view(Float32Array, x);
+      for (let i = 0; i < (count as number); i++) ys[i] = Math.fround((a as number) * xs[i]!);
+    });
+    const refIo = parseArgSpecs([`n@i32=${n}`, 'a@f32=1.5', `y@ptr:f32[${n}]:out`, `x@ptr:f32[${n}]:in`]);
+    const reference = { kernel: ref as unknown as Kernel, config: { grid: 1, block: 1 }, io: refIo };
+    const good = await check(scale(device), reference, io, small);
+    expect(good.passed, good.summary).toBe(true);
+    const bad = await check(scale(device, n, (y) => void (y[5] = 0.25)), reference, io, small);
+    expect(bad).toMatchObject({ passed: false, defence: 'mismatch' });
+    expect(bad.mismatches[0]).toMatchObject({ arg: 1, index: 5, actual: 0.25 });
+    // A reference io that cannot be matched is the caller's mistake, before anything runs.
+    const wrong = { ...reference, io: parseArgSpecs([`n@i32=${n}`, 'a@f32=1.5', `z@ptr:f32[${n}]:out`, `x@ptr:f32[${n}]:in`]) };
+    await expect(check(scale(device), wrong, io, small)).rejects.toThrow(/the candidate's output 'y' \(argument 1\) has no reference output named 'y'/);
+  });
+
+  it('without a reference, passes a kernel that writes every output element with finite values', async () => {
+    const device = new FakeDevice();
+    for (const reference of [null, undefined]) {
+      const r = await check(scale(device), reference, io, small);
+      expect(r.passed, r.summary).toBe(true);
+      expect(r.referenceFree).toBe(true);
+      expect(r.matchedRatio).toBe(1);
+      expect(r.summary).toBe(
+        'PASS without a reference: 2 trials; outputs fully written and finite, inputs unchanged, no writes outside the buffers',
+      );
+    }
+  });
+
+  it('without a reference, fails an unwritten element, confirmed by a launch with the complement as poison', async () => {
+    const device = new FakeDevice();
+    const candidate = scale(device, n - 3);
+    const r = await check(candidate, null, io, small);
+    expect(r).toMatchObject({ passed: false, defence: 'unwritten', referenceFree: true });
+    expect(r.summary).toBe('FAIL (unwritten) in trial 0: argument 1: 3 of 64 elements never written (first: element 61)');
+    expect(r.matchedRatio).toBeCloseTo(61 / 64, 12);
+  });
+
+  it('without a reference, does not blame a kernel that writes the poison\'s own value', async () => {
+    const device = new FakeDevice();
+    const u8io = parseArgSpecs(['ptr:u8[16]=randint(0,10)', 'ptr:u8[16]:out']);
+    const k = fakeKernel(device, 'fill', ['ptr', 'ptr'], ([, y]) => void view(Uint8Array, y).fill(0xef));
+    const r = await check({ kernel: k as unknown as Kernel, config: { grid: 1, block: 1 } }, null, u8io, small);
+    expect(r.passed, r.summary).toBe(true);
+    expect(k.launches).toBe(5); // per trial a launch and one confirming its suspects, plus the determinism run
+  });
+
+  it('without a reference, fails NaN or infinity in an output', async () => {
+    const r = await check(scale(new FakeDevice(), n, (y) => void (y[7] = Infinity)), null, io, small);
+    expect(r).toMatchObject({ passed: false, defence: 'non-finite' });
+    expect(r.summary).toBe('FAIL (non-finite) in trial 0: argument 1: 1 of 64 elements NaN or infinite (first: element 7 = Infinity)');
+  });
+
+  it('without a reference, fails a write outside the buffer and a changed input', async () => {
+    const stray = scale(new FakeDevice(), n, (y) => {
+      new Uint8Array(y.buffer, y.byteOffset + y.byteLength, 4).fill(1); // just past the end: into the guard
+    });
+    const oob = await check(stray, null, io, small);
+    expect(oob).toMatchObject({ passed: false, defence: 'out-of-bounds' });
+    expect(oob.summary).toBe('FAIL (out-of-bounds) in trial 0: argument 1: a write 0 bytes after its buffer');
+    const writesInput = await check(scale(new FakeDevice(), n, (_y, x) => void (x[3] = 0)), null, io, small);
+    expect(writesInput).toMatchObject({ passed: false, defence: 'input-modified' });
+    expect(writesInput.summary).toBe('FAIL (input-modified) in trial 0: argument 0 (an input) changed at element 3');
+  });
+
+  it('without a reference, still compares two runs on the same inputs', async () => {
+    const racy = scale(new FakeDevice(), n, (y, _x, launch) => void (y[9] = y[9]! + launch));
+    const r = await check(racy, null, io, small);
+    expect(r).toMatchObject({ passed: false, defence: 'nondeterministic', nondeterministicElements: 1 });
+    const off = await check(scale(new FakeDevice(), n, (y, _x, launch) => void (y[9] = y[9]! + launch)), null, io, { ...small, determinism: false });
+    expect(off.passed).toBe(true);
+    expect(off.nondeterministicElements).toBeUndefined();
+  });
+
+  it('makes a refused launch a fault verdict and stops', async () => {
+    const device = new FakeDevice();
+    const refused = fakeKernel(device, 'big', signature, () => {
+      throw new CudaError({ code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES', api: 'cuLaunchKernel', result: 701, explanation: 'too many resources' });
+    });
+    const r = await check({ kernel: refused as unknown as Kernel, config: { grid: 1, block: 1 } }, null, io, small);
+    expect(r).toMatchObject({ passed: false, defence: 'fault', trials: [{ trial: 0 }] });
+    expect(r.error).toEqual({ code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES', api: 'cuLaunchKernel', result: 701, sticky: false });
+    expect(r.summary).toMatch(/^FAIL \(fault\) in trial 0: cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES \(701\)/);
+  });
+
+  it('with zeroOnFree, zeroes every buffer (guard zones included) before freeing it; without, leaves the data', async () => {
+    for (const zeroOnFree of [true, false]) {
+      const device = new FakeDevice();
+      const r = await check(scale(device), jsRef, io, { ...small, zeroOnFree });
+      expect(r.passed).toBe(true);
+      expect(device.buffers).toHaveLength(4); // two buffers per trial
+      expect(device.buffers.every((b) => b.disposed)).toBe(true);
+      expect(device.buffers.every((b) => b.memory.every((x) => x === 0))).toBe(zeroOnFree);
+      const log = device.log.filter((e) => e !== 'synchronize' || zeroOnFree);
+      if (zeroOnFree) expect(log.slice(-5)).toEqual(['fill 2', 'fill 3', 'synchronize', 'dispose 2', 'dispose 3']);
+    }
+    await expect(check(scale(new FakeDevice()), jsRef, io, { zeroOnFree: 'yes' as never })).rejects.toThrow(
+      new TypeError("Expected a boolean for options.zeroOnFree but received 'yes' of type string"),
+    );
+  });
+
+  it('validates io against the candidate and the specs themselves', async () => {
+    const device = new FakeDevice();
+    await expect(check(scale(device), jsRef, io.slice(0, 3), small)).rejects.toThrow("io declares 3 arguments but kernel 'scale' takes 4");
+    await expect(check(scale(device), jsRef, parseArgSpecs(['ptr:f32[4]=ones', 'ptr:f32[4]=ones', 'f32=1', 'i32=4']), small))
+      .rejects.toThrow(/no output buffer/);
+    const bad = [{ ...io[0]!, length: -1 }, ...io.slice(1)];
+    await expect(check(scale(device), jsRef, bad as never, small)).rejects.toThrow(/for io\[0\].length/);
   });
 });

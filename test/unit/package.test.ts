@@ -34,7 +34,8 @@ describe('npm package', () => {
       try {
         npm(['install', '--ignore-scripts', '--no-package-lock', '--fetch-retries=0', '--fetch-timeout=10000', join(stage, tarball)], app);
       } catch (e) {
-        // No registry here (the GPU host): unpack the tarball as npm would and take its dependencies from ours.
+        // No registry reachable (a machine without network access): unpack the tarball as npm would and take its
+        // dependencies from ours.
         if (!/EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ENETUNREACH|ETIMEDOUT/.test(String((e as Error).message))) throw e;
         const into = join(app, 'node_modules', 'cudakit');
         mkdirSync(into, { recursive: true });

@@ -1,9 +1,5 @@
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compileFlags, parseDiagnostics } from '../../lib/core/program.js';
-import { findCudaIncludeDir } from '../../lib/core/program.js';
 
 describe('compileFlags (options → NVRTC flags, one function)', () => {
   it('maps every typed option to its flag, extra flags last', () => {
@@ -43,17 +39,5 @@ describe('parseDiagnostics', () => {
     const [d] = parseDiagnostics(log, source);
     expect(d).toMatchObject({ line: 2, column: 13, severity: 'error' });
     expect(source.split('\n')[1]![12]).toBe(';');
-  });
-});
-
-describe('findCudaIncludeDir', () => {
-  it('takes a toolkit include dir only when its CUDA major matches NVRTC', () => {
-    const root = mkdtempSync(join(tmpdir(), 'cudakit-inc-'));
-    mkdirSync(join(root, 'include'));
-    writeFileSync(join(root, 'include', 'cuda_fp16.h'), '// stub');
-    writeFileSync(join(root, 'include', 'cuda.h'), '#define CUDA_VERSION 12080\n');
-    const env = { CUDA_PATH: root };
-    expect(findCudaIncludeDir(12, '', env)).toBe(join(root, 'include'));
-    expect(findCudaIncludeDir(11, '', env)).not.toBe(join(root, 'include'));
   });
 });

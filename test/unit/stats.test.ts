@@ -1,24 +1,21 @@
 // SPDX-License-Identifier: MIT
-// lib/stats.ts against hand-computed values (arithmetic in the comments) and seeded simulations.
+// lib/measure/stats.ts against hand-computed values (arithmetic in the comments) and seeded simulations.
 import { describe, expect, it } from 'vitest';
 import {
   bootstrapRatio,
-  createRng,
   medianCI,
   peakOf,
   percentOf,
   PRESETS,
   quantile,
   shouldStop,
-  splitmix64,
   summarize,
   throttled,
   verdict,
   type StopDecision,
   type StoppingRule,
 } from '../../lib/measure/stats.js';
-
-const GAMMA = 0x9e3779b97f4a7c15n;
+import { createRng } from '../../lib/measure/random.js';
 
 /** n exponential(1) variates (true median ln 2) from a seeded generator. */
 function exponentialSamples(n: number, seed: number): number[] {
@@ -175,70 +172,6 @@ describe('medianCI', () => {
   });
 });
 
-describe('splitmix64 and createRng', () => {
-  it('matches the reference splitmix64 outputs', () => {
-    expect(splitmix64(0n)).toBe(0xe220a8397b1dcdafn);
-    // Vigna's splitmix64.c seeded with 1234567: the k-th output is splitmix64(seed + k·γ)
-    const outputs = [0n, 1n, 2n].map((k) => splitmix64(1234567n + k * GAMMA));
-    expect(outputs).toEqual([6457827717110365317n, 3203168211198807973n, 9817491932198370423n]);
-    expect(splitmix64(-1n)).toBe(splitmix64((1n << 64n) - 1n)); // the state is taken mod 2^64
-    expect(() => splitmix64(1 as unknown as bigint)).toThrow(TypeError);
-  });
-
-  it('is bit-identical to the BigInt splitmix64 for every draw', () => {
-    for (const seed of [0n, 1n, 0xffffffffn, (1n << 64n) - 1n, 0x123456789abcdefn]) {
-      const rng = createRng(seed);
-      for (let k = 0n; k < 3000n; k++) {
-        const expected = Number(splitmix64(seed + k * GAMMA) >> 11n) / 2 ** 53; // top 53 bits
-        expect(rng()).toBe(expected);
-      }
-    }
-    // First draw for seed 0: 0xE220A8397B1DCDAF / 2^64 = 15573... / 18446... ≈ 0.88331
-    expect(createRng(0)()).toBeCloseTo(0.8833108, 7);
-  });
-
-  it('is deterministic and seed-sensitive', () => {
-    const draw = (seed: number | bigint, n: number) => {
-      const rng = createRng(seed);
-      return Array.from({ length: n }, rng);
-    };
-    expect(draw(42, 100)).toEqual(draw(42, 100));
-    expect(draw(1, 10)).toEqual(draw(1n, 10));
-    expect(draw(-1, 10)).toEqual(draw((1n << 64n) - 1n, 10)); // negative seeds are two's complement mod 2^64
-    const other = draw(43, 100);
-    expect(draw(42, 100).filter((x, i) => x === other[i])).toHaveLength(0);
-  });
-
-  it('draws roughly uniform floats in [0, 1)', () => {
-    const rng = createRng(2024);
-    const n = 100_000;
-    const buckets = new Array<number>(10).fill(0);
-    let sum = 0;
-    let squares = 0;
-    for (let i = 0; i < n; i++) {
-      const x = rng();
-      expect(x >= 0 && x < 1).toBe(true);
-      sum += x;
-      squares += x * x;
-      buckets[Math.floor(x * 10)]! += 1;
-    }
-    const mean = sum / n;
-    // Mean 1/2 with standard error √(1/12/n) ≈ 0.0009; variance 1/12 ≈ 0.0833
-    expect(Math.abs(mean - 0.5)).toBeLessThan(0.005);
-    expect(Math.abs(squares / n - mean * mean - 1 / 12)).toBeLessThan(0.002);
-    // χ² over 10 equal buckets, 9 degrees of freedom: 27.88 is the 99.9 % point
-    const chiSquare = buckets.reduce((acc, count) => acc + (count - n / 10) ** 2 / (n / 10), 0);
-    expect(chiSquare).toBeLessThan(27.88);
-  });
-
-  it('rejects seeds that are not integers', () => {
-    expect(() => createRng(1.5)).toThrow(RangeError);
-    expect(() => createRng(Number.NaN)).toThrow(RangeError);
-    expect(() => createRng(2 ** 60)).toThrow(RangeError); // not a safe integer: pass a bigint
-    expect(() => createRng('1' as unknown as number)).toThrow(TypeError);
-  });
-});
-
 describe('bootstrapRatio', () => {
   const base = (n: number, seed: number) => {
     const rng = createRng(seed);
@@ -345,10 +278,10 @@ describe('verdict', () => {
 });
 
 describe('stopping rule', () => {
-  it('has the §8.4 preset numbers', () => {
+  it('has the preset numbers of docs/benchmarking.md, \'The stopping rule\'', () => {
     expect(PRESETS.quick).toMatchObject({ minSamples: 10, minTimeMs: 10, targetRelCI: 0.02, maxSamples: 1000 });
     expect(PRESETS.quick).toMatchObject({ warmupMinRuns: 2, warmupMinMs: 10, timeoutMs: 2000, throttleRatio: 0.75 });
-    expect(PRESETS.quick.stabilityWindow).toBe(0); // §8.4: no stability exit for quick
+    expect(PRESETS.quick.stabilityWindow).toBe(0); // no stability exit for quick
     expect(PRESETS.default).toMatchObject({ warmupMinRuns: 3, warmupMinMs: 25, warmupMaxMs: 1000, minSamples: 20 });
     expect(PRESETS.default).toMatchObject({ minTimeMs: 50, targetRelCI: 0.005, maxSamples: 10_000, timeoutMs: 10_000 });
     expect(PRESETS.default).toMatchObject({ stabilityWindow: 64, stabilityCheckEvery: 16, stabilityRelChange: 0.05 });

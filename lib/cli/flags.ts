@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: MIT
+// The command line's words: the help text, the options of each command, and turning their values into compile
+// options and an EvalJob (jobFromFlags: no GPU, no file read beyond the sources, tested in the unit tier).
+import { parseArgs } from 'node:util';
+import {
+  type BenchMode, type CheckOptions, type CompileOptions, type CppStandard, type Dim3, type EvalJob, type EvalKernelRef,
+  type EvalSource, type PresetName, parseArgSpecs,
+} from '../index.js';
+
+export const OK = 0;
+export const CHECK_FAILED = 1;
+export const USAGE = 2;
+
+export const USAGE_TEXT = `Usage: cudakit <command> [options]
+
+Commands
+  info                        CUDA devices, driver and NVRTC versions (or why no GPU is usable)
+  compile <file.cu>           compile with NVRTC; per kernel: registers, spills, shared/const memory, occupancy
+  bench <file.cu | spec.ts>   check a kernel against a reference, then time it (or compare it with another)
+  help                        this text
+
+compile options
+  --arch <sm_XX>              target architecture (default: the GPU's; needed without a GPU unless --ptx)
+  --ptx                       emit PTX instead of CUBIN
+  -D, --define <NAME[=VALUE]> preprocessor macro (repeatable)
+  -I, --include <dir>         #include directory (repeatable); the source's own directory is searched first
+  --std <c++17>               C++ dialect: c++03, c++11, c++14, c++17, c++20
+  --name-expression <expr>    C++ kernel or template instance to compile and name, e.g. 'scale<float>' (repeatable)
+  --fast-math, --line-info    --use_fast_math, --generate-line-info
+  --no-cache                  compile afresh, bypassing the compile cache
+  --out <file>                write the PTX / CUBIN to a file
+
+bench options (and compile's --arch, --ptx, -D, -I, --std, --fast-math, --no-cache)
+  --kernel <name>             the kernel: an extern "C" name, or a C++ name / template instance
+  --grid <x[,y[,z]]>          blocks per grid, e.g. 65536 or 64,64 (also 64x64)
+  --block <x[,y[,z]]>         threads per block, e.g. 256
+  --arg <spec>                one per kernel parameter, in order (repeatable):
+                                scalars  f32=2.5  i32=1024  u64=0xff  bool=true
+                                buffers  ptr:f32[16M]=uniform(-1,1)   filled before every run (an input)
+                                         ptr:f32[1024,1024]=normal(0,1)  with a shape (row-major)
+                                         ptr:f32[16M]:out             written by the kernel (an output)
+                                         ptr:f32[16M]=zeros:out       both
+                                fills    uniform(lo,hi) normal(mean,std) randint(lo,hi) const(v) zeros ones
+                                         arange seq(start,step)
+  --shared-mem <bytes>        dynamic shared memory per block
+  --ref <file.cu>             reference kernel for the correctness check (--ref-kernel <name>; default: --kernel;
+                              --ref-grid / --ref-block: its own launch geometry; default: --grid / --block)
+  --compare <file.cu>         time against this file's kernel: it is A, <file> is B; also the check's reference
+                              (--compare-kernel <name>, --compare-grid, --compare-block; default: the main ones)
+  --mode <cold|hot|graph>     L2 flushed before each sample (cold, default), not flushed (hot), CUDA graph replays
+  --preset <quick|default|rigorous>   how long to sample (precision target and timeout)
+  --bytes <N>, --flops <N>    work per launch, for GB/s, % of peak bandwidth and TFLOP/s (N may be a product: 12*1M)
+  --json <file | ->           write the result as JSON; '-' prints it to stdout instead of the text
+  --atol, --rtol, --trials, --seed   correctness check tolerances, trials and input seed
+  --require-determinism       fail the check when two runs on the same inputs differ at all (default: fail only
+                              beyond the tolerance; differences within it, e.g. float atomics, are reported)
+  --no-check                  skip the correctness check
+
+A spec file default-exports the whole benchmark as an EvalJob and may export a JavaScript \`reference\` beside it
+(see examples/saxpy.bench.ts); options given on the command line override the job's fields.
+
+Exit status: 0 ok, 1 correctness check failed, 2 usage, compile or CUDA error (no usable GPU included).
+
+Examples
+  cudakit info
+  cudakit compile saxpy.cu --arch sm_90 -D BLOCK=256
+  cudakit compile kernels.cu --ptx --arch sm_80 --name-expression 'scale<float>' --out kernels.ptx
+  cudakit bench saxpy.cu --kernel saxpy --grid 65536 --block 256 --arg f32=2.5 \\
+      --arg 'ptr:f32[16M]=uniform(-1,1)' --arg 'ptr:f32[16M]=uniform(-1,1):out' --arg i32=16777216 --bytes 12*16M
+  cudakit bench saxpy_v2.cu --compare saxpy.cu --kernel saxpy --grid 65536 --block 256 --arg ... --json ab.json
+  cudakit bench examples/saxpy.bench.ts --mode hot --preset quick
+`;
+
+/** A bad command line or input: printed as one line (a line each, for several), exit code 2. */
+export class UsageError extends Error {}
+
+type OptionConfig = Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;
+/** What parseArgs gives for `T`: each option's value, absent when not given. */
+export type FlagValues<T extends OptionConfig> = {
+  [K in keyof T]?: T[K] extends { type: 'boolean' } ? (T[K] extends { multiple: true } ? boolean[] : boolean)
+    : T[K] extends { multiple: true } ? string[] : string;
+};
+
+export const COMPILE_FLAGS = {
+  arch: { type: 'string' },
+  ptx: { type: 'boolean' },
+  define: { type: 'string', short: 'D', multiple: true },
+  include: { type: 'string', short: 'I', multiple: true },
+  std: { type: 'string' },
+  'name-expression': { type: 'string', multiple: true },
+  'fast-math': { type: 'boolean' },
+  'line-info': { type: 'boolean' },
+  'no-cache': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies OptionConfig;
+
+export const BENCH_FLAGS = {
+  ...COMPILE_FLAGS,
+  kernel: { type: 'string' },
+  grid: { type: 'string' },
+  block: { type: 'string' },
+  arg: { type: 'string', multiple: true },
+  'shared-mem': { type: 'string' },
+  ref: { type: 'string' },
+  'ref-kernel': { type: 'string' },
+  'ref-grid': { type: 'string' },
+  'ref-block': { type: 'string' },
+  compare: { type: 'string' },
+  'compare-kernel': { type: 'string' },
+  'compare-grid': { type: 'string' },
+  'compare-block': { type: 'string' },
+  mode: { type: 'string' },
+  preset: { type: 'string' },
+  bytes: { type: 'string' },
+  flops: { type: 'string' },
+  json: { type: 'string' },
+  atol: { type: 'string' },
+  rtol: { type: 'string' },
+  trials: { type: 'string' },
+  seed: { type: 'string' },
+  'require-determinism': { type: 'boolean' },
+  'no-check': { type: 'boolean' },
+} as const satisfies OptionConfig;
+
+/** node:util parseArgs with its errors turned into one-line usage errors. */
+export function parseCommand<T extends OptionConfig>(
+  command: string, args: string[], options: T,
+): { values: FlagValues<T>; positionals: string[] } {
+  try {
+    const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+    return parsed as { values: FlagValues<T>; positionals: string[] };
+  } catch (e) {
+    const code = (e as { code?: string }).code ?? '';
+    if (!code.startsWith('ERR_PARSE_ARGS')) throw e;
+    // Node's own text goes on about '--' and positionals; its first sentence is the useful part.
+    const message = (e as Error).message;
+    const first = message.split(/\.\s/)[0]!.replace(/\.$/, '');
+    const option = /^Option '(-[^' ]+)/.exec(message)?.[1];
+    if (message.includes('ambiguous') && option !== undefined) {
+      throw new UsageError(`${command}: ${first}: a value starting with '-' is written ${option}=<value>`);
+    }
+    throw new UsageError(`${command}: ${first} (see cudakit --help)`);
+  }
+}
+
+export type BenchValues = FlagValues<typeof BENCH_FLAGS>;
+
+/** `1024`, `64,64`, `64x64x2`: a grid or block size. */
+export function parseDim(text: string, option: string): Dim3 {
+  const parts = text.trim().replace(/^\[|\]$/g, '').split(/\s*[x,]\s*/);
+  const dims = parts.map((p) => (/^\d+$/.test(p) ? Number(p) : Number.NaN));
+  if (dims.length > 3 || dims.some((d) => !Number.isSafeInteger(d) || d < 1)) {
+    throw new UsageError(`${option} expects 1 to 3 positive integers such as 256, 64,64 or 16x16x4, not '${text}'`);
+  }
+  return dims.length === 1 ? dims[0]! : (dims as [number, number] | [number, number, number]);
+}
+
+/** A positive number, or a product of them: `1e9`, `12*16M` (k and M are 1024-based, G too). */
+export function parseAmount(text: string, option: string): number {
+  const scale: Record<string, number> = { '': 1, k: 1024, K: 1024, M: 1024 ** 2, G: 1024 ** 3 };
+  let value = 1;
+  for (const factor of text.split('*')) {
+    const m = /^\s*([0-9.eE+-]+)([kKMG]?)\s*$/.exec(factor);
+    const x = m === null ? Number.NaN : Number(m[1]) * (scale[m[2] ?? ''] ?? 1);
+    if (!(x > 0) || !Number.isFinite(x)) {
+      throw new UsageError(`${option} expects a positive number such as 1e9 or 12*16M, not '${text}'`);
+    }
+    value *= x;
+  }
+  return value;
+}
+
+export function parseCount(text: string, option: string, min: number): number {
+  const n = /^\d+$/.test(text.trim()) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min) {
+    throw new UsageError(`${option} expects an integer >= ${min}, not '${text}'`);
+  }
+  return n;
+}
+
+function parseTolerance(text: string, option: string): number {
+  const x = Number(text);
+  if (text.trim() === '' || !Number.isFinite(x) || x < 0) {
+    throw new UsageError(`${option} expects a number >= 0, not '${text}'`);
+  }
+  return x;
+}
+
+export function oneOf<T extends string>(
+  text: string | undefined, option: string, allowed: readonly T[],
+): T | undefined {
+  if (text === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(text)) {
+    throw new UsageError(`${option} expects ${allowed.join(', ')}, not '${text}'`);
+  }
+  return text as T;
+}
+
+/** Options without their undefined fields (exactOptionalPropertyTypes: absent and undefined differ). */
+type Defined<T> = { [K in keyof T]?: Exclude<T[K], undefined> };
+export function defined<T extends object>(o: T): Defined<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Defined<T>;
+}
+
+const ARCH_RE = /^(sm|compute)_\d{2,3}[af]?$/;
+const STDS: readonly CppStandard[] = ['c++03', 'c++11', 'c++14', 'c++17', 'c++20'];
+export const MODES: readonly BenchMode[] = ['cold', 'hot', 'graph'];
+export const PRESET_NAMES: readonly PresetName[] = ['quick', 'default', 'rigorous'];
+
+export interface CompileFlagValues {
+  arch?: string | undefined;
+  ptx?: boolean | undefined;
+  define?: string[] | undefined;
+  include?: string[] | undefined;
+  std?: string | undefined;
+  'name-expression'?: string[] | undefined;
+  'fast-math'?: boolean | undefined;
+  'line-info'?: boolean | undefined;
+  'no-cache'?: boolean | undefined;
+}
+
+/** Compile options from the command line, on top of `base` (a spec's own). */
+export function compileOptionsFrom(v: CompileFlagValues, base: CompileOptions = {}): CompileOptions {
+  if (v.arch !== undefined && !ARCH_RE.test(v.arch)) {
+    throw new UsageError(`--arch expects an architecture such as sm_90 or compute_90, not '${v.arch}'`);
+  }
+  const std = oneOf(v.std, '--std', STDS);
+  for (const d of v.define ?? []) {
+    if (!/^[A-Za-z_]\w*(=.*)?$/s.test(d)) throw new UsageError(`-D expects NAME or NAME=VALUE, not '${d}'`);
+  }
+  // A spec's defines may be a record; -D adds to them as a list.
+  const d = base.defines;
+  const baseDefines = d === undefined ? [] : Array.isArray(d) ? [...(d as readonly string[])] : Object.entries(d)
+    .filter(([, x]) => x !== false)
+    .map(([k, x]) => (x === true ? k : `${k}=${String(x)}`));
+  const o: CompileOptions = { ...base };
+  if (v.ptx === true) o.target = 'ptx';
+  if (v.arch !== undefined) o.arch = v.arch;
+  if (std !== undefined) o.std = std;
+  if (v.define !== undefined) o.defines = [...baseDefines, ...v.define];
+  if (v.include !== undefined) o.includePaths = [...(base.includePaths ?? []), ...v.include];
+  if (v['name-expression'] !== undefined) {
+    o.nameExpressions = [...(base.nameExpressions ?? []), ...v['name-expression']];
+  }
+  if (v['fast-math'] === true) o.fastMath = true;
+  if (v['line-info'] === true) o.lineInfo = true;
+  if (v['no-cache'] === true) o.cache = false;
+  return o;
+}
+
+/** The timing and check options common to a source file and a spec, from the command line. */
+export function commonBenchOptions(v: BenchValues) {
+  return {
+    mode: oneOf(v.mode, '--mode', MODES),
+    preset: oneOf(v.preset, '--preset', PRESET_NAMES),
+    bytes: v.bytes !== undefined ? parseAmount(v.bytes, '--bytes') : undefined,
+    flops: v.flops !== undefined ? parseAmount(v.flops, '--flops') : undefined,
+    check: defined({
+      atol: v.atol !== undefined ? parseTolerance(v.atol, '--atol') : undefined,
+      rtol: v.rtol !== undefined ? parseTolerance(v.rtol, '--rtol') : undefined,
+      trials: v.trials !== undefined ? parseCount(v.trials, '--trials', 1) : undefined,
+      seed: v.seed !== undefined ? parseCount(v.seed, '--seed', 0) : undefined,
+      requireDeterminism: v['require-determinism'] === true ? true : undefined,
+    }) as CheckOptions,
+  };
+}
+
+/** --ref / --compare and their -kernel, -grid and -block options as a kernel of the job. */
+export function kernelFromFlags(
+  source: EvalSource, kernel: string, grid: string | undefined, block: string | undefined, prefix: 'ref' | 'compare',
+): EvalKernelRef {
+  const k: EvalKernelRef = { source, kernel };
+  if (grid !== undefined) k.grid = parseDim(grid, `--${prefix}-grid`);
+  if (block !== undefined) k.block = parseDim(block, `--${prefix}-block`);
+  return k;
+}
+
+/**
+ * `cudakit bench file.cu --kernel k --grid .. --block .. --arg ..` as an EvalJob: the source and the --ref / --compare
+ * files by path (as given, relative to the working directory), every option checked and turned into its job field.
+ * Without a reference the job's check is skipped (`withoutReference: 'skip'`), as the command line always did.
+ * Argument specs stay the strings given, parsed here for argspec's own messages (`Expected ... in --arg '...'`).
+ */
+export function jobFromFlags(file: string, v: BenchValues): EvalJob {
+  const kernel = v.kernel;
+  if (kernel === undefined) throw new UsageError('bench needs --kernel <name>');
+  if (v.grid === undefined || v.block === undefined) {
+    throw new UsageError('bench needs --grid and --block, e.g. --grid 4096 --block 256');
+  }
+  const grid = parseDim(v.grid, '--grid');
+  const block = parseDim(v.block, '--block');
+  const smem = v['shared-mem'] !== undefined ? parseCount(v['shared-mem'], '--shared-mem', 0) : 0;
+  parseArgSpecs(v.arg ?? []);
+  const common = commonBenchOptions(v);
+  const job: EvalJob = { source: { file }, kernel, grid, block, args: [...(v.arg ?? [])] };
+  if (smem > 0) job.sharedMemBytes = smem;
+  if (v.ref !== undefined) {
+    job.reference = kernelFromFlags({ file: v.ref }, v['ref-kernel'] ?? kernel, v['ref-grid'], v['ref-block'], 'ref');
+  }
+  if (v.compare !== undefined) {
+    const name = v['compare-kernel'] ?? kernel;
+    job.compare = kernelFromFlags({ file: v.compare }, name, v['compare-grid'], v['compare-block'], 'compare');
+  }
+  const compile = compileOptionsFrom(v);
+  if (Object.keys(compile).length > 0) job.compile = compile;
+  job.check = { ...common.check, ...(v['no-check'] === true ? { skip: true } : {}), withoutReference: 'skip' };
+  const timing = defined({ mode: common.mode, preset: common.preset, bytes: common.bytes, flops: common.flops });
+  if (Object.keys(timing).length > 0) job.timing = timing;
+  return job;
+}

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+// EvalJob: one evaluation as plain JSON (the CLI's flags, a spec file's default export and an evaluation service's
+// request all become one), and the options that JSON cannot carry. Pure types; validateJob() is in validate.ts.
+import type { CompileOptions, Device, Dim3, Signature } from '../core/index.js';
+import type {
+  ArgSpec, BenchMode, BufferDType, CheckOptions, CheckResult, HostValue, InitSpec, PresetName, StoppingRule,
+} from '../measure/index.js';
+
+/**
+ * CUDA source: the text itself, a file, or text with the name diagnostics and reports give it. A relative `file` is
+ * read from EvalOptions.baseDir; its own directory is searched first for `#include "..."` (baseDir for text).
+ * `name` defaults to the path as given, and for text to 'candidate.cu', 'reference.cu' or 'baseline.cu'.
+ */
+export type EvalSource = string | { file: string; name?: string } | { text: string; name?: string };
+
+/** By-value scalar types of an argument (argspec's `i32=1024`). */
+export type EvalScalarType = Extract<ArgSpec, { kind: 'scalar' }>['type'];
+
+/**
+ * Literal bytes in JSON: base64 of the device bytes (little-endian, C order, f16/bf16 as their bit patterns),
+ * optionally zlib-compressed. validateJob checks that it decodes to exactly the buffer's size.
+ */
+export interface EvalData {
+  base64: string;
+  /** 'zlib': base64 of zlib-deflated bytes. Default 'none'. */
+  compress?: 'none' | 'zlib';
+}
+
+/**
+ * How to fill a buffer: argspec's fills as objects (`{ kind: 'uniform', lo: -1, hi: 1, seed?: 7 }`,
+ * `{ kind: 'seq', start: 0, step: 1, along: 'last' }` ...; a random fill with a `seed` draws from a generator of its
+ * own, so its values depend on no other buffer), or `{ kind: 'data', base64 }`: exact bytes, the same in every trial
+ * and input set (the original server's `data_b64`).
+ */
+export type EvalInit = Exclude<InitSpec, { kind: 'data' }> | ({ kind: 'data' } & EvalData);
+
+/** An argument as an object: the JSON form of an argspec, with what the string form cannot say. */
+export type EvalArgObject = EvalScalarArg | EvalBufferArg;
+
+export interface EvalScalarArg {
+  kind: 'scalar';
+  type: EvalScalarType;
+  /** A number; i64 / u64 beyond 2^53 as a decimal string ('9007199254740993'); bool as true / false. */
+  value: number | string | boolean;
+  /** A C identifier, for matching a reference kernel's arguments by name (text: `n@i32=1024`). */
+  name?: string;
+}
+
+export interface EvalBufferArg {
+  kind: 'buffer';
+  dtype: BufferDType;
+  /** Elements (not bytes). Give this or shape. */
+  length?: number;
+  /** Dimensions, outermost first (row-major); the length is their product. */
+  shape?: readonly number[];
+  /** 'in': filled before every launch; 'out': written by the kernel. Default 'in' with an init, 'out' without. */
+  role?: 'in' | 'out';
+  init?: EvalInit;
+  /** A C identifier, for matching a reference kernel's arguments and expected outputs by name (text: `x@ptr:...`). */
+  name?: string;
+}
+
+/**
+ * One kernel argument: an argspec string (`'f32=2.5'`, `'ptr:f32[16M]=uniform(-1,1):out'`, `'x@ptr:f32[1M]'` with a
+ * name) or an object.
+ */
+export type EvalArg = string | EvalArgObject;
+
+/**
+ * Another kernel: the correctness reference, or the baseline of a comparison. Its launch defaults to the job's
+ * (a float4 kernel needs a quarter of the threads of a scalar one: give grid / block). Its compile options are the
+ * job's, with its own added.
+ */
+export interface EvalKernelRef {
+  source: EvalSource;
+  /** extern "C" name, or a C++ kernel / template instance. */
+  kernel: string;
+  /** Label in reports. Default: the kernel's name. */
+  name?: string;
+  headers?: Readonly<Record<string, string>>;
+  compile?: CompileOptions;
+  grid?: Dim3;
+  block?: Dim3;
+  sharedMemBytes?: number;
+  /**
+   * A reference kernel whose parameters differ from the candidate's (another order, other scalars, scratch space):
+   * its own argument list. Its buffers are matched to the candidate's by name where both sides name them all, else
+   * by order: its inputs read the candidate's initial values, its outputs are compared with the candidate's; its
+   * scalars are its own (measure's matchReferenceIo, checked by validateJob). Default: the candidate's arguments.
+   */
+  args?: readonly EvalArg[];
+}
+
+/** Expected outputs given literally: no reference code at all. The inputs must then be the same in every trial. */
+export interface EvalExpected {
+  /** Output buffer (its argument name, or its index as a string) → its exact expected contents. */
+  expected: Readonly<Record<string, EvalData>>;
+}
+
+/** Correctness check options: check()'s (zeroOnFree is the job's), and how to treat a job without a reference. */
+export interface EvalCheckOptions extends Omit<CheckOptions, 'zeroOnFree'> {
+  /** Do not check (the CLI's --no-check). Timing still runs. Default false. */
+  skip?: boolean;
+  /**
+   * A job without a reference (none in the job, no JavaScript reference, no compare baseline): 'reference-free'
+   * checks what can be checked without one (outputs fully written and finite, inputs unchanged, no stray writes,
+   * two runs agreeing), with no re-check after timing; 'skip' reports the check as skipped. Default 'reference-free'.
+   */
+  withoutReference?: 'reference-free' | 'skip';
+}
+
+/** Timing options: bench()'s and compare()'s. */
+export interface EvalTimingOptions {
+  /** Check only, no timing. Default false. */
+  skip?: boolean;
+  /** 'cold' (default): L2 flushed before every sample; 'hot': not flushed; 'graph': CUDA graph replays. */
+  mode?: BenchMode;
+  /** How long to sample. Default 'default'. */
+  preset?: PresetName;
+  /** Overrides of single stopping-rule fields, e.g. { timeoutMs: 2000 }. */
+  rule?: Partial<StoppingRule>;
+  /** Rotating input sets. Default 4. */
+  inputSets?: number;
+  /** ABBA rounds of a comparison. Default 5. */
+  rounds?: number;
+  /** Bytes moved per launch (GB/s, % of peak bandwidth). */
+  bytes?: number;
+  /** Floating-point operations per launch (TFLOP/s). */
+  flops?: number;
+}
+
+/**
+ * One evaluation: compile the kernel, check it against a reference, time it (or compare it with a baseline),
+ * re-check the timed launches' outputs. Plain JSON, so the command line, a spec file and a service request share
+ * it; evaluate() runs it and validateJob() says everything wrong with one.
+ *
+ * @example
+ * const job: EvalJob = {
+ *   source: { file: 'saxpy.cu' }, kernel: 'saxpy', grid: 65536, block: 256,
+ *   args: ['f32=2.5', 'ptr:f32[16M]=uniform(-1,1)', 'ptr:f32[16M]=uniform(-1,1):out', 'i32=16777216'],
+ *   reference: { source: { file: 'saxpy_ref.cu' }, kernel: 'saxpy' },
+ *   timing: { preset: 'quick', bytes: 12 * 16 * 2 ** 20 },
+ * };
+ */
+export interface EvalJob {
+  /** Label in reports. Default: the kernel's name. */
+  name?: string;
+  source: EvalSource;
+  /** extern "C" name, or a C++ kernel / template instance such as 'scale<float>' (compiled as a name expression). */
+  kernel: string;
+  /** In-memory headers for #include "name". */
+  headers?: Readonly<Record<string, string>>;
+  /** Compile options for every kernel of the job. arch defaults to the device's. */
+  compile?: CompileOptions;
+  grid: Dim3;
+  block: Dim3;
+  /** Dynamic shared memory per block. Default 0. */
+  sharedMemBytes?: number;
+  /** Cooperative launch (grid-wide sync). Default false. */
+  cooperative?: boolean;
+  /** Thread block cluster dimensions (sm_90 and later). */
+  clusterDim?: Dim3;
+  /** Parameter types. Default: from args (scalars by their type, buffers 'ptr'). */
+  signature?: Signature;
+  /** One per kernel parameter, in order. */
+  args: readonly EvalArg[];
+  /** The correctness reference: another kernel, or the expected outputs. A JavaScript one goes in EvalOptions. */
+  reference?: EvalKernelRef | EvalExpected;
+  /** A kernel to time this one against: it is A (the baseline), the job's kernel B. Also the check's reference. */
+  compare?: EvalKernelRef;
+  check?: EvalCheckOptions;
+  timing?: EvalTimingOptions;
+  /**
+   * Set every device buffer to zero before it is freed (the check's, the timing's input sets, a reference kernel's),
+   * so nothing of this job can be read from reused memory by whatever runs next (a warm worker). Default false.
+   */
+  zeroOnFree?: boolean;
+  /** @deprecated BenchSpec's place of timing.mode (validateJob moves it there). */
+  mode?: BenchMode;
+  /** @deprecated BenchSpec's place of timing.preset. */
+  preset?: PresetName;
+  /** @deprecated BenchSpec's place of timing.bytes. */
+  bytes?: number;
+  /** @deprecated BenchSpec's place of timing.flops. */
+  flops?: number;
+}
+
+/**
+ * A JavaScript reference: given host copies of the arguments (typed arrays for buffers, f16/bf16 as Float32Array;
+ * numbers, bigints or booleans for scalars), it writes the expected outputs into them in place.
+ */
+export type JsReference = (args: HostValue[]) => void | Promise<void>;
+
+/**
+ * What `cudakit bench spec.ts` read before EvalJob: a default export whose `reference` may be a JavaScript function
+ * and whose mode / preset / bytes / flops sit at the top level. Such spec files still work.
+ *
+ * @deprecated Default-export an EvalJob (`satisfies EvalJob`) and export the JavaScript reference beside it:
+ *   `export const reference: JsReference = (args) => { ... }`.
+ */
+export type BenchSpec = Omit<EvalJob, 'reference'> & { reference?: EvalJob['reference'] | JsReference };
+
+/** Progress of evaluate(), in order: each phase as it starts, the check's outcome, timing progress. */
+export type EvalProgress =
+  | { kind: 'phase'; phase: EvalPhase }
+  /** The check before timing is done (or skipped); the report has it too. */
+  | { kind: 'checked'; check: EvalCheck }
+  /** bench(): after every batch of samples. */
+  | {
+    kind: 'samples'; name: string; mode: BenchMode; samples: number; rejected: number; elapsedMs: number; relCI: number;
+  }
+  /** compare(): after every ABBA round, naming A and B as the report does. */
+  | { kind: 'rounds'; a: string; b: string; round: number; rounds: number };
+
+export interface EvalOptions {
+  /** A JavaScript reference (see JsReference); takes the place of the job's reference. */
+  reference?: JsReference;
+  onProgress?: (progress: EvalProgress) => void;
+  /** Stops the evaluation between phases (a running kernel cannot be stopped: see docs/errors.md). */
+  signal?: AbortSignal;
+  /**
+   * Where relative source files are read from (default: the working directory), and where an inline source's
+   * #include "..." looks first (default: nowhere but compile.includePaths and in-memory headers).
+   */
+  baseDir?: string;
+  /** The device to run on. Default: Device.get(0). Its arch is the default compile arch. */
+  device?: Device;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The report's vocabulary, used by EvalProgress too (the report itself is in report.ts).
+
+/** The pipeline's phases, in order. */
+export type EvalPhase = 'validate' | 'compile' | 'load' | 'check' | 'time' | 'recheck';
+
+/** Which kernel of the job: the candidate, the reference kernel, or the compare baseline. */
+export type EvalKernelRole = 'candidate' | 'reference' | 'baseline';
+
+/**
+ * The correctness part of a report (and of `cudakit bench --json`): the check before timing and the re-check of the
+ * timed launches' outputs (afterTiming; `passed` is then the re-check's), whether two runs on the same inputs had
+ * to agree bit for bit, and what was checked against — or why nothing was.
+ */
+export type EvalCheck =
+  | {
+    /** 'the JavaScript reference', 'saxpy in ref.cu', 'the expected outputs', 'no reference (reference-free check)'. */
+    reference: string;
+    passed: boolean;
+    requireDeterminism: boolean;
+    before: CheckResult;
+    afterTiming?: CheckResult;
+  }
+  | {
+    /** 'not checked (check.skip)' or 'not checked (no reference)'. */
+    skipped: string;
+  };

@@ -1,0 +1,603 @@
+// SPDX-License-Identifier: MIT
+// validateJob(): everything wrong with an EvalJob at once, each problem in the library's one message format
+// (Expected <what> for <path> but received <value> of type <type>), and the job in its canonical form. prepareJob()
+// also returns what the pipeline runs on: the parsed argument specs, the decoded literal bytes.
+import { inflateSync } from 'node:zlib';
+import type { Signature } from '../core/index.js';
+import { DTYPES, DTYPE_INFO, describe, isDType, typeError } from '../core/index.js';
+import {
+  type ArgSpec, type InitSpec, PRESETS, checkArgSpecs, matchReferenceIo, parseArgSpec, signatureOf,
+} from '../measure/index.js';
+import type {
+  EvalCheckOptions, EvalData, EvalExpected, EvalJob, EvalKernelRef, EvalTimingOptions,
+} from './job.js';
+
+/** One thing wrong with a job. */
+export interface JobProblem {
+  /** Where, as a path from the job: 'job.args[2]', 'job.timing.preset'. */
+  path: string;
+  /** In the library's one format: `Expected <what> for <path> but received <value> of type <type>`. */
+  message: string;
+  /** TypeError for a wrong type or shape, RangeError for a value out of range. */
+  type: 'TypeError' | 'RangeError';
+}
+
+/**
+ * A job with problems: every one of them in `problems`, and in the message one per line. A TypeError (the job as a
+ * whole is an argument of the wrong shape) also when some problems are RangeErrors; each problem says which.
+ */
+export class InvalidJobError extends TypeError {
+  readonly code = 'ERR_INVALID_JOB';
+  readonly problems: readonly JobProblem[];
+
+  constructor(problems: readonly JobProblem[]) {
+    const n = problems.length;
+    const list = problems.map((p) => `  ${p.message}`).join('\n');
+    super(n === 1 ? `Invalid job: ${problems[0]!.message}` : `Invalid job (${n} problems):\n${list}`);
+    this.name = 'InvalidJobError';
+    this.problems = Object.freeze([...problems]);
+  }
+}
+
+class Problems {
+  readonly list: JobProblem[] = [];
+
+  type(path: string, expected: string, value: unknown): void {
+    this.list.push({ path, type: 'TypeError', message: typeError(path, expected, value).message });
+  }
+
+  range(path: string, expected: string, value: unknown): void {
+    const message = `Expected ${expected} for ${path} but received ${describe(value)}`;
+    this.list.push({ path, type: 'RangeError', message });
+  }
+
+  /** Unknown keys of an object: one problem each, naming the known ones (as checkOptions words it). */
+  keys(path: string, value: Record<string, unknown>, known: readonly string[]): void {
+    for (const key of Object.keys(value)) {
+      if (!known.includes(key)) {
+        const message = `Unknown field ${path}.${key}; known fields: ${known.join(', ')}`;
+        this.list.push({ path: `${path}.${key}`, type: 'TypeError', message });
+      }
+    }
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const JOB_KEYS = [
+  'name', 'source', 'kernel', 'headers', 'compile', 'grid', 'block', 'sharedMemBytes', 'cooperative', 'clusterDim',
+  'signature', 'args', 'reference', 'compare', 'check', 'timing', 'zeroOnFree', 'mode', 'preset', 'bytes', 'flops',
+] as const;
+const KERNEL_REF_KEYS = [
+  'source', 'kernel', 'name', 'headers', 'compile', 'grid', 'block', 'sharedMemBytes', 'args',
+] as const;
+const COMPILE_KEYS = [
+  'target', 'arch', 'std', 'defines', 'includePaths', 'fastMath', 'lineInfo', 'debug', 'maxRegisters', 'extraFlags',
+  'nameExpressions', 'cache', 'cudaIncludes',
+] as const;
+const CHECK_KEYS = [
+  'trials', 'seed', 'atol', 'rtol', 'determinism', 'requireDeterminism', 'guardBytes', 'skip', 'withoutReference',
+] as const;
+const TIMING_KEYS = ['skip', 'mode', 'preset', 'rule', 'inputSets', 'rounds', 'bytes', 'flops'] as const;
+const MODES = ['cold', 'hot', 'graph'] as const;
+const SCALAR_TYPES = [...DTYPES, 'bool'];
+const ARCH_RE = /^(sm|compute)_\d{2,3}[af]?$/;
+const quoted = (list: readonly string[]): string => list.map((s) => `'${s}'`).join(', ');
+
+function source(p: Problems, path: string, v: unknown): void {
+  if (typeof v === 'string') return;
+  if (isObject(v)) {
+    const which = typeof v.file === 'string' ? 'file' : typeof v.text === 'string' ? 'text' : undefined;
+    if (which !== undefined && !(typeof v.file === 'string' && typeof v.text === 'string')) {
+      p.keys(path, v, [which, 'name']);
+      if (v.name !== undefined && typeof v.name !== 'string') p.type(`${path}.name`, 'a string', v.name);
+      return;
+    }
+  }
+  p.type(path, "CUDA source text, { file: 'path.cu' } or { text, name }", v);
+}
+
+function dim3(p: Problems, path: string, v: unknown): void {
+  const ok = (x: unknown): boolean => typeof x === 'number' && Number.isSafeInteger(x) && x >= 1;
+  if (typeof v === 'number') {
+    if (!ok(v)) p.range(path, 'a positive integer', v);
+  } else if (Array.isArray(v) && v.length >= 1 && v.length <= 3 && v.every((x) => typeof x === 'number')) {
+    if (!v.every(ok)) p.range(path, '1 to 3 positive integers', v);
+  } else {
+    p.type(path, 'a positive integer or [x, y?, z?]', v);
+  }
+}
+
+function nonNegativeInt(p: Problems, path: string, v: unknown, max = Number.MAX_SAFE_INTEGER): void {
+  if (typeof v !== 'number') p.type(path, 'a non-negative integer', v);
+  else if (!Number.isSafeInteger(v) || v < 0 || v > max) {
+    p.range(path, max === Number.MAX_SAFE_INTEGER ? 'a non-negative integer' : `an integer in [0, ${max}]`, v);
+  }
+}
+
+function intIn(p: Problems, path: string, v: unknown, min: number, max: number): void {
+  if (typeof v !== 'number') p.type(path, `an integer in [${min}, ${max}]`, v);
+  else if (!Number.isInteger(v) || v < min || v > max) p.range(path, `an integer in [${min}, ${max}]`, v);
+}
+
+function positive(p: Problems, path: string, v: unknown): void {
+  if (typeof v !== 'number') p.type(path, 'a positive number', v);
+  else if (!(v > 0) || !Number.isFinite(v)) p.range(path, 'a positive number', v);
+}
+
+function bool(p: Problems, path: string, v: unknown): void {
+  if (typeof v !== 'boolean') p.type(path, 'a boolean', v);
+}
+
+function oneOf(p: Problems, path: string, v: unknown, allowed: readonly string[]): void {
+  if (typeof v !== 'string' || !allowed.includes(v)) p.type(path, `one of ${quoted(allowed)}`, v);
+}
+
+function stringList(p: Problems, path: string, v: unknown): void {
+  if (!Array.isArray(v)) p.type(path, 'an array of strings', v);
+  else v.forEach((s, i) => typeof s !== 'string' && p.type(`${path}[${i}]`, 'a string', s));
+}
+
+function stringRecord(p: Problems, path: string, v: unknown): void {
+  if (!isObject(v)) return p.type(path, "an object of strings such as { 'my.h': '...' }", v);
+  for (const [k, s] of Object.entries(v)) if (typeof s !== 'string') p.type(`${path}['${k}']`, 'a string', s);
+}
+
+function compileOptions(p: Problems, path: string, v: unknown): void {
+  if (!isObject(v)) return p.type(path, 'compile options { arch, std, defines, ... }', v);
+  p.keys(path, v, COMPILE_KEYS);
+  if (v.target !== undefined) oneOf(p, `${path}.target`, v.target, ['cubin', 'ptx']);
+  if (v.arch !== undefined && (typeof v.arch !== 'string' || !ARCH_RE.test(v.arch))) {
+    p.type(`${path}.arch`, "an architecture such as 'sm_90' or 'compute_90'", v.arch);
+  }
+  if (v.std !== undefined) oneOf(p, `${path}.std`, v.std, ['c++03', 'c++11', 'c++14', 'c++17', 'c++20']);
+  const d = v.defines;
+  if (Array.isArray(d)) {
+    d.forEach((x, i) => {
+      if (typeof x !== 'string' || !/^[A-Za-z_]\w*(=.*)?$/s.test(x)) {
+        p.type(`${path}.defines[${i}]`, "'NAME' or 'NAME=value'", x);
+      }
+    });
+  } else if (isObject(d)) {
+    for (const [k, x] of Object.entries(d)) {
+      if (!/^[A-Za-z_]\w*$/.test(k)) p.type(`${path}.defines`, 'macro names as keys', k);
+      if (!['string', 'number', 'boolean'].includes(typeof x)) {
+        p.type(`${path}.defines.${k}`, 'a string, number or boolean', x);
+      }
+    }
+  } else if (d !== undefined) {
+    p.type(`${path}.defines`, "{ NAME: value } or ['NAME=value']", d);
+  }
+  for (const key of ['includePaths', 'extraFlags', 'nameExpressions'] as const) {
+    if (v[key] !== undefined) stringList(p, `${path}.${key}`, v[key]);
+  }
+  for (const key of ['fastMath', 'lineInfo', 'debug', 'cudaIncludes'] as const) {
+    if (v[key] !== undefined) bool(p, `${path}.${key}`, v[key]);
+  }
+  if (v.maxRegisters !== undefined) intIn(p, `${path}.maxRegisters`, v.maxRegisters, 1, 255);
+  const c = v.cache;
+  if (c !== undefined && typeof c !== 'boolean') {
+    if (!isObject(c)) p.type(`${path}.cache`, 'a boolean or { memory, disk, dir }', c);
+    else p.keys(`${path}.cache`, c, ['memory', 'disk', 'dir']);
+  }
+}
+
+/** Bytes of literal data (base64, maybe zlib): exactly `bytes` of them, or a problem. */
+function decodeData(p: Problems, path: string, v: unknown, bytes: number, what: string): Uint8Array | undefined {
+  if (!isObject(v)) return void p.type(path, '{ base64, compress? }', v);
+  if (typeof v.base64 !== 'string') return void p.type(`${path}.base64`, 'a base64 string', v.base64);
+  const compress = v.compress ?? 'none';
+  if (compress !== 'none' && compress !== 'zlib') return void p.type(`${path}.compress`, "'none' or 'zlib'", compress);
+  const text = v.base64.replace(/\s+/g, '');
+  if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) {
+    return void p.type(`${path}.base64`, 'base64 (A-Z a-z 0-9 + /, padded with =)', v.base64);
+  }
+  let data: Uint8Array = Buffer.from(text, 'base64');
+  if (compress === 'zlib') {
+    try {
+      // Never inflate beyond what the buffer holds: a small literal must not become a huge allocation.
+      data = inflateSync(data, { maxOutputLength: bytes + 1 });
+    } catch (e) {
+      const tooLarge = (e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE';
+      const why = tooLarge ? `more than ${bytes} bytes` : 'not zlib data';
+      return void p.range(`${path}.base64`, `zlib data of ${bytes} bytes (${what}), not ${why},`, v.base64);
+    }
+  }
+  if (data.byteLength !== bytes) {
+    return void p.range(`${path}.base64`, `${bytes} bytes (${what}), not ${data.byteLength},`, v.base64);
+  }
+  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** An argument after validation: its spec (literal data decoded into its init) and its name. */
+export interface PreparedArg {
+  spec: ArgSpec;
+  name: string | undefined;
+}
+
+/**
+ * An error of the measure layer as a problem: argspec's "Expected a number ... in --arg 'text'" in the one format at
+ * `path`; a message already in it ("Expected ... for job.args[1].init.bytes but received ...") as it is.
+ */
+function argspecProblem(p: Problems, path: string, e: unknown, value: unknown): void {
+  const message = (e as Error).message;
+  const type = e instanceof RangeError ? 'RangeError' : 'TypeError';
+  const own = /^Expected [\s\S]* for (\S+) but received /.exec(message);
+  if (own !== null) return void p.list.push({ path: own[1]!, message, type });
+  const m = /^Expected (.*) in --arg '[\s\S]*'$/.exec(message);
+  if (m === null) return void p.list.push({ path, message, type });
+  if (type === 'RangeError') p.range(path, m[1]!, value);
+  else p.type(path, m[1]!, value);
+}
+
+function parseSpec(p: Problems, path: string, text: string, value: unknown): ArgSpec | undefined {
+  try {
+    return parseArgSpec(text);
+  } catch (e) {
+    argspecProblem(p, path, e, value);
+    return undefined;
+  }
+}
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const INIT_FIELDS: Record<string, { numbers: readonly string[]; options: readonly string[] }> = {
+  uniform: { numbers: ['lo', 'hi'], options: ['seed'] },
+  normal: { numbers: ['mean', 'std'], options: ['seed'] },
+  randint: { numbers: ['lo', 'hi'], options: ['seed'] },
+  const: { numbers: ['value'], options: [] },
+  seq: { numbers: ['start', 'step'], options: ['along'] },
+  arange: { numbers: [], options: ['along'] },
+  zeros: { numbers: [], options: [] },
+  ones: { numbers: [], options: [] },
+};
+
+/** An init object as argspec text ('uniform(-1,1,seed=7)'), or undefined after a problem. */
+function initText(p: Problems, path: string, v: Record<string, unknown>): string | undefined {
+  const form = typeof v.kind === 'string' ? INIT_FIELDS[v.kind] : undefined;
+  const kinds = quoted([...Object.keys(INIT_FIELDS), 'data']);
+  if (form === undefined) return void p.type(`${path}.kind`, `one of ${kinds}`, v.kind);
+  p.keys(path, v, ['kind', ...form.numbers, ...form.options]);
+  const parts: string[] = [];
+  for (const f of form.numbers) {
+    const x = v[f];
+    if (typeof x !== 'number' || !Number.isFinite(x)) return void p.type(`${path}.${f}`, 'a finite number', x);
+    parts.push(String(x));
+  }
+  for (const f of form.options) {
+    const x = v[f];
+    if (x === undefined) continue;
+    if (f === 'seed' && typeof x !== 'number') return void p.type(`${path}.seed`, 'a non-negative integer', x);
+    if (f === 'along' && x !== 'all' && x !== 'last') return void p.type(`${path}.along`, "'all' or 'last'", x);
+    parts.push(`${f}=${String(x)}`);
+  }
+  return parts.length === 0 ? v.kind as string : `${v.kind as string}(${parts.join(',')})`;
+}
+
+function argObject(p: Problems, path: string, v: Record<string, unknown>): PreparedArg | undefined {
+  const name = v.name;
+  if (name !== undefined && (typeof name !== 'string' || !NAME.test(name))) {
+    p.type(`${path}.name`, 'a C identifier such as x or out_0', name);
+  }
+  const named = typeof name === 'string' && NAME.test(name) ? name : undefined;
+  const withName = (spec: ArgSpec): PreparedArg => {
+    if (named !== undefined) spec.name = named;
+    return { spec, name: named };
+  };
+  if (v.kind === 'scalar') {
+    p.keys(path, v, ['kind', 'type', 'value', 'name']);
+    if (typeof v.type !== 'string' || !SCALAR_TYPES.includes(v.type)) {
+      return void p.type(`${path}.type`, `one of ${SCALAR_TYPES.join(' ')}`, v.type);
+    }
+    const value = v.value;
+    if (!['number', 'string', 'boolean'].includes(typeof value)) {
+      return void p.type(`${path}.value`, 'a number, string or boolean', value);
+    }
+    const spec = parseSpec(p, `${path}.value`, `${v.type}=${String(value)}`, value);
+    return spec === undefined ? undefined : withName(spec);
+  }
+  if (v.kind !== 'buffer') return void p.type(`${path}.kind`, "'scalar' or 'buffer'", v.kind);
+  p.keys(path, v, ['kind', 'dtype', 'length', 'shape', 'role', 'init', 'name']);
+  if (!isDType(v.dtype)) return void p.type(`${path}.dtype`, `one of ${DTYPES.join(' ')}`, v.dtype);
+  const dtype = v.dtype;
+  let dims: number[] | undefined;
+  if (v.shape !== undefined) {
+    const s = v.shape;
+    if (!Array.isArray(s) || s.length === 0 || !s.every((d) => typeof d === 'number')) {
+      return void p.type(`${path}.shape`, 'an array of positive integers', s);
+    }
+    if (!s.every((d: number) => Number.isSafeInteger(d) && d >= 1)) {
+      return void p.range(`${path}.shape`, 'positive integers', s);
+    }
+    dims = s as number[];
+  }
+  if (v.length !== undefined) {
+    const n = dims?.reduce((a, b) => a * b, 1);
+    if (typeof v.length !== 'number') return void p.type(`${path}.length`, 'a positive integer', v.length);
+    const at = `${path}.length`;
+    if (!Number.isSafeInteger(v.length) || v.length < 1) return void p.range(at, 'a positive integer', v.length);
+    if (n !== undefined && n !== v.length) return void p.range(at, `the product of shape (${n})`, v.length);
+    dims ??= [v.length];
+  }
+  if (dims === undefined) return void p.type(`${path}.length`, 'a positive integer (or a shape)', v.length);
+  if (v.role !== undefined && v.role !== 'in' && v.role !== 'out') {
+    return void p.type(`${path}.role`, "'in' or 'out'", v.role);
+  }
+  let init = '';
+  let data: Uint8Array | undefined;
+  if (v.init !== undefined) {
+    if (!isObject(v.init)) {
+      return void p.type(`${path}.init`, "an init such as { kind: 'uniform', lo: -1, hi: 1 }", v.init);
+    }
+    if (v.init.kind === 'data') {
+      p.keys(`${path}.init`, v.init, ['kind', 'base64', 'compress']);
+      const length = dims.reduce((a, b) => a * b, 1);
+      data = decodeData(p, `${path}.init`, v.init, length * DTYPE_INFO[dtype].bytes, `${length} × ${dtype}`);
+      if (data === undefined) return undefined;
+      init = '=zeros'; // a stand-in for the parse (and the role's default); the decoded bytes replace it below
+    } else {
+      const text = initText(p, `${path}.init`, v.init);
+      if (text === undefined) return undefined;
+      init = `=${text}`;
+    }
+  }
+  const role = v.role === undefined ? '' : `:${v.role as string}`;
+  // Through argspec's grammar, for its checks of the fill against the element type (const(300) for u8 ...).
+  const text = `ptr:${dtype}[${dims.join(',')}]${init}${role}`;
+  const spec = parseSpec(p, v.init !== undefined ? `${path}.init` : path, text, text);
+  if (spec === undefined) return undefined;
+  if (spec.kind === 'buffer' && data !== undefined) spec.init = { kind: 'data', bytes: data };
+  return withName(spec);
+}
+
+function args(p: Problems, path: string, v: unknown): PreparedArg[] | undefined {
+  if (!Array.isArray(v)) {
+    return void p.type(path, "an array of argument specs such as 'f32=2.5' or { kind: 'buffer', ... }", v);
+  }
+  const before = p.list.length;
+  const out: (PreparedArg | undefined)[] = v.map((a: unknown, i) => {
+    const at = `${path}[${i}]`;
+    if (typeof a === 'string') {
+      const spec = parseSpec(p, at, a, a);
+      return spec === undefined ? undefined : { spec, name: spec.name };
+    }
+    if (isObject(a)) return argObject(p, at, a);
+    return void p.type(at, "an argument spec such as 'f32=2.5' or { kind: 'buffer', ... }", a);
+  });
+  const seen = new Set<string>();
+  out.forEach((a, i) => {
+    if (a?.name === undefined) return;
+    if (seen.has(a.name)) p.type(`${path}[${i}].name`, 'a name no other argument has', a.name);
+    seen.add(a.name);
+  });
+  if (!out.every((a) => a !== undefined) || p.list.length > before) return undefined;
+  try {
+    checkArgSpecs(out.map((a) => a.spec), path); // the measure layer's own rules for the object form, last
+  } catch (e) {
+    argspecProblem(p, path, e, v);
+    return undefined;
+  }
+  return out;
+}
+
+function kernelRef(p: Problems, path: string, v: unknown): PreparedArg[] | undefined {
+  if (!isObject(v)) return void p.type(path, '{ source, kernel, grid?, block?, ... }', v);
+  p.keys(path, v, KERNEL_REF_KEYS);
+  source(p, `${path}.source`, v.source);
+  if (typeof v.kernel !== 'string' || v.kernel === '') {
+    p.type(`${path}.kernel`, 'the kernel name, a non-empty string', v.kernel);
+  }
+  if (v.name !== undefined && typeof v.name !== 'string') p.type(`${path}.name`, 'a string', v.name);
+  if (v.headers !== undefined) stringRecord(p, `${path}.headers`, v.headers);
+  if (v.compile !== undefined) compileOptions(p, `${path}.compile`, v.compile);
+  for (const key of ['grid', 'block'] as const) if (v[key] !== undefined) dim3(p, `${path}.${key}`, v[key]);
+  if (v.sharedMemBytes !== undefined) nonNegativeInt(p, `${path}.sharedMemBytes`, v.sharedMemBytes);
+  return v.args === undefined ? undefined : args(p, `${path}.args`, v.args);
+}
+
+function checkOptions(p: Problems, path: string, v: unknown): void {
+  if (!isObject(v)) return p.type(path, 'check options { trials, seed, atol, rtol, ... }', v);
+  p.keys(path, v, CHECK_KEYS);
+  if (v.trials !== undefined) intIn(p, `${path}.trials`, v.trials, 1, 1000);
+  if (v.seed !== undefined) nonNegativeInt(p, `${path}.seed`, v.seed);
+  for (const key of ['atol', 'rtol'] as const) {
+    const x = v[key];
+    if (x === undefined) continue;
+    if (typeof x !== 'number') p.type(`${path}.${key}`, 'a non-negative number', x);
+    else if (!(x >= 0) || !Number.isFinite(x)) p.range(`${path}.${key}`, 'a non-negative number', x);
+  }
+  for (const key of ['determinism', 'requireDeterminism', 'skip'] as const) {
+    if (v[key] !== undefined) bool(p, `${path}.${key}`, v[key]);
+  }
+  if (v.guardBytes !== undefined) {
+    nonNegativeInt(p, `${path}.guardBytes`, v.guardBytes);
+    if (typeof v.guardBytes === 'number' && v.guardBytes % 256 !== 0) {
+      p.range(`${path}.guardBytes`, 'a multiple of 256', v.guardBytes);
+    }
+  }
+  if (v.withoutReference !== undefined) {
+    oneOf(p, `${path}.withoutReference`, v.withoutReference, ['reference-free', 'skip']);
+  }
+}
+
+function timingOptions(p: Problems, path: string, v: Record<string, unknown>): void {
+  if (v.skip !== undefined) bool(p, `${path}.skip`, v.skip);
+  if (v.mode !== undefined) oneOf(p, `${path}.mode`, v.mode, MODES);
+  if (v.preset !== undefined) oneOf(p, `${path}.preset`, v.preset, Object.keys(PRESETS));
+  if (v.rule !== undefined) {
+    if (!isObject(v.rule)) p.type(`${path}.rule`, 'stopping-rule fields such as { timeoutMs: 2000 }', v.rule);
+    else {
+      p.keys(`${path}.rule`, v.rule, Object.keys(PRESETS.default));
+      for (const [k, x] of Object.entries(v.rule)) {
+        if (typeof x !== 'number' || !(x >= 0)) p.type(`${path}.rule.${k}`, 'a non-negative number', x);
+      }
+    }
+  }
+  if (v.inputSets !== undefined) intIn(p, `${path}.inputSets`, v.inputSets, 1, 64);
+  if (v.rounds !== undefined) intIn(p, `${path}.rounds`, v.rounds, 1, 50);
+  for (const key of ['bytes', 'flops'] as const) if (v[key] !== undefined) positive(p, `${path}.${key}`, v[key]);
+}
+
+/** What the pipeline runs on: the job in canonical form and its parsed parts. */
+export interface PreparedJob {
+  job: EvalJob;
+  args: PreparedArg[];
+  /** The reference kernel's own arguments, when it has them (matched to the candidate's: matchReferenceIo). */
+  referenceArgs: PreparedArg[] | undefined;
+  /** Expected outputs given literally: argument index → bytes. */
+  expected: Map<number, Uint8Array> | undefined;
+  signature: Signature;
+}
+
+const RANDOM_INITS = new Set(['uniform', 'normal', 'randint']);
+
+/**
+ * Checks `value` as an EvalJob and returns it with its parts parsed, or the problems found (all of them: every field
+ * is checked, and an argument list is checked element by element).
+ */
+export function prepareJob(value: unknown): PreparedJob | JobProblem[] {
+  const p = new Problems();
+  if (!isObject(value)) {
+    p.type('job', 'a job object { source, kernel, grid, block, args, ... }', value);
+    return p.list;
+  }
+  const v = value;
+  p.keys('job', v, JOB_KEYS);
+  if (v.name !== undefined && typeof v.name !== 'string') p.type('job.name', 'a string', v.name);
+  source(p, 'job.source', v.source);
+  if (typeof v.kernel !== 'string' || v.kernel === '') {
+    p.type('job.kernel', 'the kernel name, a non-empty string', v.kernel);
+  }
+  if (v.headers !== undefined) stringRecord(p, 'job.headers', v.headers);
+  if (v.compile !== undefined) compileOptions(p, 'job.compile', v.compile);
+  dim3(p, 'job.grid', v.grid);
+  dim3(p, 'job.block', v.block);
+  if (v.sharedMemBytes !== undefined) nonNegativeInt(p, 'job.sharedMemBytes', v.sharedMemBytes);
+  if (v.cooperative !== undefined) bool(p, 'job.cooperative', v.cooperative);
+  if (v.clusterDim !== undefined) dim3(p, 'job.clusterDim', v.clusterDim);
+  if (v.zeroOnFree !== undefined) bool(p, 'job.zeroOnFree', v.zeroOnFree);
+  const prepared = args(p, 'job.args', v.args);
+  if (v.signature !== undefined) {
+    if (!Array.isArray(v.signature) || !v.signature.every((t) => typeof t === 'string' || isObject(t))) {
+      p.type('job.signature', "an array of parameter types such as ['f32', 'ptr', 'i32']", v.signature);
+    } else if (Array.isArray(v.args) && v.signature.length !== v.args.length) {
+      p.range('job.signature', `${v.args.length} parameter types, one per argument`, v.signature);
+    }
+  }
+
+  // Timing: BenchSpec's top-level fields are timing's, moved there.
+  const timing: Record<string, unknown> = {};
+  if (v.timing !== undefined) {
+    if (!isObject(v.timing)) p.type('job.timing', 'timing options { mode, preset, bytes, ... }', v.timing);
+    else {
+      p.keys('job.timing', v.timing, TIMING_KEYS);
+      Object.assign(timing, v.timing);
+    }
+  }
+  for (const key of ['mode', 'preset', 'bytes', 'flops'] as const) {
+    if (v[key] === undefined) continue;
+    if (timing[key] === undefined) timing[key] = v[key];
+    else p.type(`job.${key}`, `one place for ${key}: job.timing.${key} (job.${key} is its old name)`, v[key]);
+  }
+  timingOptions(p, 'job.timing', timing);
+  if (v.check !== undefined) checkOptions(p, 'job.check', v.check);
+  const check = (isObject(v.check) ? v.check : {}) as EvalCheckOptions;
+
+  let referenceArgs: PreparedArg[] | undefined;
+  let expected: Map<number, Uint8Array> | undefined;
+  const r = v.reference;
+  if (typeof r === 'function') {
+    const what = 'a kernel { source, kernel } or { expected } ' +
+      '(pass a JavaScript reference as evaluate(job, { reference }))';
+    p.type('job.reference', what, r);
+  } else if (isObject(r) && 'expected' in r) {
+    p.keys('job.reference', r, ['expected']);
+    expected = expectedOutputs(p, r as unknown as EvalExpected, prepared);
+  } else if (r !== undefined) {
+    referenceArgs = kernelRef(p, 'job.reference', r);
+    if (referenceArgs !== undefined && prepared !== undefined) {
+      try {
+        matchReferenceIo(prepared.map((a) => a.spec), referenceArgs.map((a) => a.spec));
+      } catch (e) {
+        const what = `arguments that match the candidate's (${(e as Error).message})`;
+        p.type('job.reference.args', what, (r as EvalKernelRef).args);
+      }
+    }
+  }
+  if (v.compare !== undefined) {
+    const compareArgs = kernelRef(p, 'job.compare', v.compare);
+    if (compareArgs !== undefined) {
+      const what = "no argument list (a baseline takes the candidate's)";
+      p.type('job.compare.args', what, (v.compare as EvalKernelRef).args);
+    }
+  }
+
+  // An output to compare, unless nothing will be checked (check() says so too, but only once a GPU is there).
+  const referenced = r !== undefined || v.compare !== undefined;
+  const checks = check.skip !== true && (referenced || check.withoutReference !== 'skip');
+  if (prepared !== undefined && checks && !prepared.some((a) => a.spec.kind === 'buffer' && a.spec.role === 'out')) {
+    p.type('job.args', "an output buffer to check (mark one with :out, e.g. 'ptr:f32[N]:out'), or check.skip", v.args);
+  }
+  if (p.list.length > 0 || prepared === undefined) return p.list;
+
+  const job = { ...v } as unknown as EvalJob & Record<string, unknown>;
+  for (const key of ['mode', 'preset', 'bytes', 'flops'] as const) delete job[key];
+  if (Object.keys(timing).length > 0) job.timing = timing as EvalTimingOptions;
+  job.name = (v.name as string | undefined) ?? (v.kernel as string);
+  return {
+    job,
+    args: prepared,
+    referenceArgs,
+    expected,
+    signature: (v.signature as Signature | undefined) ?? signatureOf(prepared.map((a) => a.spec)),
+  };
+}
+
+/** Expected outputs: each key an output buffer (by name or index) whose inputs are the same in every trial. */
+function expectedOutputs(
+  p: Problems, r: EvalExpected, prepared: PreparedArg[] | undefined,
+): Map<number, Uint8Array> | undefined {
+  if (!isObject(r.expected) || Object.keys(r.expected).length === 0) {
+    return void p.type('job.reference.expected', "an object of expected outputs { 'y': { base64 } }", r.expected);
+  }
+  if (prepared === undefined) return undefined;
+  const out = new Map<number, Uint8Array>();
+  for (const [key, data] of Object.entries(r.expected)) {
+    const path = `job.reference.expected['${key}']`;
+    const i = /^\d+$/.test(key) ? Number(key) : prepared.findIndex((a) => a.name === key);
+    const a = prepared[i];
+    if (a === undefined || a.spec.kind !== 'buffer' || a.spec.role !== 'out') {
+      p.type(path, 'an output buffer of the job, by its name or index', key);
+      continue;
+    }
+    const { length, dtype } = a.spec;
+    const bytes = decodeData(p, path, data as EvalData, length * DTYPE_INFO[dtype].bytes, `${length} × ${dtype}`);
+    if (bytes !== undefined) out.set(i, bytes);
+  }
+  // Random fills draw new values every trial (a seeded one too: its generator starts from the trial's seed).
+  prepared.forEach((a, i) => {
+    const s = a.spec;
+    if (s.kind !== 'buffer' || (s.role === 'out' && s.init === undefined)) return;
+    const init: InitSpec | undefined = s.init;
+    if (init === undefined || RANDOM_INITS.has(init.kind)) {
+      const what = 'an input that is the same in every trial (data, const, zeros, ones, arange or seq) ' +
+        'with expected outputs';
+      p.type(`job.args[${i}]`, what, init?.kind ?? 'random');
+    }
+  });
+  return out;
+}
+
+/**
+ * Checks a job and returns it in canonical form: BenchSpec's top-level mode / preset / bytes / flops moved under
+ * `timing`, `name` filled from the kernel. Defaults that belong to the layers below (5 trials, seed 42, the 'default'
+ * preset, 'cold' mode ...) are left to them and not written in.
+ *
+ * @throws InvalidJobError (a TypeError) listing every problem, each in the one format: `Expected <what> for
+ *   job.<path> but received <value> of type <type>`, or `Unknown field job.<key>; known fields: ...`.
+ * @example validateJob(JSON.parse(body)) // throws on { kernel: 5 } naming job.source, job.kernel, job.grid, ...
+ */
+export function validateJob(value: unknown): EvalJob {
+  const r = prepareJob(value);
+  if (Array.isArray(r)) throw new InvalidJobError(r);
+  return r.job;
+}

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// Comparing two kernels (docs/benchmarking.md, 'Comparing two kernels'): compare() times a reference (A) and a
+// candidate (B) in interleaved ABBA rounds, each round a share of the stopping rule's budget, and reports the
+// speedup with its bootstrap interval and a verdict. Measuring is bench.ts's (Session, measure, result).
+import type { CompareResult } from './types.js';
+import { type Kernel, type LaunchConfig, type Signature, rangeError } from '../core/index.js';
+import {
+  type BenchArgs, type BenchOptions, type Run, type Session, checkBenchOptions, measure, resolveRule, result, session,
+} from './bench.js';
+import { type StoppingRule, bootstrapRatio, verdict } from './stats.js';
+
+/** One side of a comparison: a kernel, its launch and arguments (as bench() takes them), and a label. */
+export interface CompareTarget<S extends Signature = Signature> {
+  kernel: Kernel<S>;
+  config: LaunchConfig;
+  args: BenchArgs<S>;
+  name?: string;
+}
+
+export interface CompareOptions extends Omit<BenchOptions, 'name' | 'onProgress'> {
+  /** ABBA rounds (default 5); each runs the stopping rule with 1/rounds of the preset's budget. */
+  rounds?: number;
+  onProgress?: (p: { round: number; rounds: number }) => void;
+}
+
+/**
+ * Times a reference (A) and a candidate (B) in interleaved ABBA rounds so drift and thermal state hit both alike.
+ * speedup = median(A) / median(B) with a 95 % bootstrap interval; verdict FASTER / SLOWER / SAME / UNCERTAIN.
+ *
+ * @throws as bench() does; a CudaError's phase also names the side and its label, e.g. 'compare(): B (saxpy_v2):
+ *   warm-up'.
+ */
+export async function compare(a: CompareTarget, b: CompareTarget, options?: CompareOptions): Promise<CompareResult> {
+  const { rounds: roundsOpt, onProgress, ...rest } = options ?? {};
+  const o = checkBenchOptions(rest);
+  const rounds = roundsOpt ?? 5;
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 50) throw rangeError('options.rounds', 'an integer in [1, 50]', rounds);
+  const full = resolveRule(o.preset, o.rule);
+  const part: StoppingRule = {
+    ...full,
+    minSamples: Math.max(5, Math.ceil(full.minSamples / rounds)),
+    minTimeMs: full.minTimeMs / rounds,
+    timeoutMs: full.timeoutMs / rounds,
+    maxSamples: Math.max(10, Math.ceil(full.maxSamples / rounds)),
+  };
+  const labelA = `compare(): A (${a.name ?? a.kernel.name})`;
+  const labelB = `compare(): B (${b.name ?? b.kernel.name})`;
+  const sa = session(labelA, a.kernel, a.config, a.args, o);
+  let sb: Session | undefined;
+  let failing = true;
+  try {
+    sb = session(labelB, b.kernel, b.config, b.args, o);
+    const runs: Run[][] = [[], []];
+    for (let r = 0; r < rounds; r++) {
+      const order: [Session, number, string][] =
+        r % 2 === 0 ? [[sa, 0, labelA], [sb, 1, labelB]] : [[sb, 1, labelB], [sa, 0, labelA]];
+      for (const [s, side, label] of order) {
+        s.dropGraph();
+        runs[side]!.push(await measure(s, part, undefined, label));
+      }
+      onProgress?.({ round: r + 1, rounds });
+    }
+    const merge = (rs: Run[]): Run => ({
+      samples: rs.flatMap((x) => x.samples),
+      accepted: rs.flatMap((x) => x.accepted),
+      rejected: rs.reduce((t, x) => t + x.rejected, 0),
+      warmupRuns: rs.reduce((t, x) => t + x.warmupRuns, 0),
+      wallMs: rs.reduce((t, x) => t + x.wallMs, 0),
+      converged: rs.every((x) => x.converged),
+      stopReason: [...new Set(rs.map((x) => x.stopReason))].join(', '),
+      launchesPerSample: rs[0]!.launchesPerSample,
+      warnings: [...new Set(rs.flatMap((x) => x.warnings))],
+    });
+    const ra = result(a.name ?? a.kernel.name, o, sa, merge(runs[0]!), labelA);
+    const rb = result(b.name ?? b.kernel.name, o, sb, merge(runs[1]!), labelB);
+    const ci = bootstrapRatio(runs[0]!.flatMap((x) => x.accepted), runs[1]!.flatMap((x) => x.accepted));
+    failing = false;
+    return { a: ra, b: rb, speedup: ci.ratio, speedupLow: ci.low, speedupHigh: ci.high, verdict: verdict(ci), rounds };
+  } finally {
+    sa.dispose(failing);
+    sb?.dispose(failing);
+  }
+}

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+// Inputs for check() and bench(): host values generated from the argument specs (seeded, rounded through the device
+// type), device buffers filled with them, outputs poisoned so an unwritten element shows, random guard zones around
+// every buffer so an out-of-bounds write shows, zeroing before the memory is freed (zeroOnFree), and inputSets(),
+// the device argument sets bench() rotates through and re-checks after timing.
+import {
+  CudaError, DTYPE_INFO, type Device, type DeviceBuffer, type HostArray, checkBoolean, checkOptions, fromDeviceBytes,
+  isContextLost, toDeviceBytes,
+} from '../core/index.js';
+import { type ArgSpec, type BufferArgSpec, type BufferDType, type InitSpec, checkArgSpecs, roleOf } from './argspec.js';
+import {
+  type CheckOptions, type CheckResult, type TrialResult, buildCheckResult, compareOutput, errorFigures, newComparison,
+  trialResult,
+} from './check.js';
+import { createRng, normal, splitmix64 } from './random.js';
+import { type Reference, checkReference, referenceOutputs } from './reference.js';
+
+/** What a buffer holds when its spec gives no init: uniform(-1,1) for floats, randint over ±100 (0..100 unsigned). */
+function defaultInit(dtype: BufferDType): InitSpec {
+  if (DTYPE_INFO[dtype].float) return { kind: 'uniform', lo: -1, hi: 1 };
+  return dtype.startsWith('u') ? { kind: 'randint', lo: 0, hi: 100 } : { kind: 'randint', lo: -100, hi: 100 };
+}
+
+/**
+ * The generator a random init draws from: the trial's shared one, or with `seed` one of the buffer's own, from the
+ * trial's seed and that seed, so the buffer's values do not depend on any other buffer.
+ */
+function generatorFor(init: InitSpec, shared: () => number, trialSeed: bigint): () => number {
+  const seed = 'seed' in init ? init.seed : undefined;
+  return seed === undefined ? shared : createRng(splitmix64(trialSeed ^ splitmix64(BigInt(seed))));
+}
+
+/**
+ * Device bytes for one buffer from its init. Random kinds draw from `rng` (see generatorFor); sequences run over the
+ * whole buffer or along its last dimension; `data` is taken as it is.
+ */
+export function generateBytes(spec: BufferArgSpec, init: InitSpec, rng: () => number): Uint8Array {
+  if (init.kind === 'data') return new Uint8Array(init.bytes);
+  const d = DTYPE_INFO[spec.dtype];
+  const n = spec.length;
+  const out = d.bigint ? new Array<bigint>(n) : new Float64Array(n);
+  // A sequence along the last dimension restarts every lastDim elements; over the whole buffer it never does.
+  const along = init.kind === 'seq' || init.kind === 'arange' ? init.along : undefined;
+  const period = along === 'last' ? (spec.shape?.[spec.shape.length - 1] ?? n) : n;
+  for (let i = 0; i < n; i++) {
+    let v: number;
+    switch (init.kind) {
+      case 'uniform': v = init.lo + (init.hi - init.lo) * rng(); break;
+      case 'normal': v = init.mean + init.std * normal(rng); break;
+      case 'randint': v = init.lo + Math.floor((init.hi - init.lo) * rng()); break;
+      case 'const': v = init.value; break;
+      case 'zeros': v = 0; break;
+      case 'ones': v = 1; break;
+      case 'arange': v = i % period; break;
+      case 'seq': v = init.start + (i % period) * init.step; break;
+    }
+    (out as (number | bigint)[])[i] = d.bigint ? BigInt(Math.trunc(v)) : v;
+  }
+  return toDeviceBytes(spec.dtype, out);
+}
+
+/** One trial's (or one input set's) inputs: what every buffer with an initial value holds before the launch. */
+export interface TrialInputs {
+  /** Exact device bytes per argument (undefined for scalars and pure outputs). */
+  bytes: (Uint8Array | undefined)[];
+  /** The same as logical values, what a JavaScript reference sees (f16/bf16 as Float32Array). */
+  values: (HostArray | undefined)[];
+}
+
+/** Inputs for every buffer with an initial value, seeded by `seed`: the same seed gives the same bytes. */
+export function prepareInputs(io: readonly ArgSpec[], seed: bigint): TrialInputs {
+  const shared = createRng(seed);
+  const bytes = io.map((a) => {
+    if (a.kind !== 'buffer' || roleOf(a) === 'out') return undefined;
+    const init = a.init ?? defaultInit(a.dtype);
+    return generateBytes(a, init, generatorFor(init, shared, seed));
+  });
+  // Values decoded from the device bytes: the reference sees exactly what the kernel reads.
+  const values = io.map((a, i) => (a.kind === 'buffer' && bytes[i] !== undefined ? fromDeviceBytes(a.dtype, bytes[i]) : undefined));
+  return { bytes, values };
+}
+
+/**
+ * What an output holds before every launch: the dtype's poison (a NaN for floats, 0xDEADBEEF or its low bytes for
+ * integers), or with `alternate` its bitwise complement, which no element can equal when it equals the poison.
+ */
+export function poisonBytes(dtype: BufferDType, length: number, alternate = false): Uint8Array {
+  const p = DTYPE_INFO[dtype].poison;
+  const out = new Uint8Array(length * p.length);
+  for (let i = 0; i < out.length; i++) out[i] = alternate ? ~p[i % p.length]! & 0xff : p[i % p.length]!;
+  return out;
+}
+
+/** The bytes a buffer starts each launch with: its initial value, or the poison for a pure output. */
+export function startBytes(spec: BufferArgSpec, inputs: TrialInputs, index: number, alternatePoison = false): Uint8Array {
+  return inputs.bytes[index] ?? poisonBytes(spec.dtype, spec.length, alternatePoison);
+}
+
+/** A device buffer with a guard zone of the same random bytes before and after it. */
+export interface GuardedBuffer {
+  /** The whole allocation: guard, buffer, guard. */
+  base: DeviceBuffer;
+  /** The buffer the kernel gets. */
+  view: DeviceBuffer;
+  guard: Uint8Array;
+}
+
+/**
+ * Device buffers for `io` with `guardBytes` of random guard (from `rng`) on each side, filled for a launch: inputs
+ * with their bytes, outputs poisoned. Returns the launch arguments (scalars as their values); each buffer is added
+ * to `buffers` at its argument index as soon as it exists, so the caller releases whatever was made.
+ */
+export function uploadGuarded(
+  device: Device, io: readonly ArgSpec[], inputs: TrialInputs, guardBytes: number, rng: () => number,
+  buffers: GuardedBuffer[],
+): unknown[] {
+  return io.map((a, i) => {
+    if (a.kind === 'scalar') return a.value;
+    const bytes = a.length * DTYPE_INFO[a.dtype].bytes;
+    const guard = new Uint8Array(guardBytes);
+    for (let k = 0; k < guardBytes; k++) guard[k] = Math.floor(rng() * 256);
+    const base = device.alloc(2 * guardBytes + bytes);
+    const view = base.subarray(guardBytes, guardBytes + bytes);
+    buffers[i] = { base, view, guard };
+    const whole = new Uint8Array(2 * guardBytes + bytes);
+    whole.set(guard, 0);
+    whole.set(startBytes(a, inputs, i), guardBytes);
+    whole.set(guard, guardBytes + bytes);
+    base.copyFromHost(whole);
+    return view;
+  });
+}
+
+/**
+ * Frees device buffers; with `zero`, first sets every byte to 0 and waits for that, so nothing of this job can be
+ * read by the next one from reused memory. After a sticky error nothing is zeroed or freed (the memory went with
+ * the context) and nothing is thrown.
+ */
+export function releaseBuffers(buffers: readonly (DeviceBuffer | undefined)[], zero: boolean): void {
+  const live = buffers.filter((b): b is DeviceBuffer => b !== undefined && !b.disposed);
+  try {
+    if (zero && live.length > 0) {
+      for (const b of live) b.fill(0);
+      live[0]!.device.synchronize();
+    }
+  } catch (e) {
+    if (!isContextLost(e)) {
+      for (const b of live) b.dispose();
+      throw e;
+    }
+  }
+  for (const b of live) b.dispose(); // silent after a sticky error
+}
+
+/** Options of inputSets(). */
+export interface InputSetsOptions {
+  /** Zero every buffer before dispose() frees it (see CheckOptions.zeroOnFree). Default false. */
+  zeroOnFree?: boolean;
+}
+
+/** Device argument sets for bench()'s input rotation, made by inputSets(). */
+export interface InputSets {
+  /** The arguments of input set `set` (0, 1, 2 ...), made when first asked for: pass `args` itself to bench(). */
+  args: (set: number) => unknown[];
+  /**
+   * Re-checks every set's pure outputs (those without an initial value; in-place outputs changed with every timed
+   * launch) against `reference`, on that set's inputs. A reference kernel with its own `io` is matched as in check().
+   */
+  verify: (reference: Reference, options?: Pick<CheckOptions, 'atol' | 'rtol'>) => Promise<CheckResult>;
+  /** Frees every set's buffers (zeroed first with zeroOnFree). */
+  dispose: () => void;
+}
+
+/**
+ * Device argument sets built from `io` (inputs filled, seeded per set from `seed`; outputs poisoned), for bench()'s
+ * input rotation: `bench(kernel, config, sets.args)`. `verify(reference)` re-checks every set's outputs after timing.
+ */
+export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, options?: InputSetsOptions): InputSets {
+  checkArgSpecs(io);
+  const o = checkOptions('options', options, ['zeroOnFree'] as const);
+  const zeroOnFree = o.zeroOnFree === undefined ? false : checkBoolean('options.zeroOnFree', o.zeroOnFree);
+  const sets: { inputs: TrialInputs; buffers: GuardedBuffer[] }[] = [];
+  return {
+    args: (set: number) => {
+      const inputs = prepareInputs(io, splitmix64(BigInt(seed) + 1000n + BigInt(set)));
+      const buffers: GuardedBuffer[] = [];
+      sets.push({ inputs, buffers });
+      return uploadGuarded(device, io, inputs, 0, () => 0, buffers);
+    },
+    verify: async (reference, verifyOptions) => {
+      checkReference(reference, io);
+      const trials: TrialResult[] = [];
+      try {
+        for (const [k, s] of sets.entries()) {
+          const c = newComparison();
+          const ref = await referenceOutputs(reference, device, io, s.inputs, zeroOnFree);
+          if ('fault' in ref) throw ref.fault;
+          io.forEach((a, i) => {
+            if (a.kind !== 'buffer' || roleOf(a) !== 'out') return; // in-place outputs changed with every timed launch
+            const d = DTYPE_INFO[a.dtype];
+            const [atol, rtol] = [verifyOptions?.atol ?? d.atol, verifyOptions?.rtol ?? d.rtol];
+            compareOutput(i, a.dtype, s.buffers[i]!.view.copyToHost(), ref.outputs[i]!, atol, rtol, c);
+          });
+          trials.push(trialResult(k, '', c, undefined));
+        }
+      } catch (e) {
+        // A fault here (the reference's, or one the timed launches left behind) names this phase.
+        throw e instanceof CudaError ? CudaError.inPhase(e, 'inputSets().verify(): re-check after timing') : e;
+      }
+      const result = buildCheckResult(trials, undefined);
+      const failed = trials.find((t) => !t.passed);
+      result.summary = failed === undefined
+        ? `PASS after timing: ${trials.length} input sets re-checked, ${errorFigures(result)}`
+        : `FAIL after timing (${failed.defence}) in input set ${failed.trial}`;
+      return result;
+    },
+    dispose: () => {
+      const all = sets.flatMap((s) => s.buffers.map((b) => b?.base));
+      sets.length = 0;
+      releaseBuffers(all, zeroOnFree);
+    },
+  };
+}
