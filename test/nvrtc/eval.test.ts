@@ -5,13 +5,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type EvalJob, evaluate } from '../../lib/index.js';
+import { Device, type EvalJob, evaluate } from '../../lib/index.js';
 import { describeNvrtc, machine } from '../helpers.js';
+
+// Any architecture NVRTC knows serves without a GPU; with one, the device's own, so that the code also loads.
+const ARCH = machine.ok ? Device.get(0).arch : 'sm_80';
 
 const BAD = 'extern "C" __global__ void k(float* x) {\n  x[0] = y;\n}\n';
 const GOOD = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n';
 const base = (more: Partial<EvalJob>): EvalJob => ({
-  source: GOOD, kernel: 'k', grid: 1, block: 32, args: ['ptr:f32[32]:out'], compile: { arch: 'sm_80', cache: false },
+  source: GOOD, kernel: 'k', grid: 1, block: 32, args: ['ptr:f32[32]:out'], compile: { arch: ARCH, cache: false },
   ...more,
 });
 
@@ -35,7 +38,7 @@ describeNvrtc('evaluate(): compile', () => {
       expect.objectContaining({ file: 'candidate.cu', line: 2, severity: 'error', message: 'identifier "y" is undefined' }),
     ]);
     expect(report.error!.log).toContain('identifier "y" is undefined');
-    expect(report.error!.flags).toContain('--gpu-architecture=sm_80');
+    expect(report.error!.flags).toContain(`--gpu-architecture=${ARCH}`);
     expect(report.error!.message).toMatch(/^nvrtcCompileProgram failed: NVRTC_ERROR_COMPILATION \(6\) compiling candidate\.cu: candidate\.cu:2:/);
     expect(phases).toEqual(['validate', 'compile']);
     expect(report.phases.map((p) => p.phase)).toEqual(['validate', 'compile']);
@@ -56,11 +59,11 @@ describeNvrtc('evaluate(): compile', () => {
     }));
     const facts = report.compile.candidate!;
     expect(facts).toMatchObject({
-      kernel: 'scale<float>', loweredName: '_Z5scaleIfEvPT_S0_', source: 'candidate.cu', target: 'cubin', arch: 'sm_80',
+      kernel: 'scale<float>', loweredName: '_Z5scaleIfEvPT_S0_', source: 'candidate.cu', target: 'cubin', arch: ARCH,
       cached: false,
     });
     expect(facts.compileMs).toBeGreaterThan(0);
-    expect(facts.flags).toContain('--gpu-architecture=sm_80');
+    expect(facts.flags).toContain(`--gpu-architecture=${ARCH}`);
     expect(facts.diagnostics).toEqual([expect.objectContaining({ severity: 'warning', line: 1 })]);
     expect(report.warnings).toEqual([expect.stringMatching(/^candidate\.cu:1: warning: #warning directive: from the source$/)]);
     if (machine.ok) {
