@@ -67,7 +67,10 @@ const sequences: Sequence[] = [
   {
     name: '20 GiB allocated and disposed',
     run: () => {
-      device.alloc(20 * GiB).fill(0).dispose();
+      device
+        .alloc(20 * GiB)
+        .fill(0)
+        .dispose();
     },
   },
   {
@@ -106,7 +109,11 @@ const drift = driftStart - freeAfterSync();
 
 // alloc / fill / dispose / synchronize cycles per cache limit, with 1 GiB live throughout: the cost of giving memory
 // back at every synchronize.
-const thresholds: [string, number][] = [['0', 0], [`${DEFAULT_POOL_CACHE_LIMIT_BYTES / MiB} MiB (default)`, DEFAULT_POOL_CACHE_LIMIT_BYTES], ['unbounded', UNBOUNDED]];
+const thresholds: [string, number][] = [
+  ['0', 0],
+  [`${DEFAULT_POOL_CACHE_LIMIT_BYTES / MiB} MiB (default)`, DEFAULT_POOL_CACHE_LIMIT_BYTES],
+  ['unbounded', UNBOUNDED],
+];
 const live = device.alloc(GiB);
 const sizes = [1, 16, 64, 256];
 const stream = device.createStream();
@@ -143,14 +150,18 @@ const table1 = [
   '| --- | --- | --- |',
   ...rows,
 ].join('\n');
-const table2 = [`| cache limit | ${sizes.map((m) => `${m} MiB`).join(' | ')} |`, `| --- | ${sizes.map(() => '---:').join(' | ')} |`, ...cycleRows].join('\n');
+const table2 = [
+  `| cache limit | ${sizes.map((m) => `${m} MiB`).join(' | ')} |`,
+  `| --- | ${sizes.map(() => '---:').join(' | ')} |`,
+  ...cycleRows,
+].join('\n');
 const text =
   `## Device memory\n\n${context}.\n\n` +
   'Free device memory (after a synchronize) before and after each sequence, each started with an empty pool:\n\n' +
   `${table1}\n\n` +
   `Explicit dispose() in a loop (100 000 × alloc(1 MiB) + dispose, no synchronize): ${disposeUs.toFixed(2)} µs a cycle, ` +
   `${(drift / MiB).toFixed(0)} MiB drift.\n\n` +
-  'alloc + fill + dispose + synchronize, per cycle, with 1 GiB live throughout, by the pool\'s cache limit (what ' +
+  "alloc + fill + dispose + synchronize, per cycle, with 1 GiB live throughout, by the pool's cache limit (what " +
   'it may keep cached beyond live memory across a synchronize):\n\n' +
   `${table2}\n\n` +
   'A cycle whose buffer fits in the cache reuses cached memory; a larger one maps fresh memory from the driver ' +

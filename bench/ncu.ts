@@ -11,8 +11,25 @@ export function ncuCopyMs(mib: number, launches = 6): number {
   const root = new URL('..', import.meta.url).pathname;
   const out = execFileSync(
     'ncu',
-    ['--csv', '--metrics', 'gpu__time_duration.sum', '--cache-control', 'all', '--clock-control', 'none',
-      '--target-processes', 'all', '-k', 'regex:^copy$', process.execPath, '--import', 'tsx', 'bench/ncu-child.ts', String(mib), String(launches)],
+    [
+      '--csv',
+      '--metrics',
+      'gpu__time_duration.sum',
+      '--cache-control',
+      'all',
+      '--clock-control',
+      'none',
+      '--target-processes',
+      'all',
+      '-k',
+      'regex:^copy$',
+      process.execPath,
+      '--import',
+      'tsx',
+      'bench/ncu-child.ts',
+      String(mib),
+      String(launches),
+    ],
     { cwd: root, encoding: 'utf8', env: { ...process.env, CUDAKIT_NCU_CHILD: '1' }, maxBuffer: 64 << 20 },
   );
   const values: number[] = [];
@@ -21,10 +38,18 @@ export function ncuCopyMs(mib: number, launches = 6): number {
     const cells = line.split('","').map((c) => c.replace(/^"|"$/g, ''));
     const unit = cells[cells.length - 2];
     const value = Number(cells[cells.length - 1]!.replace(/,/g, ''));
-    const scale = unit === 'nsecond' || unit === 'ns' ? 1e-6 : unit === 'usecond' || unit === 'us' ? 1e-3 : unit === 'msecond' || unit === 'ms' ? 1 : Number.NaN;
+    const scale =
+      unit === 'nsecond' || unit === 'ns'
+        ? 1e-6
+        : unit === 'usecond' || unit === 'us'
+          ? 1e-3
+          : unit === 'msecond' || unit === 'ms'
+            ? 1
+            : Number.NaN;
     values.push(value * scale);
   }
-  if (values.length < 2 || values.some(Number.isNaN)) throw new Error(`ncu: could not read durations from:\n${out.slice(-2000)}`);
+  if (values.length < 2 || values.some(Number.isNaN))
+    throw new Error(`ncu: could not read durations from:\n${out.slice(-2000)}`);
   const rest = values.slice(1).sort((x, y) => x - y);
   return rest[rest.length >> 1]!;
 }

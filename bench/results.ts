@@ -18,6 +18,9 @@ export function writeSection(name: string, markdown: string): void {
   const block = `${begin}\n${markdown.trim()}\n${end}`;
   const at = text.indexOf(begin);
   const stop = text.indexOf(end);
-  text = at >= 0 && stop > at ? text.slice(0, at) + block + text.slice(stop + end.length) : `${text.trimEnd()}\n\n${block}\n`;
+  text =
+    at >= 0 && stop > at
+      ? text.slice(0, at) + block + text.slice(stop + end.length)
+      : `${text.trimEnd()}\n\n${block}\n`;
   writeFileSync(path, text);
 }

@@ -42,16 +42,34 @@ function baselineRound(exe: string, flags: readonly string[], commands: readonly
 }
 
 function buildBaseline(): string {
-  const cuda = [process.env.CUDA_PATH, process.env.CUDA_HOME, '/usr/local/cuda'].find((d) => d && existsSync(join(d, 'include', 'cuda.h')));
-  if (cuda === undefined) throw new Error('bench: no CUDA toolkit (cuda.h) found to build the C baseline; set CUDA_PATH');
+  const cuda = [process.env.CUDA_PATH, process.env.CUDA_HOME, '/usr/local/cuda'].find(
+    (d) => d && existsSync(join(d, 'include', 'cuda.h')),
+  );
+  if (cuda === undefined)
+    throw new Error('bench: no CUDA toolkit (cuda.h) found to build the C baseline; set CUDA_PATH');
   const out = join(here, 'native', 'out');
   mkdirSync(out, { recursive: true });
   const exe = join(out, 'baseline');
   const lib = existsSync(join(cuda, 'lib64')) ? join(cuda, 'lib64') : join(cuda, 'lib');
   // Link the very libnvrtc cudakit loaded (it may not be the toolkit's), so both sides compile with the same one.
   const nvrtc = native().nvrtcStatus().path;
-  execFileSync('cc', ['-O2', `-I${cuda}/include`, join(here, 'native', 'baseline.c'), `-L${lib}`, `-L${lib}/stubs`, '-lcuda',
-    nvrtc, `-Wl,-rpath,${dirname(nvrtc)}`, '-ldl', '-o', exe], { stdio: 'inherit' });
+  execFileSync(
+    'cc',
+    [
+      '-O2',
+      `-I${cuda}/include`,
+      join(here, 'native', 'baseline.c'),
+      `-L${lib}`,
+      `-L${lib}/stubs`,
+      '-lcuda',
+      nvrtc,
+      `-Wl,-rpath,${dirname(nvrtc)}`,
+      '-ldl',
+      '-o',
+      exe,
+    ],
+    { stdio: 'inherit' },
+  );
   // A copy of the same NVRTC for the baseline's dlopen variant (a copy, so it loads as a separate instance).
   const copy = join(out, 'libnvrtc-copy.so');
   copyFileSync(nvrtc, copy);
@@ -122,11 +140,15 @@ async function main(): Promise<void> {
       }
       return { compileColdMs: median(ms), compileNvrtcMs: median(nvrtcMs), compileAsyncMs: median(asyncMs) };
     },
-    enqueue: () => ({ launchEnqueueUs: enqueue(() => empty.launch(cfg)), rawLaunchEnqueueUs: enqueue(() => n.launchKernel(rawSlot)) }),
+    enqueue: () => ({
+      launchEnqueueUs: enqueue(() => empty.launch(cfg)),
+      rawLaunchEnqueueUs: enqueue(() => n.launchKernel(rawSlot)),
+    }),
     trip: async () => {
       const sync: number[] = [];
       const asyncTrip: number[] = [];
-      for (let b = 0; b < 20; b++) { // batches of 50, so reading the clock does not count
+      for (let b = 0; b < 20; b++) {
+        // batches of 50, so reading the clock does not count
         const t0 = nowUs();
         for (let i = 0; i < 50; i++) {
           empty.launch(cfg);
@@ -175,7 +197,11 @@ async function main(): Promise<void> {
         withKernel.push((t2 - t1) / 20);
         raw.push((t3 - t2) / 20);
       }
-      return { moduleLoadUnloadUs: median(plain), moduleLoadKernelUnloadUs: median(withKernel), rawModuleLoadUnloadUs: median(raw) };
+      return {
+        moduleLoadUnloadUs: median(plain),
+        moduleLoadKernelUnloadUs: median(withKernel),
+        rawModuleLoadUnloadUs: median(raw),
+      };
     },
     copy: () => {
       // Buffers live only for this metric (as in the C side's command), so 768 MiB of memory that V8 is told about
@@ -183,7 +209,12 @@ async function main(): Promise<void> {
       using dev = device.alloc(bytes);
       const pinned = device.allocHost(Uint8Array, bytes).fill(1);
       const pageable = new Uint8Array(bytes).fill(1);
-      const c = { h2dPinnedGBs: [] as number[], d2hPinnedGBs: [] as number[], h2dPageableGBs: [] as number[], d2hPageableGBs: [] as number[] };
+      const c = {
+        h2dPinnedGBs: [] as number[],
+        d2hPinnedGBs: [] as number[],
+        h2dPageableGBs: [] as number[],
+        d2hPageableGBs: [] as number[],
+      };
       for (let i = 0; i < 3; i++) {
         const t0 = nowUs();
         dev.copyFromHost(pinned);
@@ -254,10 +285,13 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ ms, cached: code.cached }));`;
   for (let i = 0; i < 7; i++) {
     const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', child], {
-      cwd: root, encoding: 'utf8', env: { ...process.env, CUDAKIT_BENCH_CHILD: '1' },
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, CUDAKIT_BENCH_CHILD: '1' },
     });
     const out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as { ms: number; cached: string };
-    if (out.cached !== 'disk') throw new Error(`bench: expected a disk cache hit in the child, got ${r.stdout} ${r.stderr}`);
+    if (out.cached !== 'disk')
+      throw new Error(`bench: expected a disk cache hit in the child, got ${r.stdout} ${r.stderr}`);
     diskMs.push(out.ms);
   }
   const napiCallNs = (() => {
@@ -267,7 +301,15 @@ async function main(): Promise<void> {
     return ((nowUs() - t0) * 1e3) / 1e6;
   })();
 
-  type Row = [metric: string, unit: string, baseline: number, ours: number, target: string, pass: boolean, ratio: number];
+  type Row = [
+    metric: string,
+    unit: string,
+    baseline: number,
+    ours: number,
+    target: string,
+    pass: boolean,
+    ratio: number,
+  ];
   const rows: Row[] = [];
   const lowerIsBetter = (metric: string, unit: string, key: string, max: number): void => {
     const r = ratio(key);
@@ -280,7 +322,15 @@ async function main(): Promise<void> {
   lowerIsBetter('empty-kernel launch enqueue', 'µs', 'launchEnqueueUs', 1.05);
   lowerIsBetter('launch + synchronize round trip', 'µs', 'roundTripUs', 1.05);
   const asyncTrip = JS('asyncRoundTripUs');
-  rows.push(['launch + synchronizeAsync round trip', 'µs', C('roundTripUs'), asyncTrip, '≤ baseline + 10 µs', asyncTrip <= C('roundTripUs') + 10, ratio('roundTripUs', 'asyncRoundTripUs')]);
+  rows.push([
+    'launch + synchronizeAsync round trip',
+    'µs',
+    C('roundTripUs'),
+    asyncTrip,
+    '≤ baseline + 10 µs',
+    asyncTrip <= C('roundTripUs') + 10,
+    ratio('roundTripUs', 'asyncRoundTripUs'),
+  ]);
   higherIsBetter('256 MiB H2D from allocHost', 'GB/s', 'h2dPinnedGBs', 0.97);
   higherIsBetter('256 MiB D2H to allocHost', 'GB/s', 'd2hPinnedGBs', 0.97);
   higherIsBetter('256 MiB H2D from a TypedArray (vs pageable)', 'GB/s', 'h2dPageableGBs', 2);
@@ -294,11 +344,14 @@ async function main(): Promise<void> {
   lowerIsBetter('module load + unload (CUBIN)', 'µs', 'moduleLoadUnloadUs', 1.2);
   lowerIsBetter('module load + getKernel + unload', 'µs', 'moduleLoadKernelUnloadUs', 1.2);
 
-  const fmt = (v: number): string => (Number.isNaN(v) ? '—' : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+  const fmt = (v: number): string =>
+    Number.isNaN(v) ? '—' : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2);
   const header = '| metric | unit | C baseline | cudakit | cudakit / baseline (paired) | target | met |';
   const lines = [header, '| --- | --- | ---: | ---: | ---: | --- | --- |'];
   for (const [metric, unit, b, o, target, pass, ratio] of rows) {
-    lines.push(`| ${metric} | ${unit} | ${fmt(b)} | ${fmt(o)} | ${Number.isNaN(ratio) ? '—' : `${ratio.toFixed(3)}×`} | ${target} | ${pass ? 'yes' : '**no**'} |`);
+    lines.push(
+      `| ${metric} | ${unit} | ${fmt(b)} | ${fmt(o)} | ${Number.isNaN(ratio) ? '—' : `${ratio.toFixed(3)}×`} | ${target} | ${pass ? 'yes' : '**no**'} |`,
+    );
   }
   const table = lines.join('\n');
   const context =
@@ -324,7 +377,10 @@ async function main(): Promise<void> {
   console.log(`\n${context}\n\n${table}\n\n${notes}\n`);
   if (process.argv.includes('--json')) console.log(JSON.stringify({ context, c: cSide, cudakit: jsSide, rows }));
   if (process.argv.includes('--write')) {
-    writeSection('core', `## Core benchmark\n\n${context}. Ratios are cudakit over the C baseline of the same run.\n\n${table}\n\n${notes}\n`);
+    writeSection(
+      'core',
+      `## Core benchmark\n\n${context}. Ratios are cudakit over the C baseline of the same run.\n\n${table}\n\n${notes}\n`,
+    );
   }
 }
 

@@ -7,11 +7,13 @@ if (!probe().ok) {
   process.exit(0);
 }
 const device = Device.get(0);
-using module = device.loadModule(new Program(`
+using module = device.loadModule(
+  new Program(`
   extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = a * x[i] + y[i];
-  }`).compile());
+  }`).compile(),
+);
 const saxpy = module.getKernel('saxpy', ['f32', 'ptr', 'ptr', 'i32']);
 const n = 1 << 24;
 const config = { grid: n / 256, block: 256 };

@@ -8,7 +8,8 @@ if (!probe().ok) {
 }
 const device = Device.get(0);
 // Each block reduces 2 × 256 elements to one partial sum.
-using module = device.loadModule(new Program(`
+using module = device.loadModule(
+  new Program(`
   extern "C" __global__ void reduce_naive(const float* in, float* out, int n) {
     __shared__ float s[256];
     int i = blockIdx.x * 512 + threadIdx.x;
@@ -33,7 +34,8 @@ using module = device.loadModule(new Program(`
       for (int o = 4; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);
       if (threadIdx.x == 0) out[blockIdx.x] = v;
     }
-  }`).compile());
+  }`).compile(),
+);
 const n = 1 << 24;
 const blocks = n / 512;
 const config = { grid: blocks, block: 256 };
@@ -53,7 +55,9 @@ for (const k of [naive, shuffle]) {
   console.log(`${k.name}: ${r.summary}`);
   if (!r.passed) process.exit(1);
 }
-using x = device.allocArray(Float32Array, n).copyFromHost(Float32Array.from({ length: n }, () => Math.random() * 2 - 1));
+using x = device
+  .allocArray(Float32Array, n)
+  .copyFromHost(Float32Array.from({ length: n }, () => Math.random() * 2 - 1));
 using out = device.allocArray(Float32Array, blocks);
 const result = await compare(
   { kernel: naive, config, args: [x, out, n], name: 'naive' },

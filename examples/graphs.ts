@@ -6,7 +6,9 @@ if (!probe().ok) {
   process.exit(0);
 }
 const device = Device.get(0);
-using module = device.loadModule(new Program('extern "C" __global__ void step(float* x) { x[threadIdx.x] += 1.0f; }').compile());
+using module = device.loadModule(
+  new Program('extern "C" __global__ void step(float* x) { x[threadIdx.x] += 1.0f; }').compile(),
+);
 const step = module.getKernel('step', ['ptr']);
 using x = device.allocArray(Float32Array, 256);
 x.fill(0);
@@ -37,5 +39,7 @@ const end = stream.record();
 const replay = Event.elapsedMs(start, end);
 start.dispose();
 end.dispose();
-console.log(`${chain} launches: ${(direct * 1000).toFixed(0)} µs one by one, ${(replay * 1000).toFixed(0)} µs as one graph`);
+console.log(
+  `${chain} launches: ${(direct * 1000).toFixed(0)} µs one by one, ${(replay * 1000).toFixed(0)} µs as one graph`,
+);
 console.log('x[0] =', x.copyToHost()[0], `(expected ${3 * chain})`);

@@ -26,23 +26,38 @@ static void Cleanup(void* arg) {
     for (auto& [dev, ctx] : addon->retained) {
       if (TryBindContext(ctx) == CUDA_SUCCESS) CU_TRY(cuCtxSynchronize);
     }
-    const Kind order[] = {Kind::GraphExec, Kind::Graph,      Kind::Event,          Kind::Module,
-                          Kind::DeviceMemory, Kind::HostMemory, Kind::HostRegistration, Kind::Stream};
+    const Kind order[] = {Kind::GraphExec,        Kind::Graph,        Kind::Event,
+                          Kind::Module,           Kind::DeviceMemory, Kind::HostMemory,
+                          Kind::HostRegistration, Kind::Stream};
     for (Kind k : order) {
       for (auto& [key, r] : addon->resources) {
         if (r.kind != k || TryBindContext(r.ctx) != CUDA_SUCCESS) continue;
         switch (k) {
-          case Kind::GraphExec: CU_TRY(cuGraphExecDestroy, reinterpret_cast<CUgraphExec>(key)); break;
-          case Kind::Graph: CU_TRY(cuGraphDestroy, reinterpret_cast<CUgraph>(key)); break;
-          case Kind::Event: CU_TRY(cuEventDestroy, reinterpret_cast<CUevent>(key)); break;
-          case Kind::Module: CU_TRY(cuModuleUnload, reinterpret_cast<CUmodule>(key)); break;
-          case Kind::DeviceMemory: CU_TRY(cuMemFree, static_cast<CUdeviceptr>(key)); break;
+          case Kind::GraphExec:
+            CU_TRY(cuGraphExecDestroy, reinterpret_cast<CUgraphExec>(key));
+            break;
+          case Kind::Graph:
+            CU_TRY(cuGraphDestroy, reinterpret_cast<CUgraph>(key));
+            break;
+          case Kind::Event:
+            CU_TRY(cuEventDestroy, reinterpret_cast<CUevent>(key));
+            break;
+          case Kind::Module:
+            CU_TRY(cuModuleUnload, reinterpret_cast<CUmodule>(key));
+            break;
+          case Kind::DeviceMemory:
+            CU_TRY(cuMemFree, static_cast<CUdeviceptr>(key));
+            break;
           case Kind::HostMemory:
             static_cast<HostAlloc*>(r.record)->freed = true;  // the ArrayBuffer's finalizer must not free it again
             CU_TRY(cuMemFreeHost, reinterpret_cast<void*>(key));
             break;
-          case Kind::HostRegistration: CU_TRY(cuMemHostUnregister, reinterpret_cast<void*>(key)); break;
-          case Kind::Stream: CU_TRY(cuStreamDestroy, reinterpret_cast<CUstream>(key)); break;
+          case Kind::HostRegistration:
+            CU_TRY(cuMemHostUnregister, reinterpret_cast<void*>(key));
+            break;
+          case Kind::Stream:
+            CU_TRY(cuStreamDestroy, reinterpret_cast<CUstream>(key));
+            break;
         }
       }
     }
@@ -88,7 +103,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   uv_loop_t* loop = nullptr;
   napi_get_uv_event_loop(env, &loop);
   addon->mainThread = loop == uv_default_loop();  // workers run their own loops
-  env.SetInstanceData<Addon>(addon);  // deleted by node-addon-api when the env goes away
+  env.SetInstanceData<Addon>(addon);              // deleted by node-addon-api when the env goes away
   napi_add_env_cleanup_hook(env, Cleanup, addon);
   InitErrors(env, exports);
   InitDevice(env, exports);

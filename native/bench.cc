@@ -38,9 +38,9 @@ struct BenchSpec {
   CUfunction blockFn;
   CUfunction probeFn;
   uint32_t probeBlocks;
-  CUdeviceptr probeOut;   // device: u64[4] = start ns, start clock, end ns, end clock
-  volatile int* flag;     // host view of mapped memory: [0] release flag, [1] timed out
-  CUdeviceptr flagDev;    // device view of the same
+  CUdeviceptr probeOut;  // device: u64[4] = start ns, start clock, end ns, end clock
+  volatile int* flag;    // host view of mapped memory: [0] release flag, [1] timed out
+  CUdeviceptr flagDev;   // device view of the same
   uint64_t timeoutNs;
 };
 
@@ -74,7 +74,8 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
   }
   for (uint32_t i = 0; i < order.As<Napi::Array>().Length(); i++) {
     uint32_t k = order.As<Napi::Array>().Get(i).As<Napi::Number>().Uint32Value();
-    if (k >= s.slots.size() && !s.slots.empty()) throw Napi::RangeError::New(env, "benchSamples: order names a missing input set");
+    if (k >= s.slots.size() && !s.slots.empty())
+      throw Napi::RangeError::New(env, "benchSamples: order names a missing input set");
     s.order.push_back(k);
   }
   s.flush = o.Get("flush").ToBoolean();
@@ -95,7 +96,8 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
   Bytes flagHost = ArgBytes(info, 1, "flagHost");
   if (flagHost.length < 8) throw Napi::RangeError::New(env, "benchSamples: flagHost must hold two int32");
   s.flag = reinterpret_cast<volatile int*>(flagHost.data);
-  if (s.slots.empty() && s.graph == nullptr && !s.empty) throw Napi::RangeError::New(env, "benchSamples: nothing to run");
+  if (s.slots.empty() && s.graph == nullptr && !s.empty)
+    throw Napi::RangeError::New(env, "benchSamples: nothing to run");
 
   BindContext(env, s.ctx);
   for (KernelSlot* slot : s.slots) ResolveSlotLaunch(env, *slot);
@@ -121,10 +123,10 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
 
   for (size_t i = 0; i < n && failed == nullptr; i++) {
     KernelSlot* slot = s.graph == nullptr && !s.empty ? s.slots[s.order[i]] : nullptr;
-#define STEP(call, api)        \
+#define STEP(call, api)               \
   if ((r = (call)) != CUDA_SUCCESS) { \
-    failed = api;              \
-    break;                     \
+    failed = api;                     \
+    break;                            \
   }
     do {
       if (s.flush) {
@@ -181,8 +183,9 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
   if (failed != nullptr) ThrowCuda(env, failed, r);
   if (timedOut) {
     Napi::Error e = Napi::Error::New(
-        env, "the benchmark's blocking kernel timed out: something synchronized the stream while it was held "
-             "(lazy module loading, a profiler, or a kernel that waits on the host)");
+        env,
+        "the benchmark's blocking kernel timed out: something synchronized the stream while it was held "
+        "(lazy module loading, a profiler, or a kernel that waits on the host)");
     e.Value().Set("code", "CUDAKIT_BENCH_TIMEOUT");
     throw e;
   }

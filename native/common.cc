@@ -22,20 +22,28 @@ CUresult TryBindContext(CUcontext ctx) {
 
 static std::string Received(const Napi::Value& v) {
   switch (v.Type()) {
-    case napi_undefined: return "undefined";
-    case napi_null: return "null";
-    case napi_boolean: return "a boolean";
-    case napi_number: return "a number";
-    case napi_string: return "a string";
-    case napi_bigint: return "a bigint";
-    case napi_function: return "a function";
-    default: return "an object";
+    case napi_undefined:
+      return "undefined";
+    case napi_null:
+      return "null";
+    case napi_boolean:
+      return "a boolean";
+    case napi_number:
+      return "a number";
+    case napi_string:
+      return "a string";
+    case napi_bigint:
+      return "a bigint";
+    case napi_function:
+      return "a function";
+    default:
+      return "an object";
   }
 }
 
 [[noreturn]] static void BadArg(const Napi::CallbackInfo& info, size_t i, const char* name, const char* expected) {
-  throw Napi::TypeError::New(info.Env(), std::string("Expected ") + expected + " for " + name + " but received " +
-                                             Received(info[i]));
+  throw Napi::TypeError::New(
+      info.Env(), std::string("Expected ") + expected + " for " + name + " but received " + Received(info[i]));
 }
 
 uint64_t ArgU64(const Napi::CallbackInfo& info, size_t i, const char* name) {

@@ -23,8 +23,8 @@ enum class Kind : uint8_t { DeviceMemory, HostMemory, HostRegistration, Module, 
 struct Resource {
   Kind kind;
   CUcontext ctx;
-  size_t bytes;    // memory only: what was reported to V8 as external memory
-  void* record;    // HostMemory: the HostAlloc shared with the ArrayBuffer's finalizer
+  size_t bytes;  // memory only: what was reported to V8 as external memory
+  void* record;  // HostMemory: the HostAlloc shared with the ArrayBuffer's finalizer
 };
 
 // A pinned allocation is freed by dispose, by its ArrayBuffer's finalizer or by env cleanup, whichever is first.
@@ -109,15 +109,14 @@ Fn* NeedNvrtc(Napi::Env env, loader::Entry<Fn>& e) {
 }
 
 // Calls a driver entry point and throws CudaError on failure: CU_CALL(env, cuMemAlloc, &ptr, bytes).
-#define CU_CALL(env, name, ...)                                                       \
-  do {                                                                                \
-    ::cu::CUresult cu_result_ = ::cudakit::NeedDriver(env, ::drv::name)(__VA_ARGS__); \
+#define CU_CALL(env, name, ...)                                                         \
+  do {                                                                                  \
+    ::cu::CUresult cu_result_ = ::cudakit::NeedDriver(env, ::drv::name)(__VA_ARGS__);   \
     if (cu_result_ != ::cu::CUDA_SUCCESS) ::cudakit::ThrowCuda(env, #name, cu_result_); \
   } while (0)
 
 // For paths that must not throw (cleanup, other threads): the result, or CUDA_ERROR_NOT_FOUND if unresolvable.
-#define CU_TRY(name, ...) \
-  (::drv::name.Get() != nullptr ? ::drv::name.Get()(__VA_ARGS__) : ::cu::CUDA_ERROR_NOT_FOUND)
+#define CU_TRY(name, ...) (::drv::name.Get() != nullptr ? ::drv::name.Get()(__VA_ARGS__) : ::cu::CUDA_ERROR_NOT_FOUND)
 
 // Makes ctx current on the calling thread if it is not already (cheap: cuCtxGetCurrent reads thread-local state).
 void BindContext(Napi::Env env, CUcontext ctx);

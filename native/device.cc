@@ -178,7 +178,8 @@ static Napi::Value MemPoolGetAttribute(const Napi::CallbackInfo& info) {
 // cuMemPoolTrimTo(pool, minBytesToKeep)
 static Napi::Value MemPoolTrimTo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  CU_CALL(env, cuMemPoolTrimTo, ArgHandle<CUmemoryPool>(info, 0, "pool"), static_cast<size_t>(ArgU64(info, 1, "minBytesToKeep")));
+  CU_CALL(env, cuMemPoolTrimTo, ArgHandle<CUmemoryPool>(info, 0, "pool"),
+          static_cast<size_t>(ArgU64(info, 1, "minBytesToKeep")));
   return env.Undefined();
 }
 

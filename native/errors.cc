@@ -21,9 +21,9 @@ static Napi::Error Build(Napi::Env env, const char* kind, const std::string& cod
                          const std::string& message, Napi::Value extra) {
   Addon& addon = GetAddon(env);
   if (!addon.makeError.IsEmpty()) {
-    Napi::Value e = addon.makeError.Call({Napi::String::New(env, kind), Napi::String::New(env, code),
-                                          Napi::String::New(env, api), Napi::Number::New(env, result),
-                                          Napi::String::New(env, message), extra});
+    Napi::Value e =
+        addon.makeError.Call({Napi::String::New(env, kind), Napi::String::New(env, code), Napi::String::New(env, api),
+                              Napi::Number::New(env, result), Napi::String::New(env, message), extra});
     return Napi::Error(env, e);
   }
   // The raw layer used before lib/ registered its factory: still a coded error.

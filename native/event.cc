@@ -27,9 +27,14 @@ using Clock = std::chrono::steady_clock;
 
 struct Pending {
   Pending(Napi::Env env, uint32_t id, CUcontext ctx, CUevent event, bool pooled, const char* api)
-      : id(id), ctx(ctx), event(event), pooledEvent(pooled), deferred(Napi::Promise::Deferred::New(env)), api(api),
+      : id(id),
+        ctx(ctx),
+        event(event),
+        pooledEvent(pooled),
+        deferred(Napi::Promise::Deferred::New(env)),
+        api(api),
         since(Clock::now()) {}
-  uint32_t id;       // 0: not abandonable
+  uint32_t id;  // 0: not abandonable
   CUcontext ctx;
   CUevent event;     // nullptr: a context synchronize
   bool pooledEvent;  // created by streamSynchronizeAsync: goes back to the pool when done
@@ -54,9 +59,9 @@ struct Waiter {
   bool stop = false;
   bool ctxBusy = false;  // the context thread is inside cuCtxSynchronize (guarded by mu)
   WaitTsfn tsfn;
-  size_t pending = 0;                                  // JS thread only: waits that keep the process alive
-  std::vector<std::pair<CUcontext, CUevent>> spare;    // pooled events, JS thread only
-  std::unordered_map<uint32_t, Pending*> byId;         // JS thread only: abandonable waits still in flight
+  size_t pending = 0;                                // JS thread only: waits that keep the process alive
+  std::vector<std::pair<CUcontext, CUevent>> spare;  // pooled events, JS thread only
+  std::unordered_map<uint32_t, Pending*> byId;       // JS thread only: abandonable waits still in flight
 
   void Loop() {
     std::vector<Pending*> active;

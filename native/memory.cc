@@ -106,10 +106,17 @@ static Napi::Value MemsetAsync(const Napi::CallbackInfo& info) {
   size_t count = ArgU64(info, 3, "count");
   CUstream s = ArgHandle<CUstream>(info, 4, "stream");
   switch (ArgU32(info, 5, "elementBytes")) {
-    case 1: CU_CALL(env, cuMemsetD8Async, dst, static_cast<unsigned char>(value), count, s); break;
-    case 2: CU_CALL(env, cuMemsetD16Async, dst, static_cast<unsigned short>(value), count, s); break;
-    case 4: CU_CALL(env, cuMemsetD32Async, dst, value, count, s); break;
-    default: throw Napi::RangeError::New(env, "elementBytes must be 1, 2 or 4");
+    case 1:
+      CU_CALL(env, cuMemsetD8Async, dst, static_cast<unsigned char>(value), count, s);
+      break;
+    case 2:
+      CU_CALL(env, cuMemsetD16Async, dst, static_cast<unsigned short>(value), count, s);
+      break;
+    case 4:
+      CU_CALL(env, cuMemsetD32Async, dst, value, count, s);
+      break;
+    default:
+      throw Napi::RangeError::New(env, "elementBytes must be 1, 2 or 4");
   }
   return env.Undefined();
 }
@@ -132,10 +139,13 @@ static Napi::Value MemHostAlloc(const Napi::CallbackInfo& info) {
   CU_CALL(env, cuMemHostAlloc, &p, bytes == 0 ? 1 : bytes, flags);
   auto* h = new HostAlloc{p, ctx, false};
   Track(env, reinterpret_cast<uintptr_t>(p), Kind::HostMemory, ctx, bytes, h);
-  return Napi::ArrayBuffer::New(env, p, bytes, [](Napi::Env e, void*, HostAlloc* hint) {
-    FreeHostAlloc(e, hint);
-    delete hint;
-  }, h);
+  return Napi::ArrayBuffer::New(
+      env, p, bytes,
+      [](Napi::Env e, void*, HostAlloc* hint) {
+        FreeHostAlloc(e, hint);
+        delete hint;
+      },
+      h);
 }
 
 // cuMemFreeHost(arrayBuffer): detaches the ArrayBuffer first so no view can reach freed memory.

@@ -18,7 +18,8 @@ static Napi::Value ModuleLoadData(const Napi::CallbackInfo& info) {
   // sizes and are passed as they are.
   static const uint8_t kElf[4] = {0x7f, 'E', 'L', 'F'};
   static const uint8_t kFatbin[4] = {0x50, 0xed, 0x55, 0xba};
-  bool binary = image.length >= 4 && (std::memcmp(image.data, kElf, 4) == 0 || std::memcmp(image.data, kFatbin, 4) == 0);
+  bool binary =
+      image.length >= 4 && (std::memcmp(image.data, kElf, 4) == 0 || std::memcmp(image.data, kFatbin, 4) == 0);
   std::vector<char> text;
   if (!binary) {
     text.assign(image.data, image.data + image.length);
@@ -51,9 +52,10 @@ static Napi::Value ModuleLoadData(const Napi::CallbackInfo& info) {
   }
   BindContext(env, ctx);
   CUmodule m = nullptr;
-  CUresult r = NeedDriver(env, drv::cuModuleLoadDataEx)(&m, data, static_cast<unsigned>(options.size()),
-                                                         options.data(), values.data());
-  if (r != CUDA_SUCCESS) ThrowCuda(env, "cuModuleLoadDataEx", r, std::string(errorLog.get(), strnlen(errorLog.get(), kLogBytes)));
+  CUresult r = NeedDriver(env, drv::cuModuleLoadDataEx)(&m, data, static_cast<unsigned>(options.size()), options.data(),
+                                                        values.data());
+  if (r != CUDA_SUCCESS)
+    ThrowCuda(env, "cuModuleLoadDataEx", r, std::string(errorLog.get(), strnlen(errorLog.get(), kLogBytes)));
   Track(env, reinterpret_cast<uintptr_t>(m), Kind::Module, ctx);
   Napi::Array out = Napi::Array::New(env, 2);
   out.Set(0u, HandleValue(env, m));
@@ -159,8 +161,8 @@ static Napi::Value OccupancyMaxPotentialBlockSize(const Napi::CallbackInfo& info
   Napi::Env env = info.Env();
   BindContext(env, ArgHandle<CUcontext>(info, 0, "ctx"));
   int minGrid = 0, block = 0;
-  CU_CALL(env, cuOccupancyMaxPotentialBlockSize, &minGrid, &block, ArgHandle<CUfunction>(info, 1, "function"),
-          nullptr, static_cast<size_t>(ArgU64(info, 2, "dynamicSmemBytes")), ArgI32(info, 3, "blockSizeLimit"));
+  CU_CALL(env, cuOccupancyMaxPotentialBlockSize, &minGrid, &block, ArgHandle<CUfunction>(info, 1, "function"), nullptr,
+          static_cast<size_t>(ArgU64(info, 2, "dynamicSmemBytes")), ArgI32(info, 3, "blockSizeLimit"));
   Napi::Array out = Napi::Array::New(env, 2);
   out.Set(0u, minGrid);
   out.Set(1u, block);

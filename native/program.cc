@@ -196,8 +196,7 @@ static Napi::Value CompileProgram(const Napi::CallbackInfo& info) {
 
 class CompileWorker : public Napi::AsyncWorker {
  public:
-  CompileWorker(Napi::Env env, CompileJob* job)
-      : Napi::AsyncWorker(env, "cudakit:nvrtcCompile"), d_(env), job_(job) {}
+  CompileWorker(Napi::Env env, CompileJob* job) : Napi::AsyncWorker(env, "cudakit:nvrtcCompile"), d_(env), job_(job) {}
   void Execute() override { job_->Run(); }
   void OnOK() override { d_.Resolve(job_->ToJs(Env())); }
   Napi::Promise Promise() { return d_.Promise(); }

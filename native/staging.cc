@@ -58,13 +58,13 @@ struct Lane {
   size_t chunk = 0;
 };
 
-#define STAGE_TRY(job, call, api)  \
-  do {                             \
-    CUresult r_ = (call);          \
-    if (r_ != CUDA_SUCCESS) {      \
-      (job).Fail(r_, api);         \
-      return;                      \
-    }                              \
+#define STAGE_TRY(job, call, api) \
+  do {                            \
+    CUresult r_ = (call);         \
+    if (r_ != CUDA_SUCCESS) {     \
+      (job).Fail(r_, api);        \
+      return;                     \
+    }                             \
   } while (0)
 
 class Stager {
@@ -136,9 +136,11 @@ class Stager {
 
   static void Prepare(Job& job, Lane& lane) {
     STAGE_TRY(job, TryBindContext(job.ctx), "cuCtxSetCurrent");
-    if (lane.stream == nullptr) STAGE_TRY(job, CU_TRY(cuStreamCreateWithPriority, &lane.stream, 1u, 0), "cuStreamCreate");
+    if (lane.stream == nullptr)
+      STAGE_TRY(job, CU_TRY(cuStreamCreateWithPriority, &lane.stream, 1u, 0), "cuStreamCreate");
     for (int i = 0; i < 2; i++) {
-      if (lane.ready[i] == nullptr) STAGE_TRY(job, CU_TRY(cuEventCreate, &lane.ready[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+      if (lane.ready[i] == nullptr)
+        STAGE_TRY(job, CU_TRY(cuEventCreate, &lane.ready[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
     }
     if (lane.chunk < job.chunk) {
       for (int i = 0; i < 2; i++) {
@@ -205,7 +207,8 @@ void RunStaged(const Napi::CallbackInfo& info, Direction dir) {
   CUstream stream = ArgHandle<CUstream>(info, 3, "stream");
   size_t chunk = ArgU64(info, 4, "chunkBytes");
   uint32_t threads = ArgU32(info, 5, "threads");
-  if (chunk < 4096 || threads < 1 || threads > 64) throw Napi::RangeError::New(env, "chunkBytes >= 4096, threads in [1, 64]");
+  if (chunk < 4096 || threads < 1 || threads > 64)
+    throw Napi::RangeError::New(env, "chunkBytes >= 4096, threads in [1, 64]");
   if (host.length == 0) return;
   NeedDriver(env, drv::cuMemHostAlloc);
   BindContext(env, ctx);

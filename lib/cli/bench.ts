@@ -5,17 +5,47 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
-  type EvalCheck, type EvalJob, type EvalKernelRef, type EvalKernelRole, type EvalProgress, type EvalReport,
-  type JsReference, evaluate, formatComparison, formatJson, formatResult, parseArgSpecs, probe,
+  type EvalCheck,
+  type EvalJob,
+  type EvalKernelRef,
+  type EvalKernelRole,
+  type EvalProgress,
+  type EvalReport,
+  type JsReference,
+  evaluate,
+  formatComparison,
+  formatJson,
+  formatResult,
+  parseArgSpecs,
+  probe,
 } from '../index.js';
 import { externCKernels, prepareJob, progressLine, readSource } from '../eval/index.js';
 import { readSourceFile } from './compile.js';
 import {
-  BENCH_FLAGS, type BenchValues, CHECK_FAILED, OK, USAGE, USAGE_TEXT, UsageError, commonBenchOptions,
-  compileOptionsFrom, defined, jobFromFlags, kernelFromFlags, parseCommand, parseCount, parseDim,
+  BENCH_FLAGS,
+  type BenchValues,
+  CHECK_FAILED,
+  OK,
+  USAGE,
+  USAGE_TEXT,
+  UsageError,
+  commonBenchOptions,
+  compileOptionsFrom,
+  defined,
+  jobFromFlags,
+  kernelFromFlags,
+  parseCommand,
+  parseCount,
+  parseDim,
 } from './flags.js';
 import {
-  type Output, type ShownSource, firstLine, gotCount, paint, reportCompileFailure, systemMessage,
+  type Output,
+  type ShownSource,
+  firstLine,
+  gotCount,
+  paint,
+  reportCompileFailure,
+  systemMessage,
 } from './output.js';
 
 /** A bench command, ready to run: the job, and what only the command line knows. */
@@ -174,7 +204,9 @@ export async function planFromSpec(path: string, v: BenchValues): Promise<BenchP
   if (spec.check === undefined || isObject(spec.check)) {
     const own = (spec.check ?? {}) as Record<string, unknown>;
     spec.check = {
-      ...own, ...common.check, ...(v['no-check'] === true ? { skip: true } : {}),
+      ...own,
+      ...common.check,
+      ...(v['no-check'] === true ? { skip: true } : {}),
       withoutReference: own.withoutReference ?? 'skip',
     };
   }
@@ -226,22 +258,25 @@ export async function runBench(plan: BenchPlan, o: Output): Promise<number> {
 
   let report: EvalReport;
   try {
-    report = await evaluate(plan.job, defined({
-      reference: plan.reference,
-      baseDir: plan.baseDir,
-      onProgress: (p: EvalProgress) => {
-        if (p.kind === 'checked') {
-          const c = checkForJson(p.check, plan)!;
-          if ('skipped' in c) note(`correctness: ${c.skipped}`);
-          else if (c.passed) note(`${paint(color, '32', '✓')} check against ${c.reference}: ${c.before.summary}`);
-        } else if (p.kind === 'samples') {
-          const ci = Number.isFinite(p.relCI) ? ` ±${(p.relCI * 100).toFixed(2)}%` : '';
-          o.showProgress(progressLine(p.samples, undefined, `${p.name} (${p.mode})${ci} samples`));
-        } else if (p.kind === 'rounds') {
-          o.showProgress(progressLine(p.round, p.rounds, `${p.a} vs ${p.b}: ABBA rounds`));
-        }
-      },
-    }));
+    report = await evaluate(
+      plan.job,
+      defined({
+        reference: plan.reference,
+        baseDir: plan.baseDir,
+        onProgress: (p: EvalProgress) => {
+          if (p.kind === 'checked') {
+            const c = checkForJson(p.check, plan)!;
+            if ('skipped' in c) note(`correctness: ${c.skipped}`);
+            else if (c.passed) note(`${paint(color, '32', '✓')} check against ${c.reference}: ${c.before.summary}`);
+          } else if (p.kind === 'samples') {
+            const ci = Number.isFinite(p.relCI) ? ` ±${(p.relCI * 100).toFixed(2)}%` : '';
+            o.showProgress(progressLine(p.samples, undefined, `${p.name} (${p.mode})${ci} samples`));
+          } else if (p.kind === 'rounds') {
+            o.showProgress(progressLine(p.round, p.rounds, `${p.a} vs ${p.b}: ABBA rounds`));
+          }
+        },
+      }),
+    );
   } finally {
     o.clearProgress();
   }
@@ -249,9 +284,10 @@ export async function runBench(plan: BenchPlan, o: Output): Promise<number> {
   if (report.passed) {
     const t = report.timing;
     const c = report.comparison;
-    const text = t !== undefined
-      ? formatResult(t, { color })
-      : [formatResult(c!.a, { color }), formatResult(c!.b, { color }), formatComparison(c!, { color })].join('\n\n');
+    const text =
+      t !== undefined
+        ? formatResult(t, { color })
+        : [formatResult(c!.a, { color }), formatResult(c!.b, { color }), formatComparison(c!, { color })].join('\n\n');
     if (!jsonOnly) o.out(`${text}\n`);
     writeJson({ ...(t ?? c), check });
     return OK;

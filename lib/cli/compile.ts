@@ -6,7 +6,15 @@ import { CompileError, Device, type KernelFunction, type Module, parseDiagnostic
 import { type SourceText, compileSource, externCKernels, readSource } from '../eval/index.js';
 import { COMPILE_FLAGS, OK, USAGE, USAGE_TEXT, UsageError, compileOptionsFrom, parseCommand } from './flags.js';
 import {
-  type Output, firstLine, formatBytes, formatDiagnostic, gotCount, paint, reportCompileFailure, row, systemMessage,
+  type Output,
+  firstLine,
+  formatBytes,
+  formatDiagnostic,
+  gotCount,
+  paint,
+  reportCompileFailure,
+  row,
+  systemMessage,
 } from './output.js';
 
 /** Reads a source file named on the command line; an unreadable one is a usage error naming it. */
@@ -24,9 +32,10 @@ function kernelFacts(kernel: KernelFunction, device: Device, o: Output): string 
   let text = `${paint(o.color, '1', kernel.name)}\n`;
   text += row('registers', `${a.numRegs} per thread`);
   text += row('shared memory', `${formatBytes(a.sharedSizeBytes)} static per block`);
-  const spills = a.localSizeBytes > 0
-    ? paint(o.color, '33', `${formatBytes(a.localSizeBytes)} per thread: spills to local memory (slow)`)
-    : '0 B (no spills)';
+  const spills =
+    a.localSizeBytes > 0
+      ? paint(o.color, '33', `${formatBytes(a.localSizeBytes)} per thread: spills to local memory (slow)`)
+      : '0 B (no spills)';
   text += row('local memory', spills);
   text += row('constant memory', formatBytes(a.constSizeBytes));
   const { blockSize } = kernel.suggestedBlockSize();

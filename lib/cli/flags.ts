@@ -3,8 +3,16 @@
 // options and an EvalJob (jobFromFlags: no GPU, no file read beyond the sources, tested in the unit tier).
 import { parseArgs } from 'node:util';
 import {
-  type BenchMode, type CheckOptions, type CompileOptions, type CppStandard, type Dim3, type EvalJob, type EvalKernelRef,
-  type EvalSource, type PresetName, parseArgSpecs,
+  type BenchMode,
+  type CheckOptions,
+  type CompileOptions,
+  type CppStandard,
+  type Dim3,
+  type EvalJob,
+  type EvalKernelRef,
+  type EvalSource,
+  type PresetName,
+  parseArgSpecs,
 } from '../index.js';
 
 export const OK = 0;
@@ -77,8 +85,13 @@ export class UsageError extends Error {}
 type OptionConfig = Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;
 /** What parseArgs gives for `T`: each option's value, absent when not given. */
 export type FlagValues<T extends OptionConfig> = {
-  [K in keyof T]?: T[K] extends { type: 'boolean' } ? (T[K] extends { multiple: true } ? boolean[] : boolean)
-    : T[K] extends { multiple: true } ? string[] : string;
+  [K in keyof T]?: T[K] extends { type: 'boolean' }
+    ? T[K] extends { multiple: true }
+      ? boolean[]
+      : boolean
+    : T[K] extends { multiple: true }
+      ? string[]
+      : string;
 };
 
 export const COMPILE_FLAGS = {
@@ -124,7 +137,9 @@ export const BENCH_FLAGS = {
 
 /** node:util parseArgs with its errors turned into one-line usage errors. */
 export function parseCommand<T extends OptionConfig>(
-  command: string, args: string[], options: T,
+  command: string,
+  args: string[],
+  options: T,
 ): { values: FlagValues<T>; positionals: string[] } {
   try {
     const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
@@ -147,7 +162,10 @@ export type BenchValues = FlagValues<typeof BENCH_FLAGS>;
 
 /** `1024`, `64,64`, `64x64x2`: a grid or block size. */
 export function parseDim(text: string, option: string): Dim3 {
-  const parts = text.trim().replace(/^\[|\]$/g, '').split(/\s*[x,]\s*/);
+  const parts = text
+    .trim()
+    .replace(/^\[|\]$/g, '')
+    .split(/\s*[x,]\s*/);
   const dims = parts.map((p) => (/^\d+$/.test(p) ? Number(p) : Number.NaN));
   if (dims.length > 3 || dims.some((d) => !Number.isSafeInteger(d) || d < 1)) {
     throw new UsageError(`${option} expects 1 to 3 positive integers such as 256, 64,64 or 16x16x4, not '${text}'`);
@@ -187,7 +205,9 @@ function parseTolerance(text: string, option: string): number {
 }
 
 export function oneOf<T extends string>(
-  text: string | undefined, option: string, allowed: readonly T[],
+  text: string | undefined,
+  option: string,
+  allowed: readonly T[],
 ): T | undefined {
   if (text === undefined) return undefined;
   if (!(allowed as readonly string[]).includes(text)) {
@@ -230,9 +250,14 @@ export function compileOptionsFrom(v: CompileFlagValues, base: CompileOptions = 
   }
   // A spec's defines may be a record; -D adds to them as a list.
   const d = base.defines;
-  const baseDefines = d === undefined ? [] : Array.isArray(d) ? [...(d as readonly string[])] : Object.entries(d)
-    .filter(([, x]) => x !== false)
-    .map(([k, x]) => (x === true ? k : `${k}=${String(x)}`));
+  const baseDefines =
+    d === undefined
+      ? []
+      : Array.isArray(d)
+        ? [...(d as readonly string[])]
+        : Object.entries(d)
+            .filter(([, x]) => x !== false)
+            .map(([k, x]) => (x === true ? k : `${k}=${String(x)}`));
   const o: CompileOptions = { ...base };
   if (v.ptx === true) o.target = 'ptx';
   if (v.arch !== undefined) o.arch = v.arch;
@@ -267,7 +292,11 @@ export function commonBenchOptions(v: BenchValues) {
 
 /** --ref / --compare and their -kernel, -grid and -block options as a kernel of the job. */
 export function kernelFromFlags(
-  source: EvalSource, kernel: string, grid: string | undefined, block: string | undefined, prefix: 'ref' | 'compare',
+  source: EvalSource,
+  kernel: string,
+  grid: string | undefined,
+  block: string | undefined,
+  prefix: 'ref' | 'compare',
 ): EvalKernelRef {
   const k: EvalKernelRef = { source, kernel };
   if (grid !== undefined) k.grid = parseDim(grid, `--${prefix}-grid`);

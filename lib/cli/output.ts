@@ -86,7 +86,9 @@ export function formatBytes(n: number): string {
 
 /** 'no such file or directory' from "ENOENT: no such file or directory, open 'x.cu'". */
 export function systemMessage(e: unknown): string {
-  return String((e as Error)?.message ?? e).replace(/^[A-Z]+: /, '').replace(/, \w+ '[^']*'$/, '');
+  return String((e as Error)?.message ?? e)
+    .replace(/^[A-Z]+: /, '')
+    .replace(/, \w+ '[^']*'$/, '');
 }
 
 export function firstLine(text: string | undefined): string {
@@ -95,7 +97,7 @@ export function firstLine(text: string | undefined): string {
 
 /** ', got 3' for a command that takes one file and was given three. */
 export const gotCount = (positionals: string[]): string =>
-  (positionals.length > 1 ? `, got ${positionals.length}` : '');
+  positionals.length > 1 ? `, got ${positionals.length}` : '';
 
 /** A source as the diagnostics need it: its text under its name, and where its headers are. */
 export interface ShownSource {
@@ -140,7 +142,9 @@ export function formatDiagnostic(d: Diagnostic, src: ShownSource, color: boolean
 
 /** A failed compile: every diagnostic with its source line, then one line saying how many errors, on stderr. */
 export function reportCompileFailure(
-  f: { code: string; log: string; diagnostics: readonly Diagnostic[] }, src: ShownSource, o: Output,
+  f: { code: string; log: string; diagnostics: readonly Diagnostic[] },
+  src: ShownSource,
+  o: Output,
 ): void {
   const diagnostics = f.diagnostics.length > 0 ? f.diagnostics : parseDiagnostics(f.log, src.text);
   for (const d of diagnostics) o.err(formatDiagnostic(d, src, o.errColor));

@@ -87,15 +87,16 @@ const VECTORS = new Map<string, { element: ScalarType; length: number }>([
   ['f16x2', { element: 'f16', length: 2 }],
   ['bf16x2', { element: 'bf16', length: 2 }],
 ]);
-for (const element of VECTOR_ELEMENTS) for (const length of [2, 3, 4]) VECTORS.set(`${element}x${length}`, { element, length });
-const PARAM_TYPES =
-  `${Object.keys(SCALAR_BYTES).join(', ')}, a vector such as f32x2, f32x4, i32x2 or u8x4, { struct: [...], align? }, { bytes }`;
+for (const element of VECTOR_ELEMENTS)
+  for (const length of [2, 3, 4]) VECTORS.set(`${element}x${length}`, { element, length });
+const PARAM_TYPES = `${Object.keys(SCALAR_BYTES).join(', ')}, a vector such as f32x2, f32x4, i32x2 or u8x4, { struct: [...], align? }, { bytes }`;
 const ALIGNS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 /** A parameter type as a signature spells it, for messages: 'f32', 'f32x2', '{ struct: [f32, i32], align: 16 }'. */
 export function formatParam(p: ParamType): string {
   if (typeof p === 'string') return p;
-  if ('struct' in p) return `{ struct: [${p.struct.map(formatParam).join(', ')}]${p.align !== undefined ? `, align: ${p.align}` : ''} }`;
+  if ('struct' in p)
+    return `{ struct: [${p.struct.map(formatParam).join(', ')}]${p.align !== undefined ? `, align: ${p.align}` : ''} }`;
   return `{ bytes: ${p.bytes}${p.align !== undefined ? `, align: ${p.align}` : ''} }`;
 }
 
@@ -136,10 +137,14 @@ function floatWriter(where: string, kind: 'f16' | 'bf16' | 'f32' | 'f64'): Write
     return v;
   };
   switch (kind) {
-    case 'f16': return (dv, o, v) => dv.setUint16(o, toHalfBits(check(v)), true);
-    case 'bf16': return (dv, o, v) => dv.setUint16(o, toBf16Bits(check(v)), true);
-    case 'f32': return (dv, o, v) => dv.setFloat32(o, check(v), true);
-    case 'f64': return (dv, o, v) => dv.setFloat64(o, check(v), true);
+    case 'f16':
+      return (dv, o, v) => dv.setUint16(o, toHalfBits(check(v)), true);
+    case 'bf16':
+      return (dv, o, v) => dv.setUint16(o, toBf16Bits(check(v)), true);
+    case 'f32':
+      return (dv, o, v) => dv.setFloat32(o, check(v), true);
+    case 'f64':
+      return (dv, o, v) => dv.setFloat64(o, check(v), true);
   }
 }
 
@@ -156,7 +161,9 @@ export const alignUp = (n: number, a: number): number => Math.ceil(n / a) * a;
 /** TypeError for a value that should be an array of `length` items; says how long an array of the wrong length was. */
 function arrayError(where: string, expected: string, v: unknown): TypeError {
   if (!Array.isArray(v)) return typeError(where, expected, v);
-  return new TypeError(`Expected ${expected} for ${where} but received an array of ${v.length} element${v.length === 1 ? '' : 's'}`);
+  return new TypeError(
+    `Expected ${expected} for ${where} but received an array of ${v.length} element${v.length === 1 ? '' : 's'}`,
+  );
 }
 
 function checkAlign(name: string, value: unknown): number {
@@ -168,27 +175,38 @@ function checkAlign(name: string, value: unknown): number {
 /** Unknown keys in an object parameter type are a TypeError: a misspelt `align` would silently change the layout. */
 function checkTypeKeys(p: object, where: string, known: readonly string[]): void {
   for (const key of Object.keys(p)) {
-    if (!known.includes(key)) throw new TypeError(`Unknown key '${key}' in the parameter type of ${where}; known keys: ${known.join(', ')}`);
+    if (!known.includes(key))
+      throw new TypeError(`Unknown key '${key}' in the parameter type of ${where}; known keys: ${known.join(', ')}`);
   }
 }
 
 function scalarWriter(p: ScalarType, where: string): Writer {
   switch (p) {
-    case 'ptr': return ptrWriter(where);
-    case 'i8': return intWriter(where, 8, true);
-    case 'u8': return intWriter(where, 8, false);
-    case 'i16': return intWriter(where, 16, true);
-    case 'u16': return intWriter(where, 16, false);
-    case 'i32': return intWriter(where, 32, true);
-    case 'u32': return intWriter(where, 32, false);
-    case 'i64': return int64Writer(where, true);
-    case 'u64': return int64Writer(where, false);
+    case 'ptr':
+      return ptrWriter(where);
+    case 'i8':
+      return intWriter(where, 8, true);
+    case 'u8':
+      return intWriter(where, 8, false);
+    case 'i16':
+      return intWriter(where, 16, true);
+    case 'u16':
+      return intWriter(where, 16, false);
+    case 'i32':
+      return intWriter(where, 32, true);
+    case 'u32':
+      return intWriter(where, 32, false);
+    case 'i64':
+      return int64Writer(where, true);
+    case 'u64':
+      return int64Writer(where, false);
     case 'bool':
       return (dv, o, v) => {
         if (typeof v !== 'boolean') throw typeError(where, 'a boolean', v);
         dv.setUint8(o, v ? 1 : 0);
       };
-    default: return floatWriter(where, p);
+    default:
+      return floatWriter(where, p);
   }
 }
 
@@ -223,7 +241,8 @@ export function layoutOf(p: ParamType, where: string): Layout {
   if (typeof p !== 'object' || p === null) throw typeError(where, `a parameter type (${PARAM_TYPES})`, p);
   if ('struct' in p) {
     checkTypeKeys(p, where, ['struct', 'align']);
-    if (!Array.isArray(p.struct) || p.struct.length === 0) throw typeError(`${where}.struct`, 'a non-empty array of field types', p.struct);
+    if (!Array.isArray(p.struct) || p.struct.length === 0)
+      throw typeError(`${where}.struct`, 'a non-empty array of field types', p.struct);
     const fields: { offset: number; layout: Layout }[] = [];
     let size = 0;
     let align = p.align === undefined ? 1 : checkAlign(`${where}.align`, p.align);
@@ -254,7 +273,11 @@ export function layoutOf(p: ParamType, where: string): Layout {
       size,
       align,
       write: (dv, o, v) => {
-        const src = ArrayBuffer.isView(v) ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength) : v instanceof ArrayBuffer ? new Uint8Array(v) : undefined;
+        const src = ArrayBuffer.isView(v)
+          ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength)
+          : v instanceof ArrayBuffer
+            ? new Uint8Array(v)
+            : undefined;
         if (src === undefined) throw typeError(where, `an ArrayBuffer or view of ${size} bytes`, v);
         if (src.byteLength !== size) throw rangeError(`${where} byteLength`, `exactly ${size} bytes`, src.byteLength);
         new Uint8Array(dv.buffer, dv.byteOffset + o, size).set(src);
@@ -290,7 +313,8 @@ function hasVectorLikeRun(p: StructType): boolean {
     run = typeof f === 'string' && f === prev && !VECTORS.has(f) && f !== 'ptr' && f !== 'bool' ? run + 1 : 1;
     prev = f;
     const bytes = typeof f === 'string' && !VECTORS.has(f) ? (SCALAR_BYTES[f as ScalarType] ?? 0) : 0;
-    if ((run === 2 && (bytes * 2 === 8 || bytes * 2 === 16)) || (run === 4 && (bytes * 4 === 8 || bytes * 4 === 16))) return true;
+    if ((run === 2 && (bytes * 2 === 8 || bytes * 2 === 16)) || (run === 4 && (bytes * 4 === 8 || bytes * 4 === 16)))
+      return true;
   }
   return false;
 }

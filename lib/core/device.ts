@@ -88,7 +88,11 @@ export class Device {
     const count = n.deviceGetCount();
     if (typeof ordinal !== 'number' || !Number.isInteger(ordinal)) throw typeError('ordinal', 'an integer', ordinal);
     if (ordinal < 0 || ordinal >= count) {
-      throw rangeError('ordinal', count === 0 ? 'a device, but none is present' : `an integer in [0, ${count - 1}]`, ordinal);
+      throw rangeError(
+        'ordinal',
+        count === 0 ? 'a device, but none is present' : `an integer in [0, ${count - 1}]`,
+        ordinal,
+      );
     }
     const d = new Device(INTERNAL, ordinal, n.deviceGet(ordinal));
     devices.set(ordinal, d);
@@ -178,8 +182,16 @@ export class Device {
   get limits(): LaunchLimits {
     this.#limits ??= {
       maxThreadsPerBlock: this.attribute('MAX_THREADS_PER_BLOCK'),
-      maxBlockDim: [this.attribute('MAX_BLOCK_DIM_X'), this.attribute('MAX_BLOCK_DIM_Y'), this.attribute('MAX_BLOCK_DIM_Z')],
-      maxGridDim: [this.attribute('MAX_GRID_DIM_X'), this.attribute('MAX_GRID_DIM_Y'), this.attribute('MAX_GRID_DIM_Z')],
+      maxBlockDim: [
+        this.attribute('MAX_BLOCK_DIM_X'),
+        this.attribute('MAX_BLOCK_DIM_Y'),
+        this.attribute('MAX_BLOCK_DIM_Z'),
+      ],
+      maxGridDim: [
+        this.attribute('MAX_GRID_DIM_X'),
+        this.attribute('MAX_GRID_DIM_Y'),
+        this.attribute('MAX_GRID_DIM_Z'),
+      ],
       maxSharedMemoryPerBlockOptinBytes: this.attribute('MAX_SHARED_MEMORY_PER_BLOCK_OPTIN'),
     };
     return this.#limits;
@@ -266,7 +278,9 @@ export class Device {
   synchronizeAsync(options?: WaitOptions): Promise<void> {
     assertUsable('cuCtxSynchronize');
     const ctx = this.ctx;
-    return waitWithLimit('device.synchronizeAsync()', options, (waitId) => getNative().ctxSynchronizeAsync(ctx, waitId));
+    return waitWithLimit('device.synchronizeAsync()', options, (waitId) =>
+      getNative().ctxSynchronizeAsync(ctx, waitId),
+    );
   }
 
   /** The legacy default stream (handle 0): ordered with every blocking stream of the context. */

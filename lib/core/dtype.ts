@@ -24,8 +24,17 @@ export type TypedArrayConstructor =
 
 /** Every typed array constructor (what device.allocArray and device.allocHost accept). */
 export const TYPED_ARRAYS: readonly TypedArrayConstructor[] = Object.freeze([
-  Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, Float32Array,
-  Float64Array, BigInt64Array, BigUint64Array,
+  Int8Array,
+  Uint8Array,
+  Uint8ClampedArray,
+  Int16Array,
+  Uint16Array,
+  Int32Array,
+  Uint32Array,
+  Float32Array,
+  Float64Array,
+  BigInt64Array,
+  BigUint64Array,
 ]);
 
 /** A typed array of logical values: what JavaScript sees of a buffer (f16 and bf16 widened to Float32Array). */
@@ -63,11 +72,28 @@ const int = (name: DType, bytes: number, signed: boolean, hostArray: HostArrayCo
   const range: [bigint, bigint] = signed ? [-(1n << (bits - 1n)), (1n << (bits - 1n)) - 1n] : [0n, (1n << bits) - 1n];
   const poison = Array.from({ length: bytes }, (_, i) => BEEF[i % 4]!);
   return {
-    name, bytes, float: false, bigint: bytes === 8, range, maxFinite: undefined, hostArray, atol: 0, rtol: 0, poison,
+    name,
+    bytes,
+    float: false,
+    bigint: bytes === 8,
+    range,
+    maxFinite: undefined,
+    hostArray,
+    atol: 0,
+    rtol: 0,
+    poison,
   };
 };
 const float = (name: DType, bytes: number, maxFinite: number, tol: number, poison: number[]): DTypeInfo => ({
-  name, bytes, float: true, bigint: false, range: undefined, maxFinite, atol: tol, rtol: tol, poison,
+  name,
+  bytes,
+  float: true,
+  bigint: false,
+  range: undefined,
+  maxFinite,
+  atol: tol,
+  rtol: tol,
+  poison,
   hostArray: bytes === 8 ? Float64Array : Float32Array,
 });
 
@@ -96,7 +122,20 @@ export function isDType(value: unknown): value is DType {
 
 /** Bytes of every scalar parameter type (a pointer is 8 bytes, a bool 1). */
 export const SCALAR_BYTES: Readonly<Record<ScalarType, number>> = Object.freeze({
-  ptr: 8, i8: 1, u8: 1, bool: 1, i16: 2, u16: 2, f16: 2, bf16: 2, i32: 4, u32: 4, f32: 4, i64: 8, u64: 8, f64: 8,
+  ptr: 8,
+  i8: 1,
+  u8: 1,
+  bool: 1,
+  i16: 2,
+  u16: 2,
+  f16: 2,
+  bf16: 2,
+  i32: 4,
+  u32: 4,
+  f32: 4,
+  i64: 8,
+  u64: 8,
+  f64: 8,
 });
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -131,8 +131,14 @@ export class CudaError extends Error {
   /** The same error with the phase it happened in named first in its message; the original is its `cause`. */
   static inPhase(e: CudaError, phase: string): CudaError {
     const copy = new CudaError({
-      code: e.code, api: e.api, result: e.result, explanation: e.explanation, remedy: e.remedy,
-      tried: [...e.tried], detail: e.detail, phase,
+      code: e.code,
+      api: e.api,
+      result: e.result,
+      explanation: e.explanation,
+      remedy: e.remedy,
+      tried: [...e.tried],
+      detail: e.detail,
+      phase,
     });
     Object.defineProperty(copy, 'cause', { value: e, enumerable: false, writable: true, configurable: true });
     return copy;
@@ -205,7 +211,7 @@ export class CompileError extends Error {
     const first = f.diagnostics.find((d) => d.severity === 'error' || d.severity === 'catastrophic error');
     const head = first
       ? `${first.file}:${first.line}${first.column !== undefined ? `:${first.column}` : ''}: ${first.message}`
-      : f.log.trim().split('\n')[0] ?? '';
+      : (f.log.trim().split('\n')[0] ?? '');
     super(
       `${f.api} failed: ${f.code} (${f.result}) compiling ${f.name}: ${head}\n` +
         `  options: ${f.options.join(' ')}\n` +
@@ -267,7 +273,8 @@ whenLoaded((native) => {
       api,
       result,
       explanation: message || code,
-      detail: typeof extra === 'string' && extra.trim() ? `  log:\n${extra.trimEnd().replace(/^/gm, '    ')}` : undefined,
+      detail:
+        typeof extra === 'string' && extra.trim() ? `  log:\n${extra.trimEnd().replace(/^/gm, '    ')}` : undefined,
     });
   });
 });

@@ -58,7 +58,9 @@ export class Event extends HandleOwner {
     assertUsable('cuEventSynchronize');
     const ctx = this.stream.device.ctx;
     const handle = this.handle;
-    return waitWithLimit('event.synchronizeAsync()', options, (waitId) => getNative().eventWaitAsync(ctx, handle, waitId));
+    return waitWithLimit('event.synchronizeAsync()', options, (waitId) =>
+      getNative().eventWaitAsync(ctx, handle, waitId),
+    );
   }
 
   /** Records this event again, at the current end of `stream` (default: the stream it was made on). */

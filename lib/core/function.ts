@@ -138,16 +138,30 @@ export class KernelFunction {
   maxActiveBlocksPerMultiprocessor(blockSize: number, dynamicSharedMemBytes = 0): number {
     const maxThreads = this.maxThreadsPerBlockLimit;
     if (typeof blockSize !== 'number' || !Number.isInteger(blockSize) || blockSize < 1 || blockSize > maxThreads) {
-      throw (typeof blockSize === 'number' ? rangeError : typeError)('blockSize', `an integer in [1, ${maxThreads}]`, blockSize);
+      throw (typeof blockSize === 'number' ? rangeError : typeError)(
+        'blockSize',
+        `an integer in [1, ${maxThreads}]`,
+        blockSize,
+      );
     }
     checkSize('dynamicSharedMemBytes', dynamicSharedMemBytes);
-    return this.#native.occupancyMaxActiveBlocksPerMultiprocessor(this.#ctx, this.handle, blockSize, dynamicSharedMemBytes);
+    return this.#native.occupancyMaxActiveBlocksPerMultiprocessor(
+      this.#ctx,
+      this.handle,
+      blockSize,
+      dynamicSharedMemBytes,
+    );
   }
 
   /** The block size with the best occupancy, and the smallest grid that reaches it. */
   suggestedBlockSize(dynamicSharedMemBytes = 0): { blockSize: number; minGridSize: number } {
     checkSize('dynamicSharedMemBytes', dynamicSharedMemBytes);
-    const [minGridSize, blockSize] = this.#native.occupancyMaxPotentialBlockSize(this.#ctx, this.handle, dynamicSharedMemBytes, 0);
+    const [minGridSize, blockSize] = this.#native.occupancyMaxPotentialBlockSize(
+      this.#ctx,
+      this.handle,
+      dynamicSharedMemBytes,
+      0,
+    );
     return { blockSize, minGridSize };
   }
 

@@ -16,7 +16,11 @@ const hostAllocated = new WeakSet<ArrayBuffer | SharedArrayBuffer>();
 const CU_MEMHOSTALLOC_PORTABLE = 1;
 
 /** @internal */
-export function allocHostArray<T extends TypedArrayConstructor>(device: Device, type: T, length: number): InstanceType<T> {
+export function allocHostArray<T extends TypedArrayConstructor>(
+  device: Device,
+  type: T,
+  length: number,
+): InstanceType<T> {
   if (!TYPED_ARRAYS.includes(type)) throw typeError('type', 'a TypedArray constructor', type);
   checkSize('length', length);
   assertUsable('cuMemHostAlloc');

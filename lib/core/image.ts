@@ -25,7 +25,8 @@ function nameIs(bytes: Uint8Array, at: number, name: Uint8Array): boolean {
 
 /** Parameters of `symbol` from a 64-bit little-endian CUBIN; undefined when this is not one or lacks the kernel. */
 export function cubinParams(image: Uint8Array, symbol: string): ParamInfo[] | undefined {
-  if (image.length < 64 || image[0] !== 0x7f || image[1] !== 0x45 || image[2] !== 0x4c || image[3] !== 0x46) return undefined;
+  if (image.length < 64 || image[0] !== 0x7f || image[1] !== 0x45 || image[2] !== 0x4c || image[3] !== 0x46)
+    return undefined;
   if (image[4] !== 2 || image[5] !== 1) return undefined; // ELFCLASS64, little-endian
   const dv = new DataView(image.buffer, image.byteOffset, image.byteLength);
   try {
@@ -42,14 +43,18 @@ export function cubinParams(image: Uint8Array, symbol: string): ParamInfo[] | un
       if (!nameIs(image, names + dv.getUint32(o, true), wanted)) continue;
       const s = { offset: u64(o + 24), size: u64(o + 32) };
       const params: { ordinal: number; offset: number; size: number }[] = [];
-      for (let p = s.offset; p < s.offset + s.size; ) {
+      for (let p = s.offset; p < s.offset + s.size;) {
         const format = image[p]!;
         const attr = image[p + 1]!;
         if (format === EIFMT_SVAL) {
           const len = dv.getUint16(p + 2, true);
           if (attr === EIATTR_KPARAM_INFO && len >= 12) {
             const flags = dv.getUint32(p + 12, true);
-            params.push({ ordinal: dv.getUint16(p + 8, true), offset: dv.getUint16(p + 10, true), size: (flags >>> 18) & 0x3fff });
+            params.push({
+              ordinal: dv.getUint16(p + 8, true),
+              offset: dv.getUint16(p + 10, true),
+              size: (flags >>> 18) & 0x3fff,
+            });
           }
           p += 4 + len;
         } else if (format === EIFMT_HVAL || format === EIFMT_BVAL || format === EIFMT_NVAL) {

@@ -27,7 +27,15 @@ export type { DType, TypedArrayConstructor } from './dtype.js';
 export type { CompileOptions, CompileTarget, CppStandard, ProgramOptions } from './program.js';
 export type { JitOptions, LoadModuleOptions } from './module.js';
 export type {
-  ArgFor, ArgsFor, BytesType, ParamType, ScalarType, Signature, StructType, VectorElement, VectorType,
+  ArgFor,
+  ArgsFor,
+  BytesType,
+  ParamType,
+  ScalarType,
+  Signature,
+  StructType,
+  VectorElement,
+  VectorType,
 } from './args.js';
 export type { Dim3, LaunchConfig } from './kernel.js';
 export type { CompiledParam, KernelAttributes } from './function.js';
@@ -40,10 +48,17 @@ export type { Native, NativeStats, Handle } from './native.js';
 // For the layers above.
 export { isContextLost } from './errors.js';
 export {
-  checkBoolean, checkInt, checkObject, checkOptions, checkPositiveInt, checkSize, checkString, describe, isBufferSource,
-  rangeError, typeError,
+  checkBoolean,
+  checkInt,
+  checkObject,
+  checkOptions,
+  checkPositiveInt,
+  checkSize,
+  checkString,
+  describe,
+  isBufferSource,
+  rangeError,
+  typeError,
 } from './validate.js';
-export {
-  DTYPES, DTYPE_INFO, SCALAR_BYTES, TYPED_ARRAYS, fromDeviceBytes, isDType, toDeviceBytes,
-} from './dtype.js';
+export { DTYPES, DTYPE_INFO, SCALAR_BYTES, TYPED_ARRAYS, fromDeviceBytes, isDType, toDeviceBytes } from './dtype.js';
 export type { DTypeInfo, HostArray } from './dtype.js';

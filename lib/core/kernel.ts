@@ -3,8 +3,17 @@
 // packed by the writers of args.ts), and the launch rules: grid, block and shared memory within the device's and the
 // kernel's limits, the stream and the launch attributes (cooperative, clusterDim), written by one class
 // (LaunchHeader) for kernel.launch() and for the bound launches the benchmark loop times (core/sampler.ts).
-import { type ArgsFor, type Layout, type Signature, type Writer, alignmentHint, alignUp, formatParam, layoutOf,
-  packedOffsets } from './args.js';
+import {
+  type ArgsFor,
+  type Layout,
+  type Signature,
+  type Writer,
+  alignmentHint,
+  alignUp,
+  formatParam,
+  layoutOf,
+  packedOffsets,
+} from './args.js';
 import { assertUsable } from './errors.js';
 import { KernelFunction } from './function.js';
 import type { ParamInfo } from './image.js';
@@ -36,7 +45,13 @@ const LAUNCH_COOPERATIVE = 1;
 /** Header words 10..12: cluster dimensions; all 0 for none. */
 const CLUSTER_AT = 10;
 
-function readDim(name: string, v: unknown, max: readonly [number, number, number], out: Uint32Array, at: number): number {
+function readDim(
+  name: string,
+  v: unknown,
+  max: readonly [number, number, number],
+  out: Uint32Array,
+  at: number,
+): number {
   let x: unknown;
   let y: unknown = 1;
   let z: unknown = 1;
@@ -56,7 +71,14 @@ function readDim(name: string, v: unknown, max: readonly [number, number, number
 }
 
 /** Every LaunchConfig key; checkLaunchKeys spells the same list as switch cases (a unit test launches with each). */
-const LAUNCH_KEYS: readonly (keyof LaunchConfig)[] = ['grid', 'block', 'sharedMemBytes', 'stream', 'cooperative', 'clusterDim'];
+const LAUNCH_KEYS: readonly (keyof LaunchConfig)[] = [
+  'grid',
+  'block',
+  'sharedMemBytes',
+  'stream',
+  'cooperative',
+  'clusterDim',
+];
 
 /**
  * Unknown launch options are a TypeError, so a typo (sharedMemByte, streams) cannot launch with the defaults.
@@ -67,7 +89,12 @@ const LAUNCH_KEYS: readonly (keyof LaunchConfig)[] = ['grid', 'block', 'sharedMe
 function checkLaunchKeys(config: LaunchConfig): void {
   for (const key in config) {
     switch (key) {
-      case 'grid': case 'block': case 'sharedMemBytes': case 'stream': case 'cooperative': case 'clusterDim':
+      case 'grid':
+      case 'block':
+      case 'sharedMemBytes':
+      case 'stream':
+      case 'cooperative':
+      case 'clusterDim':
         continue;
       default:
         throw unknownLaunchOption(key);
@@ -141,7 +168,8 @@ class LaunchHeader {
 
   /** Validates `config` and writes it. Throws TypeError / RangeError before anything is launched. */
   write(config: LaunchConfig): void {
-    if (typeof config !== 'object' || config === null) throw typeError('config', 'a launch config { grid, block }', config);
+    if (typeof config !== 'object' || config === null)
+      throw typeError('config', 'a launch config { grid, block }', config);
     checkLaunchKeys(config);
     const k = this.#kernel;
     const limits = k.device.limits;
@@ -155,7 +183,8 @@ class LaunchHeader {
       this.#lastBlock = undefined;
       const threads = readDim('block', block, limits.maxBlockDim, this.#u32, 3);
       const maxThreads = k.maxThreadsPerBlockLimit;
-      if (threads > maxThreads) throw rangeError('block', `at most ${maxThreads} threads for kernel '${k.name}'`, threads);
+      if (threads > maxThreads)
+        throw rangeError('block', `at most ${maxThreads} threads for kernel '${k.name}'`, threads);
       if (typeof block === 'number') this.#lastBlock = block;
     }
     const smem = config.sharedMemBytes ?? 0;
@@ -163,7 +192,9 @@ class LaunchHeader {
       const max = k.maxDynamicSharedMemoryLimit;
       if (typeof smem !== 'number' || !Number.isInteger(smem) || smem < 0 || smem > max) {
         throw (typeof smem === 'number' ? rangeError : typeError)(
-          'sharedMemBytes', `an integer in [0, ${max}] (raise it with kernel.setMaxDynamicSharedMemory)`, smem,
+          'sharedMemBytes',
+          `an integer in [0, ${max}] (raise it with kernel.setMaxDynamicSharedMemory)`,
+          smem,
         );
       }
       this.#u32[6] = smem;
@@ -215,7 +246,8 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
   constructor(token: typeof INTERNAL, module: Module, fn: Handle, name: string, signature: S, fromImage?: ParamInfo[]) {
     checkInternal(token, 'Kernel', 'module.getKernel(name, signature)');
     super(token, module, fn, name, fromImage);
-    if (!Array.isArray(signature)) throw typeError('signature', "an array of parameter types such as ['ptr', 'f32', 'i32']", signature);
+    if (!Array.isArray(signature))
+      throw typeError('signature', "an array of parameter types such as ['ptr', 'f32', 'i32']", signature);
     this.signature = Object.freeze([...signature]) as unknown as S;
     this.#native = getNative();
     this.#fn = fn;
@@ -276,7 +308,12 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
     const buffer = new ArrayBuffer(this.#buffer.byteLength);
     new LaunchHeader(buffer, this).write(config);
     this.#writeArgs(new DataView(buffer), args);
-    const slot = this.#native.kernelSlotCreate(this.#ctx, this.#fn, buffer, this.#offsets.map((o) => o - PARAM_BASE));
+    const slot = this.#native.kernelSlotCreate(
+      this.#ctx,
+      this.#fn,
+      buffer,
+      this.#offsets.map((o) => o - PARAM_BASE),
+    );
     let live = true;
     return {
       slot,
@@ -318,7 +355,12 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
 }
 
 /** A signature must match the compiled parameter list: count and every size (TypeError, with alignment advice). */
-function checkSignature(name: string, signature: Signature, layouts: readonly Layout[], compiled: readonly { size: number }[]): void {
+function checkSignature(
+  name: string,
+  signature: Signature,
+  layouts: readonly Layout[],
+  compiled: readonly { size: number }[],
+): void {
   if (compiled.length !== layouts.length) {
     throw new TypeError(
       `Kernel '${name}' takes ${compiled.length} parameter${compiled.length === 1 ? '' : 's'} but the signature lists ` +

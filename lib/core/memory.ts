@@ -46,7 +46,13 @@ const STAGING_THREADS = Math.min(6, Math.max(2, availableParallelism() >> 1));
  * One copy between host memory and device address `devicePtr`: large pageable memory goes through the staged path
  * (pinned chunks, helper threads), pinned or small memory straight to the driver. Arguments are checked by the caller.
  */
-function hostCopy(ctx: Handle, direction: 'toDevice' | 'toHost', devicePtr: bigint, host: ArrayBufferView | ArrayBuffer, stream: Stream | undefined): void {
+function hostCopy(
+  ctx: Handle,
+  direction: 'toDevice' | 'toHost',
+  devicePtr: bigint,
+  host: ArrayBufferView | ArrayBuffer,
+  stream: Stream | undefined,
+): void {
   const n = getNative();
   if (host.byteLength >= STAGING_MIN_BYTES && !isPinned(host)) {
     const view = ArrayBuffer.isView(host) ? host : new Uint8Array(host);
@@ -92,8 +98,13 @@ export class DeviceBuffer implements Disposable {
 
   /** @internal */
   constructor(
-    token: typeof INTERNAL, device: Device, ptr: Handle, byteLength: number, alloc: Allocation | undefined,
-    root: boolean, parent?: object,
+    token: typeof INTERNAL,
+    device: Device,
+    ptr: Handle,
+    byteLength: number,
+    alloc: Allocation | undefined,
+    root: boolean,
+    parent?: object,
   ) {
     checkInternal(token, 'DeviceBuffer', 'device.alloc()');
     this.device = device;
@@ -103,7 +114,6 @@ export class DeviceBuffer implements Disposable {
     this.#root = root;
     this.#parent = parent;
   }
-
 
   /**
    * Wraps device memory owned elsewhere (another library, a __device__ global): never freed by cudakit.
@@ -156,7 +166,11 @@ export class DeviceBuffer implements Disposable {
     const { byteOffset, stream } = this.copyOptions(options);
     const bytes = src.byteLength;
     if (byteOffset + bytes > this.byteLength) {
-      throw rangeError('src.byteLength', `at most ${this.byteLength - byteOffset} bytes (the room after offset)`, bytes);
+      throw rangeError(
+        'src.byteLength',
+        `at most ${this.byteLength - byteOffset} bytes (the room after offset)`,
+        bytes,
+      );
     }
     if (bytes === 0) return this;
     assertUsable('cuMemcpyHtoD');
@@ -174,7 +188,11 @@ export class DeviceBuffer implements Disposable {
     if (!isBufferSource(out)) throw typeError('dst', 'a TypedArray, DataView or ArrayBuffer', dst);
     const bytes = out.byteLength;
     if (byteOffset + bytes > this.byteLength) {
-      throw rangeError('dst.byteLength', `at most ${this.byteLength - byteOffset} bytes (what the buffer holds after offset)`, bytes);
+      throw rangeError(
+        'dst.byteLength',
+        `at most ${this.byteLength - byteOffset} bytes (what the buffer holds after offset)`,
+        bytes,
+      );
     }
     if (bytes === 0) return out;
     assertUsable('cuMemcpyDtoH');
@@ -187,7 +205,11 @@ export class DeviceBuffer implements Disposable {
     if (!(src instanceof DeviceBuffer)) throw typeError('src', 'a DeviceBuffer', src);
     const { byteOffset, stream } = this.copyOptions(options);
     if (byteOffset + src.byteLength > this.byteLength) {
-      throw rangeError('src.byteLength', `at most ${this.byteLength - byteOffset} bytes (the room after offset)`, src.byteLength);
+      throw rangeError(
+        'src.byteLength',
+        `at most ${this.byteLength - byteOffset} bytes (the room after offset)`,
+        src.byteLength,
+      );
     }
     if (src.byteLength === 0) return this;
     assertUsable('cuMemcpyDtoD');
@@ -223,7 +245,14 @@ export class DeviceBuffer implements Disposable {
   protected memset(bits: number, elementBytes: 1 | 2 | 4, stream: Stream | undefined): void {
     if (this.byteLength === 0) return;
     assertUsable('cuMemsetAsync');
-    getNative().memsetAsync(this.device.ctx, this.ptr, bits, this.byteLength / elementBytes, stream?.handle ?? 0n, elementBytes);
+    getNative().memsetAsync(
+      this.device.ctx,
+      this.ptr,
+      bits,
+      this.byteLength / elementBytes,
+      stream?.handle ?? 0n,
+      elementBytes,
+    );
   }
 
   /** @internal */
@@ -270,8 +299,14 @@ export class DeviceArray<T extends TypedArrayConstructor> extends DeviceBuffer {
 
   /** @internal */
   constructor(
-    token: typeof INTERNAL, device: Device, ptr: Handle, type: T, length: number, alloc: Allocation | undefined,
-    root: boolean, parent?: object,
+    token: typeof INTERNAL,
+    device: Device,
+    ptr: Handle,
+    type: T,
+    length: number,
+    alloc: Allocation | undefined,
+    root: boolean,
+    parent?: object,
   ) {
     super(token, device, ptr, length * type.BYTES_PER_ELEMENT, alloc, root, parent);
     this.type = type;
@@ -284,8 +319,14 @@ export class DeviceArray<T extends TypedArrayConstructor> extends DeviceBuffer {
 
   protected override view(byteOffset: bigint, byteLength: number): this {
     return new DeviceArray(
-      INTERNAL, this.device, this.ptr + byteOffset, this.type, byteLength / this.bytesPerElement, this.allocation,
-      false, this,
+      INTERNAL,
+      this.device,
+      this.ptr + byteOffset,
+      this.type,
+      byteLength / this.bytesPerElement,
+      this.allocation,
+      false,
+      this,
     ) as this;
   }
 
@@ -304,21 +345,38 @@ export class DeviceArray<T extends TypedArrayConstructor> extends DeviceBuffer {
     try {
       (probe as unknown as (number | bigint)[])[0] = value;
     } catch {
-      throw typeError('value', probe instanceof BigInt64Array || probe instanceof BigUint64Array ? 'a bigint' : 'a number', value);
+      throw typeError(
+        'value',
+        probe instanceof BigInt64Array || probe instanceof BigUint64Array ? 'a bigint' : 'a number',
+        value,
+      );
     }
     if (typeof value !== (probe instanceof BigInt64Array || probe instanceof BigUint64Array ? 'bigint' : 'number')) {
-      throw typeError('value', typeof (probe as unknown as (number | bigint)[])[0] === 'bigint' ? 'a bigint' : 'a number', value);
+      throw typeError(
+        'value',
+        typeof (probe as unknown as (number | bigint)[])[0] === 'bigint' ? 'a bigint' : 'a number',
+        value,
+      );
     }
     const bytes = new Uint8Array(probe.buffer);
     const stream = o.stream as Stream | undefined;
     if (bytes.length <= 4) {
-      const bits = bytes.length === 1 ? bytes[0]! : bytes.length === 2 ? new Uint16Array(probe.buffer)[0]! : new Uint32Array(probe.buffer)[0]!;
+      const bits =
+        bytes.length === 1
+          ? bytes[0]!
+          : bytes.length === 2
+            ? new Uint16Array(probe.buffer)[0]!
+            : new Uint32Array(probe.buffer)[0]!;
       this.memset(bits, bytes.length as 1 | 2 | 4, stream);
       return this;
     }
     const halves = new Uint32Array(probe.buffer);
     if (halves[0] !== halves[1]) {
-      throw rangeError('value', 'an 8-byte value whose two 32-bit halves are equal (e.g. 0); other patterns need a kernel', value);
+      throw rangeError(
+        'value',
+        'an 8-byte value whose two 32-bit halves are equal (e.g. 0); other patterns need a kernel',
+        value,
+      );
     }
     this.memset(halves[0]!, 4, stream);
     return this;
@@ -331,7 +389,12 @@ function clampIndex(name: string, i: number, len: number): number {
 }
 
 /** @internal */
-export function allocDevice(device: Device, count: number, options?: AllocOptions, type?: TypedArrayConstructor): DeviceBuffer {
+export function allocDevice(
+  device: Device,
+  count: number,
+  options?: AllocOptions,
+  type?: TypedArrayConstructor,
+): DeviceBuffer {
   if (type !== undefined && !TYPED_ARRAYS.includes(type)) throw typeError('type', 'a TypedArray constructor', type);
   checkSize(type === undefined ? 'byteLength' : 'length', count);
   const o = checkOptions('options', options, ['stream'] as const);
@@ -345,9 +408,10 @@ export function allocDevice(device: Device, count: number, options?: AllocOption
   const bytes = Math.max(byteLength, 1);
   const ptr = async ? allocFromPool(device, bytes, stream) : n.memAlloc(device.ctx, bytes);
   const alloc: Allocation = { ptr, bytes, device, stream, async, freed: false };
-  const buf = type === undefined
-    ? new DeviceBuffer(INTERNAL, device, ptr, byteLength, alloc, true)
-    : new DeviceArray(INTERNAL, device, ptr, type, count, alloc, true);
+  const buf =
+    type === undefined
+      ? new DeviceBuffer(INTERNAL, device, ptr, byteLength, alloc, true)
+      : new DeviceArray(INTERNAL, device, ptr, type, count, alloc, true);
   watch(buf, () => releaseAllocation(alloc));
   return buf;
 }
@@ -375,7 +439,10 @@ function allocFromPool(device: Device, bytes: number, stream: Stream | undefined
       device.trimMemory();
       const { freeBytes, totalBytes } = device.memoryInfo();
       throw new CudaError({
-        code: second.code, api: second.api, result: second.result, explanation: second.explanation,
+        code: second.code,
+        api: second.api,
+        result: second.result,
+        explanation: second.explanation,
         detail:
           `  asked for ${bytes} bytes; ${freeBytes} of ${totalBytes} bytes are free on the device, after returning this ` +
           "process's cached pool memory and retrying once",
@@ -387,8 +454,16 @@ function allocFromPool(device: Device, bytes: number, stream: Stream | undefined
 }
 
 /** @internal A view of module memory (a __device__ global): never freed here, unusable once `retire` runs. */
-export function globalView(device: Device, ptr: Handle, byteLength: number, owner: object): { buffer: DeviceBuffer; retire: () => void } {
+export function globalView(
+  device: Device,
+  ptr: Handle,
+  byteLength: number,
+  owner: object,
+): { buffer: DeviceBuffer; retire: () => void } {
   // `async: false` is never consulted: the view is not a root, so dispose() never frees it.
   const alloc: Allocation = { ptr, bytes: byteLength, device, stream: undefined, async: false, freed: false };
-  return { buffer: new DeviceBuffer(INTERNAL, device, ptr, byteLength, alloc, false, owner), retire: () => (alloc.freed = true) };
+  return {
+    buffer: new DeviceBuffer(INTERNAL, device, ptr, byteLength, alloc, false, owner),
+    retire: () => (alloc.freed = true),
+  };
 }

@@ -28,12 +28,20 @@ export interface LoadModuleOptions {
 const CU_JIT = { maxRegisters: 0, optimizationLevel: 7, debugInfo: 11, lineInfo: 13 } as const;
 
 function jitPairs(options: JitOptions | undefined): [number, number][] {
-  const o = checkOptions('options.jitOptions', options, ['maxRegisters', 'optimizationLevel', 'lineInfo', 'debugInfo'] as const);
+  const o = checkOptions('options.jitOptions', options, [
+    'maxRegisters',
+    'optimizationLevel',
+    'lineInfo',
+    'debugInfo',
+  ] as const);
   const pairs: [number, number][] = [];
-  if (o.maxRegisters !== undefined) pairs.push([CU_JIT.maxRegisters, checkPositiveInt('jitOptions.maxRegisters', o.maxRegisters, 255)]);
-  if (o.optimizationLevel !== undefined) pairs.push([CU_JIT.optimizationLevel, checkInt('jitOptions.optimizationLevel', o.optimizationLevel, 0, 4)]);
+  if (o.maxRegisters !== undefined)
+    pairs.push([CU_JIT.maxRegisters, checkPositiveInt('jitOptions.maxRegisters', o.maxRegisters, 255)]);
+  if (o.optimizationLevel !== undefined)
+    pairs.push([CU_JIT.optimizationLevel, checkInt('jitOptions.optimizationLevel', o.optimizationLevel, 0, 4)]);
   if (o.lineInfo !== undefined) pairs.push([CU_JIT.lineInfo, checkBoolean('jitOptions.lineInfo', o.lineInfo) ? 1 : 0]);
-  if (o.debugInfo !== undefined) pairs.push([CU_JIT.debugInfo, checkBoolean('jitOptions.debugInfo', o.debugInfo) ? 1 : 0]);
+  if (o.debugInfo !== undefined)
+    pairs.push([CU_JIT.debugInfo, checkBoolean('jitOptions.debugInfo', o.debugInfo) ? 1 : 0]);
   return pairs;
 }
 
@@ -54,7 +62,11 @@ export class Module extends HandleOwner {
 
   /** @internal */
   constructor(
-    token: typeof INTERNAL, device: Device, handle: Handle, infoLog: string, loweredNames: Readonly<Record<string, string>>,
+    token: typeof INTERNAL,
+    device: Device,
+    handle: Handle,
+    infoLog: string,
+    loweredNames: Readonly<Record<string, string>>,
     image: Uint8Array,
   ) {
     checkInternal(token, 'Module', 'device.loadModule()');
@@ -71,7 +83,8 @@ export class Module extends HandleOwner {
    */
   getKernel<const S extends Signature>(name: string, signature: S): Kernel<S> {
     checkString('name', name);
-    if (!Array.isArray(signature)) throw typeError('signature', "an array of parameter types such as ['ptr', 'f32']", signature);
+    if (!Array.isArray(signature))
+      throw typeError('signature', "an array of parameter types such as ['ptr', 'f32']", signature);
     const { fn, symbol } = this.#lookup(name);
     const k = new Kernel(INTERNAL, this, fn, name, signature, imageParams(this.#image, symbol));
     this.#kernels.add(k);
@@ -104,7 +117,9 @@ export class Module extends HandleOwner {
           explanation: `no kernel named '${name}'${symbol !== name ? ` (lowered: ${symbol})` : ''} in this module`,
           remedy:
             (known.length > 0 ? `Name expressions compiled into it: ${known.join(', ')}. ` : '') +
-            'C++ kernels have mangled names: declare them extern "C", or compile with nameExpressions: [\'' + name + "'].",
+            'C++ kernels have mangled names: declare them extern "C", or compile with nameExpressions: [\'' +
+            name +
+            "'].",
         });
       }
       throw e;
@@ -140,7 +155,11 @@ export class Module extends HandleOwner {
 }
 
 /** @internal */
-export function loadModule(device: Device, code: ObjectCode | Uint8Array | ArrayBuffer | string, options?: LoadModuleOptions): Module {
+export function loadModule(
+  device: Device,
+  code: ObjectCode | Uint8Array | ArrayBuffer | string,
+  options?: LoadModuleOptions,
+): Module {
   const o = checkOptions('options', options, ['jitOptions'] as const);
   const jit = jitPairs(o.jitOptions as JitOptions | undefined);
   let image: Uint8Array;

@@ -133,10 +133,20 @@ export interface Native {
   memHostGetDevicePointer(ctx: Handle, buffer: ArrayBuffer | ArrayBufferView): Handle;
   memHostUnregister(ctx: Handle, view: ArrayBufferView | ArrayBuffer): void;
   memcpyHtoDStaged(
-    ctx: Handle, dst: Handle, src: ArrayBufferView, stream: Handle, chunkBytes: number, threads: number,
+    ctx: Handle,
+    dst: Handle,
+    src: ArrayBufferView,
+    stream: Handle,
+    chunkBytes: number,
+    threads: number,
   ): void;
   memcpyDtoHStaged(
-    ctx: Handle, dst: ArrayBufferView, src: Handle, stream: Handle, chunkBytes: number, threads: number,
+    ctx: Handle,
+    dst: ArrayBufferView,
+    src: Handle,
+    stream: Handle,
+    chunkBytes: number,
+    threads: number,
   ): void;
   // program.cc
   nvrtcVersion(): [number, number];

@@ -3,13 +3,28 @@
 // expressions for templates, a memory + disk cache, and CompileError with parsed diagnostics. The CUDA toolkit's
 // headers (cuda_fp16.h ...) are found by toolkit.ts.
 import {
-  type CachedCompile, cacheKey, defaultCacheDir, diskGet, diskGetAsync, diskSet, memoryGet, memorySet,
+  type CachedCompile,
+  cacheKey,
+  defaultCacheDir,
+  diskGet,
+  diskGetAsync,
+  diskSet,
+  memoryGet,
+  memorySet,
 } from './cache.js';
 import { Device } from './device.js';
 import { CompileError, type Diagnostic } from './errors.js';
 import { getNative, type CompileOutput, type CompileSpec } from './native.js';
 import { cudaIncludeDirs } from './toolkit.js';
-import { checkBoolean, checkObject, checkOptions, checkPositiveInt, checkString, rangeError, typeError } from './validate.js';
+import {
+  checkBoolean,
+  checkObject,
+  checkOptions,
+  checkPositiveInt,
+  checkString,
+  rangeError,
+  typeError,
+} from './validate.js';
 
 export type CompileTarget = 'ptx' | 'cubin';
 export type CppStandard = 'c++03' | 'c++11' | 'c++14' | 'c++17' | 'c++20';
@@ -51,8 +66,19 @@ export interface ProgramOptions {
 }
 
 const COMPILE_OPTION_KEYS = [
-  'target', 'arch', 'std', 'defines', 'includePaths', 'fastMath', 'lineInfo', 'debug', 'maxRegisters', 'extraFlags',
-  'nameExpressions', 'cache', 'cudaIncludes',
+  'target',
+  'arch',
+  'std',
+  'defines',
+  'includePaths',
+  'fastMath',
+  'lineInfo',
+  'debug',
+  'maxRegisters',
+  'extraFlags',
+  'nameExpressions',
+  'cache',
+  'cudaIncludes',
 ] as const;
 
 /** The result of a compile: PTX text bytes or a CUBIN, with the log (warnings) and lowered template names. */
@@ -73,7 +99,12 @@ export class ObjectCode {
   readonly compileMs: number | undefined;
 
   /** @internal */
-  constructor(entry: CachedCompile, cached: 'memory' | 'disk' | undefined, options: readonly string[], compileMs?: number) {
+  constructor(
+    entry: CachedCompile,
+    cached: 'memory' | 'disk' | undefined,
+    options: readonly string[],
+    compileMs?: number,
+  ) {
     this.options = Object.freeze([...options]);
     this.compileMs = compileMs;
     this.target = entry.target;
@@ -117,7 +148,11 @@ interface Resolved {
  * Maps typed options to NVRTC flags: the one place where flags are made. `arch` here is already resolved.
  * Exported for tests and for tools that show the exact command line.
  */
-export function compileFlags(options: CompileOptions, arch: string | undefined, cudaIncludeDirs: readonly string[] = []): string[] {
+export function compileFlags(
+  options: CompileOptions,
+  arch: string | undefined,
+  cudaIncludeDirs: readonly string[] = [],
+): string[] {
   const flags: string[] = [];
   if (arch !== undefined) flags.push(`--gpu-architecture=${arch}`);
   if (options.std !== undefined) flags.push(`--std=${options.std}`);
@@ -154,16 +189,22 @@ function checkCompileOptions(options: CompileOptions | undefined): CompileOption
   if (o.defines !== undefined) {
     if (Array.isArray(o.defines)) {
       for (const d of o.defines as unknown[]) {
-        if (typeof d !== 'string' || !/^[A-Za-z_]\w*(=.*)?$/s.test(d)) throw typeError('options.defines[]', "'NAME' or 'NAME=value'", d);
+        if (typeof d !== 'string' || !/^[A-Za-z_]\w*(=.*)?$/s.test(d))
+          throw typeError('options.defines[]', "'NAME' or 'NAME=value'", d);
       }
     } else {
       for (const [k, v] of Object.entries(checkObject('options.defines', o.defines))) {
         if (!/^[A-Za-z_]\w*$/.test(k)) throw typeError('options.defines key', 'a macro name', k);
-        if (!['string', 'number', 'boolean'].includes(typeof v)) throw typeError(`options.defines.${k}`, 'a string, number or boolean', v);
+        if (!['string', 'number', 'boolean'].includes(typeof v))
+          throw typeError(`options.defines.${k}`, 'a string, number or boolean', v);
       }
     }
   }
-  for (const [key, list] of [['includePaths', o.includePaths], ['extraFlags', o.extraFlags], ['nameExpressions', o.nameExpressions]] as const) {
+  for (const [key, list] of [
+    ['includePaths', o.includePaths],
+    ['extraFlags', o.extraFlags],
+    ['nameExpressions', o.nameExpressions],
+  ] as const) {
     if (list === undefined) continue;
     if (!Array.isArray(list)) throw typeError(`options.${key}`, 'an array of strings', list);
     for (const s of list as unknown[]) checkString(`options.${key}[]`, s);
@@ -172,7 +213,8 @@ function checkCompileOptions(options: CompileOptions | undefined): CompileOption
     if (o[key] !== undefined) checkBoolean(`options.${key}`, o[key]);
   }
   if (o.maxRegisters !== undefined) checkPositiveInt('options.maxRegisters', o.maxRegisters, 255);
-  if (o.cache !== undefined && typeof o.cache !== 'boolean') checkOptions('options.cache', o.cache, ['memory', 'disk', 'dir'] as const);
+  if (o.cache !== undefined && typeof o.cache !== 'boolean')
+    checkOptions('options.cache', o.cache, ['memory', 'disk', 'dir'] as const);
   return o;
 }
 
@@ -228,7 +270,13 @@ function resolve(options: CompileOptions | undefined): Resolved {
     disk: !envOff && c !== false && (typeof c !== 'object' || c.disk !== false),
     dir: (typeof c === 'object' && c.dir) || defaultCacheDir(),
   };
-  return { target, arch, flags: compileFlags(o, arch, include), nameExpressions: [...(o.nameExpressions ?? [])], cache };
+  return {
+    target,
+    arch,
+    flags: compileFlags(o, arch, include),
+    nameExpressions: [...(o.nameExpressions ?? [])],
+    cache,
+  };
 }
 
 const DIAG_RE = /^(.*?)\((\d+)\): (catastrophic error|error|warning|remark)(?: #[\w-]+)?: (.*)$/;
@@ -276,7 +324,8 @@ export class Program {
     this.name = o.name === undefined ? 'program.cu' : checkString('options.name', o.name);
     const headers: Record<string, string> = {};
     if (o.headers !== undefined) {
-      for (const [k, v] of Object.entries(checkObject('options.headers', o.headers))) headers[k] = checkString(`options.headers['${k}']`, v);
+      for (const [k, v] of Object.entries(checkObject('options.headers', o.headers)))
+        headers[k] = checkString(`options.headers['${k}']`, v);
     }
     this.headers = Object.freeze(headers);
   }
@@ -320,7 +369,8 @@ export class Program {
       nameExpressions: r.nameExpressions,
     };
     // No key when nothing is cached: hashing the source is the only work of a cache miss besides NVRTC.
-    const key = r.cache.memory || r.cache.disk ? cacheKey([spec, r.arch, `${major}.${minor}`, n.nvrtcStatus().path]) : '';
+    const key =
+      r.cache.memory || r.cache.disk ? cacheKey([spec, r.arch, `${major}.${minor}`, n.nvrtcStatus().path]) : '';
     return { key, spec };
   }
 

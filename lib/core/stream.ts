@@ -35,7 +35,14 @@ export class Stream extends HandleOwner {
   readonly priority: number;
 
   /** @internal */
-  constructor(token: typeof INTERNAL, device: Device, handle: Handle, owned: boolean, nonBlocking: boolean, priority: number) {
+  constructor(
+    token: typeof INTERNAL,
+    device: Device,
+    handle: Handle,
+    owned: boolean,
+    nonBlocking: boolean,
+    priority: number,
+  ) {
     checkInternal(token, 'Stream', 'device.createStream()');
     // The legacy default stream (0n) is borrowed: never destroyed.
     super('Stream', handle, owned ? getNative().streamDestroy : undefined);
@@ -58,7 +65,9 @@ export class Stream extends HandleOwner {
     assertUsable('cuStreamSynchronize');
     const ctx = this.device.ctx;
     const handle = this.handle;
-    return waitWithLimit('stream.synchronizeAsync()', options, (waitId) => getNative().streamSynchronizeAsync(ctx, handle, waitId));
+    return waitWithLimit('stream.synchronizeAsync()', options, (waitId) =>
+      getNative().streamSynchronizeAsync(ctx, handle, waitId),
+    );
   }
 
   /** True when all queued work has finished. */

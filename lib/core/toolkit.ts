@@ -21,7 +21,13 @@ function readHead(path: string, bytes: number): string {
  * release does not compile), searched in $CUDA_PATH, $CUDA_HOME, beside libnvrtc, /usr/local/cuda, /usr.
  */
 export function findCudaIncludeDir(nvrtcMajor: number, nvrtcPath: string, env = process.env): string | undefined {
-  const roots = [env.CUDA_PATH, env.CUDA_HOME, nvrtcPath ? join(dirname(nvrtcPath), '..') : undefined, '/usr/local/cuda', '/usr'];
+  const roots = [
+    env.CUDA_PATH,
+    env.CUDA_HOME,
+    nvrtcPath ? join(dirname(nvrtcPath), '..') : undefined,
+    '/usr/local/cuda',
+    '/usr',
+  ];
   for (const root of roots) {
     if (!root) continue;
     const dir = join(root, 'include');

@@ -27,7 +27,11 @@ export function rangeError(name: string, expected: string, value: unknown): Rang
 export function checkSize(name: string, value: unknown, max = Number.MAX_SAFE_INTEGER): number {
   if (typeof value !== 'number') throw typeError(name, 'a non-negative integer', value);
   if (!Number.isSafeInteger(value) || value < 0 || value > max) {
-    throw rangeError(name, max === Number.MAX_SAFE_INTEGER ? 'a non-negative integer' : `an integer in [0, ${max}]`, value);
+    throw rangeError(
+      name,
+      max === Number.MAX_SAFE_INTEGER ? 'a non-negative integer' : `an integer in [0, ${max}]`,
+      value,
+    );
   }
   return value;
 }

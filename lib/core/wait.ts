@@ -20,17 +20,23 @@ let nextWaitId = 1;
  * Starts a native wait and applies the limits in `options`. `start` receives a wait id when the wait may have to
  * be abandoned, and nothing otherwise (the fast path: no timer, no listener).
  */
-export function waitWithLimit(what: string, options: WaitOptions | undefined, start: (waitId?: number) => Promise<void>): Promise<void> {
+export function waitWithLimit(
+  what: string,
+  options: WaitOptions | undefined,
+  start: (waitId?: number) => Promise<void>,
+): Promise<void> {
   if (options === undefined) return start();
   const o = checkOptions('options', options, ['timeoutMs', 'signal'] as const);
   const { timeoutMs, signal } = o;
   if (timeoutMs !== undefined) {
-    if (typeof timeoutMs !== 'number') throw typeError('options.timeoutMs', `a number of milliseconds in [0, ${MAX_TIMEOUT_MS}]`, timeoutMs);
+    if (typeof timeoutMs !== 'number')
+      throw typeError('options.timeoutMs', `a number of milliseconds in [0, ${MAX_TIMEOUT_MS}]`, timeoutMs);
     if (!(timeoutMs >= 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
       throw rangeError('options.timeoutMs', `a number of milliseconds in [0, ${MAX_TIMEOUT_MS}]`, timeoutMs);
     }
   }
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw typeError('options.signal', 'an AbortSignal', signal);
+  if (signal !== undefined && !(signal instanceof AbortSignal))
+    throw typeError('options.signal', 'an AbortSignal', signal);
   if (timeoutMs === undefined && signal === undefined) return start();
   const abortSignal = signal as AbortSignal | undefined;
   if (abortSignal?.aborted === true) return Promise.reject(new AbortError(what, abortSignal.reason));
@@ -49,7 +55,8 @@ export function waitWithLimit(what: string, options: WaitOptions | undefined, st
       reject(error);
     };
     const onAbort = (): void => giveUp(new AbortError(what, abortSignal!.reason));
-    if (timeoutMs !== undefined) timer = setTimeout(() => giveUp(new TimeoutError(what, timeoutMs as number)), timeoutMs as number);
+    if (timeoutMs !== undefined)
+      timer = setTimeout(() => giveUp(new TimeoutError(what, timeoutMs as number)), timeoutMs as number);
     abortSignal?.addEventListener('abort', onAbort, { once: true });
     native.then(
       () => {

@@ -7,9 +7,26 @@ export { evaluate } from './pipeline.js';
 export { InvalidJobError, validateJob } from './validate.js';
 
 export type {
-  BenchSpec, EvalArg, EvalArgObject, EvalBufferArg, EvalCheck, EvalCheckOptions, EvalData, EvalExpected, EvalInit,
-  EvalJob, EvalKernelRef, EvalKernelRole, EvalOptions, EvalPhase, EvalProgress, EvalScalarArg, EvalScalarType,
-  EvalSource, EvalTimingOptions, JsReference,
+  BenchSpec,
+  EvalArg,
+  EvalArgObject,
+  EvalBufferArg,
+  EvalCheck,
+  EvalCheckOptions,
+  EvalData,
+  EvalExpected,
+  EvalInit,
+  EvalJob,
+  EvalKernelRef,
+  EvalKernelRole,
+  EvalOptions,
+  EvalPhase,
+  EvalProgress,
+  EvalScalarArg,
+  EvalScalarType,
+  EvalSource,
+  EvalTimingOptions,
+  JsReference,
 } from './job.js';
 export type { EvalCompileFacts, EvalError, EvalReport } from './report.js';
 export type { JobProblem } from './validate.js';

@@ -3,7 +3,15 @@
 // request all become one), and the options that JSON cannot carry. Pure types; validateJob() is in validate.ts.
 import type { CompileOptions, Device, Dim3, Signature } from '../core/index.js';
 import type {
-  ArgSpec, BenchMode, BufferDType, CheckOptions, CheckResult, HostValue, InitSpec, PresetName, StoppingRule,
+  ArgSpec,
+  BenchMode,
+  BufferDType,
+  CheckOptions,
+  CheckResult,
+  HostValue,
+  InitSpec,
+  PresetName,
+  StoppingRule,
 } from '../measure/index.js';
 
 /**
@@ -207,8 +215,14 @@ export type EvalProgress =
   | { kind: 'checked'; check: EvalCheck }
   /** bench(): after every batch of samples. */
   | {
-    kind: 'samples'; name: string; mode: BenchMode; samples: number; rejected: number; elapsedMs: number; relCI: number;
-  }
+      kind: 'samples';
+      name: string;
+      mode: BenchMode;
+      samples: number;
+      rejected: number;
+      elapsedMs: number;
+      relCI: number;
+    }
   /** compare(): after every ABBA round, naming A and B as the report does. */
   | { kind: 'rounds'; a: string; b: string; round: number; rounds: number };
 
@@ -243,14 +257,14 @@ export type EvalKernelRole = 'candidate' | 'reference' | 'baseline';
  */
 export type EvalCheck =
   | {
-    /** 'the JavaScript reference', 'saxpy in ref.cu', 'the expected outputs', 'no reference (reference-free check)'. */
-    reference: string;
-    passed: boolean;
-    requireDeterminism: boolean;
-    before: CheckResult;
-    afterTiming?: CheckResult;
-  }
+      /** 'the JavaScript reference', 'saxpy in ref.cu', 'the expected outputs', 'no reference (reference-free check)'. */
+      reference: string;
+      passed: boolean;
+      requireDeterminism: boolean;
+      before: CheckResult;
+      afterTiming?: CheckResult;
+    }
   | {
-    /** 'not checked (check.skip)' or 'not checked (no reference)'. */
-    skipped: string;
-  };
+      /** 'not checked (check.skip)' or 'not checked (no reference)'. */
+      skipped: string;
+    };

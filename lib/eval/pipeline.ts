@@ -8,15 +8,39 @@
 // before anything touches the GPU, so a job that does not compile is reported without one (given compile.arch).
 import { basename } from 'node:path';
 import {
-  Device, type Kernel, type LaunchConfig, type Module, type ObjectCode, type Signature, checkOptions, fromDeviceBytes,
-  isContextLost, parseDiagnostics, typeError,
+  Device,
+  type Kernel,
+  type LaunchConfig,
+  type Module,
+  type ObjectCode,
+  type Signature,
+  checkOptions,
+  fromDeviceBytes,
+  isContextLost,
+  parseDiagnostics,
+  typeError,
 } from '../core/index.js';
 import {
-  type ArgSpec, type BufferArgSpec, type CheckOptions, type CheckResult, type Reference, bench, check, compare,
-  inputSets, signatureOf,
+  type ArgSpec,
+  type BufferArgSpec,
+  type CheckOptions,
+  type CheckResult,
+  type Reference,
+  bench,
+  check,
+  compare,
+  inputSets,
+  signatureOf,
 } from '../measure/index.js';
 import type {
-  EvalCheck, EvalJob, EvalKernelRef, EvalKernelRole, EvalOptions, EvalPhase, EvalProgress, JsReference,
+  EvalCheck,
+  EvalJob,
+  EvalKernelRef,
+  EvalKernelRole,
+  EvalOptions,
+  EvalPhase,
+  EvalProgress,
+  JsReference,
 } from './job.js';
 import { type EvalCompileFacts, type EvalError, type EvalReport, emptyReport, errorOf } from './report.js';
 import { type SourceText, compileSource, readSource } from './source.js';
@@ -192,12 +216,14 @@ class Pipeline {
     this.#begin('check');
     if (skip || (reference === undefined && withoutReference === 'skip')) {
       this.report.check = { skipped: `not checked (${skip ? 'check.skip' : 'no reference'})` };
-      if (!skip) this.report.warnings.push('correctness not checked: no reference (check.withoutReference: \'skip\')');
+      if (!skip) this.report.warnings.push("correctness not checked: no reference (check.withoutReference: 'skip')");
       this.#emit({ kind: 'checked', check: this.report.check });
     } else {
       // Without a reference, the defences that need none (check(candidate, null, io)); no re-check after timing.
       const none: RefSource = {
-        label: 'no reference (reference-free check)', role: 'reference', of: () => Promise.resolve(null),
+        label: 'no reference (reference-free check)',
+        role: 'reference',
+        of: () => Promise.resolve(null),
       };
       const ref = reference ?? none;
       await this.#check(first.get('candidate')!, candidate, ref, io, checkOptions);
@@ -218,30 +244,45 @@ class Pipeline {
     this.#sets = sets;
     const args = sets.args as (set: number) => never;
     const common = defined({
-      mode: timing.mode, preset: timing.preset, rule: timing.rule, inputSets: timing.inputSets, bytes: timing.bytes,
+      mode: timing.mode,
+      preset: timing.preset,
+      rule: timing.rule,
+      inputSets: timing.inputSets,
+      bytes: timing.bytes,
       flops: timing.flops,
     });
     const mode = timing.mode ?? 'cold';
     if (other === undefined) {
-      this.report.timing = await this.#guard(() => bench(kernel, candidate.config, args, {
-        ...common,
-        name: candidate.label,
-        onProgress: (x) => this.#emit({
-          kind: 'samples', name: candidate.label, mode, samples: x.samples, rejected: x.rejected,
-          elapsedMs: x.elapsedMs, relCI: x.relCI,
+      this.report.timing = await this.#guard(() =>
+        bench(kernel, candidate.config, args, {
+          ...common,
+          name: candidate.label,
+          onProgress: (x) =>
+            this.#emit({
+              kind: 'samples',
+              name: candidate.label,
+              mode,
+              samples: x.samples,
+              rejected: x.rejected,
+              elapsedMs: x.elapsedMs,
+              relCI: x.relCI,
+            }),
         }),
-      }));
+      );
     } else {
       const [a, b] = compareNames(baseline!, candidate);
       const rounds = timing.rounds === undefined ? {} : { rounds: timing.rounds };
-      this.report.comparison = await this.#guard(() => compare(
-        { kernel: other, config: baseline!.config, args, name: a },
-        { kernel, config: candidate.config, args, name: b },
-        {
-          ...common, ...rounds,
-          onProgress: (x) => this.#emit({ kind: 'rounds', a, b, round: x.round, rounds: x.rounds }),
-        },
-      ));
+      this.report.comparison = await this.#guard(() =>
+        compare(
+          { kernel: other, config: baseline!.config, args, name: a },
+          { kernel, config: candidate.config, args, name: b },
+          {
+            ...common,
+            ...rounds,
+            onProgress: (x) => this.#emit({ kind: 'rounds', a, b, round: x.round, rounds: x.rounds }),
+          },
+        ),
+      );
     }
     this.#dispose();
     this.#end();
@@ -265,7 +306,7 @@ class Pipeline {
   async #compile(k: KernelPlan, j: EvalJob): Promise<void> {
     const src = await this.#guard(() => readSource(k.ref.source, this.#o.baseDir, `${k.role}.cu`), k.role);
     k.src = src;
-    const own = k.role === 'candidate' ? {} : (k.ref as EvalKernelRef).compile ?? {};
+    const own = k.role === 'candidate' ? {} : ((k.ref as EvalKernelRef).compile ?? {});
     const options = { ...j.compile, ...own };
     const device = this.#o.device;
     if (options.arch === undefined && device !== undefined && options.target !== 'ptx') options.arch = device.arch;
@@ -278,9 +319,17 @@ class Pipeline {
     }
     const c = k.code;
     const facts: EvalCompileFacts = {
-      kernel: k.ref.kernel, loweredName: c.loweredNames[k.ref.kernel] ?? k.ref.kernel, source: src.name,
-      target: c.target, arch: c.arch, nvrtcVersion: c.nvrtcVersion, compileMs: c.compileMs, cached: c.cached ?? false,
-      flags: [...c.options], log: c.log, diagnostics: parseDiagnostics(c.log, src.text),
+      kernel: k.ref.kernel,
+      loweredName: c.loweredNames[k.ref.kernel] ?? k.ref.kernel,
+      source: src.name,
+      target: c.target,
+      arch: c.arch,
+      nvrtcVersion: c.nvrtcVersion,
+      compileMs: c.compileMs,
+      cached: c.cached ?? false,
+      flags: [...c.options],
+      log: c.log,
+      diagnostics: parseDiagnostics(c.log, src.text),
     };
     this.report.compile[k.role] = facts;
     for (const d of facts.diagnostics) {
@@ -299,8 +348,11 @@ class Pipeline {
       if (first) {
         const a = kernel.attributes;
         Object.assign(this.report.compile[k.role]!, {
-          registers: a.numRegs, spillBytes: a.localSizeBytes, sharedSizeBytes: a.sharedSizeBytes,
-          constSizeBytes: a.constSizeBytes, maxThreadsPerBlock: a.maxThreadsPerBlock,
+          registers: a.numRegs,
+          spillBytes: a.localSizeBytes,
+          sharedSizeBytes: a.sharedSizeBytes,
+          constSizeBytes: a.constSizeBytes,
+          maxThreadsPerBlock: a.maxThreadsPerBlock,
         });
       }
       return kernel;
@@ -308,7 +360,11 @@ class Pipeline {
   }
 
   async #check(
-    kernel: Kernel, k: KernelPlan, reference: RefSource, io: ArgSpec[], options: CheckOptions,
+    kernel: Kernel,
+    k: KernelPlan,
+    reference: RefSource,
+    io: ArgSpec[],
+    options: CheckOptions,
   ): Promise<CheckResult> {
     const ref = await this.#guard(() => reference.of('check'));
     const r = await this.#guard(() => check({ kernel, config: k.config }, ref, io, options));
@@ -362,7 +418,9 @@ function verdictError(r: CheckResult, reference: EvalKernelRole): EvalError {
 function kernelPlans(j: EvalJob, prep: PreparedJob): KernelPlan[] {
   const smem = j.sharedMemBytes ?? 0;
   const config: LaunchConfig = {
-    grid: j.grid, block: j.block, ...(smem > 0 ? { sharedMemBytes: smem } : {}),
+    grid: j.grid,
+    block: j.block,
+    ...(smem > 0 ? { sharedMemBytes: smem } : {}),
     ...(j.cooperative === true ? { cooperative: true } : {}),
     ...(j.clusterDim !== undefined ? { clusterDim: j.clusterDim } : {}),
   };

@@ -101,8 +101,16 @@ export interface EvalReport {
 /** A report before any phase ran. */
 export function emptyReport(name: string): EvalReport {
   return {
-    name, passed: false, phase: undefined, error: undefined, phases: [], compile: {}, check: undefined,
-    timing: undefined, comparison: undefined, warnings: [],
+    name,
+    passed: false,
+    phase: undefined,
+    error: undefined,
+    phases: [],
+    compile: {},
+    check: undefined,
+    timing: undefined,
+    comparison: undefined,
+    warnings: [],
   };
 }
 
@@ -114,14 +122,27 @@ export function errorOf(e: unknown, kernel?: EvalKernelRole): EvalError {
   }
   if (e instanceof CompileError) {
     return {
-      kind: 'compile', code: e.code, message: e.message, ...role, api: e.api, result: e.result,
-      diagnostics: [...e.diagnostics], log: e.log, flags: [...e.options],
+      kind: 'compile',
+      code: e.code,
+      message: e.message,
+      ...role,
+      api: e.api,
+      result: e.result,
+      diagnostics: [...e.diagnostics],
+      log: e.log,
+      flags: [...e.options],
     };
   }
   if (e instanceof CudaError) {
     const where = e.phase === undefined ? {} : { where: e.phase };
     return {
-      kind: 'cuda', code: e.code, message: e.message, ...role, api: e.api, result: e.result, sticky: isContextLost(e),
+      kind: 'cuda',
+      code: e.code,
+      message: e.message,
+      ...role,
+      api: e.api,
+      result: e.result,
+      sticky: isContextLost(e),
       ...where,
     };
   }

@@ -47,7 +47,9 @@ export function externCKernels(source: string): string[] {
  * (C++ names, template instances) added as name expressions so they can be found by those names.
  */
 export function sourceCompileOptions(
-  src: SourceText, options: CompileOptions, kernels: readonly string[] = [],
+  src: SourceText,
+  options: CompileOptions,
+  kernels: readonly string[] = [],
 ): CompileOptions {
   const externC = externCKernels(src.text);
   const named = new Set(options.nameExpressions ?? []);
@@ -64,7 +66,10 @@ export function sourceCompileOptions(
  * @throws CompileError with the diagnostics; TypeError / RangeError for bad options (no arch without a device ...).
  */
 export function compileSource(
-  src: SourceText, options: CompileOptions, kernels: readonly string[] = [], headers?: Readonly<Record<string, string>>,
+  src: SourceText,
+  options: CompileOptions,
+  kernels: readonly string[] = [],
+  headers?: Readonly<Record<string, string>>,
 ): Promise<ObjectCode> {
   const program = new Program(src.text, headers === undefined ? { name: src.name } : { name: src.name, headers });
   return program.compileAsync(sourceCompileOptions(src, options, kernels));

@@ -6,11 +6,15 @@ import { inflateSync } from 'node:zlib';
 import type { Signature } from '../core/index.js';
 import { DTYPES, DTYPE_INFO, describe, isDType, typeError } from '../core/index.js';
 import {
-  type ArgSpec, type InitSpec, PRESETS, checkArgSpecs, matchReferenceIo, parseArgSpec, signatureOf,
+  type ArgSpec,
+  type InitSpec,
+  PRESETS,
+  checkArgSpecs,
+  matchReferenceIo,
+  parseArgSpec,
+  signatureOf,
 } from '../measure/index.js';
-import type {
-  EvalCheckOptions, EvalData, EvalExpected, EvalJob, EvalKernelRef, EvalTimingOptions,
-} from './job.js';
+import type { EvalCheckOptions, EvalData, EvalExpected, EvalJob, EvalKernelRef, EvalTimingOptions } from './job.js';
 
 /** One thing wrong with a job. */
 export interface JobProblem {
@@ -65,18 +69,64 @@ class Problems {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const JOB_KEYS = [
-  'name', 'source', 'kernel', 'headers', 'compile', 'grid', 'block', 'sharedMemBytes', 'cooperative', 'clusterDim',
-  'signature', 'args', 'reference', 'compare', 'check', 'timing', 'zeroOnFree', 'mode', 'preset', 'bytes', 'flops',
+  'name',
+  'source',
+  'kernel',
+  'headers',
+  'compile',
+  'grid',
+  'block',
+  'sharedMemBytes',
+  'cooperative',
+  'clusterDim',
+  'signature',
+  'args',
+  'reference',
+  'compare',
+  'check',
+  'timing',
+  'zeroOnFree',
+  'mode',
+  'preset',
+  'bytes',
+  'flops',
 ] as const;
 const KERNEL_REF_KEYS = [
-  'source', 'kernel', 'name', 'headers', 'compile', 'grid', 'block', 'sharedMemBytes', 'args',
+  'source',
+  'kernel',
+  'name',
+  'headers',
+  'compile',
+  'grid',
+  'block',
+  'sharedMemBytes',
+  'args',
 ] as const;
 const COMPILE_KEYS = [
-  'target', 'arch', 'std', 'defines', 'includePaths', 'fastMath', 'lineInfo', 'debug', 'maxRegisters', 'extraFlags',
-  'nameExpressions', 'cache', 'cudaIncludes',
+  'target',
+  'arch',
+  'std',
+  'defines',
+  'includePaths',
+  'fastMath',
+  'lineInfo',
+  'debug',
+  'maxRegisters',
+  'extraFlags',
+  'nameExpressions',
+  'cache',
+  'cudaIncludes',
 ] as const;
 const CHECK_KEYS = [
-  'trials', 'seed', 'atol', 'rtol', 'determinism', 'requireDeterminism', 'guardBytes', 'skip', 'withoutReference',
+  'trials',
+  'seed',
+  'atol',
+  'rtol',
+  'determinism',
+  'requireDeterminism',
+  'guardBytes',
+  'skip',
+  'withoutReference',
 ] as const;
 const TIMING_KEYS = ['skip', 'mode', 'preset', 'rule', 'inputSets', 'rounds', 'bytes', 'flops'] as const;
 const MODES = ['cold', 'hot', 'graph'] as const;
@@ -270,7 +320,7 @@ function initText(p: Problems, path: string, v: Record<string, unknown>): string
     if (f === 'along' && x !== 'all' && x !== 'last') return void p.type(`${path}.along`, "'all' or 'last'", x);
     parts.push(`${f}=${String(x)}`);
   }
-  return parts.length === 0 ? v.kind as string : `${v.kind as string}(${parts.join(',')})`;
+  return parts.length === 0 ? (v.kind as string) : `${v.kind as string}(${parts.join(',')})`;
 }
 
 function argObject(p: Problems, path: string, v: Record<string, unknown>): PreparedArg | undefined {
@@ -371,7 +421,10 @@ function args(p: Problems, path: string, v: unknown): PreparedArg[] | undefined 
   });
   if (!out.every((a) => a !== undefined) || p.list.length > before) return undefined;
   try {
-    checkArgSpecs(out.map((a) => a.spec), path); // the measure layer's own rules for the object form, last
+    checkArgSpecs(
+      out.map((a) => a.spec),
+      path,
+    ); // the measure layer's own rules for the object form, last
   } catch (e) {
     argspecProblem(p, path, e, v);
     return undefined;
@@ -506,8 +559,8 @@ export function prepareJob(value: unknown): PreparedJob | JobProblem[] {
   let expected: Map<number, Uint8Array> | undefined;
   const r = v.reference;
   if (typeof r === 'function') {
-    const what = 'a kernel { source, kernel } or { expected } ' +
-      '(pass a JavaScript reference as evaluate(job, { reference }))';
+    const what =
+      'a kernel { source, kernel } or { expected } ' + '(pass a JavaScript reference as evaluate(job, { reference }))';
     p.type('job.reference', what, r);
   } else if (isObject(r) && 'expected' in r) {
     p.keys('job.reference', r, ['expected']);
@@ -516,7 +569,10 @@ export function prepareJob(value: unknown): PreparedJob | JobProblem[] {
     referenceArgs = kernelRef(p, 'job.reference', r);
     if (referenceArgs !== undefined && prepared !== undefined) {
       try {
-        matchReferenceIo(prepared.map((a) => a.spec), referenceArgs.map((a) => a.spec));
+        matchReferenceIo(
+          prepared.map((a) => a.spec),
+          referenceArgs.map((a) => a.spec),
+        );
       } catch (e) {
         const what = `arguments that match the candidate's (${(e as Error).message})`;
         p.type('job.reference.args', what, (r as EvalKernelRef).args);
@@ -554,7 +610,9 @@ export function prepareJob(value: unknown): PreparedJob | JobProblem[] {
 
 /** Expected outputs: each key an output buffer (by name or index) whose inputs are the same in every trial. */
 function expectedOutputs(
-  p: Problems, r: EvalExpected, prepared: PreparedArg[] | undefined,
+  p: Problems,
+  r: EvalExpected,
+  prepared: PreparedArg[] | undefined,
 ): Map<number, Uint8Array> | undefined {
   if (!isObject(r.expected) || Object.keys(r.expected).length === 0) {
     return void p.type('job.reference.expected', "an object of expected outputs { 'y': { base64 } }", r.expected);
@@ -579,8 +637,8 @@ function expectedOutputs(
     if (s.kind !== 'buffer' || (s.role === 'out' && s.init === undefined)) return;
     const init: InitSpec | undefined = s.init;
     if (init === undefined || RANDOM_INITS.has(init.kind)) {
-      const what = 'an input that is the same in every trial (data, const, zeros, ones, arange or seq) ' +
-        'with expected outputs';
+      const what =
+        'an input that is the same in every trial (data, const, zeros, ones, arange or seq) ' + 'with expected outputs';
       p.type(`job.args[${i}]`, what, init?.kind ?? 'random');
     }
   });

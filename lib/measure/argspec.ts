@@ -185,7 +185,13 @@ interface InitArgs {
  * The arguments of `name(a,b,key=v)`: `count` numbers (each a literal), then named ones of the `keys` allowed;
  * otherwise a TypeError naming the form.
  */
-function initArgs(text: string, form: string, argsText: string | undefined, count: number, keys: readonly string[] = []): InitArgs {
+function initArgs(
+  text: string,
+  form: string,
+  argsText: string | undefined,
+  count: number,
+  keys: readonly string[] = [],
+): InitArgs {
   const parts = argsText === undefined || argsText.trim() === '' ? [] : argsText.split(',').map((a) => a.trim());
   const named = new Map<string, string>();
   while (parts.length > 0) {
@@ -193,7 +199,8 @@ function initArgs(text: string, form: string, argsText: string | undefined, coun
     if (m === null) break;
     const key = m[1]!;
     if (!keys.includes(key) || named.has(key)) {
-      const allowed = keys.length === 0 ? 'no named arguments' : `named arguments ${keys.map((k) => `${k}=`).join(', ')}`;
+      const allowed =
+        keys.length === 0 ? 'no named arguments' : `named arguments ${keys.map((k) => `${k}=`).join(', ')}`;
       throw fail(TypeError, text, `${form} with ${allowed}`);
     }
     named.set(key, m[2]!.trim());
@@ -298,11 +305,16 @@ function parseInit(text: string, dtype: BufferDType, length: number, initText: s
     }
     case 'data': {
       const b64 = (argsText ?? '').replace(/\s+/g, '');
-      if (!BASE64.test(b64)) throw fail(TypeError, text, 'data(<base64>) with standard base64 (A-Z a-z 0-9 + /, = padding)');
+      if (!BASE64.test(b64))
+        throw fail(TypeError, text, 'data(<base64>) with standard base64 (A-Z a-z 0-9 + /, = padding)');
       const bytes = new Uint8Array(Buffer.from(b64, 'base64'));
       const want = length * info.bytes;
       if (bytes.byteLength !== want) {
-        throw fail(RangeError, text, `data(<base64>) of exactly ${want} bytes (${length} × ${dtype}), not ${bytes.byteLength}`);
+        throw fail(
+          RangeError,
+          text,
+          `data(<base64>) of exactly ${want} bytes (${length} × ${dtype}), not ${bytes.byteLength}`,
+        );
       }
       return { kind: 'data', bytes };
     }
@@ -323,7 +335,10 @@ function parseBuffer(text: string, body: string): BufferArgSpec {
   const dtypeText = body.slice(0, open).trim();
   if (!isDType(dtypeText)) throw fail(TypeError, text, `a buffer element type (${DTYPES.join(' ')})`);
   const dtype = dtypeText;
-  const dims = body.slice(open + 1, close).split(',').map((d) => parseLength(text, d));
+  const dims = body
+    .slice(open + 1, close)
+    .split(',')
+    .map((d) => parseLength(text, d));
   const length = dims.reduce((a, b) => a * b, 1);
   if (!Number.isSafeInteger(length)) throw fail(RangeError, text, 'a shape whose element count is a safe integer');
   let rest = body.slice(close + 1).trim();
@@ -340,7 +355,13 @@ function parseBuffer(text: string, body: string): BufferArgSpec {
     if (!rest.startsWith('=')) throw fail(TypeError, text, `=<init> or :in/:out after ptr:${dtype}[...]`);
     init = parseInit(text, dtype, length, rest.slice(1).trim());
   }
-  const spec: BufferArgSpec = { kind: 'buffer', dtype, length, role: role ?? (init === undefined ? 'out' : 'in'), init };
+  const spec: BufferArgSpec = {
+    kind: 'buffer',
+    dtype,
+    length,
+    role: role ?? (init === undefined ? 'out' : 'in'),
+    init,
+  };
   if (dims.length > 1) spec.shape = dims;
   return spec;
 }
@@ -428,12 +449,14 @@ export function checkArgSpecs(io: readonly ArgSpec[], where = 'io'): readonly Ar
     const at = `${where}[${i}]`;
     if (typeof a !== 'object' || a === null) throw typeError(at, 'an argument spec (see parseArgSpec)', a);
     if (a.name !== undefined) {
-      if (typeof a.name !== 'string' || !NAME.test(a.name)) throw typeError(`${at}.name`, 'a C identifier such as x or out_0', a.name);
+      if (typeof a.name !== 'string' || !NAME.test(a.name))
+        throw typeError(`${at}.name`, 'a C identifier such as x or out_0', a.name);
       if (names.has(a.name)) throw typeError(`${at}.name`, 'a name no other argument has', a.name);
       names.add(a.name);
     }
     if (a.kind === 'scalar') {
-      if (a.type !== 'bool' && !isDType(a.type)) throw typeError(`${at}.type`, `a scalar type (${DTYPES.join(' ')} bool)`, a.type);
+      if (a.type !== 'bool' && !isDType(a.type))
+        throw typeError(`${at}.type`, `a scalar type (${DTYPES.join(' ')} bool)`, a.type);
       return;
     }
     if (a.kind !== 'buffer') throw typeError(`${at}.kind`, "'buffer' or 'scalar'", (a as { kind: unknown }).kind);
@@ -446,7 +469,8 @@ export function checkArgSpecs(io: readonly ArgSpec[], where = 'io'): readonly Ar
         throw typeError(`${at}.shape`, 'an array of positive integers', a.shape);
       }
       const product = a.shape.reduce((x, y) => x * y, 1);
-      if (product !== a.length) throw rangeError(`${at}.shape`, `dimensions whose product is the length ${a.length}`, a.shape);
+      if (product !== a.length)
+        throw rangeError(`${at}.shape`, `dimensions whose product is the length ${a.length}`, a.shape);
     }
     if (a.role !== 'in' && a.role !== 'out') throw typeError(`${at}.role`, "'in' or 'out'", a.role);
     if (a.init !== undefined) checkInit(a, `${at}.init`);
@@ -464,20 +488,40 @@ function checkInit(a: BufferArgSpec, at: string): void {
     if (typeof v !== 'number' || !Number.isFinite(v)) throw typeError(`${at}.${key}`, 'a finite number', v);
   };
   switch (init.kind) {
-    case 'uniform': finite('lo'); finite('hi'); break;
-    case 'normal': finite('mean'); finite('std'); break;
-    case 'randint': finite('lo'); finite('hi'); break;
-    case 'const': finite('value'); break;
-    case 'seq': finite('start'); finite('step'); break;
+    case 'uniform':
+      finite('lo');
+      finite('hi');
+      break;
+    case 'normal':
+      finite('mean');
+      finite('std');
+      break;
+    case 'randint':
+      finite('lo');
+      finite('hi');
+      break;
+    case 'const':
+      finite('value');
+      break;
+    case 'seq':
+      finite('start');
+      finite('step');
+      break;
     case 'data': {
       const want = a.length * DTYPE_INFO[a.dtype].bytes;
-      if (!(init.bytes instanceof Uint8Array)) throw typeError(`${at}.bytes`, `a Uint8Array of ${want} bytes`, init.bytes);
+      if (!(init.bytes instanceof Uint8Array))
+        throw typeError(`${at}.bytes`, `a Uint8Array of ${want} bytes`, init.bytes);
       if (init.bytes.byteLength !== want) {
-        throw rangeError(`${at}.bytes.byteLength`, `exactly ${want} bytes (${a.length} × ${a.dtype})`, init.bytes.byteLength);
+        throw rangeError(
+          `${at}.bytes.byteLength`,
+          `exactly ${want} bytes (${a.length} × ${a.dtype})`,
+          init.bytes.byteLength,
+        );
       }
       break;
     }
-    default: break;
+    default:
+      break;
   }
   if ('seed' in init && init.seed !== undefined) {
     if (init.kind !== 'uniform' && init.kind !== 'normal' && init.kind !== 'randint') {
@@ -485,11 +529,16 @@ function checkInit(a: BufferArgSpec, at: string): void {
     }
     const seed = init.seed;
     if (typeof seed !== 'number' || !Number.isSafeInteger(seed) || seed < 0) {
-      throw (typeof seed === 'number' ? rangeError : typeError)(`${at}.seed`, `an integer in [0, ${Number.MAX_SAFE_INTEGER}]`, seed);
+      throw (typeof seed === 'number' ? rangeError : typeError)(
+        `${at}.seed`,
+        `an integer in [0, ${Number.MAX_SAFE_INTEGER}]`,
+        seed,
+      );
     }
   }
   if ('along' in init && init.along !== undefined) {
-    if (init.kind !== 'seq' && init.kind !== 'arange') throw typeError(`${at}.along`, 'no along: only seq and arange run along an axis', init.along);
+    if (init.kind !== 'seq' && init.kind !== 'arange')
+      throw typeError(`${at}.along`, 'no along: only seq and arange run along an axis', init.along);
     if (init.along !== 'all' && init.along !== 'last') throw typeError(`${at}.along`, "'all' or 'last'", init.along);
   }
 }

@@ -8,16 +8,41 @@
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
-  BenchEnvironment, BenchMode, BenchResult, BenchSample, PeakBandwidthMethod, PresetName, Summary, Throughput,
+  BenchEnvironment,
+  BenchMode,
+  BenchResult,
+  BenchSample,
+  PeakBandwidthMethod,
+  PresetName,
+  Summary,
+  Throughput,
 } from './types.js';
 import {
-  CudaError, type ArgsFor, type Device, Event, type GraphExec, type Kernel, type LaunchConfig, type Signature,
-  checkOptions, isContextLost, nvrtcVersion, rangeError, typeError,
+  CudaError,
+  type ArgsFor,
+  type Device,
+  Event,
+  type GraphExec,
+  type Kernel,
+  type LaunchConfig,
+  type Signature,
+  checkOptions,
+  isContextLost,
+  nvrtcVersion,
+  rangeError,
+  typeError,
 } from '../core/index.js';
 import { type BoundLaunch, Sampler } from '../core/sampler.js';
 import { createRng } from './random.js';
 import {
-  PRESETS, type PeakEstimate, type StoppingRule, peakOf, percentOf, shouldStop, summarize, throttled,
+  PRESETS,
+  type PeakEstimate,
+  type StoppingRule,
+  peakOf,
+  percentOf,
+  shouldStop,
+  summarize,
+  throttled,
 } from './stats.js';
 
 export type { BenchMode, BenchResult, CompareResult, PresetName } from './types.js';
@@ -233,13 +258,24 @@ export class Session {
 
   private takeOnce(count: number, flush: boolean): BenchSample[] {
     const order: number[] = [];
-    for (let i = 0; i < count; i++) order.push(this.graph !== undefined ? 0 : Math.floor(this.rng() * this.launches.length));
+    for (let i = 0; i < count; i++)
+      order.push(this.graph !== undefined ? 0 : Math.floor(this.rng() * this.launches.length));
     const graph = this.graph;
     const raw = this.sampler.take({
-      launches: this.launches, order, flushL2: flush, hold: !this.noBlock, ...(graph !== undefined ? { graph: graph.exec } : {}),
+      launches: this.launches,
+      order,
+      flushL2: flush,
+      hold: !this.noBlock,
+      ...(graph !== undefined ? { graph: graph.exec } : {}),
     });
     const per = graph?.launches ?? 1;
-    return raw.map((x, i) => ({ gpuMs: x.gpuMs / per, launchUs: x.launchUs, clockMHz: x.clockMHz, inputSet: order[i]!, rejected: false }));
+    return raw.map((x, i) => ({
+      gpuMs: x.gpuMs / per,
+      launchUs: x.launchUs,
+      clockMHz: x.clockMHz,
+      inputSet: order[i]!,
+      rejected: false,
+    }));
   }
 
   /** Releases the graph and the bound launches; `failing`: an error is on its way out, no cleanup error may hide it. */
@@ -256,7 +292,10 @@ export class Session {
  * naming `label` and the phase: '<label>: warm-up' or '<label>: timing'.
  */
 export async function measure(
-  s: Session, rule: StoppingRule, onProgress: BenchOptions['onProgress'], label: string,
+  s: Session,
+  rule: StoppingRule,
+  onProgress: BenchOptions['onProgress'],
+  label: string,
 ): Promise<Run> {
   const at = { phase: 'warm-up' };
   try {
@@ -268,7 +307,10 @@ export async function measure(
 
 /** Warm-up, then samples until the stopping rule says stop; `at.phase` follows along ('warm-up', then 'timing'). */
 async function takeSamples(
-  s: Session, rule: StoppingRule, onProgress: BenchOptions['onProgress'], at: { phase: string },
+  s: Session,
+  rule: StoppingRule,
+  onProgress: BenchOptions['onProgress'],
+  at: { phase: string },
 ): Promise<Run> {
   const t0 = performance.now();
   const flush = s.mode === 'cold';
@@ -330,7 +372,10 @@ async function takeSamples(
       recoveryMs = 50;
     }
     const wall = performance.now() - start;
-    decision = accepted.length > 0 ? shouldStop(accepted, accumulatedMs, wall, rule, history) : { stop: wall >= rule.timeoutMs, converged: false, reason: 'timeout' };
+    decision =
+      accepted.length > 0
+        ? shouldStop(accepted, accumulatedMs, wall, rule, history)
+        : { stop: wall >= rule.timeoutMs, converged: false, reason: 'timeout' };
     if (onProgress !== undefined) {
       const last = history[history.length - 1] ?? Number.NaN;
       onProgress({ samples: accepted.length, rejected, elapsedMs: performance.now() - t0, relCI: last });
@@ -344,14 +389,23 @@ async function takeSamples(
       accepted.push(x.gpuMs);
     }
     rejected = 0;
-    warnings.push(`every sample was taken below ${Math.round(rule.throttleRatio * 100)} % of the highest clock seen; kept them all (the GPU may be power- or thermally-limited)`);
+    warnings.push(
+      `every sample was taken below ${Math.round(rule.throttleRatio * 100)} % of the highest clock seen; kept them all (the GPU may be power- or thermally-limited)`,
+    );
   } else if (rejected > 0.1 * samples.length) {
     warnings.push(`${rejected} of ${samples.length} samples were rejected as throttled`);
   }
   if (!decision.converged) warnings.push(`stopped by '${decision.reason}' before the precision target was met`);
   return {
-    samples, accepted, rejected, warmupRuns: warmRuns, wallMs: performance.now() - t0, converged: decision.converged,
-    stopReason: decision.reason, launchesPerSample: s.graph?.launches ?? 1, warnings: [...warnings],
+    samples,
+    accepted,
+    rejected,
+    warmupRuns: warmRuns,
+    wallMs: performance.now() - t0,
+    converged: decision.converged,
+    stopReason: decision.reason,
+    launchesPerSample: s.graph?.launches ?? 1,
+    warnings: [...warnings],
   };
 }
 
@@ -360,7 +414,10 @@ async function takeSamples(
  * rate over the 95 % CI of its median time, against the peak's interval (stats.ts percentOf).
  */
 function throughputOf(
-  sampler: Sampler, stats: Summary, bytes: number | undefined, flops: number | undefined,
+  sampler: Sampler,
+  stats: Summary,
+  bytes: number | undefined,
+  flops: number | undefined,
 ): Throughput | undefined {
   if (bytes === undefined && flops === undefined) return undefined;
   const t: Throughput = {};
@@ -374,7 +431,11 @@ function throughputOf(
     t.percentOfPeakBandwidthLow = pct.low;
     t.percentOfPeakBandwidthHigh = pct.high;
     t.peakBandwidth = {
-      gbPerS: peak.value, lowGbPerS: peak.low, highGbPerS: peak.high, method: peak.method, repetitions: peak.n,
+      gbPerS: peak.value,
+      lowGbPerS: peak.low,
+      highGbPerS: peak.high,
+      method: peak.method,
+      repetitions: peak.n,
     };
   }
   if (flops !== undefined) t.tflopsPerS = perS(flops, stats.median) / 1e12;
@@ -382,22 +443,40 @@ function throughputOf(
 }
 
 /** @internal Validated bench options with their defaults. */
-export function checkBenchOptions(options: BenchOptions | undefined): Required<Pick<BenchOptions, 'mode' | 'preset' | 'inputSets'>> & BenchOptions {
-  const o = checkOptions('options', options, ['mode', 'preset', 'rule', 'inputSets', 'bytes', 'flops', 'name', 'onProgress'] as const) as BenchOptions;
+export function checkBenchOptions(
+  options: BenchOptions | undefined,
+): Required<Pick<BenchOptions, 'mode' | 'preset' | 'inputSets'>> & BenchOptions {
+  const o = checkOptions('options', options, [
+    'mode',
+    'preset',
+    'rule',
+    'inputSets',
+    'bytes',
+    'flops',
+    'name',
+    'onProgress',
+  ] as const) as BenchOptions;
   const mode = o.mode ?? 'cold';
-  if (mode !== 'cold' && mode !== 'hot' && mode !== 'graph') throw typeError('options.mode', "'cold', 'hot' or 'graph'", mode);
+  if (mode !== 'cold' && mode !== 'hot' && mode !== 'graph')
+    throw typeError('options.mode', "'cold', 'hot' or 'graph'", mode);
   for (const key of ['bytes', 'flops'] as const) {
     const v = o[key];
-    if (v !== undefined && (typeof v !== 'number' || !(v > 0))) throw rangeError(`options.${key}`, 'a positive number', v);
+    if (v !== undefined && (typeof v !== 'number' || !(v > 0)))
+      throw rangeError(`options.${key}`, 'a positive number', v);
   }
   const inputSets = o.inputSets ?? 4;
-  if (!Number.isInteger(inputSets) || inputSets < 1 || inputSets > 64) throw rangeError('options.inputSets', 'an integer in [1, 64]', inputSets);
+  if (!Number.isInteger(inputSets) || inputSets < 1 || inputSets > 64)
+    throw rangeError('options.inputSets', 'an integer in [1, 64]', inputSets);
   return { ...o, mode, preset: o.preset ?? 'default', inputSets };
 }
 
 /** @internal The result of a run. Its own GPU work (the event overhead, the peak bandwidth) fails as '<label>: calibration'. */
 export function result(
-  name: string, o: ReturnType<typeof checkBenchOptions>, s: Session, run: Run, label: string,
+  name: string,
+  o: ReturnType<typeof checkBenchOptions>,
+  s: Session,
+  run: Run,
+  label: string,
 ): BenchResult {
   try {
     return resultOf(name, o, s, run);
@@ -408,7 +487,10 @@ export function result(
 
 function resultOf(name: string, o: ReturnType<typeof checkBenchOptions>, s: Session, run: Run): BenchResult {
   const stats = summarize(run.accepted);
-  const clocks = run.samples.filter((x) => !x.rejected && x.clockMHz > 0).map((x) => x.clockMHz).sort((a, b) => a - b);
+  const clocks = run.samples
+    .filter((x) => !x.rejected && x.clockMHz > 0)
+    .map((x) => x.clockMHz)
+    .sort((a, b) => a - b);
   const r: BenchResult = {
     name,
     mode: o.mode,
@@ -440,7 +522,10 @@ function resultOf(name: string, o: ReturnType<typeof checkBenchOptions>, s: Sess
  *   it never replaces it.
  */
 export async function bench<S extends Signature>(
-  kernel: Kernel<S>, config: LaunchConfig, args: BenchArgs<S>, options?: BenchOptions,
+  kernel: Kernel<S>,
+  config: LaunchConfig,
+  args: BenchArgs<S>,
+  options?: BenchOptions,
 ): Promise<BenchResult> {
   const o = checkBenchOptions(options);
   const rule = resolveRule(o.preset, o.rule);
@@ -458,7 +543,11 @@ export async function bench<S extends Signature>(
 
 /** @internal A Session, its CudaErrors named '<label>: setup' (compiling the harness, its buffers, binding the arguments). */
 export function session(
-  label: string, kernel: Kernel, config: LaunchConfig, args: unknown, o: ReturnType<typeof checkBenchOptions>,
+  label: string,
+  kernel: Kernel,
+  config: LaunchConfig,
+  args: unknown,
+  o: ReturnType<typeof checkBenchOptions>,
 ): Session {
   try {
     return new Session(kernel, config, args, o.mode, o.inputSets);

@@ -17,14 +17,20 @@
 // touches the GPU: the context is lost, and only a new process can use it again. Inputs, poison and guard zones are
 // made by inputs.ts; references are run (and their arguments matched to the candidate's) by reference.ts.
 import {
-  CudaError, DTYPE_INFO, type Kernel, type LaunchConfig, checkOptions, fromDeviceBytes, isContextLost, rangeError,
+  CudaError,
+  DTYPE_INFO,
+  type Kernel,
+  type LaunchConfig,
+  checkOptions,
+  fromDeviceBytes,
+  isContextLost,
+  rangeError,
   typeError,
 } from '../core/index.js';
 import { type ArgSpec, type BufferDType, checkArgSpecs, roleOf } from './argspec.js';
 import { type GuardedBuffer, prepareInputs, releaseBuffers, startBytes, uploadGuarded } from './inputs.js';
 import { createRng, splitmix64 } from './random.js';
 import { type Reference, checkIoFits, checkReference, launchAndWait, referenceOutputs } from './reference.js';
-
 
 export interface CheckOptions {
   /** Seeded trials with fresh inputs. Default 5. */
@@ -57,8 +63,15 @@ export interface CheckOptions {
  * on the same inputs differed beyond the tolerance (or at all, with requireDeterminism).
  */
 export type Defence =
-  | 'fault' | 'reference-fault' | 'out-of-bounds' | 'input-modified' | 'unwritten' | 'non-finite' | 'all-zero'
-  | 'mismatch' | 'nondeterministic';
+  | 'fault'
+  | 'reference-fault'
+  | 'out-of-bounds'
+  | 'input-modified'
+  | 'unwritten'
+  | 'non-finite'
+  | 'all-zero'
+  | 'mismatch'
+  | 'nondeterministic';
 
 export interface Mismatch {
   /** Argument index of the output buffer. */
@@ -204,7 +217,17 @@ export interface Comparison {
 
 /** @internal */
 export function newComparison(): Comparison {
-  return { defence: undefined, maxAbs: 0, maxRel: 0, tolUsed: 0, normDiff2: 0, normRef2: 0, matched: 0, total: 0, mismatches: [] };
+  return {
+    defence: undefined,
+    maxAbs: 0,
+    maxRel: 0,
+    tolUsed: 0,
+    normDiff2: 0,
+    normRef2: 0,
+    matched: 0,
+    total: 0,
+    mismatches: [],
+  };
 }
 
 /**
@@ -212,7 +235,15 @@ export function newComparison(): Comparison {
  * 'mismatch' (naming an element that still holds the poison 'unwritten' instead) and 'all-zero', with the error
  * figures. The first defence found stands, except that a more specific one replaces 'mismatch'.
  */
-export function compareOutput(arg: number, dtype: BufferDType, got: Uint8Array, expected: ArrayLike<number | bigint>, atol: number, rtol: number, c: Comparison): void {
+export function compareOutput(
+  arg: number,
+  dtype: BufferDType,
+  got: Uint8Array,
+  expected: ArrayLike<number | bigint>,
+  atol: number,
+  rtol: number,
+  c: Comparison,
+): void {
   const actual = fromDeviceBytes(dtype, got);
   const n = expected.length;
   for (let i = 0; i < n; i++) {
@@ -244,7 +275,8 @@ export function compareOutput(arg: number, dtype: BufferDType, got: Uint8Array, 
     }
     c.total++;
   }
-  if (degenerateZeros(actual, expected) && (c.defence === undefined || c.defence === 'mismatch')) c.defence = 'all-zero';
+  if (degenerateZeros(actual, expected) && (c.defence === undefined || c.defence === 'mismatch'))
+    c.defence = 'all-zero';
 }
 
 /**
@@ -254,7 +286,14 @@ export function compareOutput(arg: number, dtype: BufferDType, got: Uint8Array, 
  * poison), so a kernel that writes the poison's value is not blamed; then 'non-finite' for a float element that
  * holds NaN or ±Infinity (a value computed from unwritten memory, into which the NaN poison propagates, shows so).
  */
-export function checkWritten(arg: number, label: string, dtype: BufferDType, got: Uint8Array, confirm: Uint8Array | undefined, c: Comparison): void {
+export function checkWritten(
+  arg: number,
+  label: string,
+  dtype: BufferDType,
+  got: Uint8Array,
+  confirm: Uint8Array | undefined,
+  c: Comparison,
+): void {
   const values = fromDeviceBytes(dtype, got);
   let unwritten = 0;
   let nonFinite = 0;
@@ -274,15 +313,18 @@ export function checkWritten(arg: number, label: string, dtype: BufferDType, got
       c.matched++;
       continue;
     }
-    if (first === undefined || (first.defence === 'non-finite' && defence === 'unwritten')) first = { defence, index: i };
+    if (first === undefined || (first.defence === 'non-finite' && defence === 'unwritten'))
+      first = { defence, index: i };
     if (c.mismatches.length < 8) c.mismatches.push({ arg, index: i, expected: Number.NaN, actual: v });
   }
-  if (first === undefined || c.defence === 'unwritten' || (c.defence !== undefined && first.defence !== 'unwritten')) return;
+  if (first === undefined || c.defence === 'unwritten' || (c.defence !== undefined && first.defence !== 'unwritten'))
+    return;
   c.defence = first.defence;
   const count = first.defence === 'unwritten' ? unwritten : nonFinite;
   const what = first.defence === 'unwritten' ? 'never written' : 'NaN or infinite';
   const shown = first.defence === 'unwritten' ? '' : ` = ${String(values[first.index])}`;
-  c.detail = `${label}: ${count} of ${values.length} element${values.length === 1 ? '' : 's'} ${what} ` +
+  c.detail =
+    `${label}: ${count} of ${values.length} element${values.length === 1 ? '' : 's'} ${what} ` +
     `(first: element ${first.index}${shown})`;
 }
 
@@ -312,7 +354,13 @@ export function newRunComparison(): RunComparison {
  * integers when they differ at all. NaNs with different payloads and ±0 differ bitwise but not beyond tolerance.
  */
 export function compareRuns(
-  arg: number, dtype: BufferDType, first: Uint8Array, second: Uint8Array, atol: number, rtol: number, r: RunComparison,
+  arg: number,
+  dtype: BufferDType,
+  first: Uint8Array,
+  second: Uint8Array,
+  atol: number,
+  rtol: number,
+  r: RunComparison,
 ): void {
   const w = DTYPE_INFO[dtype].bytes;
   const n = Math.min(first.length, second.length) / w;
@@ -355,7 +403,8 @@ export function compareRuns(
  * beyond the tolerance. Returns undefined when the runs pass, else the detail for the verdict and the elements to show.
  */
 export function determinismFailure(
-  r: RunComparison, requireDeterminism: boolean,
+  r: RunComparison,
+  requireDeterminism: boolean,
 ): { detail: string; mismatches: Mismatch[] } | undefined {
   const fails = requireDeterminism ? r.differing > 0 : r.beyondTolerance > 0;
   if (!fails) return undefined;
@@ -365,7 +414,8 @@ export function determinismFailure(
   const how = requireDeterminism ? 'differed bitwise' : 'differed';
   const rule = requireDeterminism ? ' (requireDeterminism)' : '';
   return {
-    detail: `${r.differing} element${r.differing === 1 ? '' : 's'} ${how} between two runs on the same inputs` +
+    detail:
+      `${r.differing} element${r.differing === 1 ? '' : 's'} ${how} between two runs on the same inputs` +
       `${rule}, ${within}; first: argument ${m.arg}[${m.index}] = ${String(m.expected)} in one run, ` +
       `${String(m.actual)} in the other`,
     mismatches: shown,
@@ -375,8 +425,10 @@ export function determinismFailure(
 /** @internal The note a passing check adds about its two runs on the same inputs ('' when they were identical). */
 export function determinismNote(differing: number | undefined): string {
   if (!differing) return '';
-  return `; ${differing} element${differing === 1 ? '' : 's'} differed between two runs on the same inputs, ` +
-    'all within tolerance (allowed unless requireDeterminism)';
+  return (
+    `; ${differing} element${differing === 1 ? '' : 's'} differed between two runs on the same inputs, ` +
+    'all within tolerance (allowed unless requireDeterminism)'
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -384,14 +436,25 @@ export function determinismNote(differing: number | undefined): string {
 
 /** @internal One trial's result from its comparison. */
 export function trialResult(
-  trial: number, seed: string, c: Comparison, detail: string | undefined, error: CheckFault | undefined = undefined,
+  trial: number,
+  seed: string,
+  c: Comparison,
+  detail: string | undefined,
+  error: CheckFault | undefined = undefined,
 ): TrialResult {
   return {
-    trial, seed, passed: c.defence === undefined, defence: c.defence,
-    maxAbsError: c.maxAbs, maxRelError: c.maxRel, toleranceUsed: c.tolUsed,
+    trial,
+    seed,
+    passed: c.defence === undefined,
+    defence: c.defence,
+    maxAbsError: c.maxAbs,
+    maxRelError: c.maxRel,
+    toleranceUsed: c.tolUsed,
     relNormError: c.normRef2 > 0 ? Math.sqrt(c.normDiff2 / c.normRef2) : Math.sqrt(c.normDiff2),
     matchedRatio: c.total > 0 ? c.matched / c.total : 1,
-    mismatches: c.mismatches, detail, error,
+    mismatches: c.mismatches,
+    detail,
+    error,
   };
 }
 
@@ -404,11 +467,19 @@ export function buildCheckResult(trials: TrialResult[], runs: RunComparison | un
   const failed = trials.find((t) => !t.passed);
   const worst = (f: (t: TrialResult) => number): number => Math.max(0, ...trials.map(f));
   return {
-    passed: failed === undefined, defence: failed?.defence, trials,
-    maxAbsError: worst((t) => t.maxAbsError), maxRelError: worst((t) => t.maxRelError), toleranceUsed: worst((t) => t.toleranceUsed),
-    relNormError: worst((t) => t.relNormError), matchedRatio: Math.min(1, ...trials.map((t) => t.matchedRatio)),
-    mismatches: failed?.mismatches ?? [], error: failed?.error,
-    nondeterministicElements: runs?.differing, nondeterministicBeyondTolerance: runs?.beyondTolerance, summary: '',
+    passed: failed === undefined,
+    defence: failed?.defence,
+    trials,
+    maxAbsError: worst((t) => t.maxAbsError),
+    maxRelError: worst((t) => t.maxRelError),
+    toleranceUsed: worst((t) => t.toleranceUsed),
+    relNormError: worst((t) => t.relNormError),
+    matchedRatio: Math.min(1, ...trials.map((t) => t.matchedRatio)),
+    mismatches: failed?.mismatches ?? [],
+    error: failed?.error,
+    nondeterministicElements: runs?.differing,
+    nondeterministicBeyondTolerance: runs?.beyondTolerance,
+    summary: '',
   };
 }
 
@@ -417,24 +488,30 @@ function summaryOf(r: CheckResult): string {
   const failed = r.trials.find((t) => !t.passed);
   if (failed === undefined) {
     if (r.referenceFree) {
-      return `PASS without a reference: ${r.trials.length} trials; outputs fully written and finite, inputs ` +
-        `unchanged, no writes outside the buffers${determinismNote(r.nondeterministicElements)}`;
+      return (
+        `PASS without a reference: ${r.trials.length} trials; outputs fully written and finite, inputs ` +
+        `unchanged, no writes outside the buffers${determinismNote(r.nondeterministicElements)}`
+      );
     }
     return `PASS: ${r.trials.length} trials, ${errorFigures(r)}${determinismNote(r.nondeterministicElements)}`;
   }
   const m = failed.mismatches[0];
   // A nondeterministic or reference-free verdict's detail already names the element.
   const showFirst = m !== undefined && failed.defence !== 'nondeterministic' && !r.referenceFree;
-  return `FAIL (${failed.defence}) in trial ${failed.trial}` +
+  return (
+    `FAIL (${failed.defence}) in trial ${failed.trial}` +
     (failed.detail ? `: ${failed.detail}` : '') +
     (showFirst ? `; first: argument ${m.arg}[${m.index}] = ${String(m.actual)}, expected ${String(m.expected)}` : '') +
-    (failed.error?.sticky ? '; the CUDA context is lost: restart the process to use the GPU again' : '');
+    (failed.error?.sticky ? '; the CUDA context is lost: restart the process to use the GPU again' : '')
+  );
 }
 
 /** @internal The error figures of a passing result, for its summary. */
 export function errorFigures(r: CheckResult): string {
-  return `worst element at ${(100 * r.toleranceUsed).toFixed(r.toleranceUsed < 0.01 && r.toleranceUsed > 0 ? 2 : 0)}% of its tolerance ` +
-    `(max abs error ${r.maxAbsError.toExponential(2)}, max rel error ${r.maxRelError.toExponential(2)})`;
+  return (
+    `worst element at ${(100 * r.toleranceUsed).toFixed(r.toleranceUsed < 0.01 && r.toleranceUsed > 0 ? 2 : 0)}% of its tolerance ` +
+    `(max abs error ${r.maxAbsError.toExponential(2)}, max rel error ${r.maxRelError.toExponential(2)})`
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -443,22 +520,39 @@ export function errorFigures(r: CheckResult): string {
 type ResolvedOptions = Required<Omit<CheckOptions, 'atol' | 'rtol'>> & Pick<CheckOptions, 'atol' | 'rtol'>;
 
 function checkCheckOptions(options: CheckOptions | undefined): ResolvedOptions {
-  const keys = ['trials', 'seed', 'atol', 'rtol', 'determinism', 'requireDeterminism', 'guardBytes', 'zeroOnFree'] as const;
+  const keys = [
+    'trials',
+    'seed',
+    'atol',
+    'rtol',
+    'determinism',
+    'requireDeterminism',
+    'guardBytes',
+    'zeroOnFree',
+  ] as const;
   const o = checkOptions('options', options, keys) as CheckOptions;
   const trials = o.trials ?? 5;
-  if (!Number.isInteger(trials) || trials < 1 || trials > 1000) throw rangeError('options.trials', 'an integer in [1, 1000]', trials);
+  if (!Number.isInteger(trials) || trials < 1 || trials > 1000)
+    throw rangeError('options.trials', 'an integer in [1, 1000]', trials);
   const guardBytes = o.guardBytes ?? 65536;
   if (!Number.isInteger(guardBytes) || guardBytes < 0 || guardBytes % 256 !== 0) {
     throw rangeError('options.guardBytes', 'a non-negative multiple of 256', guardBytes);
   }
   for (const k of ['atol', 'rtol'] as const) {
     const v = o[k];
-    if (v !== undefined && (typeof v !== 'number' || !(v >= 0))) throw rangeError(`options.${k}`, 'a non-negative number', v);
+    if (v !== undefined && (typeof v !== 'number' || !(v >= 0)))
+      throw rangeError(`options.${k}`, 'a non-negative number', v);
   }
-  if (o.zeroOnFree !== undefined && typeof o.zeroOnFree !== 'boolean') throw typeError('options.zeroOnFree', 'a boolean', o.zeroOnFree);
+  if (o.zeroOnFree !== undefined && typeof o.zeroOnFree !== 'boolean')
+    throw typeError('options.zeroOnFree', 'a boolean', o.zeroOnFree);
   return {
-    ...o, trials, guardBytes, seed: o.seed ?? 42, determinism: o.determinism ?? true,
-    requireDeterminism: o.requireDeterminism ?? false, zeroOnFree: o.zeroOnFree ?? false,
+    ...o,
+    trials,
+    guardBytes,
+    seed: o.seed ?? 42,
+    determinism: o.determinism ?? true,
+    requireDeterminism: o.requireDeterminism ?? false,
+    zeroOnFree: o.zeroOnFree ?? false,
   };
 }
 
@@ -502,7 +596,9 @@ const VALUE_DEFENCES: ReadonlySet<Defence> = new Set(['mismatch', 'unwritten', '
  *   (allocating and filling the buffers).
  */
 export async function check(
-  candidate: { kernel: Kernel; config: LaunchConfig }, reference: Reference | null | undefined, io: readonly ArgSpec[],
+  candidate: { kernel: Kernel; config: LaunchConfig },
+  reference: Reference | null | undefined,
+  io: readonly ArgSpec[],
   options?: CheckOptions,
 ): Promise<CheckResult> {
   const o = checkCheckOptions(options);
@@ -524,14 +620,21 @@ export async function check(
 
 /** One trial: fresh inputs, the launch, then every defence in order; the determinism runs on the first trial. */
 async function runTrial(
-  candidate: { kernel: Kernel; config: LaunchConfig }, reference: Reference | undefined, io: readonly ArgSpec[],
-  o: ResolvedOptions, t: number, runs: { comparison: RunComparison | undefined },
+  candidate: { kernel: Kernel; config: LaunchConfig },
+  reference: Reference | undefined,
+  io: readonly ArgSpec[],
+  o: ResolvedOptions,
+  t: number,
+  runs: { comparison: RunComparison | undefined },
 ): Promise<TrialResult> {
   const device = candidate.kernel.device;
   const seed = splitmix64(BigInt(o.seed) + BigInt(t));
   const inputs = prepareInputs(io, seed);
   const rng = createRng(seed ^ 0x9e3779b97f4a7c15n);
-  const tolerance = (dtype: BufferDType): [number, number] => [o.atol ?? DTYPE_INFO[dtype].atol, o.rtol ?? DTYPE_INFO[dtype].rtol];
+  const tolerance = (dtype: BufferDType): [number, number] => [
+    o.atol ?? DTYPE_INFO[dtype].atol,
+    o.rtol ?? DTYPE_INFO[dtype].rtol,
+  ];
   const buffers: GuardedBuffer[] = [];
   const c = newComparison();
   let detail: string | undefined;
@@ -633,7 +736,10 @@ async function runTrial(
     }
   } finally {
     // Silent after a sticky error: the memory went with the context.
-    releaseBuffers(buffers.map((b) => b?.base), o.zeroOnFree);
+    releaseBuffers(
+      buffers.map((b) => b?.base),
+      o.zeroOnFree,
+    );
   }
   return trialResult(t, `0x${seed.toString(16)}`, c, detail, error);
 }
@@ -644,4 +750,3 @@ function poisonedAnywhere(dtype: BufferDType, got: Uint8Array): boolean {
   for (let i = 0; i < n; i++) if (holdsPoison(dtype, got, i)) return true;
   return false;
 }
-

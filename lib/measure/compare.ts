@@ -5,7 +5,15 @@
 import type { CompareResult } from './types.js';
 import { type Kernel, type LaunchConfig, type Signature, rangeError } from '../core/index.js';
 import {
-  type BenchArgs, type BenchOptions, type Run, type Session, checkBenchOptions, measure, resolveRule, result, session,
+  type BenchArgs,
+  type BenchOptions,
+  type Run,
+  type Session,
+  checkBenchOptions,
+  measure,
+  resolveRule,
+  result,
+  session,
 } from './bench.js';
 import { type StoppingRule, bootstrapRatio, verdict } from './stats.js';
 
@@ -34,7 +42,8 @@ export async function compare(a: CompareTarget, b: CompareTarget, options?: Comp
   const { rounds: roundsOpt, onProgress, ...rest } = options ?? {};
   const o = checkBenchOptions(rest);
   const rounds = roundsOpt ?? 5;
-  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 50) throw rangeError('options.rounds', 'an integer in [1, 50]', rounds);
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 50)
+    throw rangeError('options.rounds', 'an integer in [1, 50]', rounds);
   const full = resolveRule(o.preset, o.rule);
   const part: StoppingRule = {
     ...full,
@@ -53,7 +62,15 @@ export async function compare(a: CompareTarget, b: CompareTarget, options?: Comp
     const runs: Run[][] = [[], []];
     for (let r = 0; r < rounds; r++) {
       const order: [Session, number, string][] =
-        r % 2 === 0 ? [[sa, 0, labelA], [sb, 1, labelB]] : [[sb, 1, labelB], [sa, 0, labelA]];
+        r % 2 === 0
+          ? [
+              [sa, 0, labelA],
+              [sb, 1, labelB],
+            ]
+          : [
+              [sb, 1, labelB],
+              [sa, 0, labelA],
+            ];
       for (const [s, side, label] of order) {
         s.dropGraph();
         runs[side]!.push(await measure(s, part, undefined, label));
@@ -73,7 +90,10 @@ export async function compare(a: CompareTarget, b: CompareTarget, options?: Comp
     });
     const ra = result(a.name ?? a.kernel.name, o, sa, merge(runs[0]!), labelA);
     const rb = result(b.name ?? b.kernel.name, o, sb, merge(runs[1]!), labelB);
-    const ci = bootstrapRatio(runs[0]!.flatMap((x) => x.accepted), runs[1]!.flatMap((x) => x.accepted));
+    const ci = bootstrapRatio(
+      runs[0]!.flatMap((x) => x.accepted),
+      runs[1]!.flatMap((x) => x.accepted),
+    );
     failing = false;
     return { a: ra, b: rb, speedup: ci.ratio, speedupLow: ci.low, speedupHigh: ci.high, verdict: verdict(ci), rounds };
   } finally {

@@ -4,7 +4,13 @@
 import type { BenchResult, CompareResult, Summary, Throughput, Verdict } from './types.js';
 import type { CheckResult } from './check.js';
 import {
-  checkBoolean, checkOptions, checkPositiveInt, checkSize, checkString, rangeError, typeError,
+  checkBoolean,
+  checkOptions,
+  checkPositiveInt,
+  checkSize,
+  checkString,
+  rangeError,
+  typeError,
 } from '../core/index.js';
 
 /** Options of the text formatters. */
@@ -193,8 +199,10 @@ function percentOfPeak(t: Throughput): string {
   const figure = `${p.toFixed(1)}%${pm}`;
   // Without an interval nothing says it is within the uncertainty: then it is above the peak as measured.
   if (low !== undefined && low <= 100) return `at the measured peak bandwidth (${figure})`;
-  return `above the measured peak bandwidth (${figure}): ` +
-    'check the bytes per launch, or whether L2 served part of the data';
+  return (
+    `above the measured peak bandwidth (${figure}): ` +
+    'check the bytes per launch, or whether L2 served part of the data'
+  );
 }
 
 /** Ratios: 2 decimals below 10, 1 below 1000, none above. */
@@ -259,13 +267,17 @@ export function formatJson(value: BenchResult | CompareResult | CheckResult | Re
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw typeError('value', 'a BenchResult, CompareResult or CheckResult', value);
   }
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (typeof v === 'bigint') return v.toString();
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
-  }, 2);
+  return JSON.stringify(
+    value,
+    (_key, v: unknown) => {
+      if (typeof v === 'bigint') return v.toString();
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
+      const sorted: Record<string, unknown> = {};
+      for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+      return sorted;
+    },
+    2,
+  );
 }
 
 const PROGRESS_WIDTH = 20;

@@ -13,16 +13,29 @@ export { PRESETS, bootstrapRatio, medianCI, quantile, summarize, verdict } from 
 export type { BenchArgs, BenchOptions } from './bench.js';
 export type { CompareOptions, CompareTarget } from './compare.js';
 export type {
-  BenchEnvironment, BenchMode, BenchResult, BenchSample, CompareResult, PeakBandwidth, PeakBandwidthMethod, PresetName,
-  Summary, Throughput, Verdict,
+  BenchEnvironment,
+  BenchMode,
+  BenchResult,
+  BenchSample,
+  CompareResult,
+  PeakBandwidth,
+  PeakBandwidthMethod,
+  PresetName,
+  Summary,
+  Throughput,
+  Verdict,
 } from './types.js';
-export type {
-  CheckFault, CheckOptions, CheckResult, Defence, ErrorFigures, Mismatch, TrialResult,
-} from './check.js';
+export type { CheckFault, CheckOptions, CheckResult, Defence, ErrorFigures, Mismatch, TrialResult } from './check.js';
 export type { InputSets, InputSetsOptions } from './inputs.js';
 export type { HostValue, Reference, ReferenceBinding, ReferenceKernel } from './reference.js';
 export type {
-  ArgScalarType, ArgSpec, BufferArgSpec, BufferDType, InitSpec, ScalarArgSpec, SequenceAxis,
+  ArgScalarType,
+  ArgSpec,
+  BufferArgSpec,
+  BufferDType,
+  InitSpec,
+  ScalarArgSpec,
+  SequenceAxis,
 } from './argspec.js';
 export type { StoppingRule } from './stats.js';
 

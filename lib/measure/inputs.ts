@@ -4,12 +4,26 @@
 // every buffer so an out-of-bounds write shows, zeroing before the memory is freed (zeroOnFree), and inputSets(),
 // the device argument sets bench() rotates through and re-checks after timing.
 import {
-  CudaError, DTYPE_INFO, type Device, type DeviceBuffer, type HostArray, checkBoolean, checkOptions, fromDeviceBytes,
-  isContextLost, toDeviceBytes,
+  CudaError,
+  DTYPE_INFO,
+  type Device,
+  type DeviceBuffer,
+  type HostArray,
+  checkBoolean,
+  checkOptions,
+  fromDeviceBytes,
+  isContextLost,
+  toDeviceBytes,
 } from '../core/index.js';
 import { type ArgSpec, type BufferArgSpec, type BufferDType, type InitSpec, checkArgSpecs, roleOf } from './argspec.js';
 import {
-  type CheckOptions, type CheckResult, type TrialResult, buildCheckResult, compareOutput, errorFigures, newComparison,
+  type CheckOptions,
+  type CheckResult,
+  type TrialResult,
+  buildCheckResult,
+  compareOutput,
+  errorFigures,
+  newComparison,
   trialResult,
 } from './check.js';
 import { createRng, normal, splitmix64 } from './random.js';
@@ -45,14 +59,30 @@ export function generateBytes(spec: BufferArgSpec, init: InitSpec, rng: () => nu
   for (let i = 0; i < n; i++) {
     let v: number;
     switch (init.kind) {
-      case 'uniform': v = init.lo + (init.hi - init.lo) * rng(); break;
-      case 'normal': v = init.mean + init.std * normal(rng); break;
-      case 'randint': v = init.lo + Math.floor((init.hi - init.lo) * rng()); break;
-      case 'const': v = init.value; break;
-      case 'zeros': v = 0; break;
-      case 'ones': v = 1; break;
-      case 'arange': v = i % period; break;
-      case 'seq': v = init.start + (i % period) * init.step; break;
+      case 'uniform':
+        v = init.lo + (init.hi - init.lo) * rng();
+        break;
+      case 'normal':
+        v = init.mean + init.std * normal(rng);
+        break;
+      case 'randint':
+        v = init.lo + Math.floor((init.hi - init.lo) * rng());
+        break;
+      case 'const':
+        v = init.value;
+        break;
+      case 'zeros':
+        v = 0;
+        break;
+      case 'ones':
+        v = 1;
+        break;
+      case 'arange':
+        v = i % period;
+        break;
+      case 'seq':
+        v = init.start + (i % period) * init.step;
+        break;
     }
     (out as (number | bigint)[])[i] = d.bigint ? BigInt(Math.trunc(v)) : v;
   }
@@ -76,7 +106,9 @@ export function prepareInputs(io: readonly ArgSpec[], seed: bigint): TrialInputs
     return generateBytes(a, init, generatorFor(init, shared, seed));
   });
   // Values decoded from the device bytes: the reference sees exactly what the kernel reads.
-  const values = io.map((a, i) => (a.kind === 'buffer' && bytes[i] !== undefined ? fromDeviceBytes(a.dtype, bytes[i]) : undefined));
+  const values = io.map((a, i) =>
+    a.kind === 'buffer' && bytes[i] !== undefined ? fromDeviceBytes(a.dtype, bytes[i]) : undefined,
+  );
   return { bytes, values };
 }
 
@@ -92,7 +124,12 @@ export function poisonBytes(dtype: BufferDType, length: number, alternate = fals
 }
 
 /** The bytes a buffer starts each launch with: its initial value, or the poison for a pure output. */
-export function startBytes(spec: BufferArgSpec, inputs: TrialInputs, index: number, alternatePoison = false): Uint8Array {
+export function startBytes(
+  spec: BufferArgSpec,
+  inputs: TrialInputs,
+  index: number,
+  alternatePoison = false,
+): Uint8Array {
   return inputs.bytes[index] ?? poisonBytes(spec.dtype, spec.length, alternatePoison);
 }
 
@@ -111,7 +148,11 @@ export interface GuardedBuffer {
  * to `buffers` at its argument index as soon as it exists, so the caller releases whatever was made.
  */
 export function uploadGuarded(
-  device: Device, io: readonly ArgSpec[], inputs: TrialInputs, guardBytes: number, rng: () => number,
+  device: Device,
+  io: readonly ArgSpec[],
+  inputs: TrialInputs,
+  guardBytes: number,
+  rng: () => number,
   buffers: GuardedBuffer[],
 ): unknown[] {
   return io.map((a, i) => {
@@ -209,9 +250,10 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, opt
       }
       const result = buildCheckResult(trials, undefined);
       const failed = trials.find((t) => !t.passed);
-      result.summary = failed === undefined
-        ? `PASS after timing: ${trials.length} input sets re-checked, ${errorFigures(result)}`
-        : `FAIL after timing (${failed.defence}) in input set ${failed.trial}`;
+      result.summary =
+        failed === undefined
+          ? `PASS after timing: ${trials.length} input sets re-checked, ${errorFigures(result)}`
+          : `FAIL after timing (${failed.defence}) in input set ${failed.trial}`;
       return result;
     },
     dispose: () => {

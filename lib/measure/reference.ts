@@ -4,8 +4,15 @@
 // differs from the candidate's: its buffers are then matched to the candidate's by name, or else by order
 // (matchReferenceIo), so it reads the candidate's inputs and its outputs are compared with the candidate's.
 import {
-  CudaError, DTYPE_INFO, type Device, type DeviceBuffer, type HostArray, type Kernel, type LaunchConfig,
-  fromDeviceBytes, typeError,
+  CudaError,
+  DTYPE_INFO,
+  type Device,
+  type DeviceBuffer,
+  type HostArray,
+  type Kernel,
+  type LaunchConfig,
+  fromDeviceBytes,
+  typeError,
 } from '../core/index.js';
 import { type ArgSpec, type BufferArgSpec, argumentLabel, checkArgSpecs, roleOf } from './argspec.js';
 import { type TrialInputs, releaseBuffers } from './inputs.js';
@@ -87,7 +94,9 @@ function pairByName(wanted: Slot[], pool: Slot[], describe: (missing: Slot) => s
   return wanted.map((w): [Slot, Slot] => {
     const match = byName.get(w.spec.name!);
     if (match === undefined) {
-      throw new TypeError(`reference io: ${describe(w)} (there: ${pool.map((x) => `'${x.spec.name}'`).join(', ') || 'none'})`);
+      throw new TypeError(
+        `reference io: ${describe(w)} (there: ${pool.map((x) => `'${x.spec.name}'`).join(', ') || 'none'})`,
+      );
     }
     return [w, match];
   });
@@ -126,11 +135,15 @@ export function matchReferenceIo(candidate: readonly ArgSpec[], reference: reado
   const candidateOutputs = buffersOf(candidate, (b) => roleOf(b) !== 'in');
   const referenceOutputs = buffersOf(reference, (b) => roleOf(b) !== 'in');
   const outputsBy = allNamed(candidateOutputs, referenceOutputs) ? 'name' : 'order';
-  const outs = outputsBy === 'name'
-    ? pairByName(candidateOutputs, referenceOutputs, (c) =>
-      `the candidate's output ${argumentLabel(c.spec, c.index)} has no reference output named '${c.spec.name}'`)
-      .map(([c, r]): [Slot, Slot] => [r, c])
-    : pairByOrder(referenceOutputs, candidateOutputs, 'output');
+  const outs =
+    outputsBy === 'name'
+      ? pairByName(
+          candidateOutputs,
+          referenceOutputs,
+          (c) =>
+            `the candidate's output ${argumentLabel(c.spec, c.index)} has no reference output named '${c.spec.name}'`,
+        ).map(([c, r]): [Slot, Slot] => [r, c])
+      : pairByOrder(referenceOutputs, candidateOutputs, 'output');
   for (const [r, c] of outs) {
     sameBuffer(r, c, 'output');
     outputs.set(c.index, r.index);
@@ -148,10 +161,15 @@ export function matchReferenceIo(candidate: readonly ArgSpec[], reference: reado
   const candidateInputs = buffersOf(candidate, (b) => roleOf(b) === 'in');
   const referenceInputs = buffersOf(reference, (b) => roleOf(b) === 'in');
   const inputsBy = allNamed(candidateInputs, referenceInputs) ? 'name' : 'order';
-  const ins = inputsBy === 'name'
-    ? pairByName(referenceInputs, candidateInputs, (r) =>
-      `the reference's input ${argumentLabel(r.spec, r.index)} has no candidate input named '${r.spec.name}'`)
-    : pairByOrder(referenceInputs, candidateInputs, 'input');
+  const ins =
+    inputsBy === 'name'
+      ? pairByName(
+          referenceInputs,
+          candidateInputs,
+          (r) =>
+            `the reference's input ${argumentLabel(r.spec, r.index)} has no candidate input named '${r.spec.name}'`,
+        )
+      : pairByOrder(referenceInputs, candidateInputs, 'input');
   for (const [r, c] of ins) {
     sameBuffer(r, c, 'input');
     sources[r.index] = c.index;
@@ -179,12 +197,16 @@ export function checkReference(reference: Reference, io: readonly ArgSpec[]): Re
 /** The io must declare the kernel's parameters: as many, buffers for pointers, scalars of the parameter's type. */
 export function checkIoFits(io: readonly ArgSpec[], kernel: Kernel, what = 'io'): void {
   if (io.length !== kernel.signature.length) {
-    throw new TypeError(`${what} declares ${io.length} arguments but kernel '${kernel.name}' takes ${kernel.signature.length}`);
+    throw new TypeError(
+      `${what} declares ${io.length} arguments but kernel '${kernel.name}' takes ${kernel.signature.length}`,
+    );
   }
   io.forEach((a, i) => {
     const p = kernel.signature[i];
     if (a.kind === 'buffer' ? p !== 'ptr' : p !== a.type) {
-      throw new TypeError(`${what}[${i}] is ${a.kind === 'buffer' ? 'a buffer' : a.type} but parameter ${i} of '${kernel.name}' is ${String(p)}`);
+      throw new TypeError(
+        `${what}[${i}] is ${a.kind === 'buffer' ? 'a buffer' : a.type} but parameter ${i} of '${kernel.name}' is ${String(p)}`,
+      );
     }
   });
 }
@@ -198,18 +220,26 @@ export type ExpectedOutputs = (HostArray | undefined)[];
  * reference kernel's buffers are freed (zeroed first with `zeroOnFree`) before this returns.
  */
 export async function referenceOutputs(
-  reference: Reference, device: Device, io: readonly ArgSpec[], inputs: TrialInputs, zeroOnFree = false,
+  reference: Reference,
+  device: Device,
+  io: readonly ArgSpec[],
+  inputs: TrialInputs,
+  zeroOnFree = false,
 ): Promise<{ outputs: ExpectedOutputs } | { fault: CudaError }> {
   if (typeof reference === 'function') {
     const args: HostValue[] = io.map((a, i) => {
       if (a.kind === 'scalar') return a.value;
-      const arr = new DTYPE_INFO[a.dtype].hostArray(a.length) as HostArray & { set(x: ArrayLike<number | bigint>): void };
+      const arr = new DTYPE_INFO[a.dtype].hostArray(a.length) as HostArray & {
+        set(x: ArrayLike<number | bigint>): void;
+      };
       const initial = inputs.values[i];
       if (initial !== undefined) arr.set(initial);
       return arr;
     });
     await reference(args);
-    return { outputs: io.map((a, i) => (a.kind === 'buffer' && roleOf(a) !== 'in' ? (args[i] as HostArray) : undefined)) };
+    return {
+      outputs: io.map((a, i) => (a.kind === 'buffer' && roleOf(a) !== 'in' ? (args[i] as HostArray) : undefined)),
+    };
   }
   const refIo = reference.io ?? io;
   const binding = matchReferenceIo(io, refIo);
@@ -243,7 +273,10 @@ export async function referenceOutputs(
  * the driver refused) is returned, as the verdict's material; anything else (TypeError / RangeError from argument
  * validation, a disposed kernel) is the caller's mistake and is thrown.
  */
-export function launchAndWait(target: { kernel: Kernel; config: LaunchConfig }, args: unknown[]): CudaError | undefined {
+export function launchAndWait(
+  target: { kernel: Kernel; config: LaunchConfig },
+  args: unknown[],
+): CudaError | undefined {
   try {
     (target.kernel.launch as (c: LaunchConfig, ...x: unknown[]) => void)(target.config, ...args);
     target.kernel.device.synchronize();

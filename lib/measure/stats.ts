@@ -232,11 +232,7 @@ function medianRatio(a: number, b: number): number {
  * Cost O(resamples·(n_a + n_b)).
  * @throws RangeError for empty inputs, negative or non-finite samples, or median(b) = 0.
  */
-export function bootstrapRatio(
-  a: readonly number[],
-  b: readonly number[],
-  options?: BootstrapOptions,
-): RatioInterval {
+export function bootstrapRatio(a: readonly number[], b: readonly number[], options?: BootstrapOptions): RatioInterval {
   const o = checkOptions('options', options, ['resamples', 'confidence', 'seed'] as const);
   const resamples = o.resamples === undefined ? 2000 : checkPositiveInt('options.resamples', o.resamples, 10_000_000);
   const confidence = o.confidence === undefined ? 0.95 : checkConfidence('options.confidence', o.confidence);
@@ -326,7 +322,8 @@ export interface PeakEstimate<M extends string = string> extends Interval {
  * @throws TypeError / RangeError for no methods, an empty list, a non-finite or non-positive rate.
  */
 export function peakOf<M extends string>(
-  ratesByMethod: Readonly<Record<M, readonly number[]>>, confidence = 0.95,
+  ratesByMethod: Readonly<Record<M, readonly number[]>>,
+  confidence = 0.95,
 ): PeakEstimate<M> {
   if (typeof ratesByMethod !== 'object' || ratesByMethod === null || Array.isArray(ratesByMethod)) {
     throw typeError('ratesByMethod', 'an object of { method: rates[] }', ratesByMethod);
@@ -357,7 +354,10 @@ export function peakOf<M extends string>(
  * @throws TypeError / RangeError unless both are { value, low, high }: positive finite numbers, low ≤ value ≤ high.
  */
 export function percentOf(rate: Interval, peak: Interval): { percent: number; low: number; high: number } {
-  for (const [name, x] of [['rate', rate], ['peak', peak]] as const) {
+  for (const [name, x] of [
+    ['rate', rate],
+    ['peak', peak],
+  ] as const) {
     if (typeof x !== 'object' || x === null) throw typeError(name, 'an object { value, low, high }', x);
     for (const key of ['value', 'low', 'high'] as const) {
       const v = x[key];

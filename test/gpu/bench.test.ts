@@ -62,14 +62,15 @@ describeGpu('bench', () => {
       expect(t.percentOfPeakBandwidthLow).toBeLessThanOrEqual(t.percentOfPeakBandwidth!);
       expect(t.percentOfPeakBandwidthHigh).toBeGreaterThanOrEqual(t.percentOfPeakBandwidth!);
       const text = formatResult(r);
-      for (const [, pct] of text.matchAll(/([\d.]+)% of peak bandwidth/g)) expect(Number(pct), text).toBeLessThanOrEqual(100);
+      for (const [, pct] of text.matchAll(/([\d.]+)% of peak bandwidth/g))
+        expect(Number(pct), text).toBeLessThanOrEqual(100);
       if (t.percentOfPeakBandwidth! > 100) expect(text).toMatch(/(at|above) the measured peak bandwidth \(\d+\.\d%/);
       else expect(text).toMatch(/throughput +\d+\.\d GB\/s · \d+\.\d% of peak bandwidth/);
     }
     m.dispose();
   });
 
-  it('rotates input sets from a generator: each sample reaches the kernel with its own set\'s addresses and values', async () => {
+  it("rotates input sets from a generator: each sample reaches the kernel with its own set's addresses and values", async () => {
     // The kernel itself records, for every launch, the input address, the first input value and the set number it
     // was given, so the test sees what reached the GPU rather than what bench() says it sent.
     const LOGGED = `
@@ -88,20 +89,27 @@ extern "C" __global__ void logged_copy(const float4* __restrict__ in, float4* __
     using module = d().loadModule(new Program(LOGGED).compile());
     const kernel = module.getKernel('logged_copy', ['ptr', 'ptr', 'i32', 'i32', 'ptr', 'ptr', 'u32']);
     const capacity = 1 << 16;
-    using log = d().allocArray(BigUint64Array, 3 * capacity).fill(0n);
+    using log = d()
+      .allocArray(BigUint64Array, 3 * capacity)
+      .fill(0n);
     using count = d().allocArray(Uint32Array, 1).fill(0);
     const n = (1 << 20) / 16; // 1 MiB of float4 per buffer
     const f32 = (length: number) => d().allocArray(Float32Array, length);
     const inputs: ReturnType<typeof f32>[] = [];
     const outputs: ReturnType<typeof f32>[] = [];
     try {
-      const r = await bench(kernel, { grid: 264, block: 256 }, (set) => {
-        const input = f32(4 * n).fill(10 + set); // set k's input holds 10 + k everywhere
-        const output = f32(4 * n).fill(0);
-        inputs.push(input);
-        outputs.push(output);
-        return [input, output, n, set, log, count, capacity];
-      }, { preset: 'quick', mode: 'hot' });
+      const r = await bench(
+        kernel,
+        { grid: 264, block: 256 },
+        (set) => {
+          const input = f32(4 * n).fill(10 + set); // set k's input holds 10 + k everywhere
+          const output = f32(4 * n).fill(0);
+          inputs.push(input);
+          outputs.push(output);
+          return [input, output, n, set, log, count, capacity];
+        },
+        { preset: 'quick', mode: 'hot' },
+      );
       expect(inputs).toHaveLength(4); // the default number of sets
       expect(new Set(inputs.map((b) => b.ptr)).size).toBe(4);
 
@@ -109,7 +117,9 @@ extern "C" __global__ void logged_copy(const float4* __restrict__ in, float4* __
       expect(launched).toBeLessThanOrEqual(capacity); // else the log is incomplete: raise capacity
       const raw = log.copyToHost();
       const launches = Array.from({ length: launched }, (_, k) => ({
-        ptr: raw[3 * k]!, value: Number(raw[3 * k + 1]!), set: Number(raw[3 * k + 2]!),
+        ptr: raw[3 * k]!,
+        value: Number(raw[3 * k + 1]!),
+        set: Number(raw[3 * k + 2]!),
       }));
       // Every launch got one set's arguments together: that set's input address, its contents and its number.
       const torn = launches.filter((l) => l.ptr !== inputs[l.set]?.ptr || l.value !== 10 + l.set);
@@ -122,7 +132,12 @@ extern "C" __global__ void logged_copy(const float4* __restrict__ in, float4* __
       expect(new Set(timed.map((l) => l.ptr)).size).toBeGreaterThan(1);
       expect(new Set(timed.map((l) => l.value)).size).toBeGreaterThan(1);
       // Each set's output was written from its own input.
-      outputs.forEach((o, set) => expect(o.copyToHost().every((v) => v === 10 + set), `output of set ${set}`).toBe(true));
+      outputs.forEach((o, set) =>
+        expect(
+          o.copyToHost().every((v) => v === 10 + set),
+          `output of set ${set}`,
+        ).toBe(true),
+      );
     } finally {
       for (const b of [...inputs, ...outputs]) b.dispose();
     }
@@ -164,9 +179,13 @@ extern "C" __global__ void logged_copy(const float4* __restrict__ in, float4* __
   it('validates options before touching the GPU', async () => {
     const { m, copy } = setup();
     using a = d().alloc(16);
-    await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { mode: 'warm' as never })).rejects.toThrow(TypeError);
+    await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { mode: 'warm' as never })).rejects.toThrow(
+      TypeError,
+    );
     await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { bytes: -1 })).rejects.toThrow(RangeError);
-    await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { preset: 'fast' as never })).rejects.toThrow(TypeError);
+    await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { preset: 'fast' as never })).rejects.toThrow(
+      TypeError,
+    );
     m.dispose();
   });
 });
@@ -176,7 +195,8 @@ describeGpu('bench agrees with Nsight Compute', () => {
     const { ncuAvailable, ncuCopyMs } = await import('../../bench/ncu.js');
     const { COPY_SOURCE, copyConfig } = await import('../../bench/ncu-child.js');
     if (!ncuAvailable()) {
-      if (process.env.CUDAKIT_REQUIRE_GPU === '1') throw new Error('ncu (Nsight Compute) is required with CUDAKIT_REQUIRE_GPU=1');
+      if (process.env.CUDAKIT_REQUIRE_GPU === '1')
+        throw new Error('ncu (Nsight Compute) is required with CUDAKIT_REQUIRE_GPU=1');
       ctx.skip();
     }
     const d = Device.get(0);
@@ -234,7 +254,11 @@ describeGpu('bench: kernel faults', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.out).toMatchObject({
-      cls: true, code: 'CUDA_ERROR_ILLEGAL_ADDRESS', phase: 'bench(): warm-up', sticky: true, cause: 'CUDA_ERROR_ILLEGAL_ADDRESS',
+      cls: true,
+      code: 'CUDA_ERROR_ILLEGAL_ADDRESS',
+      phase: 'bench(): warm-up',
+      sticky: true,
+      cause: 'CUDA_ERROR_ILLEGAL_ADDRESS',
     });
     expect(r.out.msg).toMatch(/^bench\(\): warm-up: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\)/);
   });
@@ -249,7 +273,11 @@ describeGpu('bench: kernel faults', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.out).toMatchObject({
-      cls: true, code: 'CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE', api: 'cuLaunchKernelEx', phase: 'bench(): warm-up', sticky: false,
+      cls: true,
+      code: 'CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE',
+      api: 'cuLaunchKernelEx',
+      phase: 'bench(): warm-up',
+      sticky: false,
     });
     expect(r.out.msg).toMatch(/^bench\(\): warm-up: cuLaunchKernelEx failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE/);
   });
@@ -264,7 +292,12 @@ describeGpu('bench: kernel faults', () => {
       );`);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.out).toMatchObject({ cls: true, code: 'CUDA_ERROR_ILLEGAL_ADDRESS', phase: 'compare(): B (broken): warm-up', sticky: true });
+    expect(r.out).toMatchObject({
+      cls: true,
+      code: 'CUDA_ERROR_ILLEGAL_ADDRESS',
+      phase: 'compare(): B (broken): warm-up',
+      sticky: true,
+    });
     expect(r.out.msg).toMatch(/^compare\(\): B \(broken\): warm-up: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS/);
   });
 });
@@ -290,7 +323,10 @@ describeGpu('bench: launch attributes are timed as checked', () => {
   const n = 64 * 256;
   const io = parseArgSpecs([`ptr:u32[${n}]:out`, `i32=${n}`]);
   /** Every element holds `value`: the blocks' cluster size for cluster_size. */
-  const all = (value: number) => (args: unknown[]): void => void (args[0] as Uint32Array).fill(value);
+  const all =
+    (value: number) =>
+    (args: unknown[]): void =>
+      void (args[0] as Uint32Array).fill(value);
 
   it('a cluster launch: check() and every timed launch see the cluster size, a plain launch sees 1', async (ctx) => {
     if (d().computeCapability.major < 9) ctx.skip(); // thread block clusters: Hopper and later
@@ -322,7 +358,10 @@ describeGpu('bench: launch attributes are timed as checked', () => {
     const kernel = m.getKernel('cluster_size', ['ptr', 'i32']);
     const sets = inputSets(d(), io);
     try {
-      await bench(kernel, { grid: 64, block: 256, clusterDim: [4, 1, 1] }, sets.args, { preset: 'quick', mode: 'graph' });
+      await bench(kernel, { grid: 64, block: 256, clusterDim: [4, 1, 1] }, sets.args, {
+        preset: 'quick',
+        mode: 'graph',
+      });
       const after = await sets.verify(all(4));
       expect(after.passed, after.summary).toBe(true);
     } finally {
@@ -334,7 +373,10 @@ describeGpu('bench: launch attributes are timed as checked', () => {
     using m = d().loadModule(new Program(FILL_ONE).compile());
     const kernel = m.getKernel('fill_one', ['ptr', 'i32']);
     const config = { grid: d().multiprocessorCount, block: 128, cooperative: true };
-    const sets = inputSets(d(), parseArgSpecs([`ptr:u32[${d().multiprocessorCount * 128}]:out`, `i32=${d().multiprocessorCount * 128}`]));
+    const sets = inputSets(
+      d(),
+      parseArgSpecs([`ptr:u32[${d().multiprocessorCount * 128}]:out`, `i32=${d().multiprocessorCount * 128}`]),
+    );
     try {
       const r = await bench(kernel, config, sets.args, { preset: 'quick', mode: 'hot' });
       expect(r.stats.median).toBeGreaterThan(0);
@@ -348,7 +390,9 @@ describeGpu('bench: launch attributes are timed as checked', () => {
     using m = d().loadModule(new Program(FILL_ONE).compile());
     const kernel = m.getKernel('fill_one', ['ptr', 'i32']);
     using out = d().alloc(4 * n);
-    await expect(bench(kernel, { grid: 64, block: 256, clusterDim: [0, 1, 1] }, [out, n], { preset: 'quick' })).rejects.toThrow(
+    await expect(
+      bench(kernel, { grid: 64, block: 256, clusterDim: [0, 1, 1] }, [out, n], { preset: 'quick' }),
+    ).rejects.toThrow(
       new RangeError('Expected an integer in [1, 4294967295] for clusterDim.x but received 0 of type number'),
     );
   });

@@ -96,7 +96,11 @@ interface FaultRun {
  * check() in a child process: `candidate` against `reference` ('js' for a JavaScript reference, else a kernel name),
  * launched with `config` (JSON). Prints the verdict as JSON on its last stdout line, then whether the GPU still works.
  */
-function checkInChild(candidate: string, reference: string, config = '{ grid: Math.ceil(n / 256), block: 256 }'): FaultRun {
+function checkInChild(
+  candidate: string,
+  reference: string,
+  config = '{ grid: Math.ceil(n / 256), block: 256 }',
+): FaultRun {
   const script = `
     import { Device, Program, check, contextLostBy, parseArgSpecs } from './lib/index.ts';
     const d = Device.get(0);
@@ -158,7 +162,12 @@ describeGpu('check', () => {
     expect(r.maxAbsError).toBe(0);
     expect(r.nondeterministicElements).toBe(0);
     expect(new Set(r.trials.map((t) => t.seed)).size).toBe(5);
-    const viaKernel = await check({ kernel: k('scale'), config: cfg }, { kernel: k('scale_ref'), config: { grid: 1, block: 1 } }, io, { trials: 2 });
+    const viaKernel = await check(
+      { kernel: k('scale'), config: cfg },
+      { kernel: k('scale_ref'), config: { grid: 1, block: 1 } },
+      io,
+      { trials: 2 },
+    );
     expect(viaKernel.passed).toBe(true);
     m.dispose();
   });
@@ -182,15 +191,27 @@ describeGpu('check', () => {
     const loose = await check({ kernel: k('racy'), config: cfg }, jsRef, io, { atol: 1.01, rtol: 0 });
     expect(loose.passed).toBe(true);
     expect(loose.nondeterministicElements).toBeGreaterThan(0);
-    const strict = await check({ kernel: k('racy'), config: cfg }, jsRef, io, { atol: 1.01, rtol: 0, requireDeterminism: true });
+    const strict = await check({ kernel: k('racy'), config: cfg }, jsRef, io, {
+      atol: 1.01,
+      rtol: 0,
+      requireDeterminism: true,
+    });
     expect(strict.defence).toBe('nondeterministic');
     m.dispose();
   });
 
   it('rejects io that does not match the kernel', async () => {
     const { m, k } = setup();
-    await expect(check({ kernel: k('scale'), config: cfg }, jsRef, io.slice(0, 3))).rejects.toThrow(/io declares 3 arguments/);
-    await expect(check({ kernel: k('scale'), config: cfg }, jsRef, parseArgSpecs(['ptr:f32[4]=ones', 'ptr:f32[4]=ones', 'f32=1', 'i32=4']))).rejects.toThrow(/no output buffer/);
+    await expect(check({ kernel: k('scale'), config: cfg }, jsRef, io.slice(0, 3))).rejects.toThrow(
+      /io declares 3 arguments/,
+    );
+    await expect(
+      check(
+        { kernel: k('scale'), config: cfg },
+        jsRef,
+        parseArgSpecs(['ptr:f32[4]=ones', 'ptr:f32[4]=ones', 'f32=1', 'i32=4']),
+      ),
+    ).rejects.toThrow(/no output buffer/);
     m.dispose();
   });
 
@@ -232,12 +253,15 @@ describeGpu('check', () => {
     expect(loose.passed, loose.summary).toBe(true);
     expect(loose.nondeterministicBeyondTolerance).toBe(0);
     expect(loose.nondeterministicElements).toBeGreaterThanOrEqual(0); // often > 0, but any order may repeat
-    if (loose.nondeterministicElements! > 0) expect(loose.summary).toMatch(/differed between two runs on the same inputs, all within tolerance/);
+    if (loose.nondeterministicElements! > 0)
+      expect(loose.summary).toMatch(/differed between two runs on the same inputs, all within tolerance/);
     const strict = await check(atomic, sums, io2, { ...tol, requireDeterminism: true });
     expect(strict.passed).toBe(strict.nondeterministicElements === 0);
     if (!strict.passed) {
       expect(strict.defence).toBe('nondeterministic');
-      expect(strict.summary).toMatch(/^FAIL \(nondeterministic\) in trial 0: \d+ elements? differed bitwise .*\(requireDeterminism\), all within tolerance/);
+      expect(strict.summary).toMatch(
+        /^FAIL \(nondeterministic\) in trial 0: \d+ elements? differed bitwise .*\(requireDeterminism\), all within tolerance/,
+      );
     }
     m.dispose();
   });
@@ -294,10 +318,26 @@ describeGpu('check: without a reference, a reference in another order, zeroOnFre
   });
 
   it.each([
-    ['skips_tail', 'unwritten', /^FAIL \(unwritten\) in trial 0: argument 1: 7 of 4099 elements never written \(first: element 4092\)$/],
-    ['out_of_bounds', 'out-of-bounds', /^FAIL \(out-of-bounds\) in trial 0: argument 1: a write [0-3] bytes after its buffer$/],
-    ['writes_input', 'input-modified', /^FAIL \(input-modified\) in trial 0: argument 0 \(an input\) changed at element 3$/],
-    ['writes_inf', 'non-finite', /^FAIL \(non-finite\) in trial 0: argument 1: 1 of 4099 elements NaN or infinite \(first: element 5 = Infinity\)$/],
+    [
+      'skips_tail',
+      'unwritten',
+      /^FAIL \(unwritten\) in trial 0: argument 1: 7 of 4099 elements never written \(first: element 4092\)$/,
+    ],
+    [
+      'out_of_bounds',
+      'out-of-bounds',
+      /^FAIL \(out-of-bounds\) in trial 0: argument 1: a write [0-3] bytes after its buffer$/,
+    ],
+    [
+      'writes_input',
+      'input-modified',
+      /^FAIL \(input-modified\) in trial 0: argument 0 \(an input\) changed at element 3$/,
+    ],
+    [
+      'writes_inf',
+      'non-finite',
+      /^FAIL \(non-finite\) in trial 0: argument 1: 1 of 4099 elements NaN or infinite \(first: element 5 = Infinity\)$/,
+    ],
   ])('catches %s as %s without a reference', async (name, defence, summary) => {
     const { m, k } = setup();
     const r = await check({ kernel: k(name), config: cfg }, null, io);
@@ -323,7 +363,10 @@ describeGpu('check: without a reference, a reference in another order, zeroOnFre
     expect(after.passed, after.summary).toBe(true);
     sets.dispose();
     // Names that do not match are refused before anything runs.
-    const misnamed = { ...reference, io: parseArgSpecs([`n@i32=${n}`, `out@ptr:f32[${n}]:out`, 'a@f32=1.5', `x@ptr:f32[${n}]:in`]) };
+    const misnamed = {
+      ...reference,
+      io: parseArgSpecs([`n@i32=${n}`, `out@ptr:f32[${n}]:out`, 'a@f32=1.5', `x@ptr:f32[${n}]:in`]),
+    };
     await expect(check({ kernel: k('scale'), config: cfg }, misnamed, io)).rejects.toThrow(
       "reference io: the candidate's output 'y' (argument 1) has no reference output named 'y' (there: 'out')",
     );
@@ -365,18 +408,21 @@ describeGpu('check: without a reference, a reference in another order, zeroOnFre
 });
 
 describeGpu('check: kernel faults are verdicts', () => {
-  unsanitized('a candidate that makes an illegal address fails with defence fault; nothing more touches the GPU', () => {
-    const r = checkInChild('illegal_address', 'js');
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    expect(r.out).toMatchObject({ passed: false, defence: 'fault', trials: 1, referenceCalls: 0, usable: false });
-    expect(r.out.error).toMatchObject({ code: 'CUDA_ERROR_ILLEGAL_ADDRESS', result: 700, sticky: true });
-    expect(r.out.error!.api).toMatch(/^cu\w+Synchronize$/);
-    expect(r.out.summary).toMatch(
-      /^FAIL \(fault\) in trial 0: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\): [^\n]+; the CUDA context is lost: restart the process to use the GPU again$/,
-    );
-    expect(r.out.lost).toMatchObject({ code: 'CUDA_ERROR_ILLEGAL_ADDRESS' });
-  });
+  unsanitized(
+    'a candidate that makes an illegal address fails with defence fault; nothing more touches the GPU',
+    () => {
+      const r = checkInChild('illegal_address', 'js');
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      expect(r.out).toMatchObject({ passed: false, defence: 'fault', trials: 1, referenceCalls: 0, usable: false });
+      expect(r.out.error).toMatchObject({ code: 'CUDA_ERROR_ILLEGAL_ADDRESS', result: 700, sticky: true });
+      expect(r.out.error!.api).toMatch(/^cu\w+Synchronize$/);
+      expect(r.out.summary).toMatch(
+        /^FAIL \(fault\) in trial 0: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\): [^\n]+; the CUDA context is lost: restart the process to use the GPU again$/,
+      );
+      expect(r.out.lost).toMatchObject({ code: 'CUDA_ERROR_ILLEGAL_ADDRESS' });
+    },
+  );
 
   unsanitized('a candidate that calls __trap() fails with defence fault, sticky', () => {
     const r = checkInChild('traps', 'js');
@@ -411,10 +457,19 @@ describeGpu('check: kernel faults are verdicts', () => {
     const r = checkInChild('scale', 'js', '{ grid: 1 << 20, block: 1024, cooperative: true }');
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.out).toMatchObject({ passed: false, defence: 'fault', trials: 1, referenceCalls: 0, lost: null, usable: true });
+    expect(r.out).toMatchObject({
+      passed: false,
+      defence: 'fault',
+      trials: 1,
+      referenceCalls: 0,
+      lost: null,
+      usable: true,
+    });
     expect(r.out.error).toMatchObject({ code: 'CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE', sticky: false });
     expect(r.out.error!.api).toMatch(/^cuLaunch/);
-    expect(r.out.summary).toMatch(/^FAIL \(fault\) in trial 0: cuLaunch\w* failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE/);
+    expect(r.out.summary).toMatch(
+      /^FAIL \(fault\) in trial 0: cuLaunch\w* failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE/,
+    );
     expect(r.out.summary).not.toContain('context is lost');
   });
 });

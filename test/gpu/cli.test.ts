@@ -53,8 +53,20 @@ const M = 1 << 16;
 let dir = '';
 const file = (name: string): string => join(dir, name);
 const saxpyArgs = [
-  '--kernel', 'saxpy', '--arg', 'f32=2.5', '--arg', `ptr:f32[${N}]=uniform(-1,1)`,
-  '--arg', `ptr:f32[${N}]=uniform(-1,1):out`, '--arg', `i32=${N}`, '--preset', 'quick', '--trials', '2',
+  '--kernel',
+  'saxpy',
+  '--arg',
+  'f32=2.5',
+  '--arg',
+  `ptr:f32[${N}]=uniform(-1,1)`,
+  '--arg',
+  `ptr:f32[${N}]=uniform(-1,1):out`,
+  '--arg',
+  `i32=${N}`,
+  '--preset',
+  'quick',
+  '--trials',
+  '2',
 ];
 const grid = (threads: number): string[] => ['--grid', String(threads / 256), '--block', '256'];
 
@@ -113,7 +125,9 @@ describeGpu('cudakit bench', () => {
     const r = await cli(['bench', file('saxpy.bench.mjs'), '--preset', 'quick', '--json', json]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^✓ check against the JavaScript reference: PASS: 5 trials, worst element at \d+% of its tolerance/);
+    expect(r.stdout).toMatch(
+      /^✓ check against the JavaScript reference: PASS: 5 trials, worst element at \d+% of its tolerance/,
+    );
     expect(r.stdout).toMatch(/saxpy-spec \(cold, quick\)\n {2}median ±CI \(min … max\) +\d+\.\d+ µs/);
     expect(r.stdout).toMatch(/throughput +\d+(\.\d+)? GB\/s · \d+\.\d% of peak bandwidth/);
     expect(r.stdout).not.toMatch(/\x1b\[/); // not a terminal: no colours
@@ -131,8 +145,18 @@ describeGpu('cudakit bench', () => {
   it('--compare checks the candidate against the other kernel, then gives a speedup and a verdict', async () => {
     const json = file('compare.json');
     const r = await cli([
-      'bench', file('saxpy4.cu'), ...saxpyArgs, ...grid(N / 4),
-      '--compare', file('saxpy.cu'), '--compare-grid', String(N / 256), '--compare-block', '256', '--json', json,
+      'bench',
+      file('saxpy4.cu'),
+      ...saxpyArgs,
+      ...grid(N / 4),
+      '--compare',
+      file('saxpy.cu'),
+      '--compare-grid',
+      String(N / 256),
+      '--compare-block',
+      '256',
+      '--json',
+      json,
     ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -152,7 +176,16 @@ describeGpu('cudakit bench', () => {
 
   // A verdict is a statement about speed: under compute-sanitizer kernels run serialized and many times slower.
   (process.env.CUDAKIT_UNDER_SANITIZER === '1' ? it.skip : it)('A/A through the CLI says SAME', async () => {
-    const r = await cli(['bench', file('saxpy.cu'), ...saxpyArgs, ...grid(N), '--compare', file('saxpy.cu'), '--json', '-']);
+    const r = await cli([
+      'bench',
+      file('saxpy.cu'),
+      ...saxpyArgs,
+      ...grid(N),
+      '--compare',
+      file('saxpy.cu'),
+      '--json',
+      '-',
+    ]);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout); // --json -: stdout is only the JSON, the human lines go to stderr
     expect(out.verdict).toBe('SAME');
@@ -161,11 +194,22 @@ describeGpu('cudakit bench', () => {
 
   it('a kernel that fails --ref exits 1 before any timing, naming the element; --json says why', async () => {
     const json = file('wrong.json');
-    const r = await cli(['bench', file('wrong.cu'), ...saxpyArgs, ...grid(N), '--ref', file('saxpy.cu'), '--json', json]);
+    const r = await cli([
+      'bench',
+      file('wrong.cu'),
+      ...saxpyArgs,
+      ...grid(N),
+      '--ref',
+      file('saxpy.cu'),
+      '--json',
+      json,
+    ]);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(
-      new RegExp(`^cudakit: check failed against saxpy in .*saxpy\\.cu: FAIL \\(mismatch\\) in trial 0; first: argument 2\\[${N - 1}\\]`),
+      new RegExp(
+        `^cudakit: check failed against saxpy in .*saxpy\\.cu: FAIL \\(mismatch\\) in trial 0; first: argument 2\\[${N - 1}\\]`,
+      ),
     );
     const out = JSON.parse(readFileSync(json, 'utf8'));
     expect(out.stats).toBeUndefined(); // nothing was timed
@@ -201,7 +245,15 @@ describeGpu('cudakit bench: determinism', () => {
     expect(a.check.before.nondeterministicBeyondTolerance).toBe(0);
 
     const strict = file('atomic-strict.json');
-    const s = await cli(['bench', file('atomic.bench.mjs'), '--preset', 'quick', '--require-determinism', '--json', strict]);
+    const s = await cli([
+      'bench',
+      file('atomic.bench.mjs'),
+      '--preset',
+      'quick',
+      '--require-determinism',
+      '--json',
+      strict,
+    ]);
     const b = JSON.parse(readFileSync(strict, 'utf8'));
     expect(b.check.requireDeterminism).toBe(true);
     const identical = b.check.before.nondeterministicElements === 0; // float atomics may or may not repeat their order
@@ -228,7 +280,11 @@ describeGpu('cudakit bench: determinism', () => {
 /** The CLI in a child process: a kernel fault destroys the CUDA context of the process it happens in. */
 function cliInChild(args: string[]): { status: number | null; stdout: string; stderr: string } {
   const root = new URL('../..', import.meta.url).pathname;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', `${root}lib/cli/main.ts`, ...args], { encoding: 'utf8', cwd: root, timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', `${root}lib/cli/main.ts`, ...args], {
+    encoding: 'utf8',
+    cwd: root,
+    timeout: 60_000,
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -244,7 +300,11 @@ describeGpu('cudakit bench: kernel faults', () => {
       /^cudakit: check failed against saxpy in .*saxpy\.cu: FAIL \(fault\) in trial 0: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\): .*; the CUDA context is lost: restart the process to use the GPU again\n$/,
     );
     const out = JSON.parse(readFileSync(json, 'utf8'));
-    expect(out.check.before).toMatchObject({ passed: false, defence: 'fault', error: { code: 'CUDA_ERROR_ILLEGAL_ADDRESS', sticky: true } });
+    expect(out.check.before).toMatchObject({
+      passed: false,
+      defence: 'fault',
+      error: { code: 'CUDA_ERROR_ILLEGAL_ADDRESS', sticky: true },
+    });
   });
 
   unsanitized('with --no-check the fault is a CUDA error naming the phase, exit 2, with no error from cleanup', () => {
@@ -263,10 +323,21 @@ describeGpu('cudakit bench: golden output', () => {
   const golden = (name: string): string => readFileSync(join(root, 'test/golden', name), 'utf8');
   const goldenLines = (name: string): string[] => golden(name).replace(/\n$/, '').split('\n');
   const shapeOf = (json: string): string[] =>
-    shapeDiff(jsonShape(JSON.parse(readFileSync(json, 'utf8'))), JSON.parse(golden(`${json.replace(/^.*\//, '').replace(/\.json$/, '')}.shape.json`)) as Shape);
+    shapeDiff(
+      jsonShape(JSON.parse(readFileSync(json, 'utf8'))),
+      JSON.parse(golden(`${json.replace(/^.*\//, '').replace(/\.json$/, '')}.shape.json`)) as Shape,
+    );
   const saxpyArgs16M = [
-    '--kernel', 'saxpy', '--arg', 'f32=2.5', '--arg', 'ptr:f32[16M]=uniform(-1,1)',
-    '--arg', 'ptr:f32[16M]=uniform(-1,1):out', '--arg', 'i32=16777216',
+    '--kernel',
+    'saxpy',
+    '--arg',
+    'f32=2.5',
+    '--arg',
+    'ptr:f32[16M]=uniform(-1,1)',
+    '--arg',
+    'ptr:f32[16M]=uniform(-1,1):out',
+    '--arg',
+    'i32=16777216',
   ];
   let cwd = '';
   beforeAll(() => {
@@ -287,9 +358,25 @@ describeGpu('cudakit bench: golden output', () => {
   it('examples/cuda/saxpy_vec4.cu --compare examples/cuda/saxpy.cu', async () => {
     const json = file('compare.json');
     const r = await cli([
-      'bench', 'examples/cuda/saxpy_vec4.cu', ...saxpyArgs16M, '--grid', '4096', '--block', '1024',
-      '--compare', 'examples/cuda/saxpy.cu', '--compare-grid', '65536', '--compare-block', '256', '--bytes', '12*16M',
-      '--preset', 'quick', '--json', json,
+      'bench',
+      'examples/cuda/saxpy_vec4.cu',
+      ...saxpyArgs16M,
+      '--grid',
+      '4096',
+      '--block',
+      '1024',
+      '--compare',
+      'examples/cuda/saxpy.cu',
+      '--compare-grid',
+      '65536',
+      '--compare-block',
+      '256',
+      '--bytes',
+      '12*16M',
+      '--preset',
+      'quick',
+      '--json',
+      json,
     ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -300,8 +387,17 @@ describeGpu('cudakit bench: golden output', () => {
   it('examples/cuda/saxpy_wrong.cu --ref examples/cuda/saxpy.cu', async () => {
     const json = file('ref-fail.json');
     const r = await cli([
-      'bench', 'examples/cuda/saxpy_wrong.cu', ...saxpyArgs16M, '--grid', '65536', '--block', '256',
-      '--ref', 'examples/cuda/saxpy.cu', '--json', json,
+      'bench',
+      'examples/cuda/saxpy_wrong.cu',
+      ...saxpyArgs16M,
+      '--grid',
+      '65536',
+      '--block',
+      '256',
+      '--ref',
+      'examples/cuda/saxpy.cu',
+      '--json',
+      json,
     ]);
     expect(r.stdout).toBe('');
     expect(r.code).toBe(1);

@@ -13,7 +13,11 @@ function runFile(source: string): { status: number | null; stdout: string; stder
   try {
     const file = join(dir, 'scenario.mts'); // an ES module: top-level await
     writeFileSync(file, source.replaceAll('CUDAKIT', new URL('lib/index.ts', `file://${root}`).href));
-    const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', file], { encoding: 'utf8', cwd: root, timeout: 60_000 });
+    const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', file], {
+      encoding: 'utf8',
+      cwd: root,
+      timeout: 60_000,
+    });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -50,7 +54,12 @@ describeGpu('errors', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     const out = JSON.parse(r.stdout) as Record<string, Record<string, unknown>>;
-    expect(out.first).toMatchObject({ cls: true, code: 'CUDA_ERROR_ILLEGAL_ADDRESS', api: 'cuCtxSynchronize', sticky: true });
+    expect(out.first).toMatchObject({
+      cls: true,
+      code: 'CUDA_ERROR_ILLEGAL_ADDRESS',
+      api: 'cuCtxSynchronize',
+      sticky: true,
+    });
     expect(out.first!.msg).toMatch(/compute-sanitizer/);
     expect(out.second).toMatchObject({ code: 'CUDA_ERROR_ILLEGAL_ADDRESS', api: 'cuMemAlloc' });
     expect(out.second!.msg).toMatch(/context was lost when cuCtxSynchronize failed[\s\S]*Restart the process/);
@@ -71,8 +80,10 @@ describeGpu('errors', () => {
     expect(r.stdout.trim().split('\n').pop(), r.stderr).toBe('CUDA_ERROR_ASSERT');
   });
 
-  planted('after a sticky error, cleanup is silent: dispose, freeHost, unregister and finalizers never throw or warn', () => {
-    const r = runFile(`
+  planted(
+    'after a sticky error, cleanup is silent: dispose, freeHost, unregister and finalizers never throw or warn',
+    () => {
+      const r = runFile(`
       import { CudaError, Device, Program, freeHost } from 'CUDAKIT';
       const warnings: string[] = [];
       process.on('warning', (w) => warnings.push(w.name + ': ' + w.message));
@@ -123,14 +134,15 @@ describeGpu('errors', () => {
       out.hostDetached = host.length === 0;
       console.log(JSON.stringify(out));
     `);
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, unknown>;
-    expect(out.usingError).toEqual({ isCudaError: true, name: 'CudaError', code: 'CUDA_ERROR_ILLEGAL_ADDRESS' });
-    expect(out.thrown).toEqual([]);
-    expect(out.warnings).toEqual([]);
-    expect(out.hostDetached).toBe(true);
-  });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, unknown>;
+      expect(out.usingError).toEqual({ isCudaError: true, name: 'CudaError', code: 'CUDA_ERROR_ILLEGAL_ADDRESS' });
+      expect(out.thrown).toEqual([]);
+      expect(out.warnings).toEqual([]);
+      expect(out.hostDetached).toBe(true);
+    },
+  );
 
   it('exiting with live buffers, streams, modules and pinned memory is clean', () => {
     const r = run(`

@@ -26,9 +26,13 @@ const ILLEGAL = `extern "C" __global__ void saxpy(float a, const float* x, float
 }
 `;
 const saxpyJob = (more: Partial<EvalJob> = {}): EvalJob => ({
-  source: SAXPY, kernel: 'saxpy', grid: N / 256, block: 256,
+  source: SAXPY,
+  kernel: 'saxpy',
+  grid: N / 256,
+  block: 256,
   args: ['f32=2.5', `ptr:f32[${N}]=uniform(-1,1)`, `ptr:f32[${N}]=uniform(-1,1):out`, `i32=${N}`],
-  check: { trials: 2 }, timing: { preset: 'quick', bytes: 12 * N },
+  check: { trials: 2 },
+  timing: { preset: 'quick', bytes: 12 * N },
   ...more,
 });
 const saxpyJs: JsReference = (args) => {
@@ -51,12 +55,21 @@ describeGpu('evaluate()', () => {
     expect(report).toMatchObject({ name: 'saxpy', passed: true, phase: undefined, comparison: undefined });
     expect(report.phases.map((p) => p.phase)).toEqual(['validate', 'compile', 'load', 'check', 'time', 'recheck']);
     expect(report.check).toMatchObject({
-      reference: 'saxpy in ref.cu', passed: true, requireDeterminism: false, before: { passed: true }, afterTiming: { passed: true },
+      reference: 'saxpy in ref.cu',
+      passed: true,
+      requireDeterminism: false,
+      before: { passed: true },
+      afterTiming: { passed: true },
     });
     expect(report.timing!.name).toBe('saxpy');
     expect(report.timing!.stats.n).toBeGreaterThanOrEqual(10);
     expect(report.timing!.throughput!.gbPerS).toBeGreaterThan(0);
-    expect(report.compile.candidate).toMatchObject({ kernel: 'saxpy', loweredName: 'saxpy', target: 'cubin', spillBytes: 0 });
+    expect(report.compile.candidate).toMatchObject({
+      kernel: 'saxpy',
+      loweredName: 'saxpy',
+      target: 'cubin',
+      spillBytes: 0,
+    });
     expect(report.compile.candidate!.registers).toBeGreaterThan(0);
     expect(report.compile.reference!.source).toBe('ref.cu');
     const kinds = progress.map((p) => (p.kind === 'phase' ? p.phase : p.kind));
@@ -72,13 +85,17 @@ describeGpu('evaluate()', () => {
     expect(report.timing!.mode).toBe('hot');
   });
 
-  it('compares with a baseline, which is also the check\'s reference', async () => {
+  it("compares with a baseline, which is also the check's reference", async () => {
     const progress: EvalProgress[] = [];
-    const report = await evaluate(saxpyJob({
-      source: { text: SAXPY4, name: 'saxpy4.cu' }, grid: N / 4 / 256,
-      compare: { source: { text: SAXPY, name: 'saxpy.cu' }, kernel: 'saxpy', grid: N / 256 },
-      timing: { preset: 'quick', bytes: 12 * N, rounds: 3 },
-    }), { onProgress: (p) => progress.push(p) });
+    const report = await evaluate(
+      saxpyJob({
+        source: { text: SAXPY4, name: 'saxpy4.cu' },
+        grid: N / 4 / 256,
+        compare: { source: { text: SAXPY, name: 'saxpy.cu' }, kernel: 'saxpy', grid: N / 256 },
+        timing: { preset: 'quick', bytes: 12 * N, rounds: 3 },
+      }),
+      { onProgress: (p) => progress.push(p) },
+    );
     expect(report.error).toBeUndefined();
     expect(report.passed).toBe(true);
     expect(report.timing).toBeUndefined();
@@ -86,7 +103,13 @@ describeGpu('evaluate()', () => {
     expect(['FASTER', 'SLOWER', 'SAME', 'UNCERTAIN']).toContain(c.verdict);
     expect([c.a.name, c.b.name, c.rounds]).toEqual(['saxpy.cu:saxpy', 'saxpy4.cu:saxpy', 3]);
     expect(report.check).toMatchObject({ reference: 'saxpy in saxpy.cu', passed: true, afterTiming: { passed: true } });
-    expect(progress.filter((p) => p.kind === 'rounds').at(-1)).toEqual({ kind: 'rounds', a: 'saxpy.cu:saxpy', b: 'saxpy4.cu:saxpy', round: 3, rounds: 3 });
+    expect(progress.filter((p) => p.kind === 'rounds').at(-1)).toEqual({
+      kind: 'rounds',
+      a: 'saxpy.cu:saxpy',
+      b: 'saxpy4.cu:saxpy',
+      round: 3,
+      rounds: 3,
+    });
     expect(report.compile.baseline).toMatchObject({ kernel: 'saxpy', source: 'saxpy.cu' });
   });
 
@@ -94,9 +117,14 @@ describeGpu('evaluate()', () => {
     const wrong = SAXPY.replace('if (i < n)', 'if (i < n - 1)');
     const report = await evaluate(saxpyJob({ source: wrong }), { reference: saxpyJs });
     expect(report).toMatchObject({
-      passed: false, phase: 'check', timing: undefined, error: { kind: 'verdict', code: 'mismatch', defence: 'mismatch' },
+      passed: false,
+      phase: 'check',
+      timing: undefined,
+      error: { kind: 'verdict', code: 'mismatch', defence: 'mismatch' },
     });
-    expect(report.error!.message).toMatch(new RegExp(`^FAIL \\(mismatch\\) in trial 0; first: argument 2\\[${N - 1}\\]`));
+    expect(report.error!.message).toMatch(
+      new RegExp(`^FAIL \\(mismatch\\) in trial 0; first: argument 2\\[${N - 1}\\]`),
+    );
     expect(report.phases.map((p) => p.phase)).toEqual(['validate', 'compile', 'load', 'check']);
   });
 
@@ -109,15 +137,21 @@ describeGpu('evaluate()', () => {
       console.log(JSON.stringify(report, (_k, v) => (typeof v === 'bigint' ? String(v) : v)));
     `;
     const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000,
+      encoding: 'utf8',
+      cwd: new URL('../..', import.meta.url).pathname,
+      timeout: 60_000,
     });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     const report = JSON.parse(r.stdout);
     expect(report).toMatchObject({
-      passed: false, phase: 'check',
+      passed: false,
+      phase: 'check',
       error: { kind: 'cuda', code: 'CUDA_ERROR_ILLEGAL_ADDRESS', kernel: 'candidate', sticky: true, defence: 'fault' },
-      check: { passed: false, before: { defence: 'fault', error: { code: 'CUDA_ERROR_ILLEGAL_ADDRESS', sticky: true } } },
+      check: {
+        passed: false,
+        before: { defence: 'fault', error: { code: 'CUDA_ERROR_ILLEGAL_ADDRESS', sticky: true } },
+      },
     });
     expect(report.error.api).toMatch(/^cu\w+$/);
     expect(report.timing).toBeUndefined();
@@ -131,32 +165,48 @@ describeGpu('evaluate()', () => {
 }
 `;
     const job = (expected: string, compress: 'none' | 'zlib' = 'none'): EvalJob => ({
-      source: twice, kernel: 'twice', grid: 1, block: 32,
+      source: twice,
+      kernel: 'twice',
+      grid: 1,
+      block: 32,
       args: [
         { kind: 'buffer', dtype: 'f32', length: 4, init: { kind: 'data', base64: f32(1, 2, 3, 4) }, name: 'x' },
         { kind: 'buffer', dtype: 'f32', length: 4, name: 'y' },
         'i32=4',
       ],
       reference: { expected: { y: { base64: expected, compress } } },
-      check: { trials: 2 }, timing: { preset: 'quick' },
+      check: { trials: 2 },
+      timing: { preset: 'quick' },
     });
     const right = await evaluate(job(f32(2, 4, 6, 8)));
     expect(right.error).toBeUndefined();
-    expect(right.check).toMatchObject({ reference: 'the expected outputs', passed: true, afterTiming: { passed: true } });
+    expect(right.check).toMatchObject({
+      reference: 'the expected outputs',
+      passed: true,
+      afterTiming: { passed: true },
+    });
     const zipped = deflateSync(Buffer.from(new Float32Array([2, 4, 6, 8]).buffer)).toString('base64');
     expect((await evaluate(job(zipped, 'zlib'))).passed).toBe(true);
     const wrong = await evaluate(job(f32(2, 4, 6, 9)));
     expect(wrong).toMatchObject({ phase: 'check', error: { kind: 'verdict', code: 'mismatch' } });
-    expect((wrong.check as { before: { mismatches: unknown[] } }).before.mismatches[0]).toEqual({ arg: 1, index: 3, expected: 9, actual: 8 });
+    expect((wrong.check as { before: { mismatches: unknown[] } }).before.mismatches[0]).toEqual({
+      arg: 1,
+      index: 3,
+      expected: 9,
+      actual: 8,
+    });
     // A JavaScript reference sees the literal values.
     let seen: number[] = [];
     const { reference: _literal, ...withoutExpected } = job('');
-    await evaluate({ ...withoutExpected, timing: { skip: true } }, {
-      reference: ([x, y]) => {
-        seen = [...(x as Float32Array)];
-        (y as Float32Array).set((x as Float32Array).map((v) => 2 * v));
+    await evaluate(
+      { ...withoutExpected, timing: { skip: true } },
+      {
+        reference: ([x, y]) => {
+          seen = [...(x as Float32Array)];
+          (y as Float32Array).set((x as Float32Array).map((v) => 2 * v));
+        },
       },
-    });
+    );
     expect(seen).toEqual([1, 2, 3, 4]);
   });
 
@@ -166,25 +216,31 @@ describeGpu('evaluate()', () => {
   if (i < n) y[i] = a * x[i] + y[i];
 }
 `;
-    const report = await evaluate(saxpyJob({
-      args: ['a@f32=2.5', `x@ptr:f32[${N}]=uniform(-1,1)`, `y@ptr:f32[${N}]=uniform(-1,1):out`, `n@i32=${N}`],
-      reference: {
-        source: { text: ref, name: 'ref.cu' }, kernel: 'saxpy_ref',
-        args: [`n@i32=${N}`, `x@ptr:f32[${N}]:in`, `y@ptr:f32[${N}]=uniform(-1,1):out`, 'a@f32=2.5'],
-      },
-    }));
+    const report = await evaluate(
+      saxpyJob({
+        args: ['a@f32=2.5', `x@ptr:f32[${N}]=uniform(-1,1)`, `y@ptr:f32[${N}]=uniform(-1,1):out`, `n@i32=${N}`],
+        reference: {
+          source: { text: ref, name: 'ref.cu' },
+          kernel: 'saxpy_ref',
+          args: [`n@i32=${N}`, `x@ptr:f32[${N}]:in`, `y@ptr:f32[${N}]=uniform(-1,1):out`, 'a@f32=2.5'],
+        },
+      }),
+    );
     expect(report.error).toBeUndefined();
     expect(report.passed).toBe(true);
     expect(report.check).toMatchObject({ reference: 'saxpy_ref in ref.cu', before: { passed: true } });
     // Its scalars are its own: another a in its list, and it disagrees.
-    const swapped = await evaluate(saxpyJob({
-      args: ['a@f32=2.5', `x@ptr:f32[${N}]=uniform(-1,1)`, `y@ptr:f32[${N}]=uniform(-1,1):out`, `n@i32=${N}`],
-      reference: {
-        source: { text: ref, name: 'ref.cu' }, kernel: 'saxpy_ref',
-        args: [`n@i32=${N}`, `x@ptr:f32[${N}]:in`, `y@ptr:f32[${N}]=uniform(-1,1):out`, 'a@f32=3'],
-      },
-      timing: { skip: true },
-    }));
+    const swapped = await evaluate(
+      saxpyJob({
+        args: ['a@f32=2.5', `x@ptr:f32[${N}]=uniform(-1,1)`, `y@ptr:f32[${N}]=uniform(-1,1):out`, `n@i32=${N}`],
+        reference: {
+          source: { text: ref, name: 'ref.cu' },
+          kernel: 'saxpy_ref',
+          args: [`n@i32=${N}`, `x@ptr:f32[${N}]:in`, `y@ptr:f32[${N}]=uniform(-1,1):out`, 'a@f32=3'],
+        },
+        timing: { skip: true },
+      }),
+    );
     expect(swapped).toMatchObject({ phase: 'check', error: { kind: 'verdict', code: 'mismatch' } });
   });
 
@@ -192,19 +248,25 @@ describeGpu('evaluate()', () => {
     const report = await evaluate(saxpyJob({ zeroOnFree: true }));
     expect(report.error).toBeUndefined();
     expect(report.passed).toBe(true);
-    expect(report.check).toMatchObject({ reference: 'no reference (reference-free check)', before: { passed: true, referenceFree: true } });
+    expect(report.check).toMatchObject({
+      reference: 'no reference (reference-free check)',
+      before: { passed: true, referenceFree: true },
+    });
     expect(report.phases.map((p) => p.phase)).toEqual(['validate', 'compile', 'load', 'check', 'time']);
     const half = SAXPY.replace('if (i < n) y[i] = a * x[i] + y[i];', 'if (i < n / 2) y[i] = a * x[i];');
     expect(half).not.toBe(SAXPY);
-    const unwritten = await evaluate(saxpyJob({
-      source: half, args: ['f32=2.5', `ptr:f32[${N}]=uniform(-1,1)`, `ptr:f32[${N}]:out`, `i32=${N}`],
-    }));
+    const unwritten = await evaluate(
+      saxpyJob({
+        source: half,
+        args: ['f32=2.5', `ptr:f32[${N}]=uniform(-1,1)`, `ptr:f32[${N}]:out`, `i32=${N}`],
+      }),
+    );
     expect(unwritten).toMatchObject({ phase: 'check', error: { kind: 'verdict', code: 'unwritten' } });
     const skipped = await evaluate(saxpyJob({ check: { withoutReference: 'skip' }, timing: { skip: true } }));
     expect(skipped).toMatchObject({ passed: true, check: { skipped: 'not checked (no reference)' } });
   });
 
-  it('loads the module afresh for each phase: timing does not see the check\'s __device__ state', async () => {
+  it("loads the module afresh for each phase: timing does not see the check's __device__ state", async () => {
     // Every launch takes a ticket from a __device__ counter and keeps the smallest it saw: the first launch of a
     // module sees 0. The check (3 trials) expects tickets 0, 1, 2; the re-check expects what no launch writes, so it
     // fails and shows, per input set, the smallest ticket the timed launches saw.
@@ -216,10 +278,18 @@ extern "C" __global__ void ticket(unsigned int* out) { atomicMin(out, atomicAdd(
       (out as Uint32Array)[0] = calls < 3 ? calls : 0xffffffff;
       calls++;
     };
-    const report = await evaluate({
-      source, kernel: 'ticket', grid: 1, block: 1, args: ['ptr:u32[1]:out'],
-      check: { trials: 3, determinism: false }, timing: { preset: 'quick' },
-    }, { reference });
+    const report = await evaluate(
+      {
+        source,
+        kernel: 'ticket',
+        grid: 1,
+        block: 1,
+        args: ['ptr:u32[1]:out'],
+        check: { trials: 3, determinism: false },
+        timing: { preset: 'quick' },
+      },
+      { reference },
+    );
     expect(report.check).toMatchObject({ before: { passed: true } }); // tickets 0, 1, 2 in the check's module
     expect(report.phase).toBe('recheck');
     const after = (report.check as { afterTiming: { trials: { mismatches: { actual: number }[] }[] } }).afterTiming;

@@ -6,13 +6,14 @@ describeGpu('Event', () => {
   const d = () => Device.get(0);
 
   it('times GPU work with elapsedMs', () => {
-    const src = 'extern "C" __global__ void spin(long long c) { long long s = clock64(); while (clock64() - s < c) {} }';
+    const src =
+      'extern "C" __global__ void spin(long long c) { long long s = clock64(); while (clock64() - s < c) {} }';
     const m = d().loadModule(new Program(src).compile());
     const k = m.getKernel('spin', ['i64']);
     using s = d().createStream();
     const clockHz = d().clockRateKHz * 1000;
     const start = s.record();
-    k.launch({ grid: 1, block: 1, stream: s }, BigInt(Math.round(clockHz * 0.02)), ); // ~20 ms at the max clock
+    k.launch({ grid: 1, block: 1, stream: s }, BigInt(Math.round(clockHz * 0.02))); // ~20 ms at the max clock
     const end = s.record();
     const ms = Event.elapsedMs(start, end);
     expect(ms).toBeGreaterThan(15);

@@ -11,7 +11,11 @@ const examples = readdirSync(new URL('../../examples', import.meta.url)).filter(
 
 describeGpu('examples', () => {
   it.each(examples)('%s', (file) => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', `examples/${file}`], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', `examples/${file}`], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout.length).toBeGreaterThan(0);

@@ -48,19 +48,71 @@ describeGpu('Kernel', () => {
     const src = '#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n' + SCALARS;
     const m = d().loadModule(new Program(src).compile());
     const k = m.getKernel('scalars', [
-      'ptr', 'i8', 'u8', 'i16', 'u16', 'i32', 'u32', 'i64', 'u64', 'f32', 'f64', 'bool', 'f16', 'bf16',
+      'ptr',
+      'i8',
+      'u8',
+      'i16',
+      'u16',
+      'i32',
+      'u32',
+      'i64',
+      'u64',
+      'f32',
+      'f64',
+      'bool',
+      'f16',
+      'bf16',
       { struct: ['i8', 'f64', 'i16'] },
     ]);
     using out = d().allocArray(Float64Array, 16);
-    k.launch({ grid: 1, block: 1 }, out, -5, 250, -30000, 60000, -2e9, 4e9, -(2n ** 40n), 2n ** 52n, 1.5, Math.PI, true, 0.5, 3, [7, 2.25, -9]);
-    expect([...out.copyToHost()]).toEqual([-5, 250, -30000, 60000, -2e9, 4e9, -(2 ** 40), 2 ** 52, 1.5, Math.PI, 1, 0.5, 3, 7, 2.25, -9]);
+    k.launch(
+      { grid: 1, block: 1 },
+      out,
+      -5,
+      250,
+      -30000,
+      60000,
+      -2e9,
+      4e9,
+      -(2n ** 40n),
+      2n ** 52n,
+      1.5,
+      Math.PI,
+      true,
+      0.5,
+      3,
+      [7, 2.25, -9],
+    );
+    expect([...out.copyToHost()]).toEqual([
+      -5,
+      250,
+      -30000,
+      60000,
+      -2e9,
+      4e9,
+      -(2 ** 40),
+      2 ** 52,
+      1.5,
+      Math.PI,
+      1,
+      0.5,
+      3,
+      7,
+      2.25,
+      -9,
+    ]);
     m.dispose();
   });
 
   it('checks the signature against the compiled kernel where the driver can (cuFuncGetParamInfo)', () => {
     const m = d().loadModule(new Program(VECTOR_ADD).compile());
     const k = m.getKernel('vector_add', ['ptr', 'ptr', 'ptr', 'i32']);
-    expect(native().funcGetParamInfo(d().ctx, k.handle, 4)).toEqual([[0, 8], [8, 8], [16, 8], [24, 4]]); // CUDA >= 12.4
+    expect(native().funcGetParamInfo(d().ctx, k.handle, 4)).toEqual([
+      [0, 8],
+      [8, 8],
+      [16, 8],
+      [24, 4],
+    ]); // CUDA >= 12.4
     expect(() => m.getKernel('vector_add', ['ptr', 'ptr', 'ptr'])).toThrow(
       new TypeError("Kernel 'vector_add' takes 4 parameters but the signature lists 3: [ptr, ptr, ptr]"),
     );
@@ -78,7 +130,9 @@ describeGpu('Kernel', () => {
     expect(() => launch({ grid: 1, block: 2048 }, x, x, x, 1)).toThrow(/block.x but received 2048/);
     expect(() => launch({ grid: 1, block: [32, 32, 2] }, x, x, x, 1)).toThrow(/at most 1024 threads/);
     expect(() => launch({ grid: 0, block: 1 }, x, x, x, 1)).toThrow(RangeError);
-    expect(() => launch({ grid: 1, block: 1 }, x, x, x)).toThrow(/takes 4 arguments \[ptr, ptr, ptr, i32\] but received 3/);
+    expect(() => launch({ grid: 1, block: 1 }, x, x, x)).toThrow(
+      /takes 4 arguments \[ptr, ptr, ptr, i32\] but received 3/,
+    );
     expect(() => launch({ grid: 1, block: 1 }, x, x, x, 1.5)).toThrow(/argument 3 \(i32\) of kernel 'vector_add'/);
     expect(() => launch({ grid: 1, block: 1 }, x, x, 12, 1)).toThrow(/a DeviceBuffer or a bigint/);
     expect(() => launch({ grid: 1, block: 1, sharedMemBytes: 1 << 20 }, x, x, x, 1)).toThrow(/sharedMemBytes/);
@@ -133,10 +187,48 @@ describeGpu('Kernel', () => {
 
     using wide = d().allocArray(Float64Array, 18);
     const mixed = m.getKernel('mixed', [
-      'ptr', 'i8', 'f32x4', 'f64x2', 'f32x3', { struct: ['f32'], align: 16 }, 'i32x2', { struct: ['f32', 'f32x2', 'i32'] }, 'i8',
+      'ptr',
+      'i8',
+      'f32x4',
+      'f64x2',
+      'f32x3',
+      { struct: ['f32'], align: 16 },
+      'i32x2',
+      { struct: ['f32', 'f32x2', 'i32'] },
+      'i8',
     ]);
-    mixed.launch({ grid: 1, block: 1 }, wide, -3, [1, 2, 3, 4], [Math.PI, -Math.E], [5, 6, 7], [8.5], [-9, 10], [11, [12, 13], -14], 15);
-    expect([...wide.copyToHost()]).toEqual([-3, 1, 2, 3, 4, Math.PI, -Math.E, 5, 6, 7, 8.5, -9, 10, 11, 12, 13, -14, 15]);
+    mixed.launch(
+      { grid: 1, block: 1 },
+      wide,
+      -3,
+      [1, 2, 3, 4],
+      [Math.PI, -Math.E],
+      [5, 6, 7],
+      [8.5],
+      [-9, 10],
+      [11, [12, 13], -14],
+      15,
+    );
+    expect([...wide.copyToHost()]).toEqual([
+      -3,
+      1,
+      2,
+      3,
+      4,
+      Math.PI,
+      -Math.E,
+      5,
+      6,
+      7,
+      8.5,
+      -9,
+      10,
+      11,
+      12,
+      13,
+      -14,
+      15,
+    ]);
     m.dispose();
   });
 
@@ -145,9 +237,19 @@ describeGpu('Kernel', () => {
     expect(() => m.getKernel('fields', ['ptr', { struct: ['f32', 'f32', 'f32', 'i32'] }])).toThrow(
       /^Parameter 1 of kernel 'fields' is 24 bytes but the signature says \{ struct: \[f32, f32, f32, i32\] \} \(16 bytes\) \(alignment: .*describe that member as 'f32x2'\/'f32x4'/,
     );
-    expect(() => m.getKernel('mixed', ['ptr', 'i8', 'f32x4', 'f64x2', 'f32x3', { struct: ['f32'] }, 'i32x2', { struct: ['f32', 'f32x2', 'i32'] }, 'i8'])).toThrow(
-      /Parameter 5 of kernel 'mixed' is 16 bytes .* give the struct align: 16\)$/,
-    );
+    expect(() =>
+      m.getKernel('mixed', [
+        'ptr',
+        'i8',
+        'f32x4',
+        'f64x2',
+        'f32x3',
+        { struct: ['f32'] },
+        'i32x2',
+        { struct: ['f32', 'f32x2', 'i32'] },
+        'i8',
+      ]),
+    ).toThrow(/Parameter 5 of kernel 'mixed' is 16 bytes .* give the struct align: 16\)$/);
     expect(() => m.getKernel('vec4', ['ptr', 'f32x3'])).toThrow(
       new TypeError("Parameter 1 of kernel 'vec4' is 16 bytes but the signature says f32x3 (12 bytes)"),
     );
@@ -155,7 +257,8 @@ describeGpu('Kernel', () => {
   });
 
   it('reports attributes, occupancy and a suggested block size; raises the dynamic shared memory limit', () => {
-    const src = 'extern "C" __global__ void smem(float* o) { extern __shared__ float s[]; s[threadIdx.x] = threadIdx.x; __syncthreads(); o[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x]; }';
+    const src =
+      'extern "C" __global__ void smem(float* o) { extern __shared__ float s[]; s[threadIdx.x] = threadIdx.x; __syncthreads(); o[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x]; }';
     const m = d().loadModule(new Program(src).compile());
     const k = m.getKernel('smem', ['ptr']);
     const a = k.attributes;

@@ -1,6 +1,14 @@
 import { spawnSync } from 'node:child_process';
 import { expect, it } from 'vitest';
-import { CudaError, DEFAULT_POOL_CACHE_LIMIT_BYTES, Device, DeviceBuffer, freeHost, isPinned, native } from '../../lib/index.js';
+import {
+  CudaError,
+  DEFAULT_POOL_CACHE_LIMIT_BYTES,
+  Device,
+  DeviceBuffer,
+  freeHost,
+  isPinned,
+  native,
+} from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
 
 const MiB = 2 ** 20;
@@ -80,7 +88,9 @@ describeGpu('memory', () => {
     expect(buf.disposed).toBe(true);
     expect(() => buf.ptr).toThrow(/has been disposed/);
     expect(() => view.copyToHost()).toThrow(/has been disposed/);
-    expect(() => buf.copyFromHost(new Uint8Array(1))).toThrow(expect.objectContaining({ code: 'ERR_DISPOSED' }) as Error);
+    expect(() => buf.copyFromHost(new Uint8Array(1))).toThrow(
+      expect.objectContaining({ code: 'ERR_DISPOSED' }) as Error,
+    );
   });
 
   it('out of memory is a CudaError that leaks nothing: the GPU gets its memory back and another process can use it', () => {
@@ -94,19 +104,31 @@ describeGpu('memory', () => {
     }
     expect(err).toBeInstanceOf(CudaError);
     expect((err as CudaError).code).toBe('CUDA_ERROR_OUT_OF_MEMORY');
-    expect((err as CudaError).message).toMatch(/bytes are free on the device, after returning this process's cached pool memory and retrying once/);
+    expect((err as CudaError).message).toMatch(
+      /bytes are free on the device, after returning this process's cached pool memory and retrying once/,
+    );
     expect(native().stats().deviceAllocations).toBe(stats.deviceAllocations);
     // Before the fix the failed attempt left the pool holding almost the whole GPU.
     expect(freeBytes()).toBeGreaterThanOrEqual(before - 64 * MiB);
     // A second process can take 90 % of the GPU right after.
-    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `
       import { Device } from './lib/index.ts';
       const d = Device.get(0);
       const big = d.alloc(Math.floor(d.totalMemoryBytes * 0.9));
       big.fill(7, { elementBytes: 4 });
       d.synchronize();
       console.log('allocated', big.byteLength);
-    `], { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 });
+    `,
+      ],
+      { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 },
+    );
     expect(child.stderr).toBe('');
     expect(child.stdout).toMatch(/^allocated \d+/);
     using ok = d().alloc(1024); // this process's context is still fine
@@ -150,7 +172,10 @@ describeGpu('memory', () => {
     const start = freeBytes();
     try {
       dev.setPoolCacheLimit(512 * MiB);
-      dev.alloc(256 * MiB).fill(0).dispose();
+      dev
+        .alloc(256 * MiB)
+        .fill(0)
+        .dispose();
       const cached = freeBytes();
       const info = dev.memoryInfo();
       expect(info.poolReservedBytes - info.poolUsedBytes).toBeGreaterThanOrEqual(256 * MiB);
@@ -162,7 +187,10 @@ describeGpu('memory', () => {
       expect(trimmed.freeBytes).toBeGreaterThanOrEqual(start - 8 * MiB);
       // Back to the default: a 256 MiB buffer is above it and goes back to the driver at a synchronize.
       dev.setPoolCacheLimit(DEFAULT_POOL_CACHE_LIMIT_BYTES);
-      dev.alloc(256 * MiB).fill(0).dispose();
+      dev
+        .alloc(256 * MiB)
+        .fill(0)
+        .dispose();
       expect(freeBytes()).toBeGreaterThanOrEqual(start - DEFAULT_POOL_CACHE_LIMIT_BYTES - 8 * MiB);
     } finally {
       dev.setPoolCacheLimit(DEFAULT_POOL_CACHE_LIMIT_BYTES);

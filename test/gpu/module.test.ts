@@ -42,7 +42,9 @@ describeGpu('Module', () => {
     fillDouble.launch({ grid: 1, block: 32 }, xd, 0.25);
     expect(xi.copyToHost()[31]).toBe(-7);
     expect(xd.copyToHost()[0]).toBe(0.25);
-    expect(() => m.getKernel('fill<float>', ['ptr', 'f32'])).toThrow(/no kernel named 'fill<float>'[\s\S]*fill<int>, fill<double>/);
+    expect(() => m.getKernel('fill<float>', ['ptr', 'f32'])).toThrow(
+      /no kernel named 'fill<float>'[\s\S]*fill<int>, fill<double>/,
+    );
     m.dispose();
   });
 

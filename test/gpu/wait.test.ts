@@ -11,7 +11,10 @@ extern "C" __global__ void spin_ns(unsigned long long ns) {
   do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
 }`;
 
-function runChild(script: string, timeoutMs: number): { status: number | null; stdout: string; stderr: string; wallMs: number } {
+function runChild(
+  script: string,
+  timeoutMs: number,
+): { status: number | null; stdout: string; stderr: string; wallMs: number } {
   const t0 = Date.now();
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
     encoding: 'utf8',
@@ -39,10 +42,15 @@ describeGpu('waits with a limit', () => {
       ['event', () => e.synchronizeAsync({ timeoutMs: 20 })],
       ['device', () => d().synchronizeAsync({ timeoutMs: 20 })],
     ] as const) {
-      const err = await wait().then(() => undefined, (x: unknown) => x);
+      const err = await wait().then(
+        () => undefined,
+        (x: unknown) => x,
+      );
       expect(err, what).toBeInstanceOf(TimeoutError);
       expect((err as TimeoutError).timeoutMs).toBe(20);
-      expect((err as Error).message).toMatch(/did not finish within 20 ms[\s\S]*keeps running[\s\S]*ending the process/);
+      expect((err as Error).message).toMatch(
+        /did not finish within 20 ms[\s\S]*keeps running[\s\S]*ending the process/,
+      );
     }
     expect(s.query()).toBe(false); // the kernel is still running
     await s.synchronizeAsync({ timeoutMs: 30_000 }); // a limit that is not reached resolves as usual
@@ -57,10 +65,16 @@ describeGpu('waits with a limit', () => {
     using s = d().createStream({ nonBlocking: true });
     k.launch({ grid: 1, block: 1, stream: s }, 400_000_000n);
     const ac = new AbortController();
-    const waits = [s.synchronizeAsync({ signal: ac.signal }), d().synchronizeAsync({ signal: ac.signal, timeoutMs: 60_000 })];
+    const waits = [
+      s.synchronizeAsync({ signal: ac.signal }),
+      d().synchronizeAsync({ signal: ac.signal, timeoutMs: 60_000 }),
+    ];
     setTimeout(() => ac.abort(new Error('user cancelled')), 20);
     for (const w of waits) {
-      const err = await w.then(() => undefined, (x: unknown) => x);
+      const err = await w.then(
+        () => undefined,
+        (x: unknown) => x,
+      );
       expect(err).toBeInstanceOf(AbortError);
       expect((err as Error & { cause: Error }).cause.message).toBe('user cancelled');
     }
@@ -83,7 +97,8 @@ describeGpu('waits with a limit', () => {
     // A kernel of 20 s stands for one that never ends. After five timed-out waits (more than the libuv pool's four
     // threads), compileAsync and fs.promises.readFile (both pool work) must still complete while it runs; then
     // the process ends by itself: the abandoned waits keep nothing alive.
-    const r = runChild(`
+    const r = runChild(
+      `
       import { readFile } from 'node:fs/promises';
       import { Device, Program, TimeoutError } from './lib/index.ts';
       const d = Device.get(0);
@@ -102,17 +117,26 @@ describeGpu('waits with a limit', () => {
       const text = await readFile('package.json', 'utf8');
       const poolMs = performance.now() - t0;
       console.log(JSON.stringify({ timedOut, compiled: compiled.bytes.length > 0, read: text.includes('cudakit'), poolMs, running: !s.query() }));
-    `, 60_000);
+    `,
+      60_000,
+    );
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as { timedOut: number; compiled: boolean; read: boolean; poolMs: number; running: boolean };
+    const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as {
+      timedOut: number;
+      compiled: boolean;
+      read: boolean;
+      poolMs: number;
+      running: boolean;
+    };
     expect(out).toMatchObject({ timedOut: 5, compiled: true, read: true, running: true });
     // The process ended on its own with the kernel still running: it did not wait for the 20 s kernel.
     expect(r.wallMs).toBeLessThan(15_000);
   });
 
   unsanitized('process.exit() while a kernel runs does not wait for the kernel', () => {
-    const r = runChild(`
+    const r = runChild(
+      `
       import { Device, Program } from './lib/index.ts';
       const d = Device.get(0);
       const k = d.loadModule(new Program(${JSON.stringify(SPIN)}).compile()).getKernel('spin_ns', ['u64']);
@@ -120,7 +144,9 @@ describeGpu('waits with a limit', () => {
       const buf = d.alloc(1 << 20);
       k.launch({ grid: 1, block: 1, stream: s }, 20_000_000_000n);
       setTimeout(() => { console.log(s.query() ? 'finished' : 'running'); process.exit(0); }, 200);
-    `, 60_000);
+    `,
+      60_000,
+    );
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout.trim()).toBe('running');

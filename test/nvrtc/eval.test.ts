@@ -14,7 +14,12 @@ const ARCH = machine.ok ? Device.get(0).arch : 'sm_80';
 const BAD = 'extern "C" __global__ void k(float* x) {\n  x[0] = y;\n}\n';
 const GOOD = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n';
 const base = (more: Partial<EvalJob>): EvalJob => ({
-  source: GOOD, kernel: 'k', grid: 1, block: 32, args: ['ptr:f32[32]:out'], compile: { arch: ARCH, cache: false },
+  source: GOOD,
+  kernel: 'k',
+  grid: 1,
+  block: 32,
+  args: ['ptr:f32[32]:out'],
+  compile: { arch: ARCH, cache: false },
   ...more,
 });
 
@@ -22,24 +27,47 @@ let dir = '';
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'cudakit-eval-'));
   writeFileSync(join(dir, 'scale.h'), '#define SCALE 2.0f\n');
-  writeFileSync(join(dir, 'with-header.cu'), '#include "scale.h"\nextern "C" __global__ void k(float* x) { x[threadIdx.x] = SCALE; }\n');
+  writeFileSync(
+    join(dir, 'with-header.cu'),
+    '#include "scale.h"\nextern "C" __global__ void k(float* x) { x[threadIdx.x] = SCALE; }\n',
+  );
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describeNvrtc('evaluate(): compile', () => {
   it('reports a kernel that does not compile, with the diagnostics, and touches no GPU', async () => {
     const phases: string[] = [];
-    const report = await evaluate(base({ source: BAD }), { onProgress: (p) => p.kind === 'phase' && phases.push(p.phase) });
-    expect(report).toMatchObject({ name: 'k', passed: false, phase: 'compile', check: undefined, timing: undefined, compile: {} });
+    const report = await evaluate(base({ source: BAD }), {
+      onProgress: (p) => p.kind === 'phase' && phases.push(p.phase),
+    });
+    expect(report).toMatchObject({
+      name: 'k',
+      passed: false,
+      phase: 'compile',
+      check: undefined,
+      timing: undefined,
+      compile: {},
+    });
     expect(report.error).toMatchObject({
-      kind: 'compile', code: 'NVRTC_ERROR_COMPILATION', kernel: 'candidate', source: 'candidate.cu', api: 'nvrtcCompileProgram',
+      kind: 'compile',
+      code: 'NVRTC_ERROR_COMPILATION',
+      kernel: 'candidate',
+      source: 'candidate.cu',
+      api: 'nvrtcCompileProgram',
     });
     expect(report.error!.diagnostics).toEqual([
-      expect.objectContaining({ file: 'candidate.cu', line: 2, severity: 'error', message: 'identifier "y" is undefined' }),
+      expect.objectContaining({
+        file: 'candidate.cu',
+        line: 2,
+        severity: 'error',
+        message: 'identifier "y" is undefined',
+      }),
     ]);
     expect(report.error!.log).toContain('identifier "y" is undefined');
     expect(report.error!.flags).toContain(`--gpu-architecture=${ARCH}`);
-    expect(report.error!.message).toMatch(/^nvrtcCompileProgram failed: NVRTC_ERROR_COMPILATION \(6\) compiling candidate\.cu: candidate\.cu:2:/);
+    expect(report.error!.message).toMatch(
+      /^nvrtcCompileProgram failed: NVRTC_ERROR_COMPILATION \(6\) compiling candidate\.cu: candidate\.cu:2:/,
+    );
     expect(phases).toEqual(['validate', 'compile']);
     expect(report.phases.map((p) => p.phase)).toEqual(['validate', 'compile']);
   });
@@ -52,20 +80,33 @@ describeNvrtc('evaluate(): compile', () => {
     expect(baseline.error).toMatchObject({ kind: 'compile', kernel: 'baseline', source: 'baseline.cu' });
   });
 
-  it('records the compile facts: flags, log, warnings and a C++ kernel\'s mangled name', async () => {
-    const source = '#warning from the source\ntemplate <typename T> __global__ void scale(T* x, T s) { x[threadIdx.x] *= s; }\n';
-    const report = await evaluate(base({
-      source, kernel: 'scale<float>', args: ['ptr:f32[32]=ones:out', 'f32=2'], check: { skip: true }, timing: { skip: true },
-    }));
+  it("records the compile facts: flags, log, warnings and a C++ kernel's mangled name", async () => {
+    const source =
+      '#warning from the source\ntemplate <typename T> __global__ void scale(T* x, T s) { x[threadIdx.x] *= s; }\n';
+    const report = await evaluate(
+      base({
+        source,
+        kernel: 'scale<float>',
+        args: ['ptr:f32[32]=ones:out', 'f32=2'],
+        check: { skip: true },
+        timing: { skip: true },
+      }),
+    );
     const facts = report.compile.candidate!;
     expect(facts).toMatchObject({
-      kernel: 'scale<float>', loweredName: '_Z5scaleIfEvPT_S0_', source: 'candidate.cu', target: 'cubin', arch: ARCH,
+      kernel: 'scale<float>',
+      loweredName: '_Z5scaleIfEvPT_S0_',
+      source: 'candidate.cu',
+      target: 'cubin',
+      arch: ARCH,
       cached: false,
     });
     expect(facts.compileMs).toBeGreaterThan(0);
     expect(facts.flags).toContain(`--gpu-architecture=${ARCH}`);
     expect(facts.diagnostics).toEqual([expect.objectContaining({ severity: 'warning', line: 1 })]);
-    expect(report.warnings).toEqual([expect.stringMatching(/^candidate\.cu:1: warning: #warning directive: from the source$/)]);
+    expect(report.warnings).toEqual([
+      expect.stringMatching(/^candidate\.cu:1: warning: #warning directive: from the source$/),
+    ]);
     if (machine.ok) {
       expect(report.passed).toBe(true);
       expect(facts.registers).toBeGreaterThan(0);
@@ -86,12 +127,18 @@ describeNvrtc('evaluate(): compile', () => {
     expect(report.phase).toBe(machine.ok ? undefined : 'load');
 
     const missing = await evaluate(base({ source: { file: 'nothere.cu' } }), { baseDir: dir });
-    expect(missing).toMatchObject({ phase: 'compile', error: { kind: 'exception', code: 'ENOENT', kernel: 'candidate' } });
+    expect(missing).toMatchObject({
+      phase: 'compile',
+      error: { kind: 'exception', code: 'ENOENT', kernel: 'candidate' },
+    });
   });
 
   it.skipIf(machine.ok)('without a GPU and without compile.arch, says an architecture is needed', async () => {
     const report = await evaluate(base({ compile: { cache: false } }));
-    expect(report).toMatchObject({ phase: 'compile', error: { kind: 'exception', code: 'RangeError', kernel: 'candidate' } });
+    expect(report).toMatchObject({
+      phase: 'compile',
+      error: { kind: 'exception', code: 'RangeError', kernel: 'candidate' },
+    });
     expect(report.error!.message).toMatch(/^target 'cubin' needs an architecture and no CUDA device was found/);
   });
 });

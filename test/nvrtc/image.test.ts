@@ -12,10 +12,23 @@ extern "C" __global__ void vector_add(const float* a, const float* b, float* out
 template <typename T> __global__ void scale(T* x, T a) {}
 template __global__ void scale<double>(double*, double);`;
 const expected = {
-  mixed: [{ offset: 0, size: 1 }, { offset: 8, size: 8 }, { offset: 16, size: 24 }, { offset: 40, size: 2 }],
+  mixed: [
+    { offset: 0, size: 1 },
+    { offset: 8, size: 8 },
+    { offset: 16, size: 24 },
+    { offset: 40, size: 2 },
+  ],
   none: [],
-  vector_add: [{ offset: 0, size: 8 }, { offset: 8, size: 8 }, { offset: 16, size: 8 }, { offset: 24, size: 4 }],
-  _Z5scaleIdEvPT_S0_: [{ offset: 0, size: 8 }, { offset: 8, size: 8 }],
+  vector_add: [
+    { offset: 0, size: 8 },
+    { offset: 8, size: 8 },
+    { offset: 16, size: 8 },
+    { offset: 24, size: 4 },
+  ],
+  _Z5scaleIdEvPT_S0_: [
+    { offset: 0, size: 8 },
+    { offset: 8, size: 8 },
+  ],
 };
 
 describeNvrtc('kernel parameters from module images', () => {

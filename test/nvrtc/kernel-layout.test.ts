@@ -19,27 +19,54 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { name: 'float_float2', decl: 'struct S1 { float a; float2 b; };', ctype: 'S1', members: ['a', 'b'], param: { struct: ['f32', 'f32x2'] } },
   {
-    name: 'float_float2_int', decl: 'struct S2 { float a; float2 b; int c; };', ctype: 'S2', members: ['a', 'b', 'c'],
+    name: 'float_float2',
+    decl: 'struct S1 { float a; float2 b; };',
+    ctype: 'S1',
+    members: ['a', 'b'],
+    param: { struct: ['f32', 'f32x2'] },
+  },
+  {
+    name: 'float_float2_int',
+    decl: 'struct S2 { float a; float2 b; int c; };',
+    ctype: 'S2',
+    members: ['a', 'b', 'c'],
     param: { struct: ['f32', 'f32x2', 'i32'] },
   },
-  { name: 'align16', decl: 'struct __align__(16) S3 { float a; };', ctype: 'S3', members: ['a'], param: { struct: ['f32'], align: 16 } },
   {
-    name: 'align8_floats', decl: 'struct __align__(8) S4 { float a, b, c; };', ctype: 'S4', members: ['a', 'b', 'c'],
+    name: 'align16',
+    decl: 'struct __align__(16) S3 { float a; };',
+    ctype: 'S3',
+    members: ['a'],
+    param: { struct: ['f32'], align: 16 },
+  },
+  {
+    name: 'align8_floats',
+    decl: 'struct __align__(8) S4 { float a, b, c; };',
+    ctype: 'S4',
+    members: ['a', 'b', 'c'],
     param: { struct: ['f32', 'f32', 'f32'], align: 8 },
   },
   {
-    name: 'nested', decl: 'struct S5 { char tag; S1 inner; double2 d; short s; };', ctype: 'S5', members: ['tag', 'inner', 'd', 's'],
+    name: 'nested',
+    decl: 'struct S5 { char tag; S1 inner; double2 d; short s; };',
+    ctype: 'S5',
+    members: ['tag', 'inner', 'd', 's'],
     param: { struct: ['i8', { struct: ['f32', 'f32x2'] }, 'f64x2', 'i16'] },
   },
   {
-    name: 'nested_aligned', decl: 'struct S6 { char tag; S3 inner; float3 f; };', ctype: 'S6', members: ['tag', 'inner', 'f'],
+    name: 'nested_aligned',
+    decl: 'struct S6 { char tag; S3 inner; float3 f; };',
+    ctype: 'S6',
+    members: ['tag', 'inner', 'f'],
     param: { struct: ['i8', { struct: ['f32'], align: 16 }, 'f32x3'] },
   },
   {
-    name: 'small_vectors', decl: 'struct S7 { char a; char2 b; uchar4 c; short2 d; short4 e; int3 f; };', ctype: 'S7',
-    members: ['a', 'b', 'c', 'd', 'e', 'f'], param: { struct: ['i8', 'i8x2', 'u8x4', 'i16x2', 'i16x4', 'i32x3'] },
+    name: 'small_vectors',
+    decl: 'struct S7 { char a; char2 b; uchar4 c; short2 d; short4 e; int3 f; };',
+    ctype: 'S7',
+    members: ['a', 'b', 'c', 'd', 'e', 'f'],
+    param: { struct: ['i8', 'i8x2', 'u8x4', 'i16x2', 'i16x4', 'i32x3'] },
   },
   { name: 'float4', ctype: 'float4', members: ['x', 'y', 'z', 'w'], param: 'f32x4' },
   { name: 'float3', ctype: 'float3', members: ['x', 'y', 'z'], param: 'f32x3' },
@@ -55,24 +82,28 @@ const CASES: Case[] = [
 /** Each case as a kernel (char head, T v, char tail) plus sizeof/alignof/member offsets as __device__ constants. */
 function source(cases: readonly Case[]): string {
   return cases
-    .map(({ name, decl, ctype, members }) => [
-      decl ?? '',
-      `extern "C" __global__ void k_${name}(char head, ${ctype} v, char tail) {}`,
-      `__device__ unsigned long long size_${name} = sizeof(${ctype});`,
-      `__device__ unsigned long long align_${name} = alignof(${ctype});`,
-      // Member offsets as address constants into an instance (the PTX prints them as generic(inst)+offset): a form
-      // every NVRTC accepts in a __device__ initializer, unlike offsetof tricks.
-      `__device__ ${ctype} inst_${name};`,
-      ...members.map((m, i) => `__device__ char* off_${name}_${i} = (char*)&inst_${name}.${m};`),
-    ].join('\n'))
+    .map(({ name, decl, ctype, members }) =>
+      [
+        decl ?? '',
+        `extern "C" __global__ void k_${name}(char head, ${ctype} v, char tail) {}`,
+        `__device__ unsigned long long size_${name} = sizeof(${ctype});`,
+        `__device__ unsigned long long align_${name} = alignof(${ctype});`,
+        // Member offsets as address constants into an instance (the PTX prints them as generic(inst)+offset): a form
+        // every NVRTC accepts in a __device__ initializer, unlike offsetof tricks.
+        `__device__ ${ctype} inst_${name};`,
+        ...members.map((m, i) => `__device__ char* off_${name}_${i} = (char*)&inst_${name}.${m};`),
+      ].join('\n'),
+    )
     .join('\n');
 }
 
 /** The __device__ constants' values from PTX (a zero may be printed without an initializer). */
 function constants(ptx: string): Map<string, number> {
   const out = new Map<string, number>();
-  for (const m of ptx.matchAll(/\.global\s+\.align\s+\d+\s+\.u64\s+(\w+)(?:\s*=\s*(\d+))?;/g)) out.set(m[1]!, Number(m[2] ?? 0));
-  for (const m of ptx.matchAll(/\.global\s+\.align\s+\d+\s+\.u64\s+(\w+)\s*=\s*generic\(\w+\)(?:\+(\d+))?;/g)) out.set(m[1]!, Number(m[2] ?? 0));
+  for (const m of ptx.matchAll(/\.global\s+\.align\s+\d+\s+\.u64\s+(\w+)(?:\s*=\s*(\d+))?;/g))
+    out.set(m[1]!, Number(m[2] ?? 0));
+  for (const m of ptx.matchAll(/\.global\s+\.align\s+\d+\s+\.u64\s+(\w+)\s*=\s*generic\(\w+\)(?:\+(\d+))?;/g))
+    out.set(m[1]!, Number(m[2] ?? 0));
   return out;
 }
 
@@ -124,7 +155,10 @@ describeNvrtc('struct and vector parameter layouts match the compiler', () => {
       { name: 'half2', ctype: '__half2', members: ['x', 'y'], param: 'f16x2' },
       { name: 'bfloat162', ctype: '__nv_bfloat162', members: ['x', 'y'], param: 'bf16x2' },
       {
-        name: 'half_pair', decl: 'struct H { __half a; __half2 b; };', ctype: 'H', members: ['a', 'b'],
+        name: 'half_pair',
+        decl: 'struct H { __half a; __half2 b; };',
+        ctype: 'H',
+        members: ['a', 'b'],
         param: { struct: ['f16', 'f16x2'] },
       },
     ];

@@ -41,7 +41,12 @@ describeNvrtc('NVRTC compile', () => {
 
   it('names template instantiations through name expressions', () => {
     const src = 'template <typename T> __global__ void scale(T* x, T a) { x[threadIdx.x] *= a; }';
-    const code = new Program(src).compile({ target: 'ptx', arch, nameExpressions: ['scale<float>', 'scale<double>'], ...noCache });
+    const code = new Program(src).compile({
+      target: 'ptx',
+      arch,
+      nameExpressions: ['scale<float>', 'scale<double>'],
+      ...noCache,
+    });
     expect(code.loweredNames['scale<float>']).toBe('_Z5scaleIfEvPT_S0_');
     expect(code.loweredNames['scale<double>']).toBe('_Z5scaleIdEvPT_S0_');
     expect(code.ptx).toContain('.entry _Z5scaleIdEvPT_S0_');
@@ -72,9 +77,9 @@ describeNvrtc('NVRTC compile', () => {
   });
 
   it('reports an invalid option as CompileError, the process survives', () => {
-    expect(() => new Program(SAXPY).compile({ target: 'ptx', arch, extraFlags: ['--no-such-flag'], ...noCache })).toThrow(
-      expect.objectContaining({ name: 'CompileError', code: 'NVRTC_ERROR_INVALID_OPTION' }) as Error,
-    );
+    expect(() =>
+      new Program(SAXPY).compile({ target: 'ptx', arch, extraFlags: ['--no-such-flag'], ...noCache }),
+    ).toThrow(expect.objectContaining({ name: 'CompileError', code: 'NVRTC_ERROR_INVALID_OPTION' }) as Error);
   });
 
   it('validates options before NVRTC is called', () => {
@@ -95,7 +100,9 @@ describeNvrtc('NVRTC compile', () => {
     clearInterval(timer);
     expect(code.ptx).toContain('.entry saxpy');
     expect(ticks).toBeGreaterThan(0);
-    await expect(new Program('garbage here').compileAsync({ target: 'ptx', arch, ...noCache })).rejects.toBeInstanceOf(CompileError);
+    await expect(new Program('garbage here').compileAsync({ target: 'ptx', arch, ...noCache })).rejects.toBeInstanceOf(
+      CompileError,
+    );
   });
 });
 
@@ -116,8 +123,12 @@ describeNvrtc('compile cache', () => {
     expect(fromDisk.ptx).toBe(first.ptx);
     expect(new Program(src).compile({ target: 'ptx', arch, cache, defines: ['X'] }).cached).toBeUndefined();
     expect(new Program(src).compile({ target: 'ptx', arch: 'sm_86', cache }).cached).toBeUndefined();
-    expect(new Program(src, { headers: { 'a.h': '1' } }).compile({ target: 'ptx', arch, cache }).cached).toBeUndefined();
-    expect(new Program(src, { headers: { 'a.h': '2' } }).compile({ target: 'ptx', arch, cache }).cached).toBeUndefined();
+    expect(
+      new Program(src, { headers: { 'a.h': '1' } }).compile({ target: 'ptx', arch, cache }).cached,
+    ).toBeUndefined();
+    expect(
+      new Program(src, { headers: { 'a.h': '2' } }).compile({ target: 'ptx', arch, cache }).cached,
+    ).toBeUndefined();
   });
 
   it('recompiles over a corrupt or truncated entry, never fails', () => {

@@ -13,11 +13,18 @@ describeNvrtc('sampler helper kernels', () => {
     const archs = supportedArchs().filter((a) => a >= 70);
     expect(archs.length).toBeGreaterThan(0);
     for (const arch of [archs[0]!, archs[archs.length - 1]!]) {
-      const code = new Program(SAMPLER_SOURCE, { name: 'cudakit_bench.cu' }).compile({ arch: `sm_${arch}`, cudaIncludes: false, cache: false });
+      const code = new Program(SAMPLER_SOURCE, { name: 'cudakit_bench.cu' }).compile({
+        arch: `sm_${arch}`,
+        cudaIncludes: false,
+        cache: false,
+      });
       for (const [name, signature] of Object.values(SAMPLER_KERNELS)) {
         const params = cubinParams(code.bytes, name);
         expect(params, `${name} on sm_${arch}`).toBeDefined();
-        expect(params!.map((p) => p.size), `${name} on sm_${arch}`).toEqual(signature.map((p) => layoutOf(p, name).size));
+        expect(
+          params!.map((p) => p.size),
+          `${name} on sm_${arch}`,
+        ).toEqual(signature.map((p) => layoutOf(p, name).size));
       }
     }
   });

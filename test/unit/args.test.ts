@@ -19,7 +19,9 @@ describe('argument layout', () => {
   it('validates every scalar type before anything is written', () => {
     const dv = new DataView(new ArrayBuffer(16));
     expect(() => layoutOf('i32', 'argument 1 (i32)').write(dv, 0, 2 ** 31)).toThrow(
-      new RangeError('Expected an integer in [-2147483648, 2147483647] for argument 1 (i32) but received 2147483648 of type number'),
+      new RangeError(
+        'Expected an integer in [-2147483648, 2147483647] for argument 1 (i32) but received 2147483648 of type number',
+      ),
     );
     expect(() => layoutOf('u8', 'a').write(dv, 0, -1)).toThrow(RangeError);
     expect(() => layoutOf('f32', 'a').write(dv, 0, '1')).toThrow(TypeError);
@@ -84,7 +86,11 @@ describe('vector types and struct alignment', () => {
     const inner = { struct: ['u8', 'f32x2'] } as const; // size 16, align 8
     expect(shape(inner)).toEqual({ size: 16, align: 8, offsets: [0, 8] });
     expect(shape({ struct: ['i16', inner, 'u8'] })).toEqual({ size: 32, align: 8, offsets: [0, 8, 24] });
-    expect(shape({ struct: ['u8', { struct: ['f32'], align: 16 }] })).toEqual({ size: 32, align: 16, offsets: [0, 16] });
+    expect(shape({ struct: ['u8', { struct: ['f32'], align: 16 }] })).toEqual({
+      size: 32,
+      align: 16,
+      offsets: [0, 16],
+    });
   });
 
   it('applies an explicit struct align (__align__(N)): alignment max(align, members), size rounded up', () => {
@@ -133,19 +139,27 @@ describe('vector types and struct alignment', () => {
     const dv = new DataView(new ArrayBuffer(32));
     const v = layoutOf('f32x2', "argument 1 (f32x2) of kernel 'k'");
     expect(() => v.write(dv, 0, [1, 2, 3])).toThrow(
-      new TypeError("Expected an array of 2 numbers (f32x2) for argument 1 (f32x2) of kernel 'k' but received an array of 3 elements"),
+      new TypeError(
+        "Expected an array of 2 numbers (f32x2) for argument 1 (f32x2) of kernel 'k' but received an array of 3 elements",
+      ),
     );
     expect(() => v.write(dv, 0, [1])).toThrow(TypeError);
     expect(() => v.write(dv, 0, new Float32Array(2))).toThrow(
-      new TypeError("Expected an array of 2 numbers (f32x2) for argument 1 (f32x2) of kernel 'k' but received an object of type Float32Array"),
+      new TypeError(
+        "Expected an array of 2 numbers (f32x2) for argument 1 (f32x2) of kernel 'k' but received an object of type Float32Array",
+      ),
     );
     expect(() => v.write(dv, 0, [1, '2'])).toThrow(
-      new TypeError("Expected a number for argument 1 (f32x2) of kernel 'k' component y but received '2' of type string"),
+      new TypeError(
+        "Expected a number for argument 1 (f32x2) of kernel 'k' component y but received '2' of type string",
+      ),
     );
     expect(() => layoutOf('i32x4', 'v').write(dv, 0, [1, 2, 3, 1.5])).toThrow(/for v component w but received 1.5/);
     expect(() => layoutOf('u8x4', 'v').write(dv, 0, [1, 2, 256, 0])).toThrow(RangeError);
     expect(() => layoutOf('i64x2', 'v').write(dv, 0, [1n])).toThrow(/an array of 2 bigints or safe integers \(i64x2\)/);
-    expect(() => layoutOf({ struct: ['f32', 'f32x2'] }, 's').write(dv, 0, [1, 2])).toThrow(/s field 1 \(f32x2\) but received 2 of type number/);
+    expect(() => layoutOf({ struct: ['f32', 'f32x2'] }, 's').write(dv, 0, [1, 2])).toThrow(
+      /s field 1 \(f32x2\) but received 2 of type number/,
+    );
     expect(() => layoutOf({ struct: ['f32', 'f32x2'] }, 's').write(dv, 0, [1])).toThrow(
       new TypeError('Expected an array of 2 field values for s but received an array of 1 element'),
     );

@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: MIT
 import { describe, expect, it } from 'vitest';
 import {
-  checkArgSpecs, parseArgSpec, parseArgSpecs, signatureOf, type ArgSpec, type BufferDType,
+  checkArgSpecs,
+  parseArgSpec,
+  parseArgSpecs,
+  signatureOf,
+  type ArgSpec,
+  type BufferDType,
 } from '../../lib/measure/argspec.js';
 
 /** The error parseArgSpec throws for text (fails the test when it does not throw). */
@@ -146,10 +151,18 @@ describe('parseArgSpec: scalars', () => {
 describe('parseArgSpec: buffers', () => {
   it('defaults the role to out without an init and to in with one', () => {
     expect(parseArgSpec('ptr:f32[1024]')).toEqual({
-      kind: 'buffer', dtype: 'f32', length: 1024, role: 'out', init: undefined,
+      kind: 'buffer',
+      dtype: 'f32',
+      length: 1024,
+      role: 'out',
+      init: undefined,
     });
     expect(parseArgSpec('ptr:f32[1024]=zeros')).toEqual({
-      kind: 'buffer', dtype: 'f32', length: 1024, role: 'in', init: { kind: 'zeros' },
+      kind: 'buffer',
+      dtype: 'f32',
+      length: 1024,
+      role: 'in',
+      init: { kind: 'zeros' },
     });
   });
 
@@ -158,14 +171,19 @@ describe('parseArgSpec: buffers', () => {
     expect(parseArgSpec('ptr:f32[1024]:in')).toMatchObject({ role: 'in', init: undefined });
     expect(parseArgSpec('ptr:f32[8]=zeros:out')).toMatchObject({ role: 'out', init: { kind: 'zeros' } });
     expect(parseArgSpec('ptr:f32[8]=uniform(-1,1):in')).toMatchObject({
-      role: 'in', init: { kind: 'uniform', lo: -1, hi: 1 },
+      role: 'in',
+      init: { kind: 'uniform', lo: -1, hi: 1 },
     });
   });
 
   it('accepts every element type', () => {
     for (const dtype of DTYPES) {
       expect(parseArgSpec(`ptr:${dtype}[16]`)).toEqual({
-        kind: 'buffer', dtype, length: 16, role: 'out', init: undefined,
+        kind: 'buffer',
+        dtype,
+        length: 16,
+        role: 'out',
+        init: undefined,
       });
     }
   });
@@ -213,7 +231,8 @@ describe('parseArgSpec: buffers', () => {
   });
 
   it('throws TypeError for text that is not a buffer spec', () => {
-    const inits = 'uniform(lo,hi), normal(mean,std), randint(lo,hi), const(v), zeros, ones, arange, seq(start,step) or data(base64)';
+    const inits =
+      'uniform(lo,hi), normal(mean,std), randint(lo,hi), const(v), zeros, ones, arange, seq(start,step) or data(base64)';
     const cases: [string, string][] = [
       ['ptr:f32', 'ptr:<dtype>[<length>] such as ptr:f32[1024]'],
       ['ptr:f32[4', 'ptr:<dtype>[<length>] such as ptr:f32[1024]'],
@@ -326,7 +345,12 @@ describe('parseArgSpecs and signatureOf', () => {
 describe('buffer shapes', () => {
   it('declare dimensions, row-major; the length is their product', () => {
     expect(parseArgSpec('ptr:f32[64,128]=uniform(0,1)')).toEqual({
-      kind: 'buffer', dtype: 'f32', length: 8192, shape: [64, 128], role: 'in', init: { kind: 'uniform', lo: 0, hi: 1 },
+      kind: 'buffer',
+      dtype: 'f32',
+      length: 8192,
+      shape: [64, 128],
+      role: 'in',
+      init: { kind: 'uniform', lo: 0, hi: 1 },
     });
     expect(parseArgSpec('ptr:f16[2,1k,4]:out')).toMatchObject({ length: 8192, shape: [2, 1024, 4], role: 'out' });
     expect(parseArgSpec('ptr:i32[1024]')).not.toHaveProperty('shape');
@@ -338,11 +362,20 @@ describe('buffer shapes', () => {
 describe('argument names', () => {
   it('come first and end at @, for scalars and buffers alike', () => {
     expect(parseArgSpec('x@ptr:f32[4]=zeros')).toEqual({
-      kind: 'buffer', dtype: 'f32', length: 4, role: 'in', init: { kind: 'zeros' }, name: 'x',
+      kind: 'buffer',
+      dtype: 'f32',
+      length: 4,
+      role: 'in',
+      init: { kind: 'zeros' },
+      name: 'x',
     });
     expect(parseArgSpec('n@i32=4')).toEqual({ kind: 'scalar', type: 'i32', value: 4, name: 'n' });
     expect(parseArgSpec(' out_0 @ ptr:f16[2,8]:out ')).toMatchObject({ name: 'out_0', shape: [2, 8], role: 'out' });
-    expect(parseArgSpec('_y2@ptr:u8[1]=const(3):out')).toMatchObject({ name: '_y2', role: 'out', init: { kind: 'const', value: 3 } });
+    expect(parseArgSpec('_y2@ptr:u8[1]=const(3):out')).toMatchObject({
+      name: '_y2',
+      role: 'out',
+      init: { kind: 'const', value: 3 },
+    });
     expect(parseArgSpec('ptr:f32[4]')).not.toHaveProperty('name');
   });
 
@@ -363,7 +396,9 @@ describe('argument names', () => {
   });
 
   it('are unique within a list', () => {
-    expect(parseArgSpecs(['x@ptr:f32[4]=ones', 'y@ptr:f32[4]:out', 'n@i32=4', 'ptr:f32[4]:out', 'ptr:f32[4]:out'])).toHaveLength(5);
+    expect(
+      parseArgSpecs(['x@ptr:f32[4]=ones', 'y@ptr:f32[4]:out', 'n@i32=4', 'ptr:f32[4]:out', 'ptr:f32[4]:out']),
+    ).toHaveLength(5);
     expect(() => parseArgSpecs(['x@ptr:f32[4]=ones', 'n@i32=4', 'x@ptr:f32[4]:out'])).toThrow(
       new TypeError("Expected a name not used by an earlier argument ('x' is) in --arg 'x@ptr:f32[4]:out'"),
     );
@@ -380,7 +415,12 @@ describe('init kinds for services', () => {
   it('give a random buffer a seed of its own: uniform, normal and randint take seed=', () => {
     expect(init('ptr:f32[8]=uniform(-1,1,seed=7)')).toEqual({ kind: 'uniform', lo: -1, hi: 1, seed: 7 });
     expect(init('ptr:f64[8]=normal(0, 2, seed = 0x10)')).toEqual({ kind: 'normal', mean: 0, std: 2, seed: 16 });
-    expect(init('ptr:i32[8]=randint(0,9,seed=9007199254740991)')).toEqual({ kind: 'randint', lo: 0, hi: 9, seed: 2 ** 53 - 1 });
+    expect(init('ptr:i32[8]=randint(0,9,seed=9007199254740991)')).toEqual({
+      kind: 'randint',
+      lo: 0,
+      hi: 9,
+      seed: 2 ** 53 - 1,
+    });
     expect(init('ptr:f32[8]=uniform(-1,1)')).not.toHaveProperty('seed');
   });
 
@@ -391,7 +431,7 @@ describe('init kinds for services', () => {
     expect(init('ptr:i32[4,8]=arange()')).toEqual({ kind: 'arange' });
   });
 
-  it('take exact bytes as base64: data(...) of exactly the buffer\'s size', () => {
+  it("take exact bytes as base64: data(...) of exactly the buffer's size", () => {
     expect(init('ptr:u8[4]=data(AQIDBA==)')).toEqual({ kind: 'data', bytes: new Uint8Array([1, 2, 3, 4]) });
     expect(init('ptr:f32[1]=data(AACAPw==)')).toEqual({ kind: 'data', bytes: new Uint8Array([0, 0, 0x80, 0x3f]) });
     expect(parseArgSpec('ptr:u16[2]=data(AQACAA==):out')).toMatchObject({ role: 'out', init: { kind: 'data' } });
@@ -423,44 +463,73 @@ describe('init kinds for services', () => {
 });
 
 describe('checkArgSpecs (the object form)', () => {
-  const f32 = (extra: Record<string, unknown> = {}) => ({ kind: 'buffer', dtype: 'f32', length: 4, role: 'in', init: undefined, ...extra });
+  const f32 = (extra: Record<string, unknown> = {}) => ({
+    kind: 'buffer',
+    dtype: 'f32',
+    length: 4,
+    role: 'in',
+    init: undefined,
+    ...extra,
+  });
   const check = (io: unknown[]) => () => checkArgSpecs(io as ArgSpec[]);
 
   it('passes whatever parseArgSpecs makes, and returns it', () => {
     const io = parseArgSpecs([
-      'x@ptr:f32[4,8]=seq(0,1,along=last)', 'w@ptr:f16[32]=normal(0,1,seed=3)', 'y@ptr:f32[32]:out', 'b@ptr:u8[2]=data(AQI=)',
-      'n@i32=32', 'bool=true',
+      'x@ptr:f32[4,8]=seq(0,1,along=last)',
+      'w@ptr:f16[32]=normal(0,1,seed=3)',
+      'y@ptr:f32[32]:out',
+      'b@ptr:u8[2]=data(AQI=)',
+      'n@i32=32',
+      'bool=true',
     ]);
     expect(checkArgSpecs(io)).toBe(io);
   });
 
   it('names the field that is wrong, in the standard message', () => {
     expect(check([f32({ dtype: 'f33' })])).toThrow(
-      new TypeError("Expected an element type (i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64) for io[0].dtype but received 'f33' of type string"),
+      new TypeError(
+        "Expected an element type (i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64) for io[0].dtype but received 'f33' of type string",
+      ),
     );
-    expect(check([f32({ length: 0 })])).toThrow(new RangeError('Expected a positive integer for io[0].length but received 0 of type number'));
+    expect(check([f32({ length: 0 })])).toThrow(
+      new RangeError('Expected a positive integer for io[0].length but received 0 of type number'),
+    );
     expect(check([f32({ length: '4' })])).toThrow(TypeError);
     expect(check([f32({ shape: [2, 3] })])).toThrow(
-      new RangeError('Expected dimensions whose product is the length 4 for io[0].shape but received an object of type Array'),
+      new RangeError(
+        'Expected dimensions whose product is the length 4 for io[0].shape but received an object of type Array',
+      ),
     );
     expect(check([f32({ role: 'inout' })])).toThrow(/'in' or 'out' for io\[0\].role/);
     expect(check([f32({ init: { kind: 'gauss' } })])).toThrow(/an init \{ kind: 'uniform' \| .* for io\[0\].init/);
-    expect(check([f32({ init: { kind: 'uniform', lo: 0, hi: Number.NaN } })])).toThrow(/a finite number for io\[0\].init.hi/);
+    expect(check([f32({ init: { kind: 'uniform', lo: 0, hi: Number.NaN } })])).toThrow(
+      /a finite number for io\[0\].init.hi/,
+    );
     expect(check([{ kind: 'scalar', type: 'f128', value: 1 }])).toThrow(/a scalar type .* for io\[0\].type/);
     expect(check([{ kind: 'tensor' }])).toThrow(/'buffer' or 'scalar' for io\[0\].kind/);
     expect(check('x' as unknown as unknown[])).toThrow(/an array of argument specs \(see parseArgSpec\) for io/);
   });
 
-  it('wants exactly the buffer\'s bytes for data, seeds only on random kinds, along only on sequences', () => {
+  it("wants exactly the buffer's bytes for data, seeds only on random kinds, along only on sequences", () => {
     expect(check([f32({ init: { kind: 'data', bytes: new Uint8Array(16) } })])).not.toThrow();
     expect(check([f32({ init: { kind: 'data', bytes: new Uint8Array(12) } })])).toThrow(
-      new RangeError('Expected exactly 16 bytes (4 × f32) for io[0].init.bytes.byteLength but received 12 of type number'),
+      new RangeError(
+        'Expected exactly 16 bytes (4 × f32) for io[0].init.bytes.byteLength but received 12 of type number',
+      ),
     );
-    expect(check([f32({ init: { kind: 'data', bytes: [1, 2] } })])).toThrow(/a Uint8Array of 16 bytes for io\[0\].init.bytes/);
-    expect(check([f32({ init: { kind: 'const', value: 1, seed: 3 } })])).toThrow(/no seed: only uniform, normal and randint/);
+    expect(check([f32({ init: { kind: 'data', bytes: [1, 2] } })])).toThrow(
+      /a Uint8Array of 16 bytes for io\[0\].init.bytes/,
+    );
+    expect(check([f32({ init: { kind: 'const', value: 1, seed: 3 } })])).toThrow(
+      /no seed: only uniform, normal and randint/,
+    );
     expect(check([f32({ init: { kind: 'uniform', lo: 0, hi: 1, seed: -3 } })])).toThrow(RangeError);
-    expect(check([f32({ init: { kind: 'uniform', lo: 0, hi: 1, along: 'last' } })])).toThrow(/no along: only seq and arange/);
-    expect(check([f32({ init: { kind: 'seq', start: 0, step: 1, along: 'rows' } })])).toThrow(/'all' or 'last' for io\[0\].init.along/);
+    expect(check([f32({ init: { kind: 'uniform', lo: 0, hi: 1, along: 'last' } })])).toThrow(
+      /no along: only seq and arange/,
+    );
+    expect(check([f32({ init: { kind: 'seq', start: 0, step: 1, along: 'rows' } })])).toThrow(
+      /'all' or 'last' for io\[0\].init.along/,
+    );
   });
 
   it('wants names to be unique C identifiers', () => {
@@ -469,6 +538,8 @@ describe('checkArgSpecs (the object form)', () => {
     );
     expect(check([f32({ name: 'a b' })])).toThrow(/a C identifier such as x or out_0 for io\[0\].name/);
     expect(checkArgSpecs([f32({ name: 'x' }), f32({ name: 'y' })] as ArgSpec[], 'reference.io')).toHaveLength(2);
-    expect(() => checkArgSpecs([f32({ name: 1 })] as unknown as ArgSpec[], 'reference.io')).toThrow(/for reference.io\[0\].name/);
+    expect(() => checkArgSpecs([f32({ name: 1 })] as unknown as ArgSpec[], 'reference.io')).toThrow(
+      /for reference.io\[0\].name/,
+    );
   });
 });

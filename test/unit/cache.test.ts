@@ -5,7 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { cacheKey, decode, diskGet, diskSet } from '../../lib/core/cache.js';
 
 const entry = {
-  target: 'cubin' as const, arch: 'sm_90', bytes: new Uint8Array([1, 2, 3, 4, 5]), log: 'warning', loweredNames: { 'f<int>': '_Z1fIiEvv' }, nvrtcVersion: '12.8',
+  target: 'cubin' as const,
+  arch: 'sm_90',
+  bytes: new Uint8Array([1, 2, 3, 4, 5]),
+  log: 'warning',
+  loweredNames: { 'f<int>': '_Z1fIiEvv' },
+  nvrtcVersion: '12.8',
 };
 
 describe('compile cache (disk format)', () => {

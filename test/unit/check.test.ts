@@ -7,9 +7,23 @@ import { describe, expect, it } from 'vitest';
 import { CudaError, type Kernel, fromDeviceBytes as decode } from '../../lib/core/index.js';
 import { parseArgSpecs } from '../../lib/measure/argspec.js';
 import {
-  buildCheckResult, check, checkWritten, compareOutput, compareRuns, degenerateZeros, determinismFailure,
-  determinismNote, faultOf, holdsPoison, modifiedInputElement, newComparison, newRunComparison, nonFiniteAgrees,
-  outOfBoundsWrite, trialResult, withinTolerance,
+  buildCheckResult,
+  check,
+  checkWritten,
+  compareOutput,
+  compareRuns,
+  degenerateZeros,
+  determinismFailure,
+  determinismNote,
+  faultOf,
+  holdsPoison,
+  modifiedInputElement,
+  newComparison,
+  newRunComparison,
+  nonFiniteAgrees,
+  outOfBoundsWrite,
+  trialResult,
+  withinTolerance,
 } from '../../lib/measure/check.js';
 import { poisonBytes } from '../../lib/measure/inputs.js';
 import { FakeDevice, fakeKernel, view } from './fake-device.js';
@@ -74,7 +88,13 @@ describe('element comparison', () => {
 });
 
 describe('two runs on the same inputs', () => {
-  const runs = (dtype: 'f32' | 'i32' | 'i64', first: ArrayBufferView, second: ArrayBufferView, atol = 1e-4, rtol = 1e-4) => {
+  const runs = (
+    dtype: 'f32' | 'i32' | 'i64',
+    first: ArrayBufferView,
+    second: ArrayBufferView,
+    atol = 1e-4,
+    rtol = 1e-4,
+  ) => {
     const r = newRunComparison();
     compareRuns(2, dtype, bytesOf(first), bytesOf(second), atol, rtol, r);
     return r;
@@ -110,7 +130,10 @@ describe('two runs on the same inputs', () => {
     expect(within).toMatchObject({ differing: 2, beyondTolerance: 0 });
     const beyond = runs('f32', Float32Array.of(Number.NaN, Infinity, 1), Float32Array.of(1, -Infinity, Infinity));
     expect(beyond).toMatchObject({ differing: 3, beyondTolerance: 3, maxAbsDifference: 0 });
-    expect(runs('i64', BigInt64Array.of(5n, 6n), BigInt64Array.of(5n, 7n), 1, 1)).toMatchObject({ differing: 1, beyondTolerance: 1 });
+    expect(runs('i64', BigInt64Array.of(5n, 6n), BigInt64Array.of(5n, 7n), 1, 1)).toMatchObject({
+      differing: 1,
+      beyondTolerance: 1,
+    });
     expect(runs('i32', Int32Array.of(5), Int32Array.of(6), 1, 0)).toMatchObject({ differing: 1, beyondTolerance: 0 }); // an atol for integers applies
   });
 
@@ -118,7 +141,8 @@ describe('two runs on the same inputs', () => {
     const onlyWithin = runs('f32', new Float32Array([1, 2]), new Float32Array([1.00005, 2]));
     expect(determinismFailure(onlyWithin, false)).toBeUndefined();
     expect(determinismFailure(onlyWithin, true)).toEqual({
-      detail: '1 element differed bitwise between two runs on the same inputs (requireDeterminism), all within ' +
+      detail:
+        '1 element differed bitwise between two runs on the same inputs (requireDeterminism), all within ' +
         `tolerance; first: argument 2[0] = 1 in one run, ${Math.fround(1.00005)} in the other`,
       mismatches: onlyWithin.firstDiffering,
     });
@@ -128,14 +152,18 @@ describe('two runs on the same inputs', () => {
       '3 elements differed between two runs on the same inputs, 2 beyond tolerance; first: argument 2[1] = 2 in one run, 7 in the other',
     );
     expect(failure.mismatches.map((m) => m.index)).toEqual([1, 2]); // the ones beyond tolerance
-    expect(determinismFailure(race, true)!.detail).toMatch(/^3 elements differed bitwise .*\(requireDeterminism\), 2 beyond tolerance; first: argument 2\[1\]/);
+    expect(determinismFailure(race, true)!.detail).toMatch(
+      /^3 elements differed bitwise .*\(requireDeterminism\), 2 beyond tolerance; first: argument 2\[1\]/,
+    );
     expect(determinismFailure(newRunComparison(), true)).toBeUndefined();
   });
 
   it('notes differences within tolerance on a pass, and nothing for identical runs', () => {
     expect(determinismNote(0)).toBe('');
     expect(determinismNote(undefined)).toBe('');
-    expect(determinismNote(1)).toBe('; 1 element differed between two runs on the same inputs, all within tolerance (allowed unless requireDeterminism)');
+    expect(determinismNote(1)).toBe(
+      '; 1 element differed between two runs on the same inputs, all within tolerance (allowed unless requireDeterminism)',
+    );
     expect(determinismNote(12)).toMatch(/^; 12 elements differed between/);
   });
 });
@@ -184,8 +212,18 @@ describe('the defences, one function each', () => {
   });
 
   it("'fault': keeps the driver error's code, call and number, and whether the context survived", () => {
-    const e = new CudaError({ code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES', api: 'cuLaunchKernel', result: 701, explanation: 'x' });
-    expect(faultOf(e)).toEqual({ code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES', api: 'cuLaunchKernel', result: 701, sticky: false });
+    const e = new CudaError({
+      code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES',
+      api: 'cuLaunchKernel',
+      result: 701,
+      explanation: 'x',
+    });
+    expect(faultOf(e)).toEqual({
+      code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES',
+      api: 'cuLaunchKernel',
+      result: 701,
+      sticky: false,
+    });
   });
 });
 
@@ -229,7 +267,7 @@ describe('checkWritten (the defences without a reference)', () => {
 });
 
 describe('buildCheckResult', () => {
-  it('takes the worst figures over the trials and the first failing trial\'s verdict', () => {
+  it("takes the worst figures over the trials and the first failing trial's verdict", () => {
     const pass = newComparison();
     pass.maxAbs = 0.5;
     pass.matched = pass.total = 4;
@@ -238,13 +276,25 @@ describe('buildCheckResult', () => {
     fail.mismatches = [{ arg: 1, index: 2, expected: 1, actual: 3 }];
     fail.matched = 3;
     fail.total = 4;
-    const r = buildCheckResult([trialResult(0, '0x1', pass, undefined), trialResult(1, '0x2', fail, 'why')], newRunComparison());
+    const r = buildCheckResult(
+      [trialResult(0, '0x1', pass, undefined), trialResult(1, '0x2', fail, 'why')],
+      newRunComparison(),
+    );
     expect(r).toMatchObject({
-      passed: false, defence: 'mismatch', maxAbsError: 0.5, matchedRatio: 0.75, mismatches: fail.mismatches,
-      nondeterministicElements: 0, nondeterministicBeyondTolerance: 0, summary: '',
+      passed: false,
+      defence: 'mismatch',
+      maxAbsError: 0.5,
+      matchedRatio: 0.75,
+      mismatches: fail.mismatches,
+      nondeterministicElements: 0,
+      nondeterministicBeyondTolerance: 0,
+      summary: '',
     });
     expect(r).not.toHaveProperty('referenceFree');
-    expect(buildCheckResult([trialResult(0, '', pass, undefined)], undefined)).toMatchObject({ passed: true, nondeterministicElements: undefined });
+    expect(buildCheckResult([trialResult(0, '', pass, undefined)], undefined)).toMatchObject({
+      passed: true,
+      nondeterministicElements: undefined,
+    });
   });
 });
 
@@ -292,12 +342,22 @@ describe('check() over a fake device', () => {
     const reference = { kernel: ref as unknown as Kernel, config: { grid: 1, block: 1 }, io: refIo };
     const good = await check(scale(device), reference, io, small);
     expect(good.passed, good.summary).toBe(true);
-    const bad = await check(scale(device, n, (y) => void (y[5] = 0.25)), reference, io, small);
+    const bad = await check(
+      scale(device, n, (y) => void (y[5] = 0.25)),
+      reference,
+      io,
+      small,
+    );
     expect(bad).toMatchObject({ passed: false, defence: 'mismatch' });
     expect(bad.mismatches[0]).toMatchObject({ arg: 1, index: 5, actual: 0.25 });
     // A reference io that cannot be matched is the caller's mistake, before anything runs.
-    const wrong = { ...reference, io: parseArgSpecs([`n@i32=${n}`, 'a@f32=1.5', `z@ptr:f32[${n}]:out`, `x@ptr:f32[${n}]:in`]) };
-    await expect(check(scale(device), wrong, io, small)).rejects.toThrow(/the candidate's output 'y' \(argument 1\) has no reference output named 'y'/);
+    const wrong = {
+      ...reference,
+      io: parseArgSpecs([`n@i32=${n}`, 'a@f32=1.5', `z@ptr:f32[${n}]:out`, `x@ptr:f32[${n}]:in`]),
+    };
+    await expect(check(scale(device), wrong, io, small)).rejects.toThrow(
+      /the candidate's output 'y' \(argument 1\) has no reference output named 'y'/,
+    );
   });
 
   it('without a reference, passes a kernel that writes every output element with finite values', async () => {
@@ -318,11 +378,13 @@ describe('check() over a fake device', () => {
     const candidate = scale(device, n - 3);
     const r = await check(candidate, null, io, small);
     expect(r).toMatchObject({ passed: false, defence: 'unwritten', referenceFree: true });
-    expect(r.summary).toBe('FAIL (unwritten) in trial 0: argument 1: 3 of 64 elements never written (first: element 61)');
+    expect(r.summary).toBe(
+      'FAIL (unwritten) in trial 0: argument 1: 3 of 64 elements never written (first: element 61)',
+    );
     expect(r.matchedRatio).toBeCloseTo(61 / 64, 12);
   });
 
-  it('without a reference, does not blame a kernel that writes the poison\'s own value', async () => {
+  it("without a reference, does not blame a kernel that writes the poison's own value", async () => {
     const device = new FakeDevice();
     const u8io = parseArgSpecs(['ptr:u8[16]=randint(0,10)', 'ptr:u8[16]:out']);
     const k = fakeKernel(device, 'fill', ['ptr', 'ptr'], ([, y]) => void view(Uint8Array, y).fill(0xef));
@@ -332,9 +394,16 @@ describe('check() over a fake device', () => {
   });
 
   it('without a reference, fails NaN or infinity in an output', async () => {
-    const r = await check(scale(new FakeDevice(), n, (y) => void (y[7] = Infinity)), null, io, small);
+    const r = await check(
+      scale(new FakeDevice(), n, (y) => void (y[7] = Infinity)),
+      null,
+      io,
+      small,
+    );
     expect(r).toMatchObject({ passed: false, defence: 'non-finite' });
-    expect(r.summary).toBe('FAIL (non-finite) in trial 0: argument 1: 1 of 64 elements NaN or infinite (first: element 7 = Infinity)');
+    expect(r.summary).toBe(
+      'FAIL (non-finite) in trial 0: argument 1: 1 of 64 elements NaN or infinite (first: element 7 = Infinity)',
+    );
   });
 
   it('without a reference, fails a write outside the buffer and a changed input', async () => {
@@ -344,7 +413,12 @@ describe('check() over a fake device', () => {
     const oob = await check(stray, null, io, small);
     expect(oob).toMatchObject({ passed: false, defence: 'out-of-bounds' });
     expect(oob.summary).toBe('FAIL (out-of-bounds) in trial 0: argument 1: a write 0 bytes after its buffer');
-    const writesInput = await check(scale(new FakeDevice(), n, (_y, x) => void (x[3] = 0)), null, io, small);
+    const writesInput = await check(
+      scale(new FakeDevice(), n, (_y, x) => void (x[3] = 0)),
+      null,
+      io,
+      small,
+    );
     expect(writesInput).toMatchObject({ passed: false, defence: 'input-modified' });
     expect(writesInput.summary).toBe('FAIL (input-modified) in trial 0: argument 0 (an input) changed at element 3');
   });
@@ -353,7 +427,12 @@ describe('check() over a fake device', () => {
     const racy = scale(new FakeDevice(), n, (y, _x, launch) => void (y[9] = y[9]! + launch));
     const r = await check(racy, null, io, small);
     expect(r).toMatchObject({ passed: false, defence: 'nondeterministic', nondeterministicElements: 1 });
-    const off = await check(scale(new FakeDevice(), n, (y, _x, launch) => void (y[9] = y[9]! + launch)), null, io, { ...small, determinism: false });
+    const off = await check(
+      scale(new FakeDevice(), n, (y, _x, launch) => void (y[9] = y[9]! + launch)),
+      null,
+      io,
+      { ...small, determinism: false },
+    );
     expect(off.passed).toBe(true);
     expect(off.nondeterministicElements).toBeUndefined();
   });
@@ -361,12 +440,24 @@ describe('check() over a fake device', () => {
   it('makes a refused launch a fault verdict and stops', async () => {
     const device = new FakeDevice();
     const refused = fakeKernel(device, 'big', signature, () => {
-      throw new CudaError({ code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES', api: 'cuLaunchKernel', result: 701, explanation: 'too many resources' });
+      throw new CudaError({
+        code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES',
+        api: 'cuLaunchKernel',
+        result: 701,
+        explanation: 'too many resources',
+      });
     });
     const r = await check({ kernel: refused as unknown as Kernel, config: { grid: 1, block: 1 } }, null, io, small);
     expect(r).toMatchObject({ passed: false, defence: 'fault', trials: [{ trial: 0 }] });
-    expect(r.error).toEqual({ code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES', api: 'cuLaunchKernel', result: 701, sticky: false });
-    expect(r.summary).toMatch(/^FAIL \(fault\) in trial 0: cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES \(701\)/);
+    expect(r.error).toEqual({
+      code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES',
+      api: 'cuLaunchKernel',
+      result: 701,
+      sticky: false,
+    });
+    expect(r.summary).toMatch(
+      /^FAIL \(fault\) in trial 0: cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES \(701\)/,
+    );
   });
 
   it('with zeroOnFree, zeroes every buffer (guard zones included) before freeing it; without, leaves the data', async () => {
@@ -387,9 +478,12 @@ describe('check() over a fake device', () => {
 
   it('validates io against the candidate and the specs themselves', async () => {
     const device = new FakeDevice();
-    await expect(check(scale(device), jsRef, io.slice(0, 3), small)).rejects.toThrow("io declares 3 arguments but kernel 'scale' takes 4");
-    await expect(check(scale(device), jsRef, parseArgSpecs(['ptr:f32[4]=ones', 'ptr:f32[4]=ones', 'f32=1', 'i32=4']), small))
-      .rejects.toThrow(/no output buffer/);
+    await expect(check(scale(device), jsRef, io.slice(0, 3), small)).rejects.toThrow(
+      "io declares 3 arguments but kernel 'scale' takes 4",
+    );
+    await expect(
+      check(scale(device), jsRef, parseArgSpecs(['ptr:f32[4]=ones', 'ptr:f32[4]=ones', 'f32=1', 'i32=4']), small),
+    ).rejects.toThrow(/no output buffer/);
     const bad = [{ ...io[0]!, length: -1 }, ...io.slice(1)];
     await expect(check(scale(device), jsRef, bad as never, small)).rejects.toThrow(/for io\[0\].length/);
   });

@@ -83,7 +83,9 @@ describe('cudakit help and usage errors', () => {
   it('rejects an unknown command with one line, exit 2', async () => {
     const r = await cli(['frobnicate', 'x.cu']);
     expect(r).toEqual({
-      code: 2, stdout: '', stderr: "cudakit: unknown command 'frobnicate' (commands: info, compile, bench, help)\n",
+      code: 2,
+      stdout: '',
+      stderr: "cudakit: unknown command 'frobnicate' (commands: info, compile, bench, help)\n",
     });
   });
 
@@ -162,7 +164,10 @@ describe('cudakit bench: what is checked before the GPU', () => {
         /^cudakit: bench: Option '--bytes' argument is ambiguous: a value starting with '-' is written --bytes=<v/,
       ],
       [['--shared-mem', '1.5'], /^cudakit: --shared-mem expects an integer >= 0/],
-      [['--compare', file('good.cu'), '--compare-grid', '0'], /^cudakit: --compare-grid expects 1 to 3 positive integers/],
+      [
+        ['--compare', file('good.cu'), '--compare-grid', '0'],
+        /^cudakit: --compare-grid expects 1 to 3 positive integers/,
+      ],
       [['--ref', file('good.cu'), '--ref-block', 'x'], /^cudakit: --ref-block expects 1 to 3 positive integers/],
     ];
     for (const [more, stderr] of cases) {
@@ -175,21 +180,27 @@ describe('cudakit bench: what is checked before the GPU', () => {
 
   it('takes --require-determinism as a flag, documented in --help', async () => {
     const help = await cli(['bench', '--help']);
-    expect(help.stdout).toMatch(/\n {2}--require-determinism {7}fail the check when two runs on the same inputs differ at all/);
+    expect(help.stdout).toMatch(
+      /\n {2}--require-determinism {7}fail the check when two runs on the same inputs differ at all/,
+    );
     const valued = await cli(bench('--require-determinism=yes'));
     expect(valued.code).toBe(2);
     expect(valued.stderr).toMatch(/^cudakit: bench: Option '--require-determinism' does not take an argument/);
     if (machine.ok) return; // the rest is what happens without a GPU; test/gpu/cli.test.ts runs it
     const args = ['f32=2', 'ptr:f32[1k]=uniform(-1,1)', 'ptr:f32[1k]:out', 'i32=1024'].flatMap((a) => ['--arg', a]);
     expect(await cli(bench(...args, '--require-determinism'))).toEqual({
-      code: 2, stdout: '', stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,
+      code: 2,
+      stdout: '',
+      stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,
     });
   });
 
   it('reports a bad spec file by its field', async () => {
     const r = await cli(['bench', file('bad-field.bench.mjs')]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^cudakit: .*bad-field\.bench\.mjs: Unknown field job\.colour; known fields: name, source, kernel, /);
+    expect(r.stderr).toMatch(
+      /^cudakit: .*bad-field\.bench\.mjs: Unknown field job\.colour; known fields: name, source, kernel, /,
+    );
     const missing = await cli(['bench', file('nothere.bench.ts')]);
     expect(missing.stderr).toBe(`cudakit: cannot read ${file('nothere.bench.ts')}: no such file or directory\n`);
   });
@@ -198,7 +209,9 @@ describe('cudakit bench: what is checked before the GPU', () => {
     const args = ['f32=2', 'ptr:f32[1k]=uniform(-1,1)', 'ptr:f32[1k]:out', 'i32=1024'].flatMap((a) => ['--arg', a]);
     const fromFile = await cli(bench(...args));
     expect(fromFile).toEqual({
-      code: 2, stdout: '', stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,
+      code: 2,
+      stdout: '',
+      stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,
     });
     expect(driverReason).not.toBe('');
     const spec = new URL('../../examples/saxpy.bench.ts', import.meta.url).pathname;
@@ -225,7 +238,9 @@ describe('cudakit info', () => {
 
   it('rejects arguments', async () => {
     expect(await cli(['info', 'extra'])).toEqual({
-      code: 2, stdout: '', stderr: "cudakit: info takes no arguments, got 'extra'\n",
+      code: 2,
+      stdout: '',
+      stderr: "cudakit: info takes no arguments, got 'extra'\n",
     });
   });
 });
@@ -234,8 +249,16 @@ describeNvrtc('cudakit compile', () => {
   it('compiles to PTX and reports the kernels, NVRTC version and flags; --out writes the PTX', async () => {
     const out = file('good.ptx');
     const r = await cli([
-      'compile', file('good.cu'), '--arch', 'sm_80', '--ptx', '--no-cache', '--name-expression', 'scale<float>',
-      '--out', out,
+      'compile',
+      file('good.cu'),
+      '--arch',
+      'sm_80',
+      '--ptx',
+      '--no-cache',
+      '--name-expression',
+      'scale<float>',
+      '--out',
+      out,
     ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -339,16 +362,45 @@ describe('helpers', () => {
 
 describe('flags → job (no GPU)', () => {
   const values = (...argv: string[]) => parseCommand('bench', argv, BENCH_FLAGS).values;
-  const saxpyArgs = ['--arg', 'f32=2.5', '--arg', 'ptr:f32[16M]=uniform(-1,1)', '--arg', 'ptr:f32[16M]=uniform(-1,1):out', '--arg', 'i32=16777216'];
+  const saxpyArgs = [
+    '--arg',
+    'f32=2.5',
+    '--arg',
+    'ptr:f32[16M]=uniform(-1,1)',
+    '--arg',
+    'ptr:f32[16M]=uniform(-1,1):out',
+    '--arg',
+    'i32=16777216',
+  ];
 
   it('maps a --compare command line to its job', () => {
     const v = values(
-      '--kernel', 'saxpy', '--grid', '4096', '--block', '1024', ...saxpyArgs, '--compare', 'examples/cuda/saxpy.cu',
-      '--compare-grid', '65536', '--compare-block', '256', '--bytes', '12*16M', '--preset', 'quick', '--json', 'out.json',
+      '--kernel',
+      'saxpy',
+      '--grid',
+      '4096',
+      '--block',
+      '1024',
+      ...saxpyArgs,
+      '--compare',
+      'examples/cuda/saxpy.cu',
+      '--compare-grid',
+      '65536',
+      '--compare-block',
+      '256',
+      '--bytes',
+      '12*16M',
+      '--preset',
+      'quick',
+      '--json',
+      'out.json',
     );
     const job = jobFromFlags('examples/cuda/saxpy_vec4.cu', v);
     expect(job).toEqual({
-      source: { file: 'examples/cuda/saxpy_vec4.cu' }, kernel: 'saxpy', grid: 4096, block: 1024,
+      source: { file: 'examples/cuda/saxpy_vec4.cu' },
+      kernel: 'saxpy',
+      grid: 4096,
+      block: 1024,
       args: ['f32=2.5', 'ptr:f32[16M]=uniform(-1,1)', 'ptr:f32[16M]=uniform(-1,1):out', 'i32=16777216'],
       compare: { source: { file: 'examples/cuda/saxpy.cu' }, kernel: 'saxpy', grid: 65536, block: 256 },
       check: { withoutReference: 'skip' },
@@ -359,14 +411,51 @@ describe('flags → job (no GPU)', () => {
   });
 
   it('maps --ref, check, compile and timing flags to their fields', () => {
-    const job = jobFromFlags('k.cu', values(
-      '--kernel', 'k', '--grid', '64,64', '--block', '16x16', '--shared-mem', '4096', ...saxpyArgs,
-      '--ref', 'ref.cu', '--ref-kernel', 'k_ref', '--ref-block', '256', '--arch', 'sm_90', '-D', 'N=4', '--std', 'c++17',
-      '--fast-math', '--no-cache', '--atol', '1e-3', '--rtol', '0', '--trials', '3', '--seed', '7', '--require-determinism',
-      '--mode', 'graph', '--flops', '2*16M',
-    ));
+    const job = jobFromFlags(
+      'k.cu',
+      values(
+        '--kernel',
+        'k',
+        '--grid',
+        '64,64',
+        '--block',
+        '16x16',
+        '--shared-mem',
+        '4096',
+        ...saxpyArgs,
+        '--ref',
+        'ref.cu',
+        '--ref-kernel',
+        'k_ref',
+        '--ref-block',
+        '256',
+        '--arch',
+        'sm_90',
+        '-D',
+        'N=4',
+        '--std',
+        'c++17',
+        '--fast-math',
+        '--no-cache',
+        '--atol',
+        '1e-3',
+        '--rtol',
+        '0',
+        '--trials',
+        '3',
+        '--seed',
+        '7',
+        '--require-determinism',
+        '--mode',
+        'graph',
+        '--flops',
+        '2*16M',
+      ),
+    );
     expect(job).toMatchObject({
-      grid: [64, 64], block: [16, 16], sharedMemBytes: 4096,
+      grid: [64, 64],
+      block: [16, 16],
+      sharedMemBytes: 4096,
       reference: { source: { file: 'ref.cu' }, kernel: 'k_ref', block: 256 },
       compile: { arch: 'sm_90', defines: ['N=4'], std: 'c++17', fastMath: true, cache: false },
       check: { atol: 1e-3, rtol: 0, trials: 3, seed: 7, requireDeterminism: true, withoutReference: 'skip' },
@@ -374,44 +463,72 @@ describe('flags → job (no GPU)', () => {
     });
     expect(job.reference).not.toHaveProperty('grid'); // the job's launch, unless --ref-grid
     expect(jobFromFlags('k.cu', values('--kernel', 'k', '--grid', '1', '--block', '1', '--no-check')).check).toEqual({
-      skip: true, withoutReference: 'skip',
+      skip: true,
+      withoutReference: 'skip',
     });
-    expect(() => jobFromFlags('k.cu', values('--kernel', 'k', '--grid', '1'))).toThrow(/^bench needs --grid and --block/);
-    expect(() => jobFromFlags('k.cu', values('--kernel', 'k', '--grid', '1', '--block', '1', '--arg', 'f33=1'))).toThrow(
-      /in --arg 'f33=1'$/,
+    expect(() => jobFromFlags('k.cu', values('--kernel', 'k', '--grid', '1'))).toThrow(
+      /^bench needs --grid and --block/,
     );
+    expect(() =>
+      jobFromFlags('k.cu', values('--kernel', 'k', '--grid', '1', '--block', '1', '--arg', 'f33=1')),
+    ).toThrow(/in --arg 'f33=1'$/);
   });
 
-  it('reads a source file\'s plan: the job, no JavaScript reference, --json and --no-check beside it', () => {
-    const plan = planFromCommandLine(file('good.cu'), values('--kernel', 'saxpy', '--grid', '4', '--block', '256', '--json', '-', '--no-check'));
-    expect(plan).toMatchObject({ what: file('good.cu'), reference: undefined, baseDir: undefined, json: '-', noCheck: true });
+  it("reads a source file's plan: the job, no JavaScript reference, --json and --no-check beside it", () => {
+    const plan = planFromCommandLine(
+      file('good.cu'),
+      values('--kernel', 'saxpy', '--grid', '4', '--block', '256', '--json', '-', '--no-check'),
+    );
+    expect(plan).toMatchObject({
+      what: file('good.cu'),
+      reference: undefined,
+      baseDir: undefined,
+      json: '-',
+      noCheck: true,
+    });
     expect(plan.job.source).toEqual({ file: file('good.cu') });
   });
 
   it('maps a spec file with the command line over it', async () => {
     writeFileSync(file('ref.cu'), 'extern "C" __global__ void ref(float* y) {}\n');
-    writeFileSync(file('over.bench.mjs'), [
-      "export default { name: 'mine', source: 'extern \"C\" __global__ void k(float* y) {}', kernel: 'k', grid: 4, block: 32,",
-      "  args: ['ptr:f32[128]:out'], reference: { source: { file: 'ref.cu' }, kernel: 'ref' }, preset: 'default', bytes: 512,",
-      '  check: { trials: 2 } };',
-    ].join('\n'));
-    const plan = await planFromSpec(file('over.bench.mjs'), values('--preset', 'quick', '--block', '64', '--seed', '3'));
+    writeFileSync(
+      file('over.bench.mjs'),
+      [
+        "export default { name: 'mine', source: 'extern \"C\" __global__ void k(float* y) {}', kernel: 'k', grid: 4, block: 32,",
+        "  args: ['ptr:f32[128]:out'], reference: { source: { file: 'ref.cu' }, kernel: 'ref' }, preset: 'default', bytes: 512,",
+        '  check: { trials: 2 } };',
+      ].join('\n'),
+    );
+    const plan = await planFromSpec(
+      file('over.bench.mjs'),
+      values('--preset', 'quick', '--block', '64', '--seed', '3'),
+    );
     expect(plan.reference).toBeUndefined();
     expect(plan.baseDir).toBe(dir);
     expect(plan.job).toEqual({
-      name: 'mine', source: { text: 'extern "C" __global__ void k(float* y) {}', name: 'over.bench.source.cu' }, kernel: 'k',
-      grid: 4, block: 64, args: ['ptr:f32[128]:out'],
+      name: 'mine',
+      source: { text: 'extern "C" __global__ void k(float* y) {}', name: 'over.bench.source.cu' },
+      kernel: 'k',
+      grid: 4,
+      block: 64,
+      args: ['ptr:f32[128]:out'],
       reference: { source: { file: file('ref.cu'), name: expect.stringMatching(/ref\.cu$/) }, kernel: 'ref' },
       check: { trials: 2, seed: 3, withoutReference: 'skip' },
       timing: { preset: 'quick', bytes: 512 }, // BenchSpec's top-level fields moved, the command line over them
     });
   });
 
-  it('takes a spec\'s JavaScript reference from its export, or from the job (BenchSpec)', async () => {
+  it("takes a spec's JavaScript reference from its export, or from the job (BenchSpec)", async () => {
     const job = "{ source: 'x', kernel: 'k', grid: 1, block: 1, args: ['ptr:f32[1]:out'] }";
-    writeFileSync(file('named.bench.mjs'), `export default ${job};\nexport const reference = ([y]) => { y[0] = 1; };\n`);
+    writeFileSync(
+      file('named.bench.mjs'),
+      `export default ${job};\nexport const reference = ([y]) => { y[0] = 1; };\n`,
+    );
     writeFileSync(file('inside.bench.mjs'), `export default { ...${job}, reference: ([y]) => { y[0] = 1; } };\n`);
-    writeFileSync(file('both.bench.mjs'), `export default { ...${job}, reference: () => {} };\nexport const reference = () => {};\n`);
+    writeFileSync(
+      file('both.bench.mjs'),
+      `export default { ...${job}, reference: () => {} };\nexport const reference = () => {};\n`,
+    );
     for (const name of ['named.bench.mjs', 'inside.bench.mjs']) {
       const plan = await planFromSpec(file(name), values());
       expect(typeof plan.reference).toBe('function');
@@ -420,21 +537,33 @@ describe('flags → job (no GPU)', () => {
     await expect(planFromSpec(file('both.bench.mjs'), values())).rejects.toThrow(/two JavaScript references/);
     // --ref replaces the spec's reference, whichever it is; its path is the command line's (from the cwd).
     const ref = relative(process.cwd(), file('good.cu'));
-    const plan = await planFromSpec(file('named.bench.mjs'), values('--ref', ref, '--compare', ref, '--compare-kernel', 'saxpy'));
+    const plan = await planFromSpec(
+      file('named.bench.mjs'),
+      values('--ref', ref, '--compare', ref, '--compare-kernel', 'saxpy'),
+    );
     expect(plan.reference).toBeUndefined();
     expect(plan.job.reference).toEqual({ source: { file: file('good.cu'), name: ref }, kernel: 'k' });
     expect(plan.job.compare).toEqual({ source: { file: file('good.cu'), name: ref }, kernel: 'saxpy' });
   });
 
   it('reports every problem of a spec, one line each', async () => {
-    writeFileSync(file('many.bench.mjs'), "export default { source: 1, kernel: 'k', grid: 0, block: 1, args: ['f33=1'] };\n");
+    writeFileSync(
+      file('many.bench.mjs'),
+      "export default { source: 1, kernel: 'k', grid: 0, block: 1, args: ['f33=1'] };\n",
+    );
     const r = await cli(['bench', file('many.bench.mjs')]);
     expect(r.code).toBe(2);
     const lines = r.stderr.trimEnd().split('\n');
     expect(lines).toEqual([
-      expect.stringMatching(/^cudakit: .*many\.bench\.mjs: Expected CUDA source text, .* for job\.source but received 1 of type number$/),
-      expect.stringMatching(/^cudakit: .*many\.bench\.mjs: Expected a positive integer for job\.grid but received 0 of type number$/),
-      expect.stringMatching(/^cudakit: .*many\.bench\.mjs: Expected a type such as f32 or ptr:f32\[N\] for job\.args\[0\] but received 'f33=1'/),
+      expect.stringMatching(
+        /^cudakit: .*many\.bench\.mjs: Expected CUDA source text, .* for job\.source but received 1 of type number$/,
+      ),
+      expect.stringMatching(
+        /^cudakit: .*many\.bench\.mjs: Expected a positive integer for job\.grid but received 0 of type number$/,
+      ),
+      expect.stringMatching(
+        /^cudakit: .*many\.bench\.mjs: Expected a type such as f32 or ptr:f32\[N\] for job\.args\[0\] but received 'f33=1'/,
+      ),
     ]);
   });
 });

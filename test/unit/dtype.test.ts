@@ -3,22 +3,43 @@
 // device bytes and back.
 import { describe, expect, it } from 'vitest';
 import {
-  DTYPES, DTYPE_INFO, SCALAR_BYTES, TYPED_ARRAYS, fromBf16Bits, fromDeviceBytes, fromHalfBits, isDType, toBf16Bits,
-  toDeviceBytes, toHalfBits,
+  DTYPES,
+  DTYPE_INFO,
+  SCALAR_BYTES,
+  TYPED_ARRAYS,
+  fromBf16Bits,
+  fromDeviceBytes,
+  fromHalfBits,
+  isDType,
+  toBf16Bits,
+  toDeviceBytes,
+  toHalfBits,
 } from '../../lib/core/dtype.js';
 import * as root from '../../lib/index.js';
 
 describe('the element type table', () => {
   it('lists every type with its size, kind and the typed array of its logical values', () => {
     expect(DTYPES).toEqual(['i8', 'u8', 'i16', 'u16', 'i32', 'u32', 'i64', 'u64', 'f16', 'bf16', 'f32', 'f64']);
-    const rows = DTYPES.map((d) => [d, DTYPE_INFO[d].bytes, DTYPE_INFO[d].float, DTYPE_INFO[d].bigint, DTYPE_INFO[d].hostArray.name]);
+    const rows = DTYPES.map((d) => [
+      d,
+      DTYPE_INFO[d].bytes,
+      DTYPE_INFO[d].float,
+      DTYPE_INFO[d].bigint,
+      DTYPE_INFO[d].hostArray.name,
+    ]);
     expect(rows).toEqual([
-      ['i8', 1, false, false, 'Int8Array'], ['u8', 1, false, false, 'Uint8Array'],
-      ['i16', 2, false, false, 'Int16Array'], ['u16', 2, false, false, 'Uint16Array'],
-      ['i32', 4, false, false, 'Int32Array'], ['u32', 4, false, false, 'Uint32Array'],
-      ['i64', 8, false, true, 'BigInt64Array'], ['u64', 8, false, true, 'BigUint64Array'],
-      ['f16', 2, true, false, 'Float32Array'], ['bf16', 2, true, false, 'Float32Array'],
-      ['f32', 4, true, false, 'Float32Array'], ['f64', 8, true, false, 'Float64Array'],
+      ['i8', 1, false, false, 'Int8Array'],
+      ['u8', 1, false, false, 'Uint8Array'],
+      ['i16', 2, false, false, 'Int16Array'],
+      ['u16', 2, false, false, 'Uint16Array'],
+      ['i32', 4, false, false, 'Int32Array'],
+      ['u32', 4, false, false, 'Uint32Array'],
+      ['i64', 8, false, true, 'BigInt64Array'],
+      ['u64', 8, false, true, 'BigUint64Array'],
+      ['f16', 2, true, false, 'Float32Array'],
+      ['bf16', 2, true, false, 'Float32Array'],
+      ['f32', 4, true, false, 'Float32Array'],
+      ['f64', 8, true, false, 'Float64Array'],
     ]);
     for (const d of DTYPES) expect(DTYPE_INFO[d].name).toBe(d);
   });

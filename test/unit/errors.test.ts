@@ -1,19 +1,40 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { CompileError, CudaError, Device, DeviceBuffer, Event, Kernel, Module, Stream, probe } from '../../lib/index.js';
+import {
+  CompileError,
+  CudaError,
+  Device,
+  DeviceBuffer,
+  Event,
+  Kernel,
+  Module,
+  Stream,
+  probe,
+} from '../../lib/index.js';
 
 describe('errors', () => {
   it('CudaError carries code, api, result, explanation and remedy', () => {
-    const e = new CudaError({ code: 'CUDA_ERROR_OUT_OF_MEMORY', api: 'cuMemAlloc', result: 2, explanation: 'out of memory' });
+    const e = new CudaError({
+      code: 'CUDA_ERROR_OUT_OF_MEMORY',
+      api: 'cuMemAlloc',
+      result: 2,
+      explanation: 'out of memory',
+    });
     expect(e).toBeInstanceOf(Error);
-    expect(e.message).toMatch(/^cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY \(2\): out of memory\n {2}Remedy: Free buffers/);
+    expect(e.message).toMatch(
+      /^cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY \(2\): out of memory\n {2}Remedy: Free buffers/,
+    );
     expect(e.sticky).toBe(false);
   });
 
   it('CompileError shows the first error with file:line:column and keeps the exact options', () => {
     const e = new CompileError({
-      code: 'NVRTC_ERROR_COMPILATION', api: 'nvrtcCompileProgram', result: 6, log: 'k.cu(2): error: bad\n',
-      options: ['--gpu-architecture=sm_90'], name: 'k.cu',
+      code: 'NVRTC_ERROR_COMPILATION',
+      api: 'nvrtcCompileProgram',
+      result: 6,
+      log: 'k.cu(2): error: bad\n',
+      options: ['--gpu-architecture=sm_90'],
+      name: 'k.cu',
       diagnostics: [{ file: 'k.cu', line: 2, column: 5, severity: 'error', message: 'bad' }],
     });
     expect(e.message).toContain('k.cu:2:5: bad');
@@ -52,7 +73,12 @@ describe('without a driver', () => {
 
   it('import succeeds, probe() reports why, and GPU use throws CUDA_DRIVER_NOT_FOUND listing what was tried', () => {
     expect(run.stderr).toBe('');
-    const out = JSON.parse(run.stdout) as { p: ReturnType<typeof probe>; code: string; isCudaError: boolean; message: string };
+    const out = JSON.parse(run.stdout) as {
+      p: ReturnType<typeof probe>;
+      code: string;
+      isCudaError: boolean;
+      message: string;
+    };
     expect(out.p.ok).toBe(false);
     expect(out.p.deviceCount).toBe(0);
     expect(out.p.reason).toContain('CUDA_DRIVER_NOT_FOUND');

@@ -33,12 +33,17 @@ describe('jsonShape and shapeDiff', () => {
     mismatches: [{ expected: 'number|string' }],
   };
   const value = {
-    name: 'saxpy', stats: { median: 0.06 }, samples: [{ gpuMs: 1, rejected: false }], mismatches: [{ expected: '5' }],
+    name: 'saxpy',
+    stats: { median: 0.06 },
+    samples: [{ gpuMs: 1, rejected: false }],
+    mismatches: [{ expected: '5' }],
   };
 
   it('gives keys and leaf types, merging array elements', () => {
     expect(jsonShape(value)).toEqual({
-      mismatches: [{ expected: 'string' }], name: 'string', samples: [{ gpuMs: 'number', rejected: 'boolean' }],
+      mismatches: [{ expected: 'string' }],
+      name: 'string',
+      samples: [{ gpuMs: 'number', rejected: 'boolean' }],
       stats: { median: 'number' },
     });
     expect(jsonShape([{ a: 1 }, { a: 'x', b: true }])).toEqual([{ a: 'number|string', 'b?': 'boolean' }]);
@@ -48,13 +53,16 @@ describe('jsonShape and shapeDiff', () => {
 
   it('passes a conforming value: optional keys absent, null for a number, empty arrays', () => {
     expect(shapeDiff(jsonShape(value), golden)).toEqual([]);
-    expect(shapeDiff(jsonShape({ ...value, defence: 'mismatch', stats: { median: null }, samples: [] }), golden)).toEqual([]);
+    expect(
+      shapeDiff(jsonShape({ ...value, defence: 'mismatch', stats: { median: null }, samples: [] }), golden),
+    ).toEqual([]);
   });
 
   it('names every departure with its path', () => {
     const { stats: _stats, ...noStats } = value;
     expect(shapeDiff(jsonShape({ ...noStats, extra: 1 }), golden)).toEqual([
-      '$.stats: missing', '$.extra: not in the golden ("number")',
+      '$.stats: missing',
+      '$.extra: not in the golden ("number")',
     ]);
     expect(shapeDiff(jsonShape({ ...value, samples: [{ gpuMs: '1', rejected: false }] }), golden)).toEqual([
       '$.samples[].gpuMs: expected number, got string',
@@ -62,7 +70,9 @@ describe('jsonShape and shapeDiff', () => {
     expect(shapeDiff(jsonShape({ ...value, samples: [{ gpuMs: 1, rejected: false }, { gpuMs: 1 }] }), golden)).toEqual([
       '$.samples[].rejected: missing in some elements',
     ]);
-    expect(shapeDiff(jsonShape({ ...value, stats: [1] }), golden)).toEqual(['$.stats: expected an object, got an array']);
+    expect(shapeDiff(jsonShape({ ...value, stats: [1] }), golden)).toEqual([
+      '$.stats: expected an object, got an array',
+    ]);
     expect(shapeDiff(jsonShape({ ...value, mismatches: [{ expected: true }] }), golden)).toEqual([
       '$.mismatches[].expected: expected number|string, got boolean',
     ]);

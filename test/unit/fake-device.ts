@@ -65,7 +65,8 @@ export const asBuffers = (list: FakeBuffer[]): DeviceBuffer[] => list as unknown
 
 /** The elements of a fake buffer as a typed array over its memory (writes go to the buffer). */
 export function view<T extends Float32ArrayConstructor | Int32ArrayConstructor | Uint8ArrayConstructor>(
-  type: T, buffer: unknown,
+  type: T,
+  buffer: unknown,
 ): InstanceType<T> {
   const m = (buffer as FakeBuffer).memory;
   return new type(m.buffer as ArrayBuffer, m.byteOffset, m.byteLength / type.BYTES_PER_ELEMENT) as InstanceType<T>;
@@ -75,7 +76,12 @@ export function view<T extends Float32ArrayConstructor | Int32ArrayConstructor |
  * A kernel on the fake device: `body` runs at launch with the launch's arguments (FakeBuffers and scalars), and may
  * throw a CudaError as a faulting kernel would. Enough of Kernel for check() and references.
  */
-export function fakeKernel(device: FakeDevice, name: string, signature: readonly string[], body: (args: unknown[]) => void) {
+export function fakeKernel(
+  device: FakeDevice,
+  name: string,
+  signature: readonly string[],
+  body: (args: unknown[]) => void,
+) {
   const kernel = {
     name,
     signature,

@@ -2,7 +2,12 @@
 import { describe, expect, it } from 'vitest';
 import type { BenchResult, BenchSample, CompareResult } from '../../lib/measure/types.js';
 import {
-  formatComparison, formatDuration, formatJson, formatResult, histogram, progressLine,
+  formatComparison,
+  formatDuration,
+  formatJson,
+  formatResult,
+  histogram,
+  progressLine,
 } from '../../lib/measure/format.js';
 
 const ANSI = /\x1b\[/;
@@ -29,7 +34,7 @@ function result(overrides: Partial<BenchResult> = {}): BenchResult {
       max: 0.01502,
       mean: 0.01241,
       median: 0.01234,
-      p10: 0.0120,
+      p10: 0.012,
       p25: 0.0122,
       p75: 0.0125,
       p90: 0.0131,
@@ -118,7 +123,13 @@ describe('histogram', () => {
     // Value k appears k + 1 times (k = 0..7): eight bins with counts 1..8.
     const values = Array.from({ length: 8 }, (_, k) => Array<number>(k + 1).fill(k)).flat();
     expect(histogram(values, 8, 1)).toBe('▁▂▃▄▅▆▇█');
-    expect(histogram([...values].reverse().map((v) => 7 - v), 8, 1)).toBe('█▇▆▅▄▃▂▁');
+    expect(
+      histogram(
+        [...values].reverse().map((v) => 7 - v),
+        8,
+        1,
+      ),
+    ).toBe('█▇▆▅▄▃▂▁');
   });
 
   it('has one character per bin', () => {
@@ -131,8 +142,20 @@ describe('histogram', () => {
   it('follows the shape of a known distribution', () => {
     const u = Array.from({ length: 1000 }, (_, i) => (i + 0.5) / 1000);
     // u² has a density falling from 0 to 1; √u has one rising.
-    const falling = heights(histogram(u.map((x) => x * x), 20, 1));
-    const rising = heights(histogram(u.map((x) => Math.sqrt(x)), 20, 1));
+    const falling = heights(
+      histogram(
+        u.map((x) => x * x),
+        20,
+        1,
+      ),
+    );
+    const rising = heights(
+      histogram(
+        u.map((x) => Math.sqrt(x)),
+        20,
+        1,
+      ),
+    );
     expect(falling[0]).toBe(8);
     expect(rising[19]).toBe(8);
     for (let i = 1; i < 20; i++) {
@@ -214,38 +237,72 @@ describe('formatResult', () => {
 
   it('never prints a bare percentage of peak bandwidth above 100', () => {
     const line = (t: NonNullable<BenchResult['throughput']>): string =>
-      formatResult(result({ throughput: t })).split('\n').find((l) => l.startsWith('  throughput'))!;
+      formatResult(result({ throughput: t }))
+        .split('\n')
+        .find((l) => l.startsWith('  throughput'))!;
     // Within the peak's uncertainty: at the peak. ± is the wider half of the interval (100.7 - 100.2).
-    expect(line({ gbPerS: 4810, percentOfPeakBandwidth: 100.2, percentOfPeakBandwidthLow: 99.8, percentOfPeakBandwidthHigh: 100.7 }))
-      .toBe('  throughput              4810.0 GB/s · at the measured peak bandwidth (100.2% ± 0.5%)');
+    expect(
+      line({
+        gbPerS: 4810,
+        percentOfPeakBandwidth: 100.2,
+        percentOfPeakBandwidthLow: 99.8,
+        percentOfPeakBandwidthHigh: 100.7,
+      }),
+    ).toBe('  throughput              4810.0 GB/s · at the measured peak bandwidth (100.2% ± 0.5%)');
     // Clearly above it: said so, with what to check.
-    expect(line({ gbPerS: 5184, percentOfPeakBandwidth: 108, percentOfPeakBandwidthLow: 107.6, percentOfPeakBandwidthHigh: 108.4 }))
-      .toBe('  throughput              5184.0 GB/s · above the measured peak bandwidth (108.0% ± 0.4%): check the bytes per launch, or whether L2 served part of the data');
+    expect(
+      line({
+        gbPerS: 5184,
+        percentOfPeakBandwidth: 108,
+        percentOfPeakBandwidthLow: 107.6,
+        percentOfPeakBandwidthHigh: 108.4,
+      }),
+    ).toBe(
+      '  throughput              5184.0 GB/s · above the measured peak bandwidth (108.0% ± 0.4%): check the bytes per launch, or whether L2 served part of the data',
+    );
     // No interval (a result from elsewhere): nothing says it is within the uncertainty.
     expect(line({ percentOfPeakBandwidth: 100.3 })).toBe(
       '  throughput              above the measured peak bandwidth (100.3%): check the bytes per launch, or whether L2 served part of the data',
     );
-    expect(line({ percentOfPeakBandwidth: 100.01, percentOfPeakBandwidthLow: 99.99, percentOfPeakBandwidthHigh: 100.03 }))
-      .toBe('  throughput              at the measured peak bandwidth (100.0% ± <0.1%)');
+    expect(
+      line({ percentOfPeakBandwidth: 100.01, percentOfPeakBandwidthLow: 99.99, percentOfPeakBandwidthHigh: 100.03 }),
+    ).toBe('  throughput              at the measured peak bandwidth (100.0% ± <0.1%)');
     // Up to 100 it stays a plain percentage, interval or not.
-    expect(line({ percentOfPeakBandwidth: 100, percentOfPeakBandwidthLow: 99.5, percentOfPeakBandwidthHigh: 100.5 }))
-      .toBe('  throughput              100.0% of peak bandwidth');
+    expect(
+      line({ percentOfPeakBandwidth: 100, percentOfPeakBandwidthLow: 99.5, percentOfPeakBandwidthHigh: 100.5 }),
+    ).toBe('  throughput              100.0% of peak bandwidth');
     expect(line({ percentOfPeakBandwidth: 99.96 })).toBe('  throughput              100.0% of peak bandwidth');
     // A sweep: every figure printed as "N% of peak bandwidth" is at most 100.
     for (let p = 95; p <= 112; p += 0.05) {
       for (const half of [0, 0.3, 2]) {
-        const text = line({ percentOfPeakBandwidth: p, percentOfPeakBandwidthLow: p - half, percentOfPeakBandwidthHigh: p + half });
+        const text = line({
+          percentOfPeakBandwidth: p,
+          percentOfPeakBandwidthLow: p - half,
+          percentOfPeakBandwidthHigh: p + half,
+        });
         const bare = /([\d.]+)% of peak bandwidth/.exec(text);
         if (bare !== null) expect(Number(bare[1])).toBeLessThanOrEqual(100);
-        else expect(text).toMatch(p - half <= 100 ? /at the measured peak bandwidth/ : /above the measured peak bandwidth/);
+        else
+          expect(text).toMatch(
+            p - half <= 100 ? /at the measured peak bandwidth/ : /above the measured peak bandwidth/,
+          );
       }
     }
   });
 
   it('keeps the raw percentage and the peak in the JSON', () => {
     const throughput = {
-      gbPerS: 4810, percentOfPeakBandwidth: 100.2, percentOfPeakBandwidthLow: 99.8, percentOfPeakBandwidthHigh: 100.7,
-      peakBandwidth: { gbPerS: 4800, lowGbPerS: 4790, highGbPerS: 4810, method: 'copy kernel' as const, repetitions: 20 },
+      gbPerS: 4810,
+      percentOfPeakBandwidth: 100.2,
+      percentOfPeakBandwidthLow: 99.8,
+      percentOfPeakBandwidthHigh: 100.7,
+      peakBandwidth: {
+        gbPerS: 4800,
+        lowGbPerS: 4790,
+        highGbPerS: 4810,
+        method: 'copy kernel' as const,
+        repetitions: 20,
+      },
     };
     const json = JSON.parse(formatJson(result({ throughput }))) as BenchResult;
     expect(json.throughput).toEqual(throughput);
@@ -354,7 +411,12 @@ describe('formatJson', () => {
 
   it('writes 64-bit integers (a CheckResult mismatch of an i64 output) as decimal strings', () => {
     const text = formatJson({ check: { mismatches: [{ arg: 1, index: 3, expected: 2n ** 63n - 1n, actual: -5n }] } });
-    expect(JSON.parse(text).check.mismatches[0]).toEqual({ actual: '-5', arg: 1, expected: '9223372036854775807', index: 3 });
+    expect(JSON.parse(text).check.mismatches[0]).toEqual({
+      actual: '-5',
+      arg: 1,
+      expected: '9223372036854775807',
+      index: 3,
+    });
   });
 
   it('indents by 2 spaces and sorts keys so equal values give equal text', () => {

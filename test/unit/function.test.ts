@@ -77,8 +77,14 @@ describe('KernelFunction', () => {
   it('reads every attribute once', () => {
     const f = fn();
     expect(f.attributes).toEqual({
-      maxThreadsPerBlock: 768, sharedSizeBytes: 1024, constSizeBytes: 64, localSizeBytes: 0, numRegs: 40, ptxVersion: 80,
-      binaryVersion: 90, maxDynamicSharedSizeBytes: 48 * 1024,
+      maxThreadsPerBlock: 768,
+      sharedSizeBytes: 1024,
+      constSizeBytes: 64,
+      localSizeBytes: 0,
+      numRegs: 40,
+      ptxVersion: 80,
+      binaryVersion: 90,
+      maxDynamicSharedSizeBytes: 48 * 1024,
     });
     const reads = stub.attributeReads;
     void f.attributes;
@@ -86,14 +92,28 @@ describe('KernelFunction', () => {
   });
 
   it('takes the parameter list from the driver, else from the image, asking the driver about as many as the image has', () => {
-    stub.paramInfo = [[0, 8], [8, 8], [16, 4], [20, 4]];
+    stub.paramInfo = [
+      [0, 8],
+      [8, 8],
+      [16, 4],
+      [20, 4],
+    ];
     expect(fn(fakeModule(), [{ offset: 0, size: 8 }]).parameters()).toEqual([
-      { offset: 0, size: 8 }, { offset: 8, size: 8 }, { offset: 16, size: 4 }, { offset: 20, size: 4 },
+      { offset: 0, size: 8 },
+      { offset: 8, size: 8 },
+      { offset: 16, size: 4 },
+      { offset: 20, size: 4 },
     ]);
     expect(stub.paramCount).toBe(1);
     stub.paramInfo = null;
-    const f = fn(fakeModule(), [{ offset: 0, size: 8 }, { offset: 8, size: 4 }]);
-    expect(f.parameters()).toEqual([{ offset: 0, size: 8 }, { offset: 8, size: 4 }]);
+    const f = fn(fakeModule(), [
+      { offset: 0, size: 8 },
+      { offset: 8, size: 4 },
+    ]);
+    expect(f.parameters()).toEqual([
+      { offset: 0, size: 8 },
+      { offset: 8, size: 4 },
+    ]);
     expect(stub.paramCount).toBe(2);
     const list = f.parameters()!;
     list[0]!.size = 99; // a copy: the caller cannot change what the next call returns

@@ -5,7 +5,14 @@ import { describe, expect, it } from 'vitest';
 import { CudaError, fromDeviceBytes, toDeviceBytes } from '../../lib/core/index.js';
 import { type BufferArgSpec, type InitSpec, parseArgSpec, parseArgSpecs, roleOf } from '../../lib/measure/argspec.js';
 import {
-  type GuardedBuffer, generateBytes, inputSets, poisonBytes, prepareInputs, releaseBuffers, startBytes, uploadGuarded,
+  type GuardedBuffer,
+  generateBytes,
+  inputSets,
+  poisonBytes,
+  prepareInputs,
+  releaseBuffers,
+  startBytes,
+  uploadGuarded,
 } from '../../lib/measure/inputs.js';
 import { createRng } from '../../lib/measure/random.js';
 import { FakeDevice, asBuffers } from './fake-device.js';
@@ -35,9 +42,18 @@ describe('generated values', () => {
     expect(values('ptr:f32[2,3]=seq(10,2,along=last)')).toEqual([10, 12, 14, 10, 12, 14]);
     expect(values('ptr:i32[2,2,4]=arange(along=last)')).toEqual([0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]);
     expect(values('ptr:i32[5]=seq(3,1,along=last)')).toEqual([3, 4, 5, 6, 7]); // no shape: the whole buffer
-    const shaped: BufferArgSpec = { kind: 'buffer', dtype: 'f16', length: 6, shape: [3, 2], role: 'in', init: undefined };
+    const shaped: BufferArgSpec = {
+      kind: 'buffer',
+      dtype: 'f16',
+      length: 6,
+      shape: [3, 2],
+      role: 'in',
+      init: undefined,
+    };
     const init: InitSpec = { kind: 'seq', start: 0, step: 0.5, along: 'last' };
-    expect(Array.from(fromDeviceBytes('f16', generateBytes(shaped, init, createRng(1))))).toEqual([0, 0.5, 0, 0.5, 0, 0.5]);
+    expect(Array.from(fromDeviceBytes('f16', generateBytes(shaped, init, createRng(1))))).toEqual([
+      0, 0.5, 0, 0.5, 0, 0.5,
+    ]);
     expect(values('ptr:f32[2,3]=seq(10,2,along=all)')).toEqual([10, 12, 14, 16, 18, 20]);
   });
 
@@ -240,10 +256,16 @@ describe('inputSets over a fake device', () => {
     expect(() => inputSets(device.asDevice, io, 42, { zeroOnFree: 1 as unknown as boolean })).toThrow(
       new TypeError('Expected a boolean for options.zeroOnFree but received 1 of type number'),
     );
-    expect(() => inputSets(device.asDevice, io, 42, { zeroOnfree: true } as never)).toThrow(/Unknown option options.zeroOnfree/);
-    const wrong = [{ kind: 'buffer', dtype: 'f32', length: 4, role: 'in', init: { kind: 'data', bytes: new Uint8Array(3) } }];
+    expect(() => inputSets(device.asDevice, io, 42, { zeroOnfree: true } as never)).toThrow(
+      /Unknown option options.zeroOnfree/,
+    );
+    const wrong = [
+      { kind: 'buffer', dtype: 'f32', length: 4, role: 'in', init: { kind: 'data', bytes: new Uint8Array(3) } },
+    ];
     expect(() => inputSets(device.asDevice, wrong as never)).toThrow(
-      new RangeError('Expected exactly 16 bytes (4 × f32) for io[0].init.bytes.byteLength but received 3 of type number'),
+      new RangeError(
+        'Expected exactly 16 bytes (4 × f32) for io[0].init.bytes.byteLength but received 3 of type number',
+      ),
     );
   });
 });

@@ -62,11 +62,15 @@ describe('launch options', () => {
     expect(() => launch({ grid: 1, block: 1, streams: fakeStream }, 0n, 1)).toThrow(
       new TypeError(`Unknown launch option 'streams' (did you mean 'stream'?); ${known}`),
     );
-    expect(() => launch({ grid: 1, block: 1, foo: undefined }, 0n, 1)).toThrow(new TypeError(`Unknown launch option 'foo'; ${known}`));
+    expect(() => launch({ grid: 1, block: 1, foo: undefined }, 0n, 1)).toThrow(
+      new TypeError(`Unknown launch option 'foo'; ${known}`),
+    );
     expect(() => launch({ grid: 1, block: 1, blockDim: 32 }, 0n, 1)).toThrow(/'blockDim' \(did you mean 'block'\?\)/);
     expect(() => launch({ grid: 1, block: 1, cluster: [2, 1, 1] }, 0n, 1)).toThrow(/did you mean 'clusterDim'/);
     expect(() => launch({ grid: 1, block: 1, Stream: fakeStream }, 0n, 1)).toThrow(/did you mean 'stream'/);
-    expect(() => launch({ grid: 1, block: 1, id: 1 }, 0n, 1)).toThrow(new TypeError(`Unknown launch option 'id'; ${known}`));
+    expect(() => launch({ grid: 1, block: 1, id: 1 }, 0n, 1)).toThrow(
+      new TypeError(`Unknown launch option 'id'; ${known}`),
+    );
     // Also when the argument count is wrong: the option is the first thing reported.
     expect(() => launch({ grid: 1, block: 1, strem: fakeStream }, 0n)).toThrow(/Unknown launch option 'strem'/);
     expect(stub.launches).toBe(before);
@@ -91,7 +95,13 @@ describe('launch options', () => {
   it('launches a correct config, writing the header and the arguments into the slot buffer', () => {
     const k = stubKernel(['ptr', { struct: ['f32', 'f32x2', 'i32'] }, 'f32x4', 'i32']);
     const before = stub.launches;
-    k.launch({ grid: [3, 2], block: 128, sharedMemBytes: 256, stream: fakeStream }, 0xabc0n, [1.5, [2, 3], 4], [5, 6, 7, 8], 9);
+    k.launch(
+      { grid: [3, 2], block: 128, sharedMemBytes: 256, stream: fakeStream },
+      0xabc0n,
+      [1.5, [2, 3], 4],
+      [5, 6, 7, 8],
+      9,
+    );
     expect(stub.launches).toBe(before + 1);
     const buf = stub.buffer!;
     expect([...new Uint32Array(buf, 0, 7)]).toEqual([3, 2, 1, 128, 1, 1, 256]);
@@ -100,7 +110,9 @@ describe('launch options', () => {
     expect(stub.offsets).toEqual([0, 8, 32, 48]);
     const dv = new DataView(buf, 64);
     expect(dv.getBigUint64(0, true)).toBe(0xabc0n);
-    expect([dv.getFloat32(8, true), dv.getFloat32(16, true), dv.getFloat32(20, true), dv.getInt32(24, true)]).toEqual([1.5, 2, 3, 4]);
+    expect([dv.getFloat32(8, true), dv.getFloat32(16, true), dv.getFloat32(20, true), dv.getInt32(24, true)]).toEqual([
+      1.5, 2, 3, 4,
+    ]);
     expect([32, 36, 40, 44].map((o) => dv.getFloat32(o, true))).toEqual([5, 6, 7, 8]);
     expect(dv.getInt32(48, true)).toBe(9);
   });
@@ -108,7 +120,14 @@ describe('launch options', () => {
   it('accepts every known option, cooperative and clusterDim included', () => {
     const k = stubKernel([]);
     const before = stub.launches;
-    const config = { grid: 2, block: 32, sharedMemBytes: 0, stream: fakeStream, cooperative: false, clusterDim: [2, 1, 1] } as const;
+    const config = {
+      grid: 2,
+      block: 32,
+      sharedMemBytes: 0,
+      stream: fakeStream,
+      cooperative: false,
+      clusterDim: [2, 1, 1],
+    } as const;
     expect(Object.keys(config)).toEqual(known.replace('known options: ', '').split(', '));
     k.launch(config);
     // Known keys set to undefined mean their defaults (plain JavaScript callers write this).
@@ -123,7 +142,9 @@ describe('launch options', () => {
     expect(() => k.bindLaunch({ grid: 1, block: 1, sharedMemByte: 1024 } as never, [0n, 1])).toThrow(
       new TypeError(`Unknown launch option 'sharedMemByte' (did you mean 'sharedMemBytes'?); ${known}`),
     );
-    expect(() => k.bindLaunch({ grid: 1, block: 1, streams: fakeStream } as never, [0n, 1])).toThrow(/'streams' \(did you mean 'stream'\?\)/);
+    expect(() => k.bindLaunch({ grid: 1, block: 1, streams: fakeStream } as never, [0n, 1])).toThrow(
+      /'streams' \(did you mean 'stream'\?\)/,
+    );
     const bound = k.bindLaunch({ grid: 4, block: 32, stream: fakeStream }, [0n, 7]);
     expect(new DataView(stub.buffer!, 64).getInt32(8, true)).toBe(7);
     bound.release();
@@ -140,7 +161,7 @@ describe('signature checks against the compiled parameters', () => {
     expect(() => stubKernel([{ struct: ['f32', 'f32', 'f32', 'i32'] }])).toThrow(
       new TypeError(
         "Parameter 0 of kernel 'k' is 24 bytes but the signature says { struct: [f32, f32, f32, i32] } (16 bytes) " +
-          "(alignment: CUDA aligns float2 to 8 bytes and float4 to 16; if the struct holds a float2/float4, describe that " +
+          '(alignment: CUDA aligns float2 to 8 bytes and float4 to 16; if the struct holds a float2/float4, describe that ' +
           "member as 'f32x2'/'f32x4' (likewise i32x2, f64x2, ...), and if it is declared __align__(N), give the struct align: N)",
       ),
     );
@@ -150,15 +171,33 @@ describe('signature checks against the compiled parameters', () => {
 
   it('names the __align__(N) that gives the compiled size', () => {
     // struct __align__(16) S { float a; }: 16 bytes; from the image when the driver cannot tell.
-    expect(() => stubKernel(['ptr', { struct: ['f32'] }], [{ offset: 0, size: 8 }, { offset: 16, size: 16 }])).toThrow(
+    expect(() =>
+      stubKernel(
+        ['ptr', { struct: ['f32'] }],
+        [
+          { offset: 0, size: 8 },
+          { offset: 16, size: 16 },
+        ],
+      ),
+    ).toThrow(
       /is 16 bytes but the signature says \{ struct: \[f32\] \} \(4 bytes\) \(alignment: .*declared __align__\(16\), give the struct align: 16\)$/,
     );
-    expect(stubKernel(['ptr', { struct: ['f32'], align: 16 }], [{ offset: 0, size: 8 }, { offset: 16, size: 16 }]).signature).toHaveLength(2);
+    expect(
+      stubKernel(
+        ['ptr', { struct: ['f32'], align: 16 }],
+        [
+          { offset: 0, size: 8 },
+          { offset: 16, size: 16 },
+        ],
+      ).signature,
+    ).toHaveLength(2);
   });
 
   it('adds no alignment advice where alignment cannot explain the difference', () => {
     stub.paramInfo = [[0, 4]];
-    expect(() => stubKernel(['f64'])).toThrow(new TypeError("Parameter 0 of kernel 'k' is 4 bytes but the signature says f64 (8 bytes)"));
+    expect(() => stubKernel(['f64'])).toThrow(
+      new TypeError("Parameter 0 of kernel 'k' is 4 bytes but the signature says f64 (8 bytes)"),
+    );
     stub.paramInfo = [[0, 12]];
     expect(() => stubKernel([{ struct: ['f32', 'i32'] }])).toThrow(/\(8 bytes\)$/);
   });
@@ -208,7 +247,14 @@ describe('launch attributes in the slot header', () => {
 
   it('binds exactly the header launch() writes: grid, block, shared memory, stream and attributes', () => {
     const k = stubKernel(['ptr', 'i32']);
-    const config: LaunchConfig = { grid: [6, 2], block: [64, 2], sharedMemBytes: 512, stream: fakeStream, cooperative: true, clusterDim: [2, 1, 1] };
+    const config: LaunchConfig = {
+      grid: [6, 2],
+      block: [64, 2],
+      sharedMemBytes: 512,
+      stream: fakeStream,
+      cooperative: true,
+      clusterDim: [2, 1, 1],
+    };
     k.launch(config, 0x10n, 5);
     const launched = new Uint8Array(stub.buffer!.slice(0));
     const bound = k.bindLaunch(config, [0x10n, 5]);
@@ -247,10 +293,16 @@ describe('launch attributes in the slot header', () => {
 
 describe('a Kernel is a KernelFunction', () => {
   it('shares its attributes, limits and parameter list', () => {
-    stub.paramInfo = [[0, 8], [8, 4]];
+    stub.paramInfo = [
+      [0, 8],
+      [8, 4],
+    ];
     const k = stubKernel(['ptr', 'i32']);
     expect(k).toBeInstanceOf(KernelFunction);
-    expect(k.parameters()).toEqual([{ offset: 0, size: 8 }, { offset: 8, size: 4 }]);
+    expect(k.parameters()).toEqual([
+      { offset: 0, size: 8 },
+      { offset: 8, size: 4 },
+    ]);
     expect(k.attributes.maxThreadsPerBlock).toBe(1024);
     expect(k.attributes.maxDynamicSharedSizeBytes).toBe(48 * 1024);
     stub.paramInfo = null;

@@ -25,7 +25,8 @@ interface Import {
 /** Static imports and re-exports (`import ... from`, `export ... from`, `import('...')`), type-only ones included. */
 export function importsOf(file: string, text: string): Import[] {
   const out: Import[] = [];
-  const re = /(?:^|\n)\s*(?:import|export)\b[^'"]*?\bfrom\s*['"]([^'"]+)['"]|(?:^|\n)\s*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+  const re =
+    /(?:^|\n)\s*(?:import|export)\b[^'"]*?\bfrom\s*['"]([^'"]+)['"]|(?:^|\n)\s*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
   for (const m of text.matchAll(re)) {
     const spec = (m[1] ?? m[2] ?? m[3])!;
     const line = text.slice(0, m.index + m[0].length).split('\n').length;
@@ -87,15 +88,31 @@ describe('layers', () => {
   });
 
   it('reads imports the way the rule needs', () => {
-    const text = "import { a } from './stats.js';\nimport type { B } from '../core/kernel.js';\nexport { c } from './format.js';\n" +
+    const text =
+      "import { a } from './stats.js';\nimport type { B } from '../core/kernel.js';\nexport { c } from './format.js';\n" +
       "import 'node:fs';\nconst m = await import('../cli/main.js');\nrun(`\n  import { x } from './lib/index.ts';`);\n";
     expect(importsOf('lib/measure/bench.ts', text).map((i) => `${i.line} ${i.target ?? i.spec}`)).toEqual([
-      '1 lib/measure/stats.ts', '2 lib/core/kernel.ts', '3 lib/measure/format.ts', '4 node:fs', '5 lib/cli/main.ts',
+      '1 lib/measure/stats.ts',
+      '2 lib/core/kernel.ts',
+      '3 lib/measure/format.ts',
+      '4 node:fs',
+      '5 lib/cli/main.ts',
       '7 lib/index.ts',
     ]);
-    expect(allowed('lib/measure/bench.ts', importsOf('lib/measure/bench.ts', "import { k } from '../core/kernel.js';")[0]!)).toBe(false);
-    expect(allowed('lib/core/device.ts', importsOf('lib/core/device.ts', "import { bench } from '../measure/index.js';")[0]!)).toBe(false);
-    expect(allowed('examples/x.ts', importsOf('examples/x.ts', "import { bench } from '../lib/measure/bench.js';")[0]!)).toBe(false);
-    expect(allowed('examples/x.ts', importsOf('examples/x.ts', "import { bench } from '../lib/index.js';")[0]!)).toBe(true);
+    expect(
+      allowed('lib/measure/bench.ts', importsOf('lib/measure/bench.ts', "import { k } from '../core/kernel.js';")[0]!),
+    ).toBe(false);
+    expect(
+      allowed(
+        'lib/core/device.ts',
+        importsOf('lib/core/device.ts', "import { bench } from '../measure/index.js';")[0]!,
+      ),
+    ).toBe(false);
+    expect(
+      allowed('examples/x.ts', importsOf('examples/x.ts', "import { bench } from '../lib/measure/bench.js';")[0]!),
+    ).toBe(false);
+    expect(allowed('examples/x.ts', importsOf('examples/x.ts', "import { bench } from '../lib/index.js';")[0]!)).toBe(
+      true,
+    );
   });
 });

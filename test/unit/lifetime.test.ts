@@ -81,7 +81,14 @@ describe('cleanup never throws', () => {
 
   it('dispose() after a sticky error is silent', () => {
     // In a child process: the first sticky CudaError marks the whole process's context as lost.
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `
       import { CudaError } from './lib/core/errors.ts';
       import { HandleOwner } from './lib/core/lifetime.ts';
       class Thing extends HandleOwner { constructor(release) { super('Thing', 1n, release); } }
@@ -91,14 +98,25 @@ describe('cleanup never throws', () => {
       t.dispose();
       u.dispose();
       console.log(lost.sticky, t.disposed, u.disposed);
-    `], { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 });
+    `,
+      ],
+      { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 },
+    );
     expect(r.stderr).toBe('');
     expect(r.stdout.trim()).toBe('true true true');
   });
 
   it('finalizers of forgotten objects warn once per process, however many fail', () => {
     // In a child process: the warning flag is per process, and a sticky CudaError here would mark it lost.
-    const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', '--input-type=module', '-e', `
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--expose-gc',
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `
       import { watch } from './lib/core/lifetime.ts';
       const warnings = [];
       process.on('warning', (w) => warnings.push(w.message));
@@ -107,10 +125,15 @@ describe('cleanup never throws', () => {
       await new Promise((r) => setImmediate(r));
       await new Promise((r) => setTimeout(r, 20));
       console.log(JSON.stringify(warnings));
-    `], { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 });
+    `,
+      ],
+      { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 },
+    );
     expect(r.status, r.stderr).toBe(0);
     const warnings = JSON.parse(r.stdout.trim()) as string[];
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(/^cudakit: releasing a garbage-collected resource failed: release \d+ failed \(later failures of this kind are not reported\)$/);
+    expect(warnings[0]).toMatch(
+      /^cudakit: releasing a garbage-collected resource failed: release \d+ failed \(later failures of this kind are not reported\)$/,
+    );
   });
 });

@@ -29,7 +29,8 @@ function probeWith(libcuda: string, nvrtc: string): { p: ProbeResult; keys: stri
   return JSON.parse(run.stdout) as { p: ProbeResult; keys: string[] };
 }
 
-const notFound = (path: string): string => `${path}: ${path}: cannot open shared object file: No such file or directory`;
+const notFound = (path: string): string =>
+  `${path}: ${path}: cannot open shared object file: No such file or directory`;
 
 describe('probe()', () => {
   it('with neither library: not ok, no versions, and a reason per library naming the one path tried', () => {
@@ -82,17 +83,20 @@ describe('probe()', () => {
   // The NVRTC this process loaded, forced in the child: present NVRTC is reported by version and is no reason.
   const loaded = native().nvrtcStatus();
   const requireNvrtc = process.env.CUDAKIT_REQUIRE_NVRTC === '1' || process.env.CUDAKIT_REQUIRE_GPU === '1';
-  it.skipIf(!loaded.loaded && !requireNvrtc)('with NVRTC but no driver: the NVRTC version, and the driver as the only reason', () => {
-    expect(loaded.loaded, `NVRTC is required here: ${loaded.message}`).toBe(true);
-    const libcuda = join(dir, 'missing', 'libcuda.so.1');
-    const { p } = probeWith(libcuda, loaded.path);
-    expect(p).toEqual({
-      ok: false,
-      driverVersion: undefined,
-      nvrtcVersion: nvrtcVersion(),
-      deviceCount: 0,
-      reason: `CUDA_DRIVER_NOT_FOUND: The NVIDIA driver library (libcuda.so.1) could not be loaded. (tried: ${notFound(libcuda)})`,
-    });
-    expect(p.nvrtcVersion).toMatch(/^\d+\.\d+$/);
-  });
+  it.skipIf(!loaded.loaded && !requireNvrtc)(
+    'with NVRTC but no driver: the NVRTC version, and the driver as the only reason',
+    () => {
+      expect(loaded.loaded, `NVRTC is required here: ${loaded.message}`).toBe(true);
+      const libcuda = join(dir, 'missing', 'libcuda.so.1');
+      const { p } = probeWith(libcuda, loaded.path);
+      expect(p).toEqual({
+        ok: false,
+        driverVersion: undefined,
+        nvrtcVersion: nvrtcVersion(),
+        deviceCount: 0,
+        reason: `CUDA_DRIVER_NOT_FOUND: The NVIDIA driver library (libcuda.so.1) could not be loaded. (tried: ${notFound(libcuda)})`,
+      });
+      expect(p.nvrtcVersion).toMatch(/^\d+\.\d+$/);
+    },
+  );
 });

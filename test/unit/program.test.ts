@@ -5,31 +5,58 @@ describe('compileFlags (options → NVRTC flags, one function)', () => {
   it('maps every typed option to its flag, extra flags last', () => {
     const flags = compileFlags(
       {
-        std: 'c++17', defines: { N: 256, FAST: true, OFF: false, NAME: 'x' }, includePaths: ['/inc'], fastMath: true,
-        lineInfo: true, debug: true, maxRegisters: 64, extraFlags: ['--extra-device-vectorization'],
+        std: 'c++17',
+        defines: { N: 256, FAST: true, OFF: false, NAME: 'x' },
+        includePaths: ['/inc'],
+        fastMath: true,
+        lineInfo: true,
+        debug: true,
+        maxRegisters: 64,
+        extraFlags: ['--extra-device-vectorization'],
       },
       'sm_90',
       ['/cuda/include', '/cuda/include/cccl'],
     );
     expect(flags).toEqual([
-      '--gpu-architecture=sm_90', '--std=c++17', '-DN=256', '-DFAST', '-DNAME=x', '--include-path=/inc',
-      '--include-path=/cuda/include', '--include-path=/cuda/include/cccl', '--use_fast_math', '--generate-line-info', '--device-debug', '--maxrregcount=64',
+      '--gpu-architecture=sm_90',
+      '--std=c++17',
+      '-DN=256',
+      '-DFAST',
+      '-DNAME=x',
+      '--include-path=/inc',
+      '--include-path=/cuda/include',
+      '--include-path=/cuda/include/cccl',
+      '--use_fast_math',
+      '--generate-line-info',
+      '--device-debug',
+      '--maxrregcount=64',
       '--extra-device-vectorization',
     ]);
   });
 
   it('passes nothing for undefined options and accepts defines as strings', () => {
     expect(compileFlags({}, undefined)).toEqual([]);
-    expect(compileFlags({ defines: ['A=1', 'B'] }, 'compute_80')).toEqual(['--gpu-architecture=compute_80', '-DA=1', '-DB']);
+    expect(compileFlags({ defines: ['A=1', 'B'] }, 'compute_80')).toEqual([
+      '--gpu-architecture=compute_80',
+      '-DA=1',
+      '-DB',
+    ]);
   });
 });
 
 describe('parseDiagnostics', () => {
   it('parses NVRTC 11 style lines (no column)', () => {
-    const log = 'k.cu(3): error: expected an expression\nk.cu(5): warning #177-D: variable "x" was declared but never referenced\n\n1 error detected in the compilation of "k.cu".\n';
+    const log =
+      'k.cu(3): error: expected an expression\nk.cu(5): warning #177-D: variable "x" was declared but never referenced\n\n1 error detected in the compilation of "k.cu".\n';
     expect(parseDiagnostics(log)).toEqual([
       { file: 'k.cu', line: 3, column: undefined, severity: 'error', message: 'expected an expression' },
-      { file: 'k.cu', line: 5, column: undefined, severity: 'warning', message: 'variable "x" was declared but never referenced' },
+      {
+        file: 'k.cu',
+        line: 5,
+        column: undefined,
+        severity: 'warning',
+        message: 'variable "x" was declared but never referenced',
+      },
     ]);
   });
 

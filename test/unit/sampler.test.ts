@@ -132,7 +132,12 @@ describe('Sampler', () => {
     expect(s.stream).toBe(device.stream);
     expect(device.log).toEqual(['createStream {"nonBlocking":true}']);
     expect(stub.limits).toEqual([[6, 0]]); // CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0
-    expect([...device.kernels.keys()]).toEqual(['cudakit_block', 'cudakit_clock_probe', 'cudakit_flush', 'cudakit_copy']);
+    expect([...device.kernels.keys()]).toEqual([
+      'cudakit_block',
+      'cudakit_clock_probe',
+      'cudakit_flush',
+      'cudakit_copy',
+    ]);
     stub.failLimit = true;
     expect(() => Sampler.for(fakeDevice() as unknown as Device)).not.toThrow(); // devices without persisting L2
   });
@@ -157,15 +162,33 @@ describe('Sampler', () => {
     const device = fakeDevice();
     const s = Sampler.for(device as unknown as Device);
     const k = boundKernel(device);
-    const launches = [s.bind(k as unknown as Kernel, { grid: 1, block: 1 }, []), s.bind(k as unknown as Kernel, { grid: 1, block: 1 }, [])];
+    const launches = [
+      s.bind(k as unknown as Kernel, { grid: 1, block: 1 }, []),
+      s.bind(k as unknown as Kernel, { grid: 1, block: 1 }, []),
+    ];
     const samples = s.take({ launches, order: [1, 0, 1], flushL2: true });
     expect(samples).toEqual([
-      { gpuMs: 1, launchUs: 2, clockMHz: 1500 }, { gpuMs: 2, launchUs: 2, clockMHz: 1500 }, { gpuMs: 3, launchUs: 2, clockMHz: 1500 },
+      { gpuMs: 1, launchUs: 2, clockMHz: 1500 },
+      { gpuMs: 2, launchUs: 2, clockMHz: 1500 },
+      { gpuMs: 3, launchUs: 2, clockMHz: 1500 },
     ]);
     expect(stub.specs[0]).toMatchObject({
-      ctx: 0xc7n, stream: 0x5ea0n, slots: [launches[0]!.slot, launches[1]!.slot], order: [1, 0, 1], flush: true, graph: 0n,
-      empty: false, noBlock: false, flushVectors: 2048 / 16, flushBlocks: 16, probeBlocks: 4, flagDev: 0xf1a6n,
-      timeoutNs: 5e9, blockFn: 1n, probeFn: 2n, flushFn: 3n,
+      ctx: 0xc7n,
+      stream: 0x5ea0n,
+      slots: [launches[0]!.slot, launches[1]!.slot],
+      order: [1, 0, 1],
+      flush: true,
+      graph: 0n,
+      empty: false,
+      noBlock: false,
+      flushVectors: 2048 / 16,
+      flushBlocks: 16,
+      probeBlocks: 4,
+      flagDev: 0xf1a6n,
+      timeoutNs: 5e9,
+      blockFn: 1n,
+      probeFn: 2n,
+      flushFn: 3n,
     });
     s.take({ launches, order: [0], flushL2: false, hold: false });
     expect(stub.specs[1]).toMatchObject({ flush: false, noBlock: true });
@@ -201,9 +224,14 @@ describe('Sampler', () => {
     const exec = s.capture(launches, 5);
     expect(exec.handle).toBe(0x9a9n);
     expect(stub.launched).toEqual([0, 1, 2, 0, 1].map((i) => launches[i]!.slot));
-    expect(device.log.slice(1)).toEqual(['beginCapture {"mode":"threadLocal"}', 'endCapture', 'instantiate', 'graph dispose']);
+    expect(device.log.slice(1)).toEqual([
+      'beginCapture {"mode":"threadLocal"}',
+      'endCapture',
+      'instantiate',
+      'graph dispose',
+    ]);
     device.log.length = 0;
-    const broken = Object.assign(Object.create(launches[0]!) as typeof launches[0], {
+    const broken = Object.assign(Object.create(launches[0]!) as (typeof launches)[0], {
       launch: () => {
         throw new Error('refused');
       },

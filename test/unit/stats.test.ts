@@ -278,7 +278,7 @@ describe('verdict', () => {
 });
 
 describe('stopping rule', () => {
-  it('has the preset numbers of docs/benchmarking.md, \'The stopping rule\'', () => {
+  it("has the preset numbers of docs/benchmarking.md, 'The stopping rule'", () => {
     expect(PRESETS.quick).toMatchObject({ minSamples: 10, minTimeMs: 10, targetRelCI: 0.02, maxSamples: 1000 });
     expect(PRESETS.quick).toMatchObject({ warmupMinRuns: 2, warmupMinMs: 10, timeoutMs: 2000, throttleRatio: 0.75 });
     expect(PRESETS.quick.stabilityWindow).toBe(0); // no stability exit for quick
@@ -452,7 +452,9 @@ describe('peakOf', () => {
   it('rejects no methods, empty or non-positive rates', () => {
     expect(() => peakOf({})).toThrow(RangeError);
     expect(() => peakOf({ a: [] })).toThrow(RangeError);
-    expect(() => peakOf({ a: [1, 0] })).toThrow(/Expected positive rates for ratesByMethod\['a'\] but received 0 of type number/);
+    expect(() => peakOf({ a: [1, 0] })).toThrow(
+      /Expected positive rates for ratesByMethod\['a'\] but received 0 of type number/,
+    );
     expect(() => peakOf({ a: [1, Number.NaN] })).toThrow(RangeError);
     expect(() => peakOf([1, 2] as never)).toThrow(TypeError);
   });
