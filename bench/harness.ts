@@ -29,7 +29,8 @@ const say = (s: string): void => {
 };
 
 say(
-  `${new Date().toISOString().slice(0, 10)}, ${device.name} (${device.arch}), driver CUDA ${p.driverVersion}, NVRTC ${p.nvrtcVersion}, Node ${process.version}. ` +
+  `${new Date().toISOString().slice(0, 10)}, ${device.name} (${device.arch}), driver CUDA ${p.driverVersion}, ` +
+    `NVRTC ${p.nvrtcVersion}, Node ${process.version}. ` +
     'Kernel: a grid-stride float4 copy (memory-bound), sizes below are the bytes copied.',
 );
 say('');
@@ -45,13 +46,15 @@ if (ncuAvailable()) {
     const ours = r.stats.median;
     const ncu = ncuCopyMs(mib);
     say(
-      `| ${mib} MiB | ${formatDuration(ours)} | ${formatDuration(ncu)} | ${(ours / ncu).toFixed(3)} | ${((ours - overhead) / ncu).toFixed(3)} |`,
+      `| ${mib} MiB | ${formatDuration(ours)} | ${formatDuration(ncu)} | ` +
+        `${(ours / ncu).toFixed(3)} | ${((ours - overhead) / ncu).toFixed(3)} |`,
     );
   }
   say('');
   say(
-    `The event pair itself (start and stop events with nothing between, queued the same way) takes ${formatDuration(overhead)} ` +
-      "of GPU time here; every event-timed sample includes it and Nsight Compute's kernel duration does not, which is " +
+    'The event pair itself (start and stop events with nothing between, queued the same way) ' +
+      `takes ${formatDuration(overhead)} of GPU time here; ` +
+      "every event-timed sample includes it and Nsight Compute's kernel duration does not, which is " +
       'most of the gap for short kernels. BenchResult.env.eventOverheadMs reports it so callers can subtract it.',
   );
 } else {
@@ -69,7 +72,8 @@ for (const mib of [16, 2048]) {
   medians.sort((x, y) => x - y);
   const mid = medians[5]!;
   say(
-    `| copy ${mib} MiB | ${formatDuration(mid)} | ${formatDuration(medians[0]!)} … ${formatDuration(medians[9]!)} | ${((100 * (medians[9]! - medians[0]!)) / mid).toFixed(2)} % |`,
+    `| copy ${mib} MiB | ${formatDuration(mid)} | ${formatDuration(medians[0]!)} … ${formatDuration(medians[9]!)} | ` +
+      `${((100 * (medians[9]! - medians[0]!)) / mid).toFixed(2)} % |`,
   );
 }
 
@@ -83,7 +87,8 @@ for (const mib of [16, 2048]) {
     const r = await bench(copy, cfg, args(mib), { mode: 'cold', preset });
     const half = ((r.stats.ciHigh - r.stats.ciLow) / 2 / r.stats.median) * 100;
     say(
-      `| copy ${mib} MiB (${formatDuration(r.stats.median)}) | ${preset} | ${formatDuration(r.wallMs)} | ${r.stats.n} | ${r.stopReason} | ±${half.toFixed(2)} % |`,
+      `| copy ${mib} MiB (${formatDuration(r.stats.median)}) | ${preset} | ${formatDuration(r.wallMs)} | ` +
+        `${r.stats.n} | ${r.stopReason} | ±${half.toFixed(2)} % |`,
     );
   }
 }

@@ -45,7 +45,8 @@ function reset(threshold: number): number {
 
 async function collectGarbage(): Promise<void> {
   gc!();
-  for (let turn = 0; turn < 20; turn++) await new Promise((r) => setImmediate(r)); // finalizers run in tasks of their own
+  // finalizers run in tasks of their own
+  for (let turn = 0; turn < 20; turn++) await new Promise((r) => setImmediate(r));
 }
 
 type Sequence = { name: string; run: (before: boolean) => Promise<void> | void };
@@ -144,7 +145,9 @@ stream.dispose();
 live.dispose();
 reset(DEFAULT_POOL_CACHE_LIMIT_BYTES);
 
-const context = `${new Date().toISOString().slice(0, 10)}, ${device.name} (${device.arch}), ${gib(device.totalMemoryBytes)} GiB, driver CUDA ${p.driverVersion}, Node ${process.version}`;
+const context =
+  `${new Date().toISOString().slice(0, 10)}, ${device.name} (${device.arch}), ${gib(device.totalMemoryBytes)} GiB, ` +
+  `driver CUDA ${p.driverVersion}, Node ${process.version}`;
 const table1 = [
   '| sequence | unbounded cache, no trim on failure (before) | bounded cache, trim + retry on failure (now) |',
   '| --- | --- | --- |',
@@ -159,7 +162,8 @@ const text =
   `## Device memory\n\n${context}.\n\n` +
   'Free device memory (after a synchronize) before and after each sequence, each started with an empty pool:\n\n' +
   `${table1}\n\n` +
-  `Explicit dispose() in a loop (100 000 × alloc(1 MiB) + dispose, no synchronize): ${disposeUs.toFixed(2)} µs a cycle, ` +
+  'Explicit dispose() in a loop (100 000 × alloc(1 MiB) + dispose, no synchronize): ' +
+  `${disposeUs.toFixed(2)} µs a cycle, ` +
   `${(drift / MiB).toFixed(0)} MiB drift.\n\n` +
   "alloc + fill + dispose + synchronize, per cycle, with 1 GiB live throughout, by the pool's cache limit (what " +
   'it may keep cached beyond live memory across a synchronize):\n\n' +

@@ -350,7 +350,8 @@ async function main(): Promise<void> {
   const lines = [header, '| --- | --- | ---: | ---: | ---: | --- | --- |'];
   for (const [metric, unit, b, o, target, pass, ratio] of rows) {
     lines.push(
-      `| ${metric} | ${unit} | ${fmt(b)} | ${fmt(o)} | ${Number.isNaN(ratio) ? '—' : `${ratio.toFixed(3)}×`} | ${target} | ${pass ? 'yes' : '**no**'} |`,
+      `| ${metric} | ${unit} | ${fmt(b)} | ${fmt(o)} | ` +
+        `${Number.isNaN(ratio) ? '—' : `${ratio.toFixed(3)}×`} | ${target} | ${pass ? 'yes' : '**no**'} |`,
     );
   }
   const table = lines.join('\n');
@@ -363,15 +364,18 @@ async function main(): Promise<void> {
     'while either side measures. Ratios are the median of the per-round ratios.\n\n' +
     `Launch enqueue breakdown: C cuLaunchKernel ${fmt(C('launchEnqueueUs'))} µs, the same through the pointer ` +
     `cuGetProcAddress returns ${fmt(C('launchEnqueueProcAddressUs'))} µs; cudakit raw layer ` +
-    `(native().launchKernel(slot)) ${fmt(JS('rawLaunchEnqueueUs'))} µs, Kernel.launch ${fmt(JS('launchEnqueueUs'))} µs. ` +
-    `One N-API call costs ${napiCallNs.toFixed(0)} ns and cuCtxGetCurrent ${C('ctxGetCurrentNs').toFixed(0)} ns here.\n\n` +
+    `(native().launchKernel(slot)) ${fmt(JS('rawLaunchEnqueueUs'))} µs, ` +
+    `Kernel.launch ${fmt(JS('launchEnqueueUs'))} µs. One N-API call costs ${napiCallNs.toFixed(0)} ns ` +
+    `and cuCtxGetCurrent ${C('ctxGetCurrentNs').toFixed(0)} ns here.\n\n` +
     `NVRTC compile: ${fmt(JS('compileColdMs'))} ms through Program.compile, of which the NVRTC calls themselves take ` +
     `${fmt(JS('compileNvrtcMs'))} ms (timed natively); compileAsync (NVRTC on a libuv pool thread) ` +
     `${fmt(JS('compileAsyncMs'))} ms; the C baseline ${fmt(C('compileColdMs'))} ms with NVRTC linked, ` +
-    `${cSide.compileDlopenMs ? fmt(C('compileDlopenMs')) : '—'} ms with the same NVRTC loaded by dlopen as cudakit loads it.\n\n` +
+    `${cSide.compileDlopenMs ? fmt(C('compileDlopenMs')) : '—'} ms ` +
+    'with the same NVRTC loaded by dlopen as cudakit loads it.\n\n' +
     `Module load + unload of the same CUBIN: C ${fmt(C('moduleLoadUnloadUs'))} µs, cudakit's raw layer ` +
     `(native().moduleLoadData + moduleUnload) ${fmt(JS('rawModuleLoadUnloadUs'))} µs, device.loadModule + dispose ` +
-    `${fmt(JS('moduleLoadUnloadUs'))} µs. With one kernel looked up (C: cuModuleGetFunction; cudakit: getKernel, which ` +
+    `${fmt(JS('moduleLoadUnloadUs'))} µs. ` +
+    'With one kernel looked up (C: cuModuleGetFunction; cudakit: getKernel, which ' +
     `also reads the kernel's parameter list and limits): C ${fmt(C('moduleLoadKernelUnloadUs'))} µs, cudakit ` +
     `${fmt(JS('moduleLoadKernelUnloadUs'))} µs.`;
   console.log(`\n${context}\n\n${table}\n\n${notes}\n`);
@@ -379,7 +383,8 @@ async function main(): Promise<void> {
   if (process.argv.includes('--write')) {
     writeSection(
       'core',
-      `## Core benchmark\n\n${context}. Ratios are cudakit over the C baseline of the same run.\n\n${table}\n\n${notes}\n`,
+      `## Core benchmark\n\n${context}. Ratios are cudakit over the C baseline of the same run.\n\n` +
+        `${table}\n\n${notes}\n`,
     );
   }
 }

@@ -15,6 +15,7 @@ for (const d of Device.all()) {
   );
   console.log(`   memory ${(freeBytes / 2 ** 30).toFixed(1)} / ${(totalBytes / 2 ** 30).toFixed(1)} GiB free`);
   console.log(
-    `   max ${d.maxThreadsPerBlock} threads/block, ${d.attribute('MAX_SHARED_MEMORY_PER_BLOCK_OPTIN') >> 10} KiB shared/block (opt-in)`,
+    `   max ${d.maxThreadsPerBlock} threads/block, ` +
+      `${d.attribute('MAX_SHARED_MEMORY_PER_BLOCK_OPTIN') >> 10} KiB shared/block (opt-in)`,
   );
 }

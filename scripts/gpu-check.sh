@@ -6,26 +6,40 @@ set -uo pipefail
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 steps=${*:-tests sanitizer bench examples}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$out/smi.txt" 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv \
+  > "$out/smi.txt" 2>&1
 cat "$out/smi.txt"
 
 summary() {
   node -e '
     const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-    console.log(`${process.argv[2]}: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${(r.numPendingTests ?? 0) + (r.numTodoTests ?? 0)} skipped`);
-    for (const f of r.testResults) for (const t of f.assertionResults) if (t.status === "failed") console.log("  FAILED:", t.fullName, "\n   ", (t.failureMessages[0] ?? "").split("\n").slice(0, 6).join("\n    "));
+    console.log(
+      `${process.argv[2]}: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ` +
+        `${(r.numPendingTests ?? 0) + (r.numTodoTests ?? 0)} skipped`,
+    );
+    for (const f of r.testResults)
+      for (const t of f.assertionResults)
+        if (t.status === "failed")
+          console.log(
+            "  FAILED:",
+            t.fullName,
+            "\n   ",
+            (t.failureMessages[0] ?? "").split("\n").slice(0, 6).join("\n    "),
+          );
   ' "$1" "$2"
 }
 
 if [[ " $steps " == *" tests "* ]]; then
-  CUDAKIT_REQUIRE_GPU=1 timeout 400 npx vitest run --reporter=json --outputFile.json="$out/vitest.json" > "$out/tests.log" 2>&1
+  CUDAKIT_REQUIRE_GPU=1 timeout 400 npx vitest run --reporter=json --outputFile.json="$out/vitest.json" \
+    > "$out/tests.log" 2>&1
   summary "$out/vitest.json" "all tiers, CUDAKIT_REQUIRE_GPU=1" | tee "$out/summary.txt"
 fi
 if [[ " $steps " == *" sanitizer "* ]]; then
   # API errors are not reported: the negative tests provoke them on purpose (invalid PTX, unknown kernel name,
   # out of memory, a capture violation). Memory errors all are; only planted device faults are skipped.
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_UNDER_SANITIZER=1 timeout 500 compute-sanitizer --tool memcheck --target-processes all \
-    --report-api-errors no --print-limit 20 npx vitest run --project gpu --reporter=json --outputFile.json="$out/sanitizer.json" > "$out/sanitizer.log" 2>&1
+    --report-api-errors no --print-limit 20 \
+    npx vitest run --project gpu --reporter=json --outputFile.json="$out/sanitizer.json" > "$out/sanitizer.log" 2>&1
   summary "$out/sanitizer.json" "gpu tier under compute-sanitizer memcheck" | tee -a "$out/summary.txt"
   grep -E "ERROR SUMMARY" "$out/sanitizer.log" | sort | uniq -c | tee -a "$out/summary.txt"
 fi
@@ -60,8 +74,10 @@ if [[ " $steps " == *" cli "* ]]; then
   cat "$out/cli.log"
   # On a terminal the CLI colours its output and redraws a progress line on stderr: run it under a pty.
   if command -v script > /dev/null; then
-    script -qec "npx tsx lib/cli/main.ts bench examples/saxpy.bench.ts --preset quick" /dev/null > "$out/cli-tty.raw" 2>&1
-    echo "cli on a pty: exit $?, $(sed 's/\r$//' "$out/cli-tty.raw" | tr -cd '\r' | wc -c) carriage returns inside lines (progress redraws)," \
+    script -qec "npx tsx lib/cli/main.ts bench examples/saxpy.bench.ts --preset quick" /dev/null \
+      > "$out/cli-tty.raw" 2>&1
+    echo "cli on a pty: exit $?," \
+      "$(sed 's/\r$//' "$out/cli-tty.raw" | tr -cd '\r' | wc -c) carriage returns inside lines (progress redraws)," \
       "$(grep -c $'\e\\[' "$out/cli-tty.raw") lines with colour codes" | tee -a "$out/summary.txt"
   fi
 fi

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The native baseline for `npm run bench`: the same measurements as bench/run.ts, made with direct CUDA Driver
 // API and NVRTC calls from C. bench/run.ts builds it against the CUDA toolkit of the machine it runs on,
-//   cc -O2 -I$CUDA/include baseline.c -L$CUDA/lib64 -L$CUDA/lib64/stubs -lcuda <the libnvrtc cudakit loaded> -ldl -o baseline
-// starts it (once per round) and sends it one command per line, interleaved with its own measurements of the same thing, so
-// both sides see the same machine state. Each command prints one JSON line with the median of its samples.
+//   cc -O2 -I$CUDA/include baseline.c -L$CUDA/lib64 -L$CUDA/lib64/stubs -lcuda <the libnvrtc cudakit loaded>
+//     -ldl -o baseline
+// starts it (once per round) and sends it one command per line, interleaved with its own measurements of the same
+// thing, so both sides see the same machine state. Each command prints one JSON line with the median of its samples.
 //   compile | enqueue | enqueue-procaddress | trip | graph | copy | module | ctx | quit
 // Usage: baseline <nvrtc flag>...
 #include <cuda.h>

@@ -8,7 +8,9 @@ import { checkSize, rangeError, typeError } from './validate.js';
 
 export type { ScalarType } from './dtype.js';
 
-/** Element types of the CUDA vector types (char, uchar, short, ushort, int, uint, longlong, ulonglong, float, double). */
+/**
+ * Element types of the CUDA vector types (char, uchar, short, ushort, int, uint, longlong, ulonglong, float, double).
+ */
 export type VectorElement = 'i8' | 'u8' | 'i16' | 'u16' | 'i32' | 'u32' | 'i64' | 'u64' | 'f32' | 'f64';
 /**
  * CUDA's built-in vector types, by value: float2 is 'f32x2', int4 'i32x4', uchar4 'u8x4', double2 'f64x2',
@@ -89,7 +91,9 @@ const VECTORS = new Map<string, { element: ScalarType; length: number }>([
 ]);
 for (const element of VECTOR_ELEMENTS)
   for (const length of [2, 3, 4]) VECTORS.set(`${element}x${length}`, { element, length });
-const PARAM_TYPES = `${Object.keys(SCALAR_BYTES).join(', ')}, a vector such as f32x2, f32x4, i32x2 or u8x4, { struct: [...], align? }, { bytes }`;
+const PARAM_TYPES =
+  `${Object.keys(SCALAR_BYTES).join(', ')}, a vector such as f32x2, f32x4, i32x2 or u8x4, ` +
+  '{ struct: [...], align? }, { bytes }';
 const ALIGNS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 /** A parameter type as a signature spells it, for messages: 'f32', 'f32x2', '{ struct: [f32, i32], align: 16 }'. */
@@ -300,11 +304,14 @@ export function alignmentHint(p: ParamType, layout: Layout, compiledSize: number
   const N = n ?? 'N';
   return (
     ` (alignment: CUDA aligns float2 to 8 bytes and float4 to 16; if the struct holds a float2/float4, describe that ` +
-    `member as 'f32x2'/'f32x4' (likewise i32x2, f64x2, ...), and if it is declared __align__(${N}), give the struct align: ${N})`
+    `member as 'f32x2'/'f32x4' (likewise i32x2, f64x2, ...), ` +
+    `and if it is declared __align__(${N}), give the struct align: ${N})`
   );
 }
 
-/** Whether a struct (or a struct inside it) has two or more same-typed scalar fields in a row spanning 8 or 16 bytes. */
+/**
+ * Whether a struct (or a struct inside it) has two or more same-typed scalar fields in a row spanning 8 or 16 bytes.
+ */
 function hasVectorLikeRun(p: StructType): boolean {
   let run = 0;
   let prev: ParamType | undefined;

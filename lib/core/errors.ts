@@ -84,7 +84,9 @@ export interface CudaErrorFields {
 
 /** A failed CUDA driver call, or a driver/NVRTC that could not be loaded. */
 export class CudaError extends Error {
-  /** 'CUDA_ERROR_OUT_OF_MEMORY', or a loader code: 'CUDA_DRIVER_NOT_FOUND', 'CUDA_DRIVER_TOO_OLD', 'NVRTC_NOT_FOUND'. */
+  /**
+   * 'CUDA_ERROR_OUT_OF_MEMORY', or a loader code: 'CUDA_DRIVER_NOT_FOUND', 'CUDA_DRIVER_TOO_OLD', 'NVRTC_NOT_FOUND'.
+   */
   readonly code: string;
   /** The CUresult number; -1 for loader codes. */
   readonly result: number;
@@ -104,7 +106,9 @@ export class CudaError extends Error {
   constructor(f: CudaErrorFields) {
     const remedy = f.remedy ?? REMEDIES[f.code] ?? '';
     const isSticky = STICKY.has(f.code);
-    let message = `${f.phase !== undefined ? `${f.phase}: ` : ''}${f.api} failed: ${f.code}${f.result >= 0 ? ` (${f.result})` : ''}: ${f.explanation}`;
+    let message =
+      `${f.phase !== undefined ? `${f.phase}: ` : ''}${f.api} failed: ` +
+      `${f.code}${f.result >= 0 ? ` (${f.result})` : ''}: ${f.explanation}`;
     if (f.detail) message += `\n${f.detail.trimEnd()}`;
     if (f.tried && f.tried.length > 0) message += `\n  tried:\n${f.tried.map((t) => `    ${t}`).join('\n')}`;
     const earlier = sticky;

@@ -363,8 +363,8 @@ function checkSignature(
 ): void {
   if (compiled.length !== layouts.length) {
     throw new TypeError(
-      `Kernel '${name}' takes ${compiled.length} parameter${compiled.length === 1 ? '' : 's'} but the signature lists ` +
-        `${layouts.length}: [${signature.map(formatParam).join(', ')}]`,
+      `Kernel '${name}' takes ${compiled.length} parameter${compiled.length === 1 ? '' : 's'} ` +
+        `but the signature lists ${layouts.length}: [${signature.map(formatParam).join(', ')}]`,
     );
   }
   compiled.forEach(({ size }, i) => {

@@ -141,7 +141,10 @@ export class DeviceBuffer implements Disposable {
     return 1;
   }
 
-  /** A view of [begin, end) (in elements; bytes for DeviceBuffer) sharing this memory. Negative indices count from the end. */
+  /**
+   * A view of [begin, end) (in elements; bytes for DeviceBuffer) sharing this memory.
+   * Negative indices count from the end.
+   */
   subarray(begin = 0, end?: number): this {
     const len = this.byteLength / this.bytesPerElement;
     const b = clampIndex('begin', begin, len);
@@ -444,8 +447,8 @@ function allocFromPool(device: Device, bytes: number, stream: Stream | undefined
         result: second.result,
         explanation: second.explanation,
         detail:
-          `  asked for ${bytes} bytes; ${freeBytes} of ${totalBytes} bytes are free on the device, after returning this ` +
-          "process's cached pool memory and retrying once",
+          `  asked for ${bytes} bytes; ${freeBytes} of ${totalBytes} bytes are free on the device, ` +
+          "after returning this process's cached pool memory and retrying once",
       });
     }
   }

@@ -32,7 +32,10 @@ export type CppStandard = 'c++03' | 'c++11' | 'c++14' | 'c++17' | 'c++20';
 export interface CompileOptions {
   /** 'cubin' (default): machine code for one architecture; 'ptx': portable assembly the driver JIT-compiles. */
   target?: CompileTarget;
-  /** 'sm_90', 'sm_90a', 'compute_90' ... Default: the current device's arch (without a device: NVRTC's default, PTX only). */
+  /**
+   * 'sm_90', 'sm_90a', 'compute_90' ...
+   * Default: the current device's arch (without a device: NVRTC's default, PTX only).
+   */
   arch?: string;
   /** C++ dialect, e.g. 'c++17'. Default: NVRTC's (c++17 for NVRTC 11+). */
   std?: CppStandard;

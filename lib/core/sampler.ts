@@ -40,7 +40,8 @@ extern "C" __global__ void cudakit_flush(const int4* p, long long n, int* sink) 
   if ((acc.x & acc.y & acc.z & acc.w) == 0x7fffffff) *sink = acc.x; // never true for a zeroed buffer; keeps the loads
 }
 extern "C" __global__ void cudakit_copy(const int4* __restrict__ src, int4* __restrict__ dst, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) dst[i] = src[i];
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    dst[i] = src[i];
 }
 extern "C" __global__ void cudakit_clock_probe(unsigned long long* out) {
   unsigned int smid;

@@ -257,7 +257,9 @@ export type EvalKernelRole = 'candidate' | 'reference' | 'baseline';
  */
 export type EvalCheck =
   | {
-      /** 'the JavaScript reference', 'saxpy in ref.cu', 'the expected outputs', 'no reference (reference-free check)'. */
+      /**
+       * 'the JavaScript reference', 'saxpy in ref.cu', 'the expected outputs', 'no reference (reference-free check)'.
+       */
       reference: string;
       passed: boolean;
       requireDeterminism: boolean;

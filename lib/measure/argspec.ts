@@ -38,7 +38,9 @@ export type InitSpec =
   | { kind: 'const'; value: number }
   | { kind: 'zeros' }
   | { kind: 'ones' }
-  /** 0, 1, 2, … (wraps or rounds as the element type's conversion does); `along` as for seq. Text: arange(along=last). */
+  /**
+   * 0, 1, 2, … (wraps or rounds as the element type's conversion does); `along` as for seq. Text: arange(along=last).
+   */
   | { kind: 'arange'; along?: SequenceAxis }
   /**
    * start, start + step, start + 2·step, … over the whole buffer (`along: 'all'`, the default), or along the last
@@ -377,7 +379,8 @@ function parseBuffer(text: string, body: string): BufferArgSpec {
  * @throws TypeError when the text does not follow the grammar (unknown type, bad literal, unknown init, bad name).
  * @throws RangeError when a value is outside what its type holds (`u8=300`, `i32=1.5`, `uniform(2,1)`, length 0).
  * @example parseArgSpec('ptr:f32[1k]') // { kind: 'buffer', dtype: 'f32', length: 1024, role: 'out', init: undefined }
- * @example parseArgSpec('y@ptr:f32[8]:out') // { kind: 'buffer', dtype: 'f32', length: 8, role: 'out', init: undefined, name: 'y' }
+ * @example parseArgSpec('y@ptr:f32[8]:out')
+ * // { kind: 'buffer', dtype: 'f32', length: 8, role: 'out', init: undefined, name: 'y' }
  */
 export function parseArgSpec(text: string): ArgSpec {
   if (typeof text !== 'string') throw typeError('--arg', 'a string such as f32=2.5 or ptr:f32[N]', text);

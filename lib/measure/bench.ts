@@ -288,8 +288,8 @@ export class Session {
 }
 
 /**
- * @internal Warm-up, then samples until the stopping rule says stop. A CudaError (a kernel that faults, say) is rethrown
- * naming `label` and the phase: '<label>: warm-up' or '<label>: timing'.
+ * @internal Warm-up, then samples until the stopping rule says stop. A CudaError (a kernel that faults, say) is
+ * rethrown naming `label` and the phase: '<label>: warm-up' or '<label>: timing'.
  */
 export async function measure(
   s: Session,
@@ -390,7 +390,8 @@ async function takeSamples(
     }
     rejected = 0;
     warnings.push(
-      `every sample was taken below ${Math.round(rule.throttleRatio * 100)} % of the highest clock seen; kept them all (the GPU may be power- or thermally-limited)`,
+      `every sample was taken below ${Math.round(rule.throttleRatio * 100)} % of the highest clock seen; ` +
+        'kept them all (the GPU may be power- or thermally-limited)',
     );
   } else if (rejected > 0.1 * samples.length) {
     warnings.push(`${rejected} of ${samples.length} samples were rejected as throttled`);
@@ -470,7 +471,10 @@ export function checkBenchOptions(
   return { ...o, mode, preset: o.preset ?? 'default', inputSets };
 }
 
-/** @internal The result of a run. Its own GPU work (the event overhead, the peak bandwidth) fails as '<label>: calibration'. */
+/**
+ * @internal The result of a run. Its own GPU work (the event overhead, the peak bandwidth) fails as '<label>:
+ * calibration'.
+ */
 export function result(
   name: string,
   o: ReturnType<typeof checkBenchOptions>,
@@ -541,7 +545,10 @@ export async function bench<S extends Signature>(
   }
 }
 
-/** @internal A Session, its CudaErrors named '<label>: setup' (compiling the harness, its buffers, binding the arguments). */
+/**
+ * @internal A Session, its CudaErrors named '<label>: setup' (compiling the harness, its buffers, binding the
+ * arguments).
+ */
 export function session(
   label: string,
   kernel: Kernel,

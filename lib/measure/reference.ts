@@ -20,7 +20,9 @@ import { type TrialInputs, releaseBuffers } from './inputs.js';
 /** Values the JavaScript reference receives: logical host arrays (f16/bf16 as Float32Array) and scalars. */
 export type HostValue = ArrayBufferView | number | bigint | boolean;
 
-/** A reference kernel, launched with `config`; `io` declares its own arguments when they differ from the candidate's. */
+/**
+ * A reference kernel, launched with `config`; `io` declares its own arguments when they differ from the candidate's.
+ */
 export interface ReferenceKernel {
   kernel: Kernel;
   config: LaunchConfig;
@@ -47,7 +49,10 @@ export interface ReferenceBinding {
    * value), or an output that starts zeroed.
    */
   sources: number[];
-  /** For each candidate output (out or inout), by its argument index: the reference argument holding its expected values. */
+  /**
+   * For each candidate output (out or inout), by its argument index:
+   * the reference argument holding its expected values.
+   */
   outputs: Map<number, number>;
   /** 'name' when the outputs were matched by name, 'order' when by position. */
   outputsBy: 'name' | 'order';
@@ -72,8 +77,9 @@ const shapeOf = (s: BufferArgSpec): string => `${s.dtype}[${(s.shape ?? [s.lengt
 function pairByOrder(reference: Slot[], candidate: Slot[], what: string): [Slot, Slot][] {
   if (reference.length !== candidate.length) {
     throw new TypeError(
-      `reference io: the reference has ${reference.length} ${what}${reference.length === 1 ? '' : 's'} but the candidate ` +
-        `${candidate.length}; name every ${what} on both sides (x@ptr:...) to match them by name instead of by order`,
+      `reference io: the reference has ${reference.length} ${what}${reference.length === 1 ? '' : 's'} ` +
+        `but the candidate ${candidate.length}; ` +
+        `name every ${what} on both sides (x@ptr:...) to match them by name instead of by order`,
     );
   }
   return reference.map((r, k): [Slot, Slot] => {
@@ -81,14 +87,17 @@ function pairByOrder(reference: Slot[], candidate: Slot[], what: string): [Slot,
     if (r.spec.name !== undefined && c.spec.name !== undefined && r.spec.name !== c.spec.name) {
       throw new TypeError(
         `reference io: ${what}s are matched by order (not every one is named), and the reference's ` +
-          `${argumentLabel(r.spec, r.index)} would meet the candidate's ${argumentLabel(c.spec, c.index)}; name them alike`,
+          `${argumentLabel(r.spec, r.index)} would meet the candidate's ${argumentLabel(c.spec, c.index)}; ` +
+          'name them alike',
       );
     }
     return [r, c];
   });
 }
 
-/** Pairs each slot of `wanted` with the slot of the same name in `pool`; `describe` words the error for a missing one. */
+/**
+ * Pairs each slot of `wanted` with the slot of the same name in `pool`; `describe` words the error for a missing one.
+ */
 function pairByName(wanted: Slot[], pool: Slot[], describe: (missing: Slot) => string): [Slot, Slot][] {
   const byName = new Map(pool.map((x) => [x.spec.name!, x]));
   return wanted.map((w): [Slot, Slot] => {
@@ -150,8 +159,8 @@ export function matchReferenceIo(candidate: readonly ArgSpec[], reference: reado
     if (roleOf(r.spec) === 'inout') {
       if (roleOf(c.spec) !== 'inout') {
         throw new TypeError(
-          `reference io: the reference's output ${argumentLabel(r.spec, r.index)} starts from an initial value (=init) ` +
-            `but the candidate's ${argumentLabel(c.spec, c.index)} has none; give both the same init`,
+          `reference io: the reference's output ${argumentLabel(r.spec, r.index)} starts from an initial value ` +
+            `(=init) but the candidate's ${argumentLabel(c.spec, c.index)} has none; give both the same init`,
         );
       }
       sources[r.index] = c.index;
@@ -205,7 +214,8 @@ export function checkIoFits(io: readonly ArgSpec[], kernel: Kernel, what = 'io')
     const p = kernel.signature[i];
     if (a.kind === 'buffer' ? p !== 'ptr' : p !== a.type) {
       throw new TypeError(
-        `${what}[${i}] is ${a.kind === 'buffer' ? 'a buffer' : a.type} but parameter ${i} of '${kernel.name}' is ${String(p)}`,
+        `${what}[${i}] is ${a.kind === 'buffer' ? 'a buffer' : a.type} ` +
+          `but parameter ${i} of '${kernel.name}' is ${String(p)}`,
       );
     }
   });

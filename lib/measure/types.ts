@@ -2,7 +2,9 @@
 // The shapes of benchmark and comparison results, shared by measure/bench.ts (measures), measure/stats.ts (computes),
 // measure/format.ts (renders) and the CLI. Pure types: no CUDA import.
 
-/** Statistics over one set of samples (measure/stats.ts `summarize`). Times are in the samples' unit (ms for GPU time). */
+/**
+ * Statistics over one set of samples (measure/stats.ts `summarize`). Times are in the samples' unit (ms for GPU time).
+ */
 export interface Summary {
   n: number;
   min: number;

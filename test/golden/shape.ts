@@ -54,16 +54,19 @@ export function shapeDiff(actual: Shape, golden: Shape, path = '$'): string[] {
   if (typeof golden === 'string') {
     const allowed = golden.split('|');
     if (allowed.includes('number')) allowed.push('null');
-    if (typeof actual !== 'string') return [`${path}: expected ${golden}, got ${Array.isArray(actual) ? 'an array' : 'an object'}`];
+    if (typeof actual !== 'string')
+      return [`${path}: expected ${golden}, got ${Array.isArray(actual) ? 'an array' : 'an object'}`];
     const bad = actual.split('|').filter((t) => !allowed.includes(t));
     return bad.length === 0 ? [] : [`${path}: expected ${golden}, got ${actual}`];
   }
   if (Array.isArray(golden)) {
-    if (!Array.isArray(actual)) return [`${path}: expected an array, got ${typeof actual === 'string' ? actual : 'an object'}`];
+    if (!Array.isArray(actual))
+      return [`${path}: expected an array, got ${typeof actual === 'string' ? actual : 'an object'}`];
     if (actual.length === 0 || golden.length === 0) return [];
     return shapeDiff(actual[0]!, golden[0]!, `${path}[]`);
   }
-  if (!isObjectShape(actual)) return [`${path}: expected an object, got ${Array.isArray(actual) ? 'an array' : actual}`];
+  if (!isObjectShape(actual))
+    return [`${path}: expected an object, got ${Array.isArray(actual) ? 'an array' : actual}`];
   const out: string[] = [];
   const known = new Set(Object.keys(golden).map(bare));
   for (const [gk, g] of Object.entries(golden)) {
@@ -96,12 +99,18 @@ export function outputLines(text: string): string[] {
       .replace(/^( {2}clock +).*$/, '$1<clock>')
       .replace(/^( {2}device +).*$/, '$1<device>')
       .replace(
-        /\d+(?:\.\d+)?% of peak bandwidth|(?:at|above) the measured peak bandwidth \(.*?\)(?:: check the bytes per launch, or whether L2 served part of the data)?/,
+        new RegExp(
+          /\d+(?:\.\d+)?% of peak bandwidth|(?:at|above) the measured peak bandwidth \(.*?\)/.source +
+            /(?:: check the bytes per launch, or whether L2 served part of the data)?/.source,
+        ),
         '<share of peak>',
       )
       .replace(/stopped: [a-z ,]+?( \(not converged\))? ·/, 'stopped: <reason> ·')
       .replace(
-        /^( {2}.+?) is (?:\S+× faster than|\S+× slower than|about as fast as) (.+?)(?:: \S+×)? \(95% CI \S+ … \S+\) → (?:FASTER|SLOWER|SAME|UNCERTAIN)$/,
+        new RegExp(
+          /^( {2}.+?) is (?:\S+× faster than|\S+× slower than|about as fast as) (.+?)/.source +
+            /(?:: \S+×)? \(95% CI \S+ … \S+\) → (?:FASTER|SLOWER|SAME|UNCERTAIN)$/.source,
+        ),
         '$1 <faster|slower|same> $2 <CI> → <verdict>',
       );
     l = l.replace(/(?<![\w.])-?(?:\d+(?:\.\d+)?(?:e[+-]?\d+)?|∞|n\/a) (?:ns|µs|ms|s)\b/g, '<time>');

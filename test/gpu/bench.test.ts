@@ -70,10 +70,12 @@ describeGpu('bench', () => {
     m.dispose();
   });
 
-  it("rotates input sets from a generator: each sample reaches the kernel with its own set's addresses and values", async () => {
-    // The kernel itself records, for every launch, the input address, the first input value and the set number it
-    // was given, so the test sees what reached the GPU rather than what bench() says it sent.
-    const LOGGED = `
+  it(
+    "rotates input sets from a generator: each sample reaches the kernel with its own set's addresses " + 'and values',
+    async () => {
+      // The kernel itself records, for every launch, the input address, the first input value and the set number it
+      // was given, so the test sees what reached the GPU rather than what bench() says it sent.
+      const LOGGED = `
 extern "C" __global__ void logged_copy(const float4* __restrict__ in, float4* __restrict__ out, int n, int set,
                                        unsigned long long* log, unsigned int* count, unsigned int capacity) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = in[i];
@@ -86,62 +88,63 @@ extern "C" __global__ void logged_copy(const float4* __restrict__ in, float4* __
     }
   }
 }`;
-    using module = d().loadModule(new Program(LOGGED).compile());
-    const kernel = module.getKernel('logged_copy', ['ptr', 'ptr', 'i32', 'i32', 'ptr', 'ptr', 'u32']);
-    const capacity = 1 << 16;
-    using log = d()
-      .allocArray(BigUint64Array, 3 * capacity)
-      .fill(0n);
-    using count = d().allocArray(Uint32Array, 1).fill(0);
-    const n = (1 << 20) / 16; // 1 MiB of float4 per buffer
-    const f32 = (length: number) => d().allocArray(Float32Array, length);
-    const inputs: ReturnType<typeof f32>[] = [];
-    const outputs: ReturnType<typeof f32>[] = [];
-    try {
-      const r = await bench(
-        kernel,
-        { grid: 264, block: 256 },
-        (set) => {
-          const input = f32(4 * n).fill(10 + set); // set k's input holds 10 + k everywhere
-          const output = f32(4 * n).fill(0);
-          inputs.push(input);
-          outputs.push(output);
-          return [input, output, n, set, log, count, capacity];
-        },
-        { preset: 'quick', mode: 'hot' },
-      );
-      expect(inputs).toHaveLength(4); // the default number of sets
-      expect(new Set(inputs.map((b) => b.ptr)).size).toBe(4);
+      using module = d().loadModule(new Program(LOGGED).compile());
+      const kernel = module.getKernel('logged_copy', ['ptr', 'ptr', 'i32', 'i32', 'ptr', 'ptr', 'u32']);
+      const capacity = 1 << 16;
+      using log = d()
+        .allocArray(BigUint64Array, 3 * capacity)
+        .fill(0n);
+      using count = d().allocArray(Uint32Array, 1).fill(0);
+      const n = (1 << 20) / 16; // 1 MiB of float4 per buffer
+      const f32 = (length: number) => d().allocArray(Float32Array, length);
+      const inputs: ReturnType<typeof f32>[] = [];
+      const outputs: ReturnType<typeof f32>[] = [];
+      try {
+        const r = await bench(
+          kernel,
+          { grid: 264, block: 256 },
+          (set) => {
+            const input = f32(4 * n).fill(10 + set); // set k's input holds 10 + k everywhere
+            const output = f32(4 * n).fill(0);
+            inputs.push(input);
+            outputs.push(output);
+            return [input, output, n, set, log, count, capacity];
+          },
+          { preset: 'quick', mode: 'hot' },
+        );
+        expect(inputs).toHaveLength(4); // the default number of sets
+        expect(new Set(inputs.map((b) => b.ptr)).size).toBe(4);
 
-      const launched = count.copyToHost()[0]!;
-      expect(launched).toBeLessThanOrEqual(capacity); // else the log is incomplete: raise capacity
-      const raw = log.copyToHost();
-      const launches = Array.from({ length: launched }, (_, k) => ({
-        ptr: raw[3 * k]!,
-        value: Number(raw[3 * k + 1]!),
-        set: Number(raw[3 * k + 2]!),
-      }));
-      // Every launch got one set's arguments together: that set's input address, its contents and its number.
-      const torn = launches.filter((l) => l.ptr !== inputs[l.set]?.ptr || l.value !== 10 + l.set);
-      expect(torn.slice(0, 5)).toEqual([]);
-      // The timed samples are the last launches, in order: each sample's inputSet is the set the kernel really got.
-      expect(launched).toBeGreaterThanOrEqual(r.warmupRuns + r.samples.length);
-      const timed = launches.slice(launched - r.samples.length);
-      expect(timed.map((l) => l.set)).toEqual(r.samples.map((s) => s.inputSet));
-      // Rotation is real: the timed launches read more than one address, holding more than one value.
-      expect(new Set(timed.map((l) => l.ptr)).size).toBeGreaterThan(1);
-      expect(new Set(timed.map((l) => l.value)).size).toBeGreaterThan(1);
-      // Each set's output was written from its own input.
-      outputs.forEach((o, set) =>
-        expect(
-          o.copyToHost().every((v) => v === 10 + set),
-          `output of set ${set}`,
-        ).toBe(true),
-      );
-    } finally {
-      for (const b of [...inputs, ...outputs]) b.dispose();
-    }
-  });
+        const launched = count.copyToHost()[0]!;
+        expect(launched).toBeLessThanOrEqual(capacity); // else the log is incomplete: raise capacity
+        const raw = log.copyToHost();
+        const launches = Array.from({ length: launched }, (_, k) => ({
+          ptr: raw[3 * k]!,
+          value: Number(raw[3 * k + 1]!),
+          set: Number(raw[3 * k + 2]!),
+        }));
+        // Every launch got one set's arguments together: that set's input address, its contents and its number.
+        const torn = launches.filter((l) => l.ptr !== inputs[l.set]?.ptr || l.value !== 10 + l.set);
+        expect(torn.slice(0, 5)).toEqual([]);
+        // The timed samples are the last launches, in order: each sample's inputSet is the set the kernel really got.
+        expect(launched).toBeGreaterThanOrEqual(r.warmupRuns + r.samples.length);
+        const timed = launches.slice(launched - r.samples.length);
+        expect(timed.map((l) => l.set)).toEqual(r.samples.map((s) => s.inputSet));
+        // Rotation is real: the timed launches read more than one address, holding more than one value.
+        expect(new Set(timed.map((l) => l.ptr)).size).toBeGreaterThan(1);
+        expect(new Set(timed.map((l) => l.value)).size).toBeGreaterThan(1);
+        // Each set's output was written from its own input.
+        outputs.forEach((o, set) =>
+          expect(
+            o.copyToHost().every((v) => v === 10 + set),
+            `output of set ${set}`,
+          ).toBe(true),
+        );
+      } finally {
+        for (const b of [...inputs, ...outputs]) b.dispose();
+      }
+    },
+  );
 
   timing('graph mode divides a replay by its launches', async () => {
     const { m, spin } = setup();
@@ -227,7 +230,15 @@ function benchInChild(body: string): { status: number | null; stderr: string; ou
       ${body}
       out.resolved = true;
     } catch (e) {
-      Object.assign(out, { cls: e instanceof CudaError, code: e.code, api: e.api, phase: e.phase, sticky: e.sticky, msg: e.message, cause: e.cause?.code });
+      Object.assign(out, {
+        cls: e instanceof CudaError,
+        code: e.code,
+        api: e.api,
+        phase: e.phase,
+        sticky: e.sticky,
+        msg: e.message,
+        cause: e.cause?.code,
+      });
     }
     console.log(JSON.stringify(out));
   `;
@@ -263,24 +274,30 @@ describeGpu('bench: kernel faults', () => {
     expect(r.out.msg).toMatch(/^bench\(\): warm-up: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\)/);
   });
 
-  it('a cooperative launch too large for the device is refused while timing too: the attribute reaches the timed launch', () => {
-    // A plain launch of this grid is fine; only a cooperative one must fit on the device at once.
-    const r = benchInChild(`
+  it(
+    'a cooperative launch too large for the device is refused while timing too: ' +
+      'the attribute reaches the timed launch',
+    () => {
+      // A plain launch of this grid is fine; only a cooperative one must fit on the device at once.
+      const r = benchInChild(`
       const p = d.alloc(16);
       good.launch({ grid: 1 << 20, block: 1024 }, p);
       d.synchronize();
       await bench(good, { grid: 1 << 20, block: 1024, cooperative: true }, [p], { preset: 'quick' });`);
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    expect(r.out).toMatchObject({
-      cls: true,
-      code: 'CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE',
-      api: 'cuLaunchKernelEx',
-      phase: 'bench(): warm-up',
-      sticky: false,
-    });
-    expect(r.out.msg).toMatch(/^bench\(\): warm-up: cuLaunchKernelEx failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE/);
-  });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      expect(r.out).toMatchObject({
+        cls: true,
+        code: 'CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE',
+        api: 'cuLaunchKernelEx',
+        phase: 'bench(): warm-up',
+        sticky: false,
+      });
+      expect(r.out.msg).toMatch(
+        /^bench\(\): warm-up: cuLaunchKernelEx failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE/,
+      );
+    },
+  );
 
   planted('compare() names the side that faulted', () => {
     const r = benchInChild(`

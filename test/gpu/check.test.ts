@@ -110,7 +110,9 @@ function checkInChild(
     const io = parseArgSpecs(['ptr:f32[' + n + ']=uniform(-2,2)', 'ptr:f32[' + n + ']:out', 'f32=1.5', 'i32=' + n]);
     let referenceCalls = 0;
     const js = ([x, y, a]) => { referenceCalls++; for (let i = 0; i < x.length; i++) y[i] = Math.fround(a * x[i]); };
-    const reference = ${reference === 'js' ? 'js' : `{ kernel: k('${reference}'), config: { grid: Math.ceil(n / 256), block: 256 } }`};
+    const reference = ${
+      reference === 'js' ? 'js' : `{ kernel: k('${reference}'), config: { grid: Math.ceil(n / 256), block: 256 } }`
+    };
     const r = await check({ kernel: k('${candidate}'), config: ${config} }, reference, io);
     let usable = true;
     try { d.alloc(16).dispose(); } catch { usable = false; }
@@ -230,41 +232,50 @@ describeGpu('check', () => {
     expect(r.nondeterministicBeyondTolerance).toBeGreaterThan(0);
     expect(r.nondeterministicElements).toBeGreaterThanOrEqual(r.nondeterministicBeyondTolerance!);
     expect(r.summary).toMatch(
-      /^FAIL \(nondeterministic\) in trial 0: \d+ elements? differed between two runs on the same inputs, \d+ beyond tolerance; first: argument 1\[\d+\] = /,
+      new RegExp(
+        /^FAIL \(nondeterministic\) in trial 0: \d+ elements? differed between two runs on the same inputs, /.source +
+          /\d+ beyond tolerance; first: argument 1\[\d+\] = /.source,
+      ),
     );
     expect(r.mismatches[0]!.arg).toBe(1);
     m.dispose();
   });
 
-  it('passes a float atomicAdd reduction (differences within tolerance are a note); requireDeterminism wants bits', async () => {
-    const { m, k } = setup();
-    const count = 1 << 16;
-    const atomic = { kernel: k('atomic_sum'), config: { grid: count / 256, block: 256 } };
-    const io2 = parseArgSpecs([`ptr:f32[${count}]=uniform(0,1)`, 'ptr:f32[4]=zeros:out', 'f32=1', `i32=${count}`]);
-    const sums = (args: unknown[]): void => {
-      const [x, y, a] = args as [Float32Array, Float32Array, number];
-      const acc = [0, 0, 0, 0];
-      for (let i = 0; i < x.length; i++) acc[i & 3]! += Math.fround(a * x[i]!);
-      y.set(acc);
-    };
-    // Four sums of 16384 values near 8192: float32 rounding in any order stays far inside rtol 1e-3 (about 8).
-    const tol = { atol: 1e-3, rtol: 1e-3 };
-    const loose = await check(atomic, sums, io2, tol);
-    expect(loose.passed, loose.summary).toBe(true);
-    expect(loose.nondeterministicBeyondTolerance).toBe(0);
-    expect(loose.nondeterministicElements).toBeGreaterThanOrEqual(0); // often > 0, but any order may repeat
-    if (loose.nondeterministicElements! > 0)
-      expect(loose.summary).toMatch(/differed between two runs on the same inputs, all within tolerance/);
-    const strict = await check(atomic, sums, io2, { ...tol, requireDeterminism: true });
-    expect(strict.passed).toBe(strict.nondeterministicElements === 0);
-    if (!strict.passed) {
-      expect(strict.defence).toBe('nondeterministic');
-      expect(strict.summary).toMatch(
-        /^FAIL \(nondeterministic\) in trial 0: \d+ elements? differed bitwise .*\(requireDeterminism\), all within tolerance/,
-      );
-    }
-    m.dispose();
-  });
+  it(
+    'passes a float atomicAdd reduction (differences within tolerance are a note); ' + 'requireDeterminism wants bits',
+    async () => {
+      const { m, k } = setup();
+      const count = 1 << 16;
+      const atomic = { kernel: k('atomic_sum'), config: { grid: count / 256, block: 256 } };
+      const io2 = parseArgSpecs([`ptr:f32[${count}]=uniform(0,1)`, 'ptr:f32[4]=zeros:out', 'f32=1', `i32=${count}`]);
+      const sums = (args: unknown[]): void => {
+        const [x, y, a] = args as [Float32Array, Float32Array, number];
+        const acc = [0, 0, 0, 0];
+        for (let i = 0; i < x.length; i++) acc[i & 3]! += Math.fround(a * x[i]!);
+        y.set(acc);
+      };
+      // Four sums of 16384 values near 8192: float32 rounding in any order stays far inside rtol 1e-3 (about 8).
+      const tol = { atol: 1e-3, rtol: 1e-3 };
+      const loose = await check(atomic, sums, io2, tol);
+      expect(loose.passed, loose.summary).toBe(true);
+      expect(loose.nondeterministicBeyondTolerance).toBe(0);
+      expect(loose.nondeterministicElements).toBeGreaterThanOrEqual(0); // often > 0, but any order may repeat
+      if (loose.nondeterministicElements! > 0)
+        expect(loose.summary).toMatch(/differed between two runs on the same inputs, all within tolerance/);
+      const strict = await check(atomic, sums, io2, { ...tol, requireDeterminism: true });
+      expect(strict.passed).toBe(strict.nondeterministicElements === 0);
+      if (!strict.passed) {
+        expect(strict.defence).toBe('nondeterministic');
+        expect(strict.summary).toMatch(
+          new RegExp(
+            /^FAIL \(nondeterministic\) in trial 0: \d+ elements? differed bitwise /.source +
+              /.*\(requireDeterminism\), all within tolerance/.source,
+          ),
+        );
+      }
+      m.dispose();
+    },
+  );
 
   it('still throws for argument errors and for a JavaScript reference that throws', async () => {
     const { m, k } = setup();
@@ -336,7 +347,10 @@ describeGpu('check: without a reference, a reference in another order, zeroOnFre
     [
       'writes_inf',
       'non-finite',
-      /^FAIL \(non-finite\) in trial 0: argument 1: 1 of 4099 elements NaN or infinite \(first: element 5 = Infinity\)$/,
+      new RegExp(
+        /^FAIL \(non-finite\) in trial 0: argument 1: 1 of 4099 elements NaN or infinite /.source +
+          /\(first: element 5 = Infinity\)$/.source,
+      ),
     ],
   ])('catches %s as %s without a reference', async (name, defence, summary) => {
     const { m, k } = setup();
@@ -373,38 +387,41 @@ describeGpu('check: without a reference, a reference in another order, zeroOnFre
     m.dispose();
   });
 
-  it('zeroes every device buffer before freeing it with zeroOnFree (check, a reference kernel, inputSets)', async () => {
-    const { m, k, swapped } = setup();
-    // What each buffer holds at the moment it is freed.
-    const freed: Uint8Array[] = [];
-    const dispose = DeviceBuffer.prototype.dispose;
-    const spy = vi.spyOn(DeviceBuffer.prototype, 'dispose').mockImplementation(function (this: DeviceBuffer) {
-      if (!this.disposed && this.byteLength > 0) freed.push(this.copyToHost());
-      dispose.call(this);
-    });
-    const zeroed = (): boolean => freed.length > 0 && freed.every((bytes) => bytes.every((b) => b === 0));
-    try {
-      const reference = { kernel: swapped, config: { grid: 32, block: 256 }, io: swappedIo };
-      for (const zeroOnFree of [false, true]) {
+  it(
+    'zeroes every device buffer before freeing it with zeroOnFree ' + '(check, a reference kernel, inputSets)',
+    async () => {
+      const { m, k, swapped } = setup();
+      // What each buffer holds at the moment it is freed.
+      const freed: Uint8Array[] = [];
+      const dispose = DeviceBuffer.prototype.dispose;
+      const spy = vi.spyOn(DeviceBuffer.prototype, 'dispose').mockImplementation(function (this: DeviceBuffer) {
+        if (!this.disposed && this.byteLength > 0) freed.push(this.copyToHost());
+        dispose.call(this);
+      });
+      const zeroed = (): boolean => freed.length > 0 && freed.every((bytes) => bytes.every((b) => b === 0));
+      try {
+        const reference = { kernel: swapped, config: { grid: 32, block: 256 }, io: swappedIo };
+        for (const zeroOnFree of [false, true]) {
+          freed.length = 0;
+          const r = await check({ kernel: k('scale'), config: cfg }, reference, io, { trials: 2, zeroOnFree });
+          expect(r.passed, r.summary).toBe(true);
+          expect(freed.length).toBe(2 * 2 + 2 * 2); // per trial: the candidate's two buffers and the reference's two
+          expect(zeroed()).toBe(zeroOnFree); // without it the inputs, outputs and guard zones are still there
+        }
         freed.length = 0;
-        const r = await check({ kernel: k('scale'), config: cfg }, reference, io, { trials: 2, zeroOnFree });
-        expect(r.passed, r.summary).toBe(true);
-        expect(freed.length).toBe(2 * 2 + 2 * 2); // per trial: the candidate's two buffers and the reference's two
-        expect(zeroed()).toBe(zeroOnFree); // without it the inputs, outputs and guard zones are still there
+        const sets = inputSets(Device.get(0), io, 42, { zeroOnFree: true });
+        await bench(k('scale'), cfg, sets.args, { preset: 'quick', mode: 'hot' });
+        expect((await sets.verify(jsRef)).passed).toBe(true);
+        freed.length = 0;
+        sets.dispose();
+        expect(freed.length).toBe(4 * 2);
+        expect(zeroed()).toBe(true);
+      } finally {
+        spy.mockRestore();
+        m.dispose();
       }
-      freed.length = 0;
-      const sets = inputSets(Device.get(0), io, 42, { zeroOnFree: true });
-      await bench(k('scale'), cfg, sets.args, { preset: 'quick', mode: 'hot' });
-      expect((await sets.verify(jsRef)).passed).toBe(true);
-      freed.length = 0;
-      sets.dispose();
-      expect(freed.length).toBe(4 * 2);
-      expect(zeroed()).toBe(true);
-    } finally {
-      spy.mockRestore();
-      m.dispose();
-    }
-  });
+    },
+  );
 });
 
 describeGpu('check: kernel faults are verdicts', () => {
@@ -418,7 +435,10 @@ describeGpu('check: kernel faults are verdicts', () => {
       expect(r.out.error).toMatchObject({ code: 'CUDA_ERROR_ILLEGAL_ADDRESS', result: 700, sticky: true });
       expect(r.out.error!.api).toMatch(/^cu\w+Synchronize$/);
       expect(r.out.summary).toMatch(
-        /^FAIL \(fault\) in trial 0: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\): [^\n]+; the CUDA context is lost: restart the process to use the GPU again$/,
+        new RegExp(
+          /^FAIL \(fault\) in trial 0: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\): [^\n]+; /.source +
+            /the CUDA context is lost: restart the process to use the GPU again$/.source,
+        ),
       );
       expect(r.out.lost).toMatchObject({ code: 'CUDA_ERROR_ILLEGAL_ADDRESS' });
     },
@@ -448,7 +468,10 @@ describeGpu('check: kernel faults are verdicts', () => {
     expect(r.out).toMatchObject({ passed: false, defence: 'reference-fault', trials: 1 });
     expect(r.out.error).toMatchObject({ code: 'CUDA_ERROR_ILLEGAL_ADDRESS', sticky: true });
     expect(r.out.summary).toMatch(
-      /^FAIL \(reference-fault\) in trial 0: the reference kernel failed: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS .*; the CUDA context is lost/,
+      new RegExp(
+        /^FAIL \(reference-fault\) in trial 0: the reference kernel failed: /.source +
+          /cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS .*; the CUDA context is lost/.source,
+      ),
     );
   });
 

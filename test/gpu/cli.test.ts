@@ -162,7 +162,10 @@ describeGpu('cudakit bench', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^✓ check against saxpy in .*saxpy\.cu: PASS: 2 trials/);
     expect(r.stdout).toMatch(
-      /\n {2}saxpy4\.cu:saxpy is ([\d.]+× (faster|slower) than|about as fast as) saxpy\.cu:saxpy:? ([\d.]+× )?\(95% CI [\d.]+ … [\d.]+\) → (FASTER|SLOWER|SAME|UNCERTAIN)\n/,
+      new RegExp(
+        /\n {2}saxpy4\.cu:saxpy is ([\d.]+× (faster|slower) than|about as fast as) saxpy\.cu:saxpy:? /.source +
+          /([\d.]+× )?\(95% CI [\d.]+ … [\d.]+\) → (FASTER|SLOWER|SAME|UNCERTAIN)\n/.source,
+      ),
     );
     const out = JSON.parse(readFileSync(json, 'utf8'));
     expect(['FASTER', 'SLOWER', 'SAME', 'UNCERTAIN']).toContain(out.verdict);
@@ -208,7 +211,8 @@ describeGpu('cudakit bench', () => {
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(
       new RegExp(
-        `^cudakit: check failed against saxpy in .*saxpy\\.cu: FAIL \\(mismatch\\) in trial 0; first: argument 2\\[${N - 1}\\]`,
+        `^cudakit: check failed against saxpy in .*saxpy\\.cu: FAIL \\(mismatch\\) in trial 0; ` +
+          `first: argument 2\\[${N - 1}\\]`,
       ),
     );
     const out = JSON.parse(readFileSync(json, 'utf8'));
@@ -261,7 +265,10 @@ describeGpu('cudakit bench: determinism', () => {
     expect(s.code).toBe(identical ? 0 : 1);
     if (!identical) {
       expect(s.stderr).toMatch(
-        /^cudakit: check failed against the JavaScript reference: FAIL \(nondeterministic\) in trial 0: \d+ elements? differed bitwise .*\(requireDeterminism\)/,
+        new RegExp(
+          /^cudakit: check failed against the JavaScript reference: FAIL \(nondeterministic\) in trial 0: /.source +
+            /\d+ elements? differed bitwise .*\(requireDeterminism\)/.source,
+        ),
       );
       expect(b.stats).toBeUndefined(); // nothing was timed
     }
@@ -272,7 +279,10 @@ describeGpu('cudakit bench: determinism', () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(
-      /^cudakit: check failed against the JavaScript reference: FAIL \(nondeterministic\) in trial 0: \d+ elements? differed between two runs on the same inputs, \d+ beyond tolerance/,
+      new RegExp(
+        /^cudakit: check failed against the JavaScript reference: FAIL \(nondeterministic\) in trial 0: /.source +
+          /\d+ elements? differed between two runs on the same inputs, \d+ beyond tolerance/.source,
+      ),
     );
   });
 });
@@ -297,7 +307,11 @@ describeGpu('cudakit bench: kernel faults', () => {
     expect(r.status).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(
-      /^cudakit: check failed against saxpy in .*saxpy\.cu: FAIL \(fault\) in trial 0: cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\): .*; the CUDA context is lost: restart the process to use the GPU again\n$/,
+      new RegExp(
+        /^cudakit: check failed against saxpy in .*saxpy\.cu: FAIL \(fault\) in trial 0: /.source +
+          /cu\w+ failed: CUDA_ERROR_ILLEGAL_ADDRESS \(700\): .*; /.source +
+          /the CUDA context is lost: restart the process to use the GPU again\n$/.source,
+      ),
     );
     const out = JSON.parse(readFileSync(json, 'utf8'));
     expect(out.check.before).toMatchObject({

@@ -46,7 +46,11 @@ describeGpu('errors', () => {
       const k = m.getKernel('bad', ['ptr']);
       const out = {};
       k.launch({ grid: 1, block: 32 }, 0x10n); // enqueue succeeds; the fault shows at the next sync
-      try { d.synchronize(); } catch (e) { out.first = { cls: e instanceof CudaError, code: e.code, api: e.api, sticky: e.sticky, msg: e.message }; }
+      try {
+        d.synchronize();
+      } catch (e) {
+        out.first = { cls: e instanceof CudaError, code: e.code, api: e.api, sticky: e.sticky, msg: e.message };
+      }
       try { d.alloc(16); } catch (e) { out.second = { code: e.code, api: e.api, msg: e.message }; }
       out.lost = contextLostBy();
       console.log(JSON.stringify(out));
@@ -88,7 +92,11 @@ describeGpu('errors', () => {
       const warnings: string[] = [];
       process.on('warning', (w) => warnings.push(w.name + ': ' + w.message));
       const d = Device.get(0);
-      const m = d.loadModule(new Program('extern "C" __global__ void bad(int* p) { p[threadIdx.x] = 1; } extern "C" __global__ void ok() {}').compile());
+      const m = d.loadModule(
+        new Program(
+          'extern "C" __global__ void bad(int* p) { p[threadIdx.x] = 1; } extern "C" __global__ void ok() {}',
+        ).compile(),
+      );
       const bad = m.getKernel('bad', ['ptr']);
       const ok = m.getKernel('ok', []);
       const s = d.createStream();
@@ -102,7 +110,14 @@ describeGpu('errors', () => {
       const reg = d.registerHost(new ArrayBuffer(1 << 16));
       const buf = d.alloc(1 << 20);
       // 40 objects nobody disposes: their finalizers run after the context is lost.
-      (() => { for (let i = 0; i < 10; i++) { d.createStream(); s.record(); d.alloc(1024); d.loadModule(new Program('extern "C" __global__ void k' + i + '() {}').compile()); } })();
+      (() => {
+        for (let i = 0; i < 10; i++) {
+          d.createStream();
+          s.record();
+          d.alloc(1024);
+          d.loadModule(new Program('extern "C" __global__ void k' + i + '() {}').compile());
+        }
+      })();
       const out: Record<string, unknown> = {};
       try {
         using inner = d.createStream();
@@ -113,7 +128,13 @@ describeGpu('errors', () => {
         out.usingError = { isCudaError: e instanceof CudaError, name: (e as Error).name, code: (e as CudaError).code };
       }
       const thrown: string[] = [];
-      const attempt = (what: string, f: () => void) => { try { f(); } catch (e) { thrown.push(what + ': ' + (e as Error).message.split('\\n')[0]); } };
+      const attempt = (what: string, f: () => void) => {
+        try {
+          f();
+        } catch (e) {
+          thrown.push(what + ': ' + (e as Error).message.split('\\n')[0]);
+        }
+      };
       attempt('stream', () => s.dispose());
       attempt('capture stream', () => capture.dispose());
       attempt('event', () => event.dispose());

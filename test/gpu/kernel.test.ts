@@ -15,7 +15,9 @@ extern "C" __global__ void scalars(double* out, signed char a, unsigned char b, 
 const VECTORS = `
 struct S { float a; float2 b; int c; };
 struct __align__(16) A { float a; };
-extern "C" __global__ void fields(float* out, S s) { out[0] = s.a; out[1] = s.b.x; out[2] = s.b.y; out[3] = (float)s.c; }
+extern "C" __global__ void fields(float* out, S s) {
+  out[0] = s.a; out[1] = s.b.x; out[2] = s.b.y; out[3] = (float)s.c;
+}
 extern "C" __global__ void vec4(float* out, float4 v) { out[0] = v.x; out[1] = v.y; out[2] = v.z; out[3] = v.w; }
 extern "C" __global__ void mixed(double* out, signed char head, float4 v, double2 d, float3 f, A a, int2 i, S s,
                                  signed char tail) {
@@ -235,7 +237,11 @@ describeGpu('Kernel', () => {
   it('says how to describe a float2 member when a struct signature has the wrong size', () => {
     const m = d().loadModule(new Program(VECTORS).compile());
     expect(() => m.getKernel('fields', ['ptr', { struct: ['f32', 'f32', 'f32', 'i32'] }])).toThrow(
-      /^Parameter 1 of kernel 'fields' is 24 bytes but the signature says \{ struct: \[f32, f32, f32, i32\] \} \(16 bytes\) \(alignment: .*describe that member as 'f32x2'\/'f32x4'/,
+      new RegExp(
+        /^Parameter 1 of kernel 'fields' is 24 bytes but the signature says /.source +
+          /\{ struct: \[f32, f32, f32, i32\] \} \(16 bytes\) /.source +
+          /\(alignment: .*describe that member as 'f32x2'\/'f32x4'/.source,
+      ),
     );
     expect(() =>
       m.getKernel('mixed', [
@@ -258,7 +264,8 @@ describeGpu('Kernel', () => {
 
   it('reports attributes, occupancy and a suggested block size; raises the dynamic shared memory limit', () => {
     const src =
-      'extern "C" __global__ void smem(float* o) { extern __shared__ float s[]; s[threadIdx.x] = threadIdx.x; __syncthreads(); o[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x]; }';
+      'extern "C" __global__ void smem(float* o) { extern __shared__ float s[]; s[threadIdx.x] = threadIdx.x; ' +
+      '__syncthreads(); o[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x]; }';
     const m = d().loadModule(new Program(src).compile());
     const k = m.getKernel('smem', ['ptr']);
     const a = k.attributes;

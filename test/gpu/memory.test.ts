@@ -93,32 +93,34 @@ describeGpu('memory', () => {
     );
   });
 
-  it('out of memory is a CudaError that leaks nothing: the GPU gets its memory back and another process can use it', () => {
-    const before = freeBytes();
-    const stats = native().stats();
-    let err: unknown;
-    try {
-      d().alloc(before + GiB);
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(CudaError);
-    expect((err as CudaError).code).toBe('CUDA_ERROR_OUT_OF_MEMORY');
-    expect((err as CudaError).message).toMatch(
-      /bytes are free on the device, after returning this process's cached pool memory and retrying once/,
-    );
-    expect(native().stats().deviceAllocations).toBe(stats.deviceAllocations);
-    // Before the fix the failed attempt left the pool holding almost the whole GPU.
-    expect(freeBytes()).toBeGreaterThanOrEqual(before - 64 * MiB);
-    // A second process can take 90 % of the GPU right after.
-    const child = spawnSync(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--input-type=module',
-        '-e',
-        `
+  it(
+    'out of memory is a CudaError that leaks nothing: ' + 'the GPU gets its memory back and another process can use it',
+    () => {
+      const before = freeBytes();
+      const stats = native().stats();
+      let err: unknown;
+      try {
+        d().alloc(before + GiB);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(CudaError);
+      expect((err as CudaError).code).toBe('CUDA_ERROR_OUT_OF_MEMORY');
+      expect((err as CudaError).message).toMatch(
+        /bytes are free on the device, after returning this process's cached pool memory and retrying once/,
+      );
+      expect(native().stats().deviceAllocations).toBe(stats.deviceAllocations);
+      // Before the fix the failed attempt left the pool holding almost the whole GPU.
+      expect(freeBytes()).toBeGreaterThanOrEqual(before - 64 * MiB);
+      // A second process can take 90 % of the GPU right after.
+      const child = spawnSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '--input-type=module',
+          '-e',
+          `
       import { Device } from './lib/index.ts';
       const d = Device.get(0);
       const big = d.alloc(Math.floor(d.totalMemoryBytes * 0.9));
@@ -126,15 +128,16 @@ describeGpu('memory', () => {
       d.synchronize();
       console.log('allocated', big.byteLength);
     `,
-      ],
-      { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 },
-    );
-    expect(child.stderr).toBe('');
-    expect(child.stdout).toMatch(/^allocated \d+/);
-    using ok = d().alloc(1024); // this process's context is still fine
-    ok.fill(1);
-    expect(ok.copyToHost()[1023]).toBe(1);
-  });
+        ],
+        { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 },
+      );
+      expect(child.stderr).toBe('');
+      expect(child.stdout).toMatch(/^allocated \d+/);
+      using ok = d().alloc(1024); // this process's context is still fine
+      ok.fill(1);
+      expect(ok.copyToHost()[1023]).toBe(1);
+    },
+  );
 
   it('a disposed large buffer goes back to the GPU at the next synchronize', () => {
     const before = freeBytes();
@@ -163,41 +166,45 @@ describeGpu('memory', () => {
     expect(freeBytes()).toBeGreaterThanOrEqual(start - 64 * MiB);
   });
 
-  it('the pool caches at most its limit beyond what is live; trimMemory() returns the cache; memoryInfo() shows both', () => {
-    const dev = d();
-    expect(dev.poolCacheLimitBytes).toBe(DEFAULT_POOL_CACHE_LIMIT_BYTES);
-    dev.trimMemory();
-    // A gigabyte stays live throughout: the cache is bounded beyond it, not together with it.
-    using live = dev.alloc(GiB).fill(0);
-    const start = freeBytes();
-    try {
-      dev.setPoolCacheLimit(512 * MiB);
-      dev
-        .alloc(256 * MiB)
-        .fill(0)
-        .dispose();
-      const cached = freeBytes();
-      const info = dev.memoryInfo();
-      expect(info.poolReservedBytes - info.poolUsedBytes).toBeGreaterThanOrEqual(256 * MiB);
-      expect(info.poolUsedBytes).toBeGreaterThanOrEqual(live.byteLength);
-      expect(cached).toBeLessThanOrEqual(start - 256 * MiB + 8 * MiB); // kept by the pool across the synchronize
+  it(
+    'the pool caches at most its limit beyond what is live; ' +
+      'trimMemory() returns the cache; memoryInfo() shows both',
+    () => {
+      const dev = d();
+      expect(dev.poolCacheLimitBytes).toBe(DEFAULT_POOL_CACHE_LIMIT_BYTES);
       dev.trimMemory();
-      const trimmed = dev.memoryInfo();
-      expect(trimmed.poolReservedBytes - trimmed.poolUsedBytes).toBeLessThan(8 * MiB);
-      expect(trimmed.freeBytes).toBeGreaterThanOrEqual(start - 8 * MiB);
-      // Back to the default: a 256 MiB buffer is above it and goes back to the driver at a synchronize.
-      dev.setPoolCacheLimit(DEFAULT_POOL_CACHE_LIMIT_BYTES);
-      dev
-        .alloc(256 * MiB)
-        .fill(0)
-        .dispose();
-      expect(freeBytes()).toBeGreaterThanOrEqual(start - DEFAULT_POOL_CACHE_LIMIT_BYTES - 8 * MiB);
-    } finally {
-      dev.setPoolCacheLimit(DEFAULT_POOL_CACHE_LIMIT_BYTES);
-    }
-    expect(() => dev.setPoolCacheLimit(-1)).toThrow(RangeError);
-    expect(() => dev.setPoolCacheLimit('all' as never)).toThrow(TypeError);
-  });
+      // A gigabyte stays live throughout: the cache is bounded beyond it, not together with it.
+      using live = dev.alloc(GiB).fill(0);
+      const start = freeBytes();
+      try {
+        dev.setPoolCacheLimit(512 * MiB);
+        dev
+          .alloc(256 * MiB)
+          .fill(0)
+          .dispose();
+        const cached = freeBytes();
+        const info = dev.memoryInfo();
+        expect(info.poolReservedBytes - info.poolUsedBytes).toBeGreaterThanOrEqual(256 * MiB);
+        expect(info.poolUsedBytes).toBeGreaterThanOrEqual(live.byteLength);
+        expect(cached).toBeLessThanOrEqual(start - 256 * MiB + 8 * MiB); // kept by the pool across the synchronize
+        dev.trimMemory();
+        const trimmed = dev.memoryInfo();
+        expect(trimmed.poolReservedBytes - trimmed.poolUsedBytes).toBeLessThan(8 * MiB);
+        expect(trimmed.freeBytes).toBeGreaterThanOrEqual(start - 8 * MiB);
+        // Back to the default: a 256 MiB buffer is above it and goes back to the driver at a synchronize.
+        dev.setPoolCacheLimit(DEFAULT_POOL_CACHE_LIMIT_BYTES);
+        dev
+          .alloc(256 * MiB)
+          .fill(0)
+          .dispose();
+        expect(freeBytes()).toBeGreaterThanOrEqual(start - DEFAULT_POOL_CACHE_LIMIT_BYTES - 8 * MiB);
+      } finally {
+        dev.setPoolCacheLimit(DEFAULT_POOL_CACHE_LIMIT_BYTES);
+      }
+      expect(() => dev.setPoolCacheLimit(-1)).toThrow(RangeError);
+      expect(() => dev.setPoolCacheLimit('all' as never)).toThrow(TypeError);
+    },
+  );
 
   it('wraps foreign pointers without owning them', () => {
     using owner = d().allocArray(Uint32Array, 4);

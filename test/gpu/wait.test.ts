@@ -32,33 +32,36 @@ describeGpu('waits with a limit', () => {
   const d = () => Device.get(0);
   const spin = () => d().loadModule(new Program(SPIN).compile()).getKernel('spin_ns', ['u64']);
 
-  it('stream, event and device waits reject with a TimeoutError while the kernel keeps running, then complete', async () => {
-    const k = spin();
-    using s = d().createStream({ nonBlocking: true });
-    k.launch({ grid: 1, block: 1, stream: s }, 600_000_000n); // 0.6 s
-    using e = s.record({ timing: false });
-    for (const [what, wait] of [
-      ['stream', () => s.synchronizeAsync({ timeoutMs: 20 })],
-      ['event', () => e.synchronizeAsync({ timeoutMs: 20 })],
-      ['device', () => d().synchronizeAsync({ timeoutMs: 20 })],
-    ] as const) {
-      const err = await wait().then(
-        () => undefined,
-        (x: unknown) => x,
-      );
-      expect(err, what).toBeInstanceOf(TimeoutError);
-      expect((err as TimeoutError).timeoutMs).toBe(20);
-      expect((err as Error).message).toMatch(
-        /did not finish within 20 ms[\s\S]*keeps running[\s\S]*ending the process/,
-      );
-    }
-    expect(s.query()).toBe(false); // the kernel is still running
-    await s.synchronizeAsync({ timeoutMs: 30_000 }); // a limit that is not reached resolves as usual
-    await e.synchronizeAsync({ timeoutMs: 30_000 });
-    await d().synchronizeAsync({ timeoutMs: 30_000 });
-    expect(s.query()).toBe(true);
-    k.module.dispose();
-  });
+  it(
+    'stream, event and device waits reject with a TimeoutError ' + 'while the kernel keeps running, then complete',
+    async () => {
+      const k = spin();
+      using s = d().createStream({ nonBlocking: true });
+      k.launch({ grid: 1, block: 1, stream: s }, 600_000_000n); // 0.6 s
+      using e = s.record({ timing: false });
+      for (const [what, wait] of [
+        ['stream', () => s.synchronizeAsync({ timeoutMs: 20 })],
+        ['event', () => e.synchronizeAsync({ timeoutMs: 20 })],
+        ['device', () => d().synchronizeAsync({ timeoutMs: 20 })],
+      ] as const) {
+        const err = await wait().then(
+          () => undefined,
+          (x: unknown) => x,
+        );
+        expect(err, what).toBeInstanceOf(TimeoutError);
+        expect((err as TimeoutError).timeoutMs).toBe(20);
+        expect((err as Error).message).toMatch(
+          /did not finish within 20 ms[\s\S]*keeps running[\s\S]*ending the process/,
+        );
+      }
+      expect(s.query()).toBe(false); // the kernel is still running
+      await s.synchronizeAsync({ timeoutMs: 30_000 }); // a limit that is not reached resolves as usual
+      await e.synchronizeAsync({ timeoutMs: 30_000 });
+      await d().synchronizeAsync({ timeoutMs: 30_000 });
+      expect(s.query()).toBe(true);
+      k.module.dispose();
+    },
+  );
 
   it('an AbortSignal rejects the wait with an AbortError whose cause is the reason', async () => {
     const k = spin();
@@ -107,8 +110,11 @@ describeGpu('waits with a limit', () => {
       k.launch({ grid: 1, block: 1, stream: s }, 20_000_000_000n);
       const e = s.record({ timing: false });
       const waits = [
-        d.synchronizeAsync({ timeoutMs: 30 }), d.synchronizeAsync({ timeoutMs: 30 }), d.synchronizeAsync({ timeoutMs: 40 }),
-        s.synchronizeAsync({ timeoutMs: 30 }), e.synchronizeAsync({ timeoutMs: 30 }),
+        d.synchronizeAsync({ timeoutMs: 30 }),
+        d.synchronizeAsync({ timeoutMs: 30 }),
+        d.synchronizeAsync({ timeoutMs: 40 }),
+        s.synchronizeAsync({ timeoutMs: 30 }),
+        e.synchronizeAsync({ timeoutMs: 30 }),
       ];
       const outcomes = await Promise.allSettled(waits);
       const timedOut = outcomes.filter((o) => o.status === 'rejected' && o.reason instanceof TimeoutError).length;
@@ -116,7 +122,15 @@ describeGpu('waits with a limit', () => {
       const compiled = await new Program('extern "C" __global__ void f(int* p) { *p = 1; }').compileAsync();
       const text = await readFile('package.json', 'utf8');
       const poolMs = performance.now() - t0;
-      console.log(JSON.stringify({ timedOut, compiled: compiled.bytes.length > 0, read: text.includes('cudakit'), poolMs, running: !s.query() }));
+      console.log(
+        JSON.stringify({
+          timedOut,
+          compiled: compiled.bytes.length > 0,
+          read: text.includes('cudakit'),
+          poolMs,
+          running: !s.query(),
+        }),
+      );
     `,
       60_000,
     );

@@ -140,13 +140,15 @@ describe('vector types and struct alignment', () => {
     const v = layoutOf('f32x2', "argument 1 (f32x2) of kernel 'k'");
     expect(() => v.write(dv, 0, [1, 2, 3])).toThrow(
       new TypeError(
-        "Expected an array of 2 numbers (f32x2) for argument 1 (f32x2) of kernel 'k' but received an array of 3 elements",
+        "Expected an array of 2 numbers (f32x2) for argument 1 (f32x2) of kernel 'k' " +
+          'but received an array of 3 elements',
       ),
     );
     expect(() => v.write(dv, 0, [1])).toThrow(TypeError);
     expect(() => v.write(dv, 0, new Float32Array(2))).toThrow(
       new TypeError(
-        "Expected an array of 2 numbers (f32x2) for argument 1 (f32x2) of kernel 'k' but received an object of type Float32Array",
+        "Expected an array of 2 numbers (f32x2) for argument 1 (f32x2) of kernel 'k' " +
+          'but received an object of type Float32Array',
       ),
     );
     expect(() => v.write(dv, 0, [1, '2'])).toThrow(

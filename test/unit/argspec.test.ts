@@ -232,7 +232,8 @@ describe('parseArgSpec: buffers', () => {
 
   it('throws TypeError for text that is not a buffer spec', () => {
     const inits =
-      'uniform(lo,hi), normal(mean,std), randint(lo,hi), const(v), zeros, ones, arange, seq(start,step) or data(base64)';
+      'uniform(lo,hi), normal(mean,std), randint(lo,hi), const(v), zeros, ones, arange, seq(start,step) ' +
+      'or data(base64)';
     const cases: [string, string][] = [
       ['ptr:f32', 'ptr:<dtype>[<length>] such as ptr:f32[1024]'],
       ['ptr:f32[4', 'ptr:<dtype>[<length>] such as ptr:f32[1024]'],
@@ -381,7 +382,8 @@ describe('argument names', () => {
 
   it('cannot be confused with a type, an init or a role: the rest parses exactly as without a name', () => {
     for (const text of ['f32=2.5', 'ptr:f32[64,128]=uniform(-1,1):out', 'i64=9007199254740993', 'ptr:u8[4]=seq(1,2)']) {
-      expect(parseArgSpec(`i32@${text}`)).toEqual({ ...parseArgSpec(text), name: 'i32' }); // even a name spelt like a type
+      // even a name spelt like a type
+      expect(parseArgSpec(`i32@${text}`)).toEqual({ ...parseArgSpec(text), name: 'i32' });
     }
   });
 
@@ -488,7 +490,8 @@ describe('checkArgSpecs (the object form)', () => {
   it('names the field that is wrong, in the standard message', () => {
     expect(check([f32({ dtype: 'f33' })])).toThrow(
       new TypeError(
-        "Expected an element type (i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64) for io[0].dtype but received 'f33' of type string",
+        'Expected an element type (i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64) for io[0].dtype ' +
+          "but received 'f33' of type string",
       ),
     );
     expect(check([f32({ length: 0 })])).toThrow(

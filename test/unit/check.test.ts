@@ -11,20 +11,17 @@ import {
   check,
   checkWritten,
   compareOutput,
-  compareRuns,
   degenerateZeros,
-  determinismFailure,
-  determinismNote,
   faultOf,
   holdsPoison,
   modifiedInputElement,
   newComparison,
-  newRunComparison,
   nonFiniteAgrees,
   outOfBoundsWrite,
   trialResult,
   withinTolerance,
 } from '../../lib/measure/check.js';
+import { compareRuns, determinismFailure, determinismNote, newRunComparison } from '../../lib/measure/determinism.js';
 import { poisonBytes } from '../../lib/measure/inputs.js';
 import { FakeDevice, fakeKernel, view } from './fake-device.js';
 
@@ -82,7 +79,8 @@ describe('element comparison', () => {
   });
 
   it('flags an all-zero output where the reference is not', () => {
-    expect(run('f32', new Float32Array(4), [0, 0, 0, 1e-6], 1e-4, 0).defence).toBe('all-zero'); // within atol, still degenerate
+    // within atol, still degenerate
+    expect(run('f32', new Float32Array(4), [0, 0, 0, 1e-6], 1e-4, 0).defence).toBe('all-zero');
     expect(run('f32', new Float32Array(4), [0, 0, 0, 0]).defence).toBeUndefined();
   });
 });
@@ -123,19 +121,24 @@ describe('two runs on the same inputs', () => {
     expect(r.firstBeyond[0]).toEqual({ arg: 1, index: 1, expected: 0, actual: 1 });
   });
 
-  it('NaN payloads and ±0 differ bitwise only; NaN against a number, other infinities, 64-bit integers differ beyond', () => {
-    const nanA = new Float32Array(new Uint32Array([0x7fc00000]).buffer)[0]!;
-    const nanB = new Float32Array(new Uint32Array([0x7fc00001]).buffer)[0]!;
-    const within = runs('f32', Float32Array.of(nanA, 0), Float32Array.of(nanB, -0));
-    expect(within).toMatchObject({ differing: 2, beyondTolerance: 0 });
-    const beyond = runs('f32', Float32Array.of(Number.NaN, Infinity, 1), Float32Array.of(1, -Infinity, Infinity));
-    expect(beyond).toMatchObject({ differing: 3, beyondTolerance: 3, maxAbsDifference: 0 });
-    expect(runs('i64', BigInt64Array.of(5n, 6n), BigInt64Array.of(5n, 7n), 1, 1)).toMatchObject({
-      differing: 1,
-      beyondTolerance: 1,
-    });
-    expect(runs('i32', Int32Array.of(5), Int32Array.of(6), 1, 0)).toMatchObject({ differing: 1, beyondTolerance: 0 }); // an atol for integers applies
-  });
+  it(
+    'NaN payloads and ±0 differ bitwise only; ' +
+      'NaN against a number, other infinities, 64-bit integers differ beyond',
+    () => {
+      const nanA = new Float32Array(new Uint32Array([0x7fc00000]).buffer)[0]!;
+      const nanB = new Float32Array(new Uint32Array([0x7fc00001]).buffer)[0]!;
+      const within = runs('f32', Float32Array.of(nanA, 0), Float32Array.of(nanB, -0));
+      expect(within).toMatchObject({ differing: 2, beyondTolerance: 0 });
+      const beyond = runs('f32', Float32Array.of(Number.NaN, Infinity, 1), Float32Array.of(1, -Infinity, Infinity));
+      expect(beyond).toMatchObject({ differing: 3, beyondTolerance: 3, maxAbsDifference: 0 });
+      expect(runs('i64', BigInt64Array.of(5n, 6n), BigInt64Array.of(5n, 7n), 1, 1)).toMatchObject({
+        differing: 1,
+        beyondTolerance: 1,
+      });
+      // an atol for integers applies
+      expect(runs('i32', Int32Array.of(5), Int32Array.of(6), 1, 0)).toMatchObject({ differing: 1, beyondTolerance: 0 });
+    },
+  );
 
   it('fails beyond the tolerance by default, on any bit with requireDeterminism, and says which', () => {
     const onlyWithin = runs('f32', new Float32Array([1, 2]), new Float32Array([1.00005, 2]));
@@ -149,7 +152,8 @@ describe('two runs on the same inputs', () => {
     const race = runs('f32', new Float32Array([1, 2, 3]), new Float32Array([1.00005, 7, 9]));
     const failure = determinismFailure(race, false)!;
     expect(failure.detail).toBe(
-      '3 elements differed between two runs on the same inputs, 2 beyond tolerance; first: argument 2[1] = 2 in one run, 7 in the other',
+      '3 elements differed between two runs on the same inputs, 2 beyond tolerance; ' +
+        'first: argument 2[1] = 2 in one run, 7 in the other',
     );
     expect(failure.mismatches.map((m) => m.index)).toEqual([1, 2]); // the ones beyond tolerance
     expect(determinismFailure(race, true)!.detail).toMatch(
@@ -162,7 +166,8 @@ describe('two runs on the same inputs', () => {
     expect(determinismNote(0)).toBe('');
     expect(determinismNote(undefined)).toBe('');
     expect(determinismNote(1)).toBe(
-      '; 1 element differed between two runs on the same inputs, all within tolerance (allowed unless requireDeterminism)',
+      '; 1 element differed between two runs on the same inputs, ' +
+        'all within tolerance (allowed unless requireDeterminism)',
     );
     expect(determinismNote(12)).toMatch(/^; 12 elements differed between/);
   });
@@ -236,20 +241,24 @@ describe('checkWritten (the defences without a reference)', () => {
     expect(c).toMatchObject({ defence: undefined, matched: 3, total: 3, mismatches: [] });
   });
 
-  it("calls an element 'unwritten' only when it held the poison after both launches (the second with its complement)", () => {
-    const first = poisonBytes('u8', 4);
-    first[0] = 1;
-    const confirm = poisonBytes('u8', 4, true);
-    confirm[0] = 1;
-    confirm[2] = 0xef; // the kernel wrote 0xEF, the poison's value, to element 2: written, not unwritten
-    const c = newComparison();
-    checkWritten(3, "'y' (argument 3)", 'u8', first, confirm, c);
-    expect(c.defence).toBe('unwritten');
-    expect(c.detail).toBe("'y' (argument 3): 2 of 4 elements never written (first: element 1)");
-    expect(c.mismatches.map((m) => m.index)).toEqual([1, 3]);
-    expect(Number.isNaN(c.mismatches[0]!.expected)).toBe(true); // no expected value without a reference
-    expect([c.matched, c.total]).toEqual([2, 4]);
-  });
+  it(
+    "calls an element 'unwritten' only when it held the poison after both launches " +
+      '(the second with its complement)',
+    () => {
+      const first = poisonBytes('u8', 4);
+      first[0] = 1;
+      const confirm = poisonBytes('u8', 4, true);
+      confirm[0] = 1;
+      confirm[2] = 0xef; // the kernel wrote 0xEF, the poison's value, to element 2: written, not unwritten
+      const c = newComparison();
+      checkWritten(3, "'y' (argument 3)", 'u8', first, confirm, c);
+      expect(c.defence).toBe('unwritten');
+      expect(c.detail).toBe("'y' (argument 3): 2 of 4 elements never written (first: element 1)");
+      expect(c.mismatches.map((m) => m.index)).toEqual([1, 3]);
+      expect(Number.isNaN(c.mismatches[0]!.expected)).toBe(true); // no expected value without a reference
+      expect([c.matched, c.total]).toEqual([2, 4]);
+    },
+  );
 
   it("calls a NaN or infinity where the poison was 'non-finite', after 'unwritten'", () => {
     const c = newComparison();
@@ -368,21 +377,25 @@ describe('check() over a fake device', () => {
       expect(r.referenceFree).toBe(true);
       expect(r.matchedRatio).toBe(1);
       expect(r.summary).toBe(
-        'PASS without a reference: 2 trials; outputs fully written and finite, inputs unchanged, no writes outside the buffers',
+        'PASS without a reference: 2 trials; ' +
+          'outputs fully written and finite, inputs unchanged, no writes outside the buffers',
       );
     }
   });
 
-  it('without a reference, fails an unwritten element, confirmed by a launch with the complement as poison', async () => {
-    const device = new FakeDevice();
-    const candidate = scale(device, n - 3);
-    const r = await check(candidate, null, io, small);
-    expect(r).toMatchObject({ passed: false, defence: 'unwritten', referenceFree: true });
-    expect(r.summary).toBe(
-      'FAIL (unwritten) in trial 0: argument 1: 3 of 64 elements never written (first: element 61)',
-    );
-    expect(r.matchedRatio).toBeCloseTo(61 / 64, 12);
-  });
+  it(
+    'without a reference, fails an unwritten element, ' + 'confirmed by a launch with the complement as poison',
+    async () => {
+      const device = new FakeDevice();
+      const candidate = scale(device, n - 3);
+      const r = await check(candidate, null, io, small);
+      expect(r).toMatchObject({ passed: false, defence: 'unwritten', referenceFree: true });
+      expect(r.summary).toBe(
+        'FAIL (unwritten) in trial 0: argument 1: 3 of 64 elements never written (first: element 61)',
+      );
+      expect(r.matchedRatio).toBeCloseTo(61 / 64, 12);
+    },
+  );
 
   it("without a reference, does not blame a kernel that writes the poison's own value", async () => {
     const device = new FakeDevice();
@@ -460,21 +473,24 @@ describe('check() over a fake device', () => {
     );
   });
 
-  it('with zeroOnFree, zeroes every buffer (guard zones included) before freeing it; without, leaves the data', async () => {
-    for (const zeroOnFree of [true, false]) {
-      const device = new FakeDevice();
-      const r = await check(scale(device), jsRef, io, { ...small, zeroOnFree });
-      expect(r.passed).toBe(true);
-      expect(device.buffers).toHaveLength(4); // two buffers per trial
-      expect(device.buffers.every((b) => b.disposed)).toBe(true);
-      expect(device.buffers.every((b) => b.memory.every((x) => x === 0))).toBe(zeroOnFree);
-      const log = device.log.filter((e) => e !== 'synchronize' || zeroOnFree);
-      if (zeroOnFree) expect(log.slice(-5)).toEqual(['fill 2', 'fill 3', 'synchronize', 'dispose 2', 'dispose 3']);
-    }
-    await expect(check(scale(new FakeDevice()), jsRef, io, { zeroOnFree: 'yes' as never })).rejects.toThrow(
-      new TypeError("Expected a boolean for options.zeroOnFree but received 'yes' of type string"),
-    );
-  });
+  it(
+    'with zeroOnFree, zeroes every buffer (guard zones included) before freeing it; ' + 'without, leaves the data',
+    async () => {
+      for (const zeroOnFree of [true, false]) {
+        const device = new FakeDevice();
+        const r = await check(scale(device), jsRef, io, { ...small, zeroOnFree });
+        expect(r.passed).toBe(true);
+        expect(device.buffers).toHaveLength(4); // two buffers per trial
+        expect(device.buffers.every((b) => b.disposed)).toBe(true);
+        expect(device.buffers.every((b) => b.memory.every((x) => x === 0))).toBe(zeroOnFree);
+        const log = device.log.filter((e) => e !== 'synchronize' || zeroOnFree);
+        if (zeroOnFree) expect(log.slice(-5)).toEqual(['fill 2', 'fill 3', 'synchronize', 'dispose 2', 'dispose 3']);
+      }
+      await expect(check(scale(new FakeDevice()), jsRef, io, { zeroOnFree: 'yes' as never })).rejects.toThrow(
+        new TypeError("Expected a boolean for options.zeroOnFree but received 'yes' of type string"),
+      );
+    },
+  );
 
   it('validates io against the candidate and the specs themselves', async () => {
     const device = new FakeDevice();

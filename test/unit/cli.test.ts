@@ -494,8 +494,10 @@ describe('flags → job (no GPU)', () => {
     writeFileSync(
       file('over.bench.mjs'),
       [
-        "export default { name: 'mine', source: 'extern \"C\" __global__ void k(float* y) {}', kernel: 'k', grid: 4, block: 32,",
-        "  args: ['ptr:f32[128]:out'], reference: { source: { file: 'ref.cu' }, kernel: 'ref' }, preset: 'default', bytes: 512,",
+        "export default { name: 'mine', source: 'extern \"C\" __global__ void k(float* y) {}', " +
+          "kernel: 'k', grid: 4, block: 32,",
+        "  args: ['ptr:f32[128]:out'], reference: { source: { file: 'ref.cu' }, kernel: 'ref' }, " +
+          "preset: 'default', bytes: 512,",
         '  check: { trials: 2 } };',
       ].join('\n'),
     );
@@ -562,7 +564,10 @@ describe('flags → job (no GPU)', () => {
         /^cudakit: .*many\.bench\.mjs: Expected a positive integer for job\.grid but received 0 of type number$/,
       ),
       expect.stringMatching(
-        /^cudakit: .*many\.bench\.mjs: Expected a type such as f32 or ptr:f32\[N\] for job\.args\[0\] but received 'f33=1'/,
+        new RegExp(
+          /^cudakit: .*many\.bench\.mjs: Expected a type such as f32 or ptr:f32\[N\] for job\.args\[0\] /.source +
+            /but received 'f33=1'/.source,
+        ),
       ),
     ]);
   });

@@ -194,7 +194,8 @@ describe('cudakit bench prints a report as it always printed its results', () =>
     const lines = r.stderr.split('\n');
     expect(lines[0]).toMatch(/^✓ check against the JavaScript reference: PASS/); // the check before timing passed
     expect(lines[1]).toBe(
-      'cudakit: check failed after timing against the JavaScript reference: FAIL after timing (mismatch) in input set 2',
+      'cudakit: check failed after timing against the JavaScript reference: ' +
+        'FAIL after timing (mismatch) in input set 2',
     );
     expect(JSON.parse(r.stdout)).toMatchObject({ check: { passed: false, afterTiming: { passed: false } } });
   });

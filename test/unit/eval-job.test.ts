@@ -72,7 +72,8 @@ describe('validateJob', () => {
     );
     expect(message('job.extra')).toMatch(/^Unknown field job\.extra; known fields: name, source, kernel, headers, /);
     expect(message('job.mode')).toBe(
-      "Expected one place for mode: job.timing.mode (job.mode is its old name) for job.mode but received 'cold' of type string",
+      'Expected one place for mode: job.timing.mode (job.mode is its old name) for job.mode ' +
+        "but received 'cold' of type string",
     );
     // argspec's own words, in the one format
     expect(message('job.args[0]')).toBe(
@@ -171,7 +172,8 @@ describe('validateJob', () => {
         path: 'job.args[0].init',
         type: 'RangeError',
         message:
-          "Expected const(v) with v an integer in [0, 255] for u8 for job.args[0].init but received 'ptr:u8[4]=const(300)' of type string",
+          'Expected const(v) with v an integer in [0, 255] for u8 for job.args[0].init ' +
+          "but received 'ptr:u8[4]=const(300)' of type string",
       },
     ]);
     expect(
@@ -244,27 +246,34 @@ describe('validateJob', () => {
     );
   });
 
-  it('returns the canonical form: defaults it owns filled, BenchSpec fields moved, the rest left to the layers below', () => {
-    const spec = { ...base, args: ['ptr:f32[32]:out'], bytes: 128, preset: 'quick', check: { atol: 1e-3 } };
-    const canonical = validateJob(spec);
-    expect(canonical).toEqual({
-      ...base,
-      args: ['ptr:f32[32]:out'],
-      name: 'k',
-      timing: { bytes: 128, preset: 'quick' },
-      check: { atol: 1e-3 },
-    });
-    expect(validateJob(canonical)).toEqual(canonical); // idempotent
-    expect(validateJob(job({ name: 'mine' })).name).toBe('mine');
-    expect(spec).toHaveProperty('bytes'); // the input is not changed
-    const roles = prepareJob(job({ args: ['ptr:f32[4]=ones', 'ptr:f32[4]', 'ptr:f32[4]=zeros:out'] }));
-    if (Array.isArray(roles)) throw new Error(roles[0]!.message);
-    expect(roles.args.map((a) => a.spec.kind === 'buffer' && a.spec.role)).toEqual(['in', 'out', 'out']);
-  });
+  it(
+    'returns the canonical form: defaults it owns filled, BenchSpec fields moved, ' +
+      'the rest left to the layers below',
+    () => {
+      const spec = { ...base, args: ['ptr:f32[32]:out'], bytes: 128, preset: 'quick', check: { atol: 1e-3 } };
+      const canonical = validateJob(spec);
+      expect(canonical).toEqual({
+        ...base,
+        args: ['ptr:f32[32]:out'],
+        name: 'k',
+        timing: { bytes: 128, preset: 'quick' },
+        check: { atol: 1e-3 },
+      });
+      expect(validateJob(canonical)).toEqual(canonical); // idempotent
+      expect(validateJob(job({ name: 'mine' })).name).toBe('mine');
+      expect(spec).toHaveProperty('bytes'); // the input is not changed
+      const roles = prepareJob(job({ args: ['ptr:f32[4]=ones', 'ptr:f32[4]', 'ptr:f32[4]=zeros:out'] }));
+      if (Array.isArray(roles)) throw new Error(roles[0]!.message);
+      expect(roles.args.map((a) => a.spec.kind === 'buffer' && a.spec.role)).toEqual(['in', 'out', 'out']);
+    },
+  );
 
   it('needs an output to check, unless nothing is checked', () => {
     expect(problems(job({ args: ['ptr:f32[4]=ones'] }))[0]!.message).toMatch(
-      /^Expected an output buffer to check \(mark one with :out, e\.g\. 'ptr:f32\[N\]:out'\), or check\.skip for job\.args/,
+      new RegExp(
+        /^Expected an output buffer to check \(mark one with :out, e\.g\. 'ptr:f32\[N\]:out'\), /.source +
+          /or check\.skip for job\.args/.source,
+      ),
     );
     expect(() => validateJob(job({ args: ['ptr:f32[4]=ones'], check: { skip: true } }))).not.toThrow();
     expect(() => validateJob(job({ args: ['ptr:f32[4]=ones'], check: { withoutReference: 'skip' } }))).not.toThrow();
@@ -285,8 +294,10 @@ describe('validateJob', () => {
         (p) => p.message,
       ),
     ).toEqual([
-      "Expected an output buffer of the job, by its name or index for job.reference.expected['0'] but received '0' of type string",
-      "Expected an output buffer of the job, by its name or index for job.reference.expected['z'] but received 'z' of type string",
+      "Expected an output buffer of the job, by its name or index for job.reference.expected['0'] " +
+        "but received '0' of type string",
+      "Expected an output buffer of the job, by its name or index for job.reference.expected['z'] " +
+        "but received 'z' of type string",
     ]);
     // Expected outputs are fixed: the inputs must be too.
     expect(
@@ -343,7 +354,10 @@ describe('evaluate() without a GPU', () => {
     expect(report).toMatchObject({ phase: 'validate', compile: {} });
     expect(report.error!.problems!.map((p) => p.path)).toEqual(['job.reference.args']);
     expect(report.error!.problems![0]!.message).toMatch(
-      /^Expected arguments that match the candidate's \(.*'z'.*\) for job\.reference\.args but received an object of type Array$/,
+      new RegExp(
+        /^Expected arguments that match the candidate's \(.*'z'.*\) for job\.reference\.args /.source +
+          /but received an object of type Array$/.source,
+      ),
     );
   });
 
@@ -400,7 +414,8 @@ describe('the public types, from a project that installs cudakit', () => {
             "import type { EvalJob, EvalReport, JsReference } from 'cudakit';",
             'const job = {',
             "  source: { file: 'saxpy.cu' }, kernel: 'saxpy', grid: 4096, block: 256,",
-            "  args: ['f32=2', 'ptr:f32[1M]=uniform(-1,1)', { kind: 'buffer', dtype: 'f32', length: 1 << 20, name: 'y' }, 'i32=1048576'],",
+            "  args: ['f32=2', 'ptr:f32[1M]=uniform(-1,1)', " +
+              "{ kind: 'buffer', dtype: 'f32', length: 1 << 20, name: 'y' }, 'i32=1048576'],",
             "  timing: { preset: 'quick', bytes: 12 << 20 },",
             '} satisfies EvalJob;',
             'export default job;',
@@ -410,7 +425,8 @@ describe('the public types, from a project that installs cudakit', () => {
         );
         writeFileSync(
           join(app, 'bad.bench.ts'),
-          "import type { EvalJob } from 'cudakit';\nexport default { source: 'x', kernel: 'k', grid: 1, block: 1, args: [], colour: 1 } satisfies EvalJob;\n",
+          "import type { EvalJob } from 'cudakit';\n" +
+            "export default { source: 'x', kernel: 'k', grid: 1, block: 1, args: [], colour: 1 } satisfies EvalJob;\n",
         );
         let out = '';
         try {

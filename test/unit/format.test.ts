@@ -258,11 +258,13 @@ describe('formatResult', () => {
         percentOfPeakBandwidthHigh: 108.4,
       }),
     ).toBe(
-      '  throughput              5184.0 GB/s · above the measured peak bandwidth (108.0% ± 0.4%): check the bytes per launch, or whether L2 served part of the data',
+      '  throughput              5184.0 GB/s · above the measured peak bandwidth (108.0% ± 0.4%): ' +
+        'check the bytes per launch, or whether L2 served part of the data',
     );
     // No interval (a result from elsewhere): nothing says it is within the uncertainty.
     expect(line({ percentOfPeakBandwidth: 100.3 })).toBe(
-      '  throughput              above the measured peak bandwidth (100.3%): check the bytes per launch, or whether L2 served part of the data',
+      '  throughput              above the measured peak bandwidth (100.3%): ' +
+        'check the bytes per launch, or whether L2 served part of the data',
     );
     expect(
       line({ percentOfPeakBandwidth: 100.01, percentOfPeakBandwidthLow: 99.99, percentOfPeakBandwidthHigh: 100.03 }),

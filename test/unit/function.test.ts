@@ -91,36 +91,40 @@ describe('KernelFunction', () => {
     expect(stub.attributeReads).toBe(reads);
   });
 
-  it('takes the parameter list from the driver, else from the image, asking the driver about as many as the image has', () => {
-    stub.paramInfo = [
-      [0, 8],
-      [8, 8],
-      [16, 4],
-      [20, 4],
-    ];
-    expect(fn(fakeModule(), [{ offset: 0, size: 8 }]).parameters()).toEqual([
-      { offset: 0, size: 8 },
-      { offset: 8, size: 8 },
-      { offset: 16, size: 4 },
-      { offset: 20, size: 4 },
-    ]);
-    expect(stub.paramCount).toBe(1);
-    stub.paramInfo = null;
-    const f = fn(fakeModule(), [
-      { offset: 0, size: 8 },
-      { offset: 8, size: 4 },
-    ]);
-    expect(f.parameters()).toEqual([
-      { offset: 0, size: 8 },
-      { offset: 8, size: 4 },
-    ]);
-    expect(stub.paramCount).toBe(2);
-    const list = f.parameters()!;
-    list[0]!.size = 99; // a copy: the caller cannot change what the next call returns
-    expect(f.parameters()![0]!.size).toBe(8);
-    expect(fn().parameters()).toBeUndefined();
-    expect(stub.paramCount).toBe(-1);
-  });
+  it(
+    'takes the parameter list from the driver, else from the image, ' +
+      'asking the driver about as many as the image has',
+    () => {
+      stub.paramInfo = [
+        [0, 8],
+        [8, 8],
+        [16, 4],
+        [20, 4],
+      ];
+      expect(fn(fakeModule(), [{ offset: 0, size: 8 }]).parameters()).toEqual([
+        { offset: 0, size: 8 },
+        { offset: 8, size: 8 },
+        { offset: 16, size: 4 },
+        { offset: 20, size: 4 },
+      ]);
+      expect(stub.paramCount).toBe(1);
+      stub.paramInfo = null;
+      const f = fn(fakeModule(), [
+        { offset: 0, size: 8 },
+        { offset: 8, size: 4 },
+      ]);
+      expect(f.parameters()).toEqual([
+        { offset: 0, size: 8 },
+        { offset: 8, size: 4 },
+      ]);
+      expect(stub.paramCount).toBe(2);
+      const list = f.parameters()!;
+      list[0]!.size = 99; // a copy: the caller cannot change what the next call returns
+      expect(f.parameters()![0]!.size).toBe(8);
+      expect(fn().parameters()).toBeUndefined();
+      expect(stub.paramCount).toBe(-1);
+    },
+  );
 
   it('reports occupancy, validating the block size against the lower of the device and kernel limits', () => {
     const f = fn();

@@ -161,8 +161,9 @@ describe('signature checks against the compiled parameters', () => {
     expect(() => stubKernel([{ struct: ['f32', 'f32', 'f32', 'i32'] }])).toThrow(
       new TypeError(
         "Parameter 0 of kernel 'k' is 24 bytes but the signature says { struct: [f32, f32, f32, i32] } (16 bytes) " +
-          '(alignment: CUDA aligns float2 to 8 bytes and float4 to 16; if the struct holds a float2/float4, describe that ' +
-          "member as 'f32x2'/'f32x4' (likewise i32x2, f64x2, ...), and if it is declared __align__(N), give the struct align: N)",
+          '(alignment: CUDA aligns float2 to 8 bytes and float4 to 16; ' +
+          "if the struct holds a float2/float4, describe that member as 'f32x2'/'f32x4' " +
+          '(likewise i32x2, f64x2, ...), and if it is declared __align__(N), give the struct align: N)',
       ),
     );
     const k = stubKernel([{ struct: ['f32', 'f32x2', 'i32'] }]);
@@ -180,7 +181,10 @@ describe('signature checks against the compiled parameters', () => {
         ],
       ),
     ).toThrow(
-      /is 16 bytes but the signature says \{ struct: \[f32\] \} \(4 bytes\) \(alignment: .*declared __align__\(16\), give the struct align: 16\)$/,
+      new RegExp(
+        /is 16 bytes but the signature says \{ struct: \[f32\] \} \(4 bytes\) /.source +
+          /\(alignment: .*declared __align__\(16\), give the struct align: 16\)$/.source,
+      ),
     );
     expect(
       stubKernel(

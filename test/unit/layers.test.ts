@@ -25,8 +25,12 @@ interface Import {
 /** Static imports and re-exports (`import ... from`, `export ... from`, `import('...')`), type-only ones included. */
 export function importsOf(file: string, text: string): Import[] {
   const out: Import[] = [];
-  const re =
-    /(?:^|\n)\s*(?:import|export)\b[^'"]*?\bfrom\s*['"]([^'"]+)['"]|(?:^|\n)\s*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+  const re = new RegExp(
+    /(?:^|\n)\s*(?:import|export)\b[^'"]*?\bfrom\s*['"]([^'"]+)['"]|/.source +
+      /(?:^|\n)\s*import\s*['"]([^'"]+)['"]|/.source +
+      /\bimport\(\s*['"]([^'"]+)['"]\s*\)/.source,
+    'g',
+  );
   for (const m of text.matchAll(re)) {
     const spec = (m[1] ?? m[2] ?? m[3])!;
     const line = text.slice(0, m.index + m[0].length).split('\n').length;
@@ -89,8 +93,9 @@ describe('layers', () => {
 
   it('reads imports the way the rule needs', () => {
     const text =
-      "import { a } from './stats.js';\nimport type { B } from '../core/kernel.js';\nexport { c } from './format.js';\n" +
-      "import 'node:fs';\nconst m = await import('../cli/main.js');\nrun(`\n  import { x } from './lib/index.ts';`);\n";
+      "import { a } from './stats.js';\nimport type { B } from '../core/kernel.js';\n" +
+      "export { c } from './format.js';\nimport 'node:fs';\nconst m = await import('../cli/main.js');\n" +
+      "run(`\n  import { x } from './lib/index.ts';`);\n";
     expect(importsOf('lib/measure/bench.ts', text).map((i) => `${i.line} ${i.target ?? i.spec}`)).toEqual([
       '1 lib/measure/stats.ts',
       '2 lib/core/kernel.ts',

@@ -16,7 +16,8 @@ const npm = (args: string[], cwd: string): string =>
 
 describe('npm package', () => {
   it('builds the addon once: no script runs as a hook of build or build:native', () => {
-    // npm runs `pre<name>` and `post<name>` around `npm run <name>`: a script named `prebuild` compiled the addon twice.
+    // npm runs `pre<name>` and `post<name>` around `npm run <name>`:
+    // a script named `prebuild` compiled the addon twice.
     const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
       scripts: Record<string, string>;
     };

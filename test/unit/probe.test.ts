@@ -45,7 +45,8 @@ describe('probe()', () => {
       deviceCount: 0,
       // An explicit path is the only one tried: no fallback to the default names.
       reason:
-        `CUDA_DRIVER_NOT_FOUND: The NVIDIA driver library (libcuda.so.1) could not be loaded. (tried: ${notFound(libcuda)})\n` +
+        'CUDA_DRIVER_NOT_FOUND: The NVIDIA driver library (libcuda.so.1) could not be loaded. ' +
+        `(tried: ${notFound(libcuda)})\n` +
         `NVRTC_NOT_FOUND: The NVRTC library (libnvrtc) could not be loaded. (tried: ${notFound(libnvrtc)})`,
     });
   });
@@ -94,7 +95,9 @@ describe('probe()', () => {
         driverVersion: undefined,
         nvrtcVersion: nvrtcVersion(),
         deviceCount: 0,
-        reason: `CUDA_DRIVER_NOT_FOUND: The NVIDIA driver library (libcuda.so.1) could not be loaded. (tried: ${notFound(libcuda)})`,
+        reason:
+          'CUDA_DRIVER_NOT_FOUND: The NVIDIA driver library (libcuda.so.1) could not be loaded. ' +
+          `(tried: ${notFound(libcuda)})`,
       });
       expect(p.nvrtcVersion).toMatch(/^\d+\.\d+$/);
     },

@@ -47,7 +47,9 @@ describe('compileFlags (options → NVRTC flags, one function)', () => {
 describe('parseDiagnostics', () => {
   it('parses NVRTC 11 style lines (no column)', () => {
     const log =
-      'k.cu(3): error: expected an expression\nk.cu(5): warning #177-D: variable "x" was declared but never referenced\n\n1 error detected in the compilation of "k.cu".\n';
+      'k.cu(3): error: expected an expression\n' +
+      'k.cu(5): warning #177-D: variable "x" was declared but never referenced\n\n' +
+      '1 error detected in the compilation of "k.cu".\n';
     expect(parseDiagnostics(log)).toEqual([
       { file: 'k.cu', line: 3, column: undefined, severity: 'error', message: 'expected an expression' },
       {

@@ -77,7 +77,8 @@ describe('matchReferenceIo', () => {
       [
         candidate,
         io('y@ptr:f16[8]:out', 'x@ptr:f32[8]:in'),
-        "reference io: the reference's output 'y' (argument 0) is f16[8] but the candidate's 'y' (argument 1) is f32[8]; " +
+        "reference io: the reference's output 'y' (argument 0) is f16[8] " +
+          "but the candidate's 'y' (argument 1) is f32[8]; " +
           'matched buffers need the same element type and length',
       ],
       [candidate, io('y@ptr:f32[8]:out', 'x@ptr:f32[4,2]:in'), ''], // same length, another shape: fine
@@ -90,10 +91,11 @@ describe('matchReferenceIo', () => {
       [
         io('ptr:f32[8]=ones', 'ptr:f32[8]:out', 'ptr:f32[8]:out'),
         io('ptr:f32[8]:in', 'ptr:f32[8]:out'),
-        'reference io: the reference has 1 output but the candidate 2; name every output on both sides (x@ptr:...) to ' +
-          'match them by name instead of by order',
+        'reference io: the reference has 1 output but the candidate 2; ' +
+          'name every output on both sides (x@ptr:...) to match them by name instead of by order',
       ],
-      [io('x@ptr:f32[8]=ones', 'ptr:f32[8]:out'), io('w@ptr:f32[8]:in', 'ptr:f32[8]:out'), ''], // inputs by name: see below
+      // inputs by name: see below
+      [io('x@ptr:f32[8]=ones', 'ptr:f32[8]:out'), io('w@ptr:f32[8]:in', 'ptr:f32[8]:out'), ''],
       [
         io('ptr:f32[8]=ones', 'y@ptr:f32[8]:out'),
         io('ptr:f32[8]:in', 'z@ptr:f32[8]:out'),
@@ -187,25 +189,28 @@ describe('referenceOutputs', () => {
     expect('outputs' in r && r.outputs[0]).toBeUndefined();
   });
 
-  it("runs a reference kernel in its own parameter order, its inputs from the candidate's, and frees its buffers", async () => {
-    const device = new FakeDevice();
-    // ref(n, y, a, x): y = a * x
-    const k = fakeKernel(device, 'ref', ['i32', 'ptr', 'f32', 'ptr'], ([n, y, a, xs]) => {
-      const out = view(Float32Array, y);
-      const input = view(Float32Array, xs);
-      for (let i = 0; i < (n as number); i++) out[i] = (a as number) * input[i]!;
-    });
-    const reference = {
-      kernel: k as unknown as Kernel,
-      config: { grid: 1, block: 1 },
-      io: io('n@i32=4', 'y@ptr:f32[4]:out', 'a@f32=3', 'x@ptr:f32[4]:in'),
-    };
-    for (const zeroOnFree of [false, true]) {
-      device.log.length = 0;
-      const r = await referenceOutputs(reference, device.asDevice, candidate, inputs, zeroOnFree);
-      expect('outputs' in r && Array.from(r.outputs[1]!)).toEqual(Array.from(x, (v) => Math.fround(3 * v)));
-      expect(device.log.filter((e) => e.startsWith('dispose'))).toHaveLength(2);
-      expect(device.log.filter((e) => e.startsWith('fill ')).length).toBe(zeroOnFree ? 3 : 1); // y starts zeroed
-    }
-  });
+  it(
+    'runs a reference kernel in its own parameter order, ' + "its inputs from the candidate's, and frees its buffers",
+    async () => {
+      const device = new FakeDevice();
+      // ref(n, y, a, x): y = a * x
+      const k = fakeKernel(device, 'ref', ['i32', 'ptr', 'f32', 'ptr'], ([n, y, a, xs]) => {
+        const out = view(Float32Array, y);
+        const input = view(Float32Array, xs);
+        for (let i = 0; i < (n as number); i++) out[i] = (a as number) * input[i]!;
+      });
+      const reference = {
+        kernel: k as unknown as Kernel,
+        config: { grid: 1, block: 1 },
+        io: io('n@i32=4', 'y@ptr:f32[4]:out', 'a@f32=3', 'x@ptr:f32[4]:in'),
+      };
+      for (const zeroOnFree of [false, true]) {
+        device.log.length = 0;
+        const r = await referenceOutputs(reference, device.asDevice, candidate, inputs, zeroOnFree);
+        expect('outputs' in r && Array.from(r.outputs[1]!)).toEqual(Array.from(x, (v) => Math.fround(3 * v)));
+        expect(device.log.filter((e) => e.startsWith('dispose'))).toHaveLength(2);
+        expect(device.log.filter((e) => e.startsWith('fill ')).length).toBe(zeroOnFree ? 3 : 1); // y starts zeroed
+      }
+    },
+  );
 });

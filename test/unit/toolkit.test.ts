@@ -17,21 +17,24 @@ describe('findCudaIncludeDir', () => {
     expect(findCudaIncludeDir(11, '', env)).not.toBe(join(root, 'include'));
   });
 
-  it('takes the first root that has the headers, in order, and one without cuda.h when the version cannot be told', () => {
-    const make = (version: number | undefined): string => {
-      const root = mkdtempSync(join(tmpdir(), 'cudakit-inc-'));
-      mkdirSync(join(root, 'include'));
-      writeFileSync(join(root, 'include', 'cuda_fp16.h'), '// stub');
-      if (version !== undefined) writeFileSync(join(root, 'include', 'cuda.h'), `#define CUDA_VERSION ${version}\n`);
-      return root;
-    };
-    const a = make(12040);
-    const b = make(12080);
-    expect(findCudaIncludeDir(12, '', { CUDA_PATH: a, CUDA_HOME: b })).toBe(join(a, 'include'));
-    expect(findCudaIncludeDir(12, '', { CUDA_PATH: make(11080), CUDA_HOME: b })).toBe(join(b, 'include'));
-    const unknown = make(undefined);
-    expect(findCudaIncludeDir(13, '', { CUDA_PATH: unknown })).toBe(join(unknown, 'include'));
-    // Beside libnvrtc: <root>/lib64/libnvrtc.so → <root>/include
-    expect(findCudaIncludeDir(12, join(b, 'lib64', 'libnvrtc.so.12'), {})).toBe(join(b, 'include'));
-  });
+  it(
+    'takes the first root that has the headers, in order, ' + 'and one without cuda.h when the version cannot be told',
+    () => {
+      const make = (version: number | undefined): string => {
+        const root = mkdtempSync(join(tmpdir(), 'cudakit-inc-'));
+        mkdirSync(join(root, 'include'));
+        writeFileSync(join(root, 'include', 'cuda_fp16.h'), '// stub');
+        if (version !== undefined) writeFileSync(join(root, 'include', 'cuda.h'), `#define CUDA_VERSION ${version}\n`);
+        return root;
+      };
+      const a = make(12040);
+      const b = make(12080);
+      expect(findCudaIncludeDir(12, '', { CUDA_PATH: a, CUDA_HOME: b })).toBe(join(a, 'include'));
+      expect(findCudaIncludeDir(12, '', { CUDA_PATH: make(11080), CUDA_HOME: b })).toBe(join(b, 'include'));
+      const unknown = make(undefined);
+      expect(findCudaIncludeDir(13, '', { CUDA_PATH: unknown })).toBe(join(unknown, 'include'));
+      // Beside libnvrtc: <root>/lib64/libnvrtc.so → <root>/include
+      expect(findCudaIncludeDir(12, join(b, 'lib64', 'libnvrtc.so.12'), {})).toBe(join(b, 'include'));
+    },
+  );
 });

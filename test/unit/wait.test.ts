@@ -27,8 +27,9 @@ describe('waitWithLimit', () => {
     expect(err).toBeInstanceOf(TimeoutError);
     expect((err as TimeoutError).code).toBe('ERR_CUDA_WAIT_TIMEOUT');
     expect((err as Error).message).toBe(
-      'stream.synchronizeAsync() did not finish within 5 ms. The GPU work keeps running: a kernel cannot be stopped from ' +
-        'the host, only by ending the process (a server runs untrusted kernels in a child process it can kill).',
+      'stream.synchronizeAsync() did not finish within 5 ms. ' +
+        'The GPU work keeps running: a kernel cannot be stopped from the host, only by ending the process ' +
+        '(a server runs untrusted kernels in a child process it can kill).',
     );
   });
 
@@ -39,19 +40,22 @@ describe('waitWithLimit', () => {
     );
   });
 
-  it('an abort rejects with an AbortError whose cause is the reason; an aborted signal never starts the wait', async () => {
-    const ac = new AbortController();
-    const p = waitWithLimit('w', { signal: ac.signal }, () => never());
-    ac.abort('stop');
-    const err = await p.catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(AbortError);
-    expect((err as Error & { cause: unknown }).cause).toBe('stop');
-    let started = false;
-    await expect(
-      waitWithLimit('w', { signal: AbortSignal.abort() }, () => ((started = true), never())),
-    ).rejects.toBeInstanceOf(AbortError);
-    expect(started).toBe(false);
-  });
+  it(
+    'an abort rejects with an AbortError whose cause is the reason; ' + 'an aborted signal never starts the wait',
+    async () => {
+      const ac = new AbortController();
+      const p = waitWithLimit('w', { signal: ac.signal }, () => never());
+      ac.abort('stop');
+      const err = await p.catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(AbortError);
+      expect((err as Error & { cause: unknown }).cause).toBe('stop');
+      let started = false;
+      await expect(
+        waitWithLimit('w', { signal: AbortSignal.abort() }, () => ((started = true), never())),
+      ).rejects.toBeInstanceOf(AbortError);
+      expect(started).toBe(false);
+    },
+  );
 
   it('uses distinct wait ids', () => {
     const ids = new Set<number>();
