@@ -180,7 +180,7 @@ export async function planFromSpec(path: string, v: BenchValues): Promise<BenchP
   if (v.block !== undefined) spec.block = parseDim(v.block, '--block');
   if (v['shared-mem'] !== undefined) spec.sharedMemBytes = parseCount(v['shared-mem'], '--shared-mem', 0);
   if (v.arg !== undefined) {
-    parseArgSpecs(v.arg); // argspec's own messages (Expected ... in --arg '...')
+    parseArgSpecs(v.arg); // argspec's own messages (Expected ... but received the argument spec '...')
     spec.args = [...v.arg];
   }
   const common = commonBenchOptions(v);

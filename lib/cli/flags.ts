@@ -308,7 +308,8 @@ export function kernelFromFlags(
  * `cudakit bench file.cu --kernel k --grid .. --block .. --arg ..` as an EvalJob: the source and the --ref / --compare
  * files by path (as given, relative to the working directory), every option checked and turned into its job field.
  * Without a reference the job's check is skipped (`withoutReference: 'skip'`), as the command line always did.
- * Argument specs stay the strings given, parsed here for argspec's own messages (`Expected ... in --arg '...'`).
+ * Argument specs stay the strings given, parsed here for argspec's own messages
+ * (`Expected ... but received the argument spec '...'`).
  */
 export function jobFromFlags(file: string, v: BenchValues): EvalJob {
   const kernel = v.kernel;

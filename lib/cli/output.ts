@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Diagnostic, parseDiagnostics } from '../index.js';
+import { paint, row as reportRow } from '../eval/index.js';
 
 /** Where main() writes. Defaults to the process's streams. */
 export interface CliIO {
@@ -54,11 +55,10 @@ export class Output {
   }
 }
 
-/** `text` in an ANSI colour when `on`. */
-export const paint = (on: boolean, code: string, text: string): string => (on ? `\x1b[${code}m${text}\x1b[0m` : text);
+export { paint };
 
-/** A report row: two spaces, the label padded to `width`, the value. */
-export const row = (label: string, value: string, width = 18): string => `  ${label.padEnd(width)}${value}\n`;
+/** A report row of the CLI's own lines (its labels are shorter than a bench report's), ending the line. */
+export const row = (label: string, value: string, width = 18): string => `${reportRow(label, value, width)}\n`;
 
 /** Columns padded to their widest cell; numbers right-aligned. */
 export function table(header: string[], rows: string[][]): string {

@@ -35,4 +35,4 @@ export type { JobProblem } from './validate.js';
 export { compileSource, externCKernels, readSource } from './source.js';
 export type { SourceText } from './source.js';
 export { prepareJob } from './validate.js';
-export { progressLine } from '../measure/index.js';
+export { paint, progressLine, row } from '../measure/index.js';

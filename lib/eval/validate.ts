@@ -266,18 +266,21 @@ export interface PreparedArg {
 }
 
 /**
- * An error of the measure layer as a problem: argspec's "Expected a number ... in --arg 'text'" in the one format at
- * `path`; a message already in it ("Expected ... for job.args[1].init.bytes but received ...") as it is.
+ * An error of the measure layer as a problem: argspec's "Expected a number ... but received the argument spec
+ * 'text'" in the one format at `path`; a message already in it ("Expected ... for job.args[1].init.bytes but
+ * received ...") as it is.
  */
 function argspecProblem(p: Problems, path: string, e: unknown, value: unknown): void {
   const message = (e as Error).message;
   const type = e instanceof RangeError ? 'RangeError' : 'TypeError';
+  const m = /^Expected (.*) but received the argument spec '[\s\S]*'$/.exec(message);
+  if (m !== null) {
+    if (type === 'RangeError') p.range(path, m[1]!, value);
+    else p.type(path, m[1]!, value);
+    return;
+  }
   const own = /^Expected [\s\S]* for (\S+) but received /.exec(message);
-  if (own !== null) return void p.list.push({ path: own[1]!, message, type });
-  const m = /^Expected (.*) in --arg '[\s\S]*'$/.exec(message);
-  if (m === null) return void p.list.push({ path, message, type });
-  if (type === 'RangeError') p.range(path, m[1]!, value);
-  else p.type(path, m[1]!, value);
+  p.list.push({ path: own !== null ? own[1]! : path, message, type });
 }
 
 function parseSpec(p: Problems, path: string, text: string, value: unknown): ArgSpec | undefined {

@@ -92,7 +92,7 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 const LITERAL = /^[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)$/;
 
 function fail(ctor: typeof TypeError | typeof RangeError, text: string, expected: string): Error {
-  return new ctor(`Expected ${expected} in --arg '${text}'`);
+  return new ctor(`Expected ${expected} but received the argument spec '${text}'`);
 }
 
 interface Literal {
@@ -383,7 +383,7 @@ function parseBuffer(text: string, body: string): BufferArgSpec {
  * // { kind: 'buffer', dtype: 'f32', length: 8, role: 'out', init: undefined, name: 'y' }
  */
 export function parseArgSpec(text: string): ArgSpec {
-  if (typeof text !== 'string') throw typeError('--arg', 'a string such as f32=2.5 or ptr:f32[N]', text);
+  if (typeof text !== 'string') throw typeError('an argument spec', 'a string such as f32=2.5 or ptr:f32[N]', text);
   let spec = text.trim();
   let name: string | undefined;
   const at = spec.indexOf('@');
@@ -409,7 +409,7 @@ function parseUnnamed(text: string, spec: string): ArgSpec {
 
 /** Parses every `--arg` spec in order; the first bad one throws (see parseArgSpec), and so does a name used twice. */
 export function parseArgSpecs(list: readonly string[]): ArgSpec[] {
-  if (!Array.isArray(list)) throw typeError('--arg list', 'an array of strings', list);
+  if (!Array.isArray(list)) throw typeError('argument specs', 'an array of strings', list);
   const specs = list.map((text) => parseArgSpec(text));
   const seen = new Set<string>();
   specs.forEach((s, i) => {

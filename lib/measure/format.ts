@@ -93,8 +93,13 @@ export function histogram(values: readonly number[], bins = 20, clipQuantile = 0
   return counts.map((c) => (c === 0 ? ' ' : BARS[Math.max(0, Math.ceil((c / peak) * BARS.length) - 1)])).join('');
 }
 
+/** @internal `text` in the ANSI colour `code` when `on` (the one implementation; the CLI uses it too). */
+export const paint = (on: boolean, code: string, text: string): string => (on ? `\x1b[${code}m${text}\x1b[0m` : text);
 type Paint = (code: string, text: string) => string;
-const painter = (on: boolean): Paint => (on ? (code, text) => `\x1b[${code}m${text}\x1b[0m` : (_code, text) => text);
+const painter =
+  (on: boolean): Paint =>
+  (code, text) =>
+    paint(on, code, text);
 const BOLD = '1';
 const DIM = '2';
 const RED = '31';
@@ -122,7 +127,8 @@ function ciPercent(s: Summary): string {
 }
 
 const LABEL_WIDTH = 24;
-const row = (label: string, value: string): string => `  ${label.padEnd(LABEL_WIDTH)}${value}`;
+/** @internal A report row: two spaces, the label padded to `width`, the value (the CLI's rows too). */
+export const row = (label: string, value: string, width = LABEL_WIDTH): string => `  ${label.padEnd(width)}${value}`;
 
 /**
  * A mitata-style text block for one result, for example:

@@ -40,7 +40,7 @@ export type {
 export type { StoppingRule } from './stats.js';
 
 // For the layers above.
-export { progressLine } from './format.js';
+export { paint, progressLine, row } from './format.js';
 export { buildCheckResult } from './check.js';
 export { matchReferenceIo } from './reference.js';
 export { createRng, normal, splitmix64 } from './random.js';

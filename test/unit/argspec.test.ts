@@ -106,7 +106,7 @@ describe('parseArgSpec: scalars', () => {
     for (const [text, expected] of cases) {
       const e = errorOf(text);
       expect(e, text).toBeInstanceOf(TypeError);
-      expect(e.message).toBe(`Expected ${expected} in --arg '${text}'`);
+      expect(e.message).toBe(`Expected ${expected} but received the argument spec '${text}'`);
     }
   });
 
@@ -137,13 +137,15 @@ describe('parseArgSpec: scalars', () => {
     for (const [text, expected] of cases) {
       const e = errorOf(text);
       expect(e, text).toBeInstanceOf(RangeError);
-      expect(e.message).toBe(`Expected ${expected} in --arg '${text}'`);
+      expect(e.message).toBe(`Expected ${expected} but received the argument spec '${text}'`);
     }
   });
 
   it('rejects a non-string with the validate.ts message format', () => {
     expect(() => parseArgSpec(5 as unknown as string)).toThrow(
-      new TypeError('Expected a string such as f32=2.5 or ptr:f32[N] for --arg but received 5 of type number'),
+      new TypeError(
+        'Expected a string such as f32=2.5 or ptr:f32[N] for an argument spec but received 5 of type number',
+      ),
     );
   });
 });
@@ -272,7 +274,7 @@ describe('parseArgSpec: buffers', () => {
     for (const [text, expected] of cases) {
       const e = errorOf(text);
       expect(e, text).toBeInstanceOf(TypeError);
-      expect(e.message, text).toBe(`Expected ${expected} in --arg '${text}'`);
+      expect(e.message, text).toBe(`Expected ${expected} but received the argument spec '${text}'`);
     }
   });
 
@@ -307,7 +309,7 @@ describe('parseArgSpec: buffers', () => {
     for (const [text, expected] of cases) {
       const e = errorOf(text);
       expect(e, text).toBeInstanceOf(RangeError);
-      expect(e.message, text).toBe(`Expected ${expected} in --arg '${text}'`);
+      expect(e.message, text).toBe(`Expected ${expected} but received the argument spec '${text}'`);
     }
   });
 });
@@ -328,10 +330,10 @@ describe('parseArgSpecs and signatureOf', () => {
 
   it('throws the first bad spec with its own text', () => {
     expect(() => parseArgSpecs(['i32=1', 'u8=300', 'f33=1'])).toThrow(
-      new RangeError("Expected an integer in [0, 255] for u8 in --arg 'u8=300'"),
+      new RangeError("Expected an integer in [0, 255] for u8 but received the argument spec 'u8=300'"),
     );
     expect(() => parseArgSpecs('i32=1' as unknown as string[])).toThrow(
-      new TypeError("Expected an array of strings for --arg list but received 'i32=1' of type string"),
+      new TypeError("Expected an array of strings for argument specs but received 'i32=1' of type string"),
     );
     expect(() => parseArgSpecs([7 as unknown as string])).toThrow(TypeError);
   });
@@ -392,9 +394,11 @@ describe('argument names', () => {
     for (const text of ['1x@i32=1', '@i32=1', 'x y@i32=1', 'x-y@ptr:f32[4]', 'ptr:f32[4]@x']) {
       const e = errorOf(text);
       expect(e, text).toBeInstanceOf(TypeError);
-      expect(e.message, text).toBe(`Expected ${form} in --arg '${text}'`);
+      expect(e.message, text).toBe(`Expected ${form} but received the argument spec '${text}'`);
     }
-    expect(errorOf('x@y@i32=1').message).toBe("Expected a type such as f32 or ptr:f32[N] in --arg 'x@y@i32=1'");
+    expect(errorOf('x@y@i32=1').message).toBe(
+      "Expected a type such as f32 or ptr:f32[N] but received the argument spec 'x@y@i32=1'",
+    );
   });
 
   it('are unique within a list', () => {
@@ -402,7 +406,9 @@ describe('argument names', () => {
       parseArgSpecs(['x@ptr:f32[4]=ones', 'y@ptr:f32[4]:out', 'n@i32=4', 'ptr:f32[4]:out', 'ptr:f32[4]:out']),
     ).toHaveLength(5);
     expect(() => parseArgSpecs(['x@ptr:f32[4]=ones', 'n@i32=4', 'x@ptr:f32[4]:out'])).toThrow(
-      new TypeError("Expected a name not used by an earlier argument ('x' is) in --arg 'x@ptr:f32[4]:out'"),
+      new TypeError(
+        "Expected a name not used by an earlier argument ('x' is) but received the argument spec 'x@ptr:f32[4]:out'",
+      ),
     );
   });
 });
@@ -459,7 +465,7 @@ describe('init kinds for services', () => {
     for (const [text, ctor, expected] of cases) {
       const e = errorOf(text);
       expect(e, text).toBeInstanceOf(ctor);
-      expect(e.message, text).toBe(`Expected ${expected} in --arg '${text}'`);
+      expect(e.message, text).toBe(`Expected ${expected} but received the argument spec '${text}'`);
     }
   });
 });

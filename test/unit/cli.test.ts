@@ -137,7 +137,7 @@ describe('cudakit bench: what is checked before the GPU', () => {
       } catch (e) {
         message = (e as Error).message;
       }
-      expect(message).toContain(`--arg '${spec}'`);
+      expect(message).toContain(`but received the argument spec '${spec}'`);
       const r = await cli(bench('--arg', 'f32=2', '--arg', spec));
       expect(r).toEqual({ code: 2, stdout: '', stderr: `cudakit: ${message}\n` });
     }
@@ -471,7 +471,7 @@ describe('flags → job (no GPU)', () => {
     );
     expect(() =>
       jobFromFlags('k.cu', values('--kernel', 'k', '--grid', '1', '--block', '1', '--arg', 'f33=1')),
-    ).toThrow(/in --arg 'f33=1'$/);
+    ).toThrow(/but received the argument spec 'f33=1'$/);
   });
 
   it("reads a source file's plan: the job, no JavaScript reference, --json and --no-check beside it", () => {
