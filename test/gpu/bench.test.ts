@@ -1,6 +1,17 @@
 import { spawnSync } from 'node:child_process';
-import { expect, it } from 'vitest';
-import { Device, Program, bench, check, compare, formatResult, inputSets, parseArgSpecs } from '../../lib/index.js';
+import { expect, it, vi } from 'vitest';
+import { Sampler } from '../../lib/core/sampler.js';
+import {
+  Device,
+  Program,
+  bench,
+  check,
+  compare,
+  formatResult,
+  inputSets,
+  native,
+  parseArgSpecs,
+} from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
 
 // A memory-bound copy whose work can be scaled exactly: `reps` passes over the data.
@@ -9,7 +20,12 @@ extern "C" __global__ void copy(const float4* __restrict__ in, float4* __restric
   for (int r = 0; r < reps; r++)
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = in[i];
 }
-extern "C" __global__ void spin(long long cycles) { long long s = clock64(); while (clock64() - s < cycles) {} }`;
+// Spins for about "cycles" clocks and counts its launches: what ran on the GPU, whatever bench() says it did.
+extern "C" __global__ void spin(long long cycles, unsigned long long* launches) {
+  long long s = clock64();
+  while (clock64() - s < cycles) {}
+  atomicAdd(launches, 1ULL);
+}`;
 
 // Under compute-sanitizer kernels run many times slower and serialized: assertions about speed cannot hold there.
 const timing = process.env.CUDAKIT_UNDER_SANITIZER === '1' ? it.skip : it;
@@ -18,7 +34,7 @@ describeGpu('bench', () => {
   const d = () => Device.get(0);
   const setup = () => {
     const m = d().loadModule(new Program(SRC).compile());
-    return { m, copy: m.getKernel('copy', ['ptr', 'ptr', 'i32', 'i32']), spin: m.getKernel('spin', ['i64']) };
+    return { m, copy: m.getKernel('copy', ['ptr', 'ptr', 'i32', 'i32']), spin: m.getKernel('spin', ['i64', 'ptr']) };
   };
   const n4 = (64 << 20) / 16; // 64 MiB of float4: past L2, memory-bound
 
@@ -146,12 +162,34 @@ extern "C" __global__ void logged_copy(const float4* __restrict__ in, float4* __
     },
   );
 
-  timing('graph mode divides a replay by its launches', async () => {
+  timing('graph mode replays many launches per sample and divides a replay by its launches', async () => {
     const { m, spin } = setup();
     const cycles = BigInt(Math.round(d().clockRateKHz * 1000 * 5e-6)); // ~5 µs
-    const g = await bench(spin, { grid: 1, block: 1 }, [cycles], { preset: 'quick', mode: 'graph' });
-    expect(g.stats.median).toBeGreaterThan(0.003);
-    expect(g.stats.median).toBeLessThan(0.02);
+    using launches = d().allocArray(BigUint64Array, 1);
+    /** bench() in `mode`, and the launches that ran after warm-up (the first, untimed launch and warm-up excluded). */
+    const timedLaunches = async (mode: 'hot' | 'graph') => {
+      launches.fill(0n);
+      d().synchronize();
+      const r = await bench(spin, { grid: 1, block: 1 }, [cycles, launches], { preset: 'quick', mode });
+      d().synchronize();
+      return { r, timed: Number(launches.copyToHost()[0]!) - 1 - r.warmupRuns };
+    };
+    // Hot: one launch per sample
+    const hot = await timedLaunches('hot');
+    expect(hot.r.mode).toBe('hot');
+    expect(hot.timed).toBe(hot.r.samples.length);
+    // Graph: every sample (and two untimed replays that warm the graph) replays one graph of L launches, L sized for
+    // a replay of ~10 ms (at most 1000 launches): ~5 µs launches give hundreds per replay
+    const graph = await timedLaunches('graph');
+    expect(graph.r.mode).toBe('graph');
+    const replays = graph.r.samples.length + 2;
+    const perReplay = graph.timed / replays;
+    expect(Number.isInteger(perReplay), `${graph.timed} launches in ${replays} replays`).toBe(true);
+    expect(perReplay).toBeGreaterThanOrEqual(100);
+    expect(perReplay).toBeLessThanOrEqual(1000);
+    // A sample's time is one launch's: the replay's time divided by its launches
+    expect(graph.r.stats.median).toBeGreaterThan(0.003);
+    expect(graph.r.stats.median).toBeLessThan(0.02);
     m.dispose();
   });
 
@@ -182,14 +220,48 @@ extern "C" __global__ void logged_copy(const float4* __restrict__ in, float4* __
   it('validates options before touching the GPU', async () => {
     const { m, copy } = setup();
     using a = d().alloc(16);
-    await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { mode: 'warm' as never })).rejects.toThrow(
-      TypeError,
-    );
-    await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { bytes: -1 })).rejects.toThrow(RangeError);
-    await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { preset: 'fast' as never })).rejects.toThrow(
-      TypeError,
-    );
-    m.dispose();
+    // Every native call that would put work or a resource on the GPU, watched (and still called through)
+    const n = native();
+    const touching = [
+      'memAlloc',
+      'memAllocAsync',
+      'moduleLoadData',
+      'streamCreate',
+      'eventCreate',
+      'eventRecord',
+      'kernelSlotCreate',
+      'launchKernel',
+      'launchKernelEx',
+      'benchSamples',
+      'graphLaunch',
+      'streamBeginCapture',
+      'memcpyHtoD',
+      'memsetAsync',
+    ] as const;
+    const spies = touching.map((name) => vi.spyOn(n, name));
+    const sampler = vi.spyOn(Sampler, 'for');
+    const before = n.stats();
+    try {
+      await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { mode: 'warm' as never })).rejects.toThrow(
+        TypeError,
+      );
+      await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { bytes: -1 })).rejects.toThrow(RangeError);
+      await expect(bench(copy, { grid: 1, block: 1 }, [a, a, 1, 1], { preset: 'fast' as never })).rejects.toThrow(
+        TypeError,
+      );
+      const called = touching.filter((_, i) => spies[i]!.mock.calls.length > 0);
+      expect(called).toEqual([]);
+      expect(sampler).not.toHaveBeenCalled(); // no timing harness made or fetched either
+      // Nothing was created and left behind (finalizers of earlier tests' garbage may only lower the counts)
+      const after = n.stats();
+      for (const key of Object.keys(before) as (keyof typeof before)[]) {
+        expect(after[key], key).toBeLessThanOrEqual(before[key]);
+      }
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+      sampler.mockRestore();
+      m.dispose();
+    }
   });
 });
 

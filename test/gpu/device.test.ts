@@ -1,7 +1,15 @@
 import { Worker } from 'node:worker_threads';
 import { expect, it } from 'vitest';
-import { Device, probe } from '../../lib/index.js';
+import { Device, Program, probe } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
+
+// Spins for about `cycles` clocks, then writes `value` to `flag`: work that is observably still running, then done.
+const SPIN = `
+extern "C" __global__ void spin(long long cycles, int* flag, int value) {
+  long long start = clock64();
+  while (clock64() - start < cycles) {}
+  *flag = value;
+}`;
 
 describeGpu('Device', () => {
   it('counts and returns the same object per ordinal', () => {
@@ -32,14 +40,34 @@ describeGpu('Device', () => {
     expect(() => d.attribute('NOT_AN_ATTRIBUTE' as never)).toThrow(RangeError);
   });
 
-  it('reports memory info and synchronizes', async () => {
+  it('reports memory info', () => {
     const d = Device.get(0);
     const m = d.memoryInfo();
     expect(m.totalBytes).toBe(d.totalMemoryBytes);
     expect(m.freeBytes).toBeGreaterThan(0);
     expect(m.freeBytes).toBeLessThanOrEqual(m.totalBytes);
+  });
+
+  it('synchronize() and synchronizeAsync() wait for the work on every stream', async () => {
+    const d = Device.get(0);
+    const m = d.loadModule(new Program(SPIN).compile());
+    const spin = m.getKernel('spin', ['i64', 'ptr', 'i32']);
+    const cycles = BigInt(Math.round(d.clockRateKHz * 1000 * 0.1)); // ~0.1 s at the max clock
+    using s = d.createStream({ nonBlocking: true });
+    using flag = d.allocArray(Int32Array, 1);
+    flag.fill(0);
     d.synchronize();
+    spin.launch({ grid: 1, block: 1, stream: s }, cycles, flag, 1);
+    expect(s.query()).toBe(false); // still spinning
+    d.synchronize();
+    expect(s.query()).toBe(true);
+    expect(flag.copyToHost()[0]).toBe(1);
+    spin.launch({ grid: 1, block: 1, stream: s }, cycles, flag, 2);
+    expect(s.query()).toBe(false);
     await d.synchronizeAsync();
+    expect(s.query()).toBe(true);
+    expect(flag.copyToHost()[0]).toBe(2);
+    m.dispose();
   });
 
   it('probe() sees the driver, NVRTC and the devices', () => {

@@ -88,7 +88,7 @@ describeGpu('errors', () => {
     'after a sticky error, cleanup is silent: dispose, freeHost, unregister and finalizers never throw or warn',
     () => {
       const r = runFile(`
-      import { CudaError, Device, Program, freeHost } from 'CUDAKIT';
+      import { CudaError, Device, Program, freeHost, native } from 'CUDAKIT';
       const warnings: string[] = [];
       process.on('warning', (w) => warnings.push(w.name + ': ' + w.message));
       const d = Device.get(0);
@@ -147,9 +147,28 @@ describeGpu('errors', () => {
       attempt('freeHost again', () => freeHost(host));
       attempt('unregister', () => reg.unregister());
       attempt('stream again', () => s.dispose());
-      globalThis.gc!();
-      await new Promise((r) => setImmediate(r));
-      await new Promise((r) => setTimeout(r, 50));
+      // What the addon holds: only the 40 forgotten objects (and whatever the library keeps) are left to collect.
+      // Nothing has run between their creation and here but synchronous code, so no finalizer has run yet.
+      type Stats = ReturnType<ReturnType<typeof native>['stats']>;
+      const pick = ({ streams, events, modules, deviceAllocations, deviceBytes }: Stats) => ({
+        streams,
+        events,
+        modules,
+        deviceAllocations,
+        deviceBytes,
+      });
+      out.beforeGc = pick(native().stats());
+      // Finalizers run in tasks of their own after a collection: collect and yield until the counts stop falling.
+      let last = '';
+      for (let round = 0; round < 20; round++) {
+        globalThis.gc!();
+        await new Promise((r) => setImmediate(r));
+        await new Promise((r) => setTimeout(r, 20));
+        const now = JSON.stringify(pick(native().stats()));
+        if (round >= 2 && now === last) break;
+        last = now;
+      }
+      out.afterGc = pick(native().stats());
       out.thrown = thrown;
       out.warnings = warnings;
       out.hostDetached = host.length === 0;
@@ -162,6 +181,23 @@ describeGpu('errors', () => {
       expect(out.thrown).toEqual([]);
       expect(out.warnings).toEqual([]);
       expect(out.hostDetached).toBe(true);
+      // The finalizers ran and released the 10 forgotten streams, events, modules and 1 KiB buffers: their driver
+      // calls failed (the context is lost), silently, but the addon untracks a handle before it calls the driver.
+      type Counts = {
+        streams: number;
+        events: number;
+        modules: number;
+        deviceAllocations: number;
+        deviceBytes: number;
+      };
+      const before = out.beforeGc as Counts;
+      const after = out.afterGc as Counts;
+      expect(before.streams).toBeGreaterThanOrEqual(10);
+      expect(before.streams - after.streams).toBeGreaterThanOrEqual(10);
+      expect(before.events - after.events).toBeGreaterThanOrEqual(10);
+      expect(before.modules - after.modules).toBeGreaterThanOrEqual(10);
+      expect(before.deviceAllocations - after.deviceAllocations).toBeGreaterThanOrEqual(10);
+      expect(before.deviceBytes - after.deviceBytes).toBeGreaterThanOrEqual(10 * 1024);
     },
   );
 

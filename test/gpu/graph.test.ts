@@ -39,7 +39,18 @@ describeGpu('Graph', () => {
     }
     expect(err).toBeInstanceOf(CudaError);
     expect(() => s.endCapture()).toThrow(CudaError);
-    buf.fill(0, { stream: s });
+    // Out of capture: work on the stream runs (a fill still being captured would leave the buffer as it was)
+    buf.fill(2.5, { stream: s });
     s.synchronize();
+    expect(s.query()).toBe(true);
+    expect([...buf.copyToHost()]).toEqual([2.5, 2.5, 2.5, 2.5]);
+    // ... and so does a kernel launched on it
+    const m = d.loadModule(
+      new Program('extern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 2; }').compile(),
+    );
+    m.getKernel('twice', ['ptr']).launch({ grid: 1, block: 4, stream: s }, buf);
+    s.synchronize();
+    expect([...buf.copyToHost()]).toEqual([5, 5, 5, 5]);
+    m.dispose();
   });
 });

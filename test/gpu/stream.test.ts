@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { Device, Program, Stream } from '../../lib/index.js';
+import { Device, Program, Stream, native } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
 
 // Spins for about `cycles` clocks: makes work take long enough to observe ordering and overlap.
@@ -20,7 +20,12 @@ describeGpu('Stream', () => {
     using s = d().createStream({ nonBlocking: true, priority: greatest });
     expect(s.nonBlocking).toBe(true);
     expect(s.priority).toBe(greatest);
-    expect(typeof s.handle).toBe('bigint');
+    // A driver handle of its own: not the legacy default stream's 0, and not another live stream's
+    using other = d().createStream();
+    expect(s.handle).not.toBe(0n);
+    expect(other.handle).not.toBe(0n);
+    expect(other.handle).not.toBe(s.handle);
+    expect(native().streamQuery(d().ctx, s.handle)).toBe(true); // the raw layer takes it as a live, idle stream
     expect(() => d().createStream({ priority: least + 1 })).toThrow(RangeError);
     expect(() => d().createStream({ nonBlocking: 1 } as never)).toThrow(TypeError);
     expect(d().defaultStream.handle).toBe(0n);

@@ -4,7 +4,7 @@
 // (with a reference, with a reference in another parameter order, and without one). The GPU tier runs the planted
 // faults end to end.
 import { describe, expect, it } from 'vitest';
-import { CudaError, type Kernel, fromDeviceBytes as decode } from '../../lib/core/index.js';
+import { CudaError, type Kernel, fromDeviceBytes as decode, toDeviceBytes } from '../../lib/core/index.js';
 import { parseArgSpecs } from '../../lib/measure/argspec.js';
 import {
   buildCheckResult,
@@ -23,7 +23,7 @@ import {
 } from '../../lib/measure/check.js';
 import { compareRuns, determinismFailure, determinismNote, newRunComparison } from '../../lib/measure/determinism.js';
 import { poisonBytes } from '../../lib/measure/inputs.js';
-import { FakeDevice, fakeKernel, view } from './fake-device.js';
+import { type FakeBuffer, FakeDevice, fakeKernel, view } from './fake-device.js';
 
 const bytesOf = (a: ArrayBufferView): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 
@@ -49,9 +49,9 @@ describe('element comparison', () => {
     const near0 = run('f32', new Float32Array([2e-5]), [1e-5]);
     expect(near0.defence).toBeUndefined();
     expect(near0.maxRel).toBeGreaterThan(0.99);
-    expect(near0.tolUsed).toBeCloseTo(Math.abs(Math.fround(2e-5) - 1e-5) / (1e-4 + 1e-4 * 1e-5), 6);
+    expect(near0.tolUsed).toBeCloseTo(0.1, 5);
     const edge = run('f32', new Float32Array([100.02]), [100]); // 0.02 / 0.0101: about twice the tolerance
-    expect(edge.tolUsed).toBeGreaterThan(1.9);
+    expect(edge.tolUsed).toBeCloseTo(1.98, 2);
     expect(run('i32', new Int32Array([5]), [5], 0, 0).tolUsed).toBe(0);
     expect(run('i32', new Int32Array([6]), [5.5], 0, 0).tolUsed).toBe(Infinity); // exact types: any difference
   });
@@ -82,6 +82,75 @@ describe('element comparison', () => {
     // within atol, still degenerate
     expect(run('f32', new Float32Array(4), [0, 0, 0, 1e-6], 1e-4, 0).defence).toBe('all-zero');
     expect(run('f32', new Float32Array(4), [0, 0, 0, 0]).defence).toBeUndefined();
+  });
+});
+
+describe("each dtype's default tolerance, at its boundary (docs/benchmarking.md, 'Tolerances per dtype')", () => {
+  /**
+   * check() on a one-element output of `dtype` that the kernel writes as `actual` and the reference as `expected`,
+   * with the default tolerances unless `tol` is given: 'pass' or the defence.
+   */
+  const verdict = async (
+    dtype: 'f16' | 'bf16' | 'f32' | 'f64' | 'u8' | 'i32' | 'i64',
+    actual: number | bigint,
+    expected: number | bigint,
+    tol?: { atol: number; rtol: number },
+  ): Promise<string | undefined> => {
+    const device = new FakeDevice();
+    const kernel = fakeKernel(device, 'k', ['ptr'], ([y]) =>
+      (y as FakeBuffer).memory.set(toDeviceBytes(dtype, [actual])),
+    );
+    const reference = (args: unknown[]): void => {
+      (args[0] as (number | bigint)[])[0] = expected;
+    };
+    const io = parseArgSpecs([`y@ptr:${dtype}[1]:out`]);
+    const config = { grid: 1, block: 1 };
+    const r = await check({ kernel: kernel as unknown as Kernel, config }, reference, io, {
+      trials: 1,
+      guardBytes: 256,
+      ...tol,
+    });
+    return r.passed ? 'pass' : r.defence;
+  };
+
+  // The last representable value within the tolerance of the reference passes, the next one up fails: f32 and f64
+  // by 1e-4 and 1e-8 absolute plus relative (2e-4 and 2e-8 of 1), f16 and bf16 by 1e-2 + 1e-2 (2e-2 of 1).
+  it.each([
+    ['f32', 1, 1.0001999139785767, 1.0002000331878662], // f32 neighbours around 1 + 2e-4
+    ['f32', 100, 100.01009368896484, 100.01010131835938], // around 100 + 1e-4 + 1e-2: rtol scales with |ref|
+    ['f32', -3, -3.0003998279571533, -3.0004000663757324], // and with |ref| below it too
+    ['f32', 0, 0.00009999999747378752, 0.00010000000474974513], // around 1e-4: atol alone at zero
+    ['f16', 1, 1.01953125, 1.0205078125], // 1 + 20/1024 and 1 + 21/1024
+    ['bf16', 1, 1.015625, 1.0234375], // 1 + 2/128 and 1 + 3/128
+    ['f64', 1, 1.0000000199999999, 1.00000002], // f64 neighbours around 1 + 2e-8
+  ] as const)('%s against %s: %s passes, the next value %s fails', async (dtype, expected, last, next) => {
+    expect(await verdict(dtype, last, expected)).toBe('pass');
+    expect(await verdict(dtype, next, expected)).toBe('mismatch');
+  });
+
+  it('integers of every width compare exactly, 64-bit ones beyond what a double holds', async () => {
+    expect(await verdict('u8', 255, 255)).toBe('pass');
+    expect(await verdict('u8', 254, 255)).toBe('mismatch');
+    expect(await verdict('i32', -7, -7)).toBe('pass');
+    expect(await verdict('i32', -6, -7)).toBe('mismatch');
+    expect(await verdict('i64', 2n ** 53n + 1n, 2n ** 53n + 1n)).toBe('pass');
+    expect(await verdict('i64', 2n ** 53n, 2n ** 53n + 1n)).toBe('mismatch'); // the same double, not the same integer
+  });
+
+  it('exactly at atol + rtol·|ref| passes, one ulp beyond fails (tolerances given as options)', async () => {
+    const atol = { atol: 2 ** -10, rtol: 0 }; // tolerance 2^-10 at any reference
+    expect(await verdict('f32', 1 + 2 ** -10, 1, atol)).toBe('pass');
+    expect(await verdict('f32', 1 + 2 ** -10 + 2 ** -23, 1, atol)).toBe('mismatch'); // one f32 ulp above
+    expect(await verdict('f32', 1 - 2 ** -10, 1, atol)).toBe('pass');
+    expect(await verdict('f32', 1 - 2 ** -10 - 2 ** -24, 1, atol)).toBe('mismatch'); // one f32 ulp below (< 1)
+    const rtol = { atol: 0, rtol: 2 ** -4 }; // tolerance 4 · 2^-4 = 0.25 at 4
+    expect(await verdict('f32', 4.25, 4, rtol)).toBe('pass');
+    expect(await verdict('f32', 4.25 + 2 ** -21, 4, rtol)).toBe('mismatch');
+    expect(await verdict('f32', 3.75, 4, rtol)).toBe('pass');
+    expect(await verdict('f32', 3.75 - 2 ** -22, 4, rtol)).toBe('mismatch');
+    // Integers are exact by default, but an explicit tolerance applies to them too
+    expect(await verdict('i32', 9, 8, { atol: 1, rtol: 0 })).toBe('pass');
+    expect(await verdict('i32', 10, 8, { atol: 1, rtol: 0 })).toBe('mismatch');
   });
 });
 

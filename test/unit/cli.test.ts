@@ -186,14 +186,21 @@ describe('cudakit bench: what is checked before the GPU', () => {
     const valued = await cli(bench('--require-determinism=yes'));
     expect(valued.code).toBe(2);
     expect(valued.stderr).toMatch(/^cudakit: bench: Option '--require-determinism' does not take an argument/);
-    if (machine.ok) return; // the rest is what happens without a GPU; test/gpu/cli.test.ts runs it
-    const args = ['f32=2', 'ptr:f32[1k]=uniform(-1,1)', 'ptr:f32[1k]:out', 'i32=1024'].flatMap((a) => ['--arg', a]);
-    expect(await cli(bench(...args, '--require-determinism'))).toEqual({
-      code: 2,
-      stdout: '',
-      stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,
-    });
   });
+
+  // With a GPU the flag's effect is a verdict: test/gpu/cli.test.ts ('cudakit bench: determinism') asserts it there.
+  it.skipIf(machine.ok)(
+    'without a GPU, --require-determinism is accepted and the bench exits 2 for the GPU ' +
+      '(skipped with one: test/gpu/cli.test.ts has the verdicts)',
+    async () => {
+      const args = ['f32=2', 'ptr:f32[1k]=uniform(-1,1)', 'ptr:f32[1k]:out', 'i32=1024'].flatMap((a) => ['--arg', a]);
+      expect(await cli(bench(...args, '--require-determinism'))).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,
+      });
+    },
+  );
 
   it('reports a bad spec file by its field', async () => {
     const r = await cli(['bench', file('bad-field.bench.mjs')]);
@@ -283,14 +290,24 @@ describeNvrtc('cudakit compile', () => {
     }
   });
 
-  it('without a GPU asks for --arch or --ptx rather than guessing', async () => {
-    if (machine.ok) return; // the device gives the architecture
+  // Skipped with a GPU, where the device gives the architecture: the next test asserts that instead.
+  it.skipIf(machine.ok)('without a GPU asks for --arch or --ptx (skipped with one: it gives the arch)', async () => {
     const r = await cli(['compile', file('good.cu'), '--no-cache']);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
       'cudakit: compile needs --arch (e.g. --arch sm_90) or --ptx: there is no GPU to take the architecture from ' +
         `(${driverReason})\n`,
     );
+  });
+
+  // Skipped without a GPU: there is no device to take the architecture from (the previous test).
+  it.skipIf(!machine.ok)("with a GPU and no --arch compiles for the device's arch (skipped without one)", async () => {
+    const r = await cli(['compile', file('good.cu'), '--no-cache']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const arch = Device.get(0).arch;
+    expect(r.stdout.split('\n')[0]).toMatch(new RegExp(`^${escape(file('good.cu'))} → CUBIN for ${arch} · `));
+    expect(r.stdout).toMatch(new RegExp(`\n {2}flags +--gpu-architecture=${arch}[ \n]`));
   });
 
   it('prints a compile error as file:line: error, the source line and a caret; exit 2', async () => {

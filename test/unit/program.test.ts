@@ -63,10 +63,24 @@ describe('parseDiagnostics', () => {
   });
 
   it('takes the column from the caret line NVRTC 12+ prints', () => {
+    // NVRTC echoes the source line with two more spaces of indentation; the caret is under the ';' at column 13
     const source = 'int a;\n    int x = ;\n';
     const log = 'p.cu(2): error: expected an expression\n      int x = ;\n              ^\n';
-    const [d] = parseDiagnostics(log, source);
-    expect(d).toMatchObject({ line: 2, column: 13, severity: 'error' });
-    expect(source.split('\n')[1]![12]).toBe(';');
+    expect(parseDiagnostics(log, source)).toEqual([
+      { file: 'p.cu', line: 2, column: 13, severity: 'error', message: 'expected an expression' },
+    ]);
+  });
+
+  it("maps the caret back to the source's own indentation when NVRTC re-indents the line", () => {
+    // A tab in the source, four spaces in NVRTC's echo: the ';' is the source's 10th character
+    const source = 'int a;\n\tint y = ;\n';
+    const log = 'p.cu(2): error: expected an expression\n    int y = ;\n            ^\n';
+    expect(parseDiagnostics(log, source)).toEqual([
+      { file: 'p.cu', line: 2, column: 10, severity: 'error', message: 'expected an expression' },
+    ]);
+    // Without the source, the column counts from the echoed line's first non-blank character
+    expect(parseDiagnostics(log)[0]!.column).toBe(9);
+    // No caret line (NVRTC 11): no column
+    expect(parseDiagnostics('p.cu(2): error: expected an expression\n', source)[0]!.column).toBeUndefined();
   });
 });

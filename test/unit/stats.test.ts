@@ -31,7 +31,7 @@ function runUntilStop(
   rule: StoppingRule,
   wallMsPerSample = 1,
   limit = 200_000,
-): { n: number; decision: StopDecision; history: number[] } {
+): { n: number; decision: StopDecision; history: number[]; samples: number[] } {
   const samples: number[] = [];
   const history: number[] = [];
   let accumulatedMs = 0;
@@ -40,7 +40,7 @@ function runUntilStop(
     samples.push(sample);
     accumulatedMs += sample;
     const decision = shouldStop(samples, accumulatedMs, samples.length * wallMsPerSample, rule, history);
-    if (decision.stop) return { n: samples.length, decision, history };
+    if (decision.stop) return { n: samples.length, decision, history, samples };
   }
   throw new Error('no stop within the limit');
 }
@@ -278,18 +278,88 @@ describe('verdict', () => {
 });
 
 describe('stopping rule', () => {
-  it("has the preset numbers of docs/benchmarking.md, 'The stopping rule'", () => {
-    expect(PRESETS.quick).toMatchObject({ minSamples: 10, minTimeMs: 10, targetRelCI: 0.02, maxSamples: 1000 });
-    expect(PRESETS.quick).toMatchObject({ warmupMinRuns: 2, warmupMinMs: 10, timeoutMs: 2000, throttleRatio: 0.75 });
-    expect(PRESETS.quick.stabilityWindow).toBe(0); // no stability exit for quick
-    expect(PRESETS.default).toMatchObject({ warmupMinRuns: 3, warmupMinMs: 25, warmupMaxMs: 1000, minSamples: 20 });
-    expect(PRESETS.default).toMatchObject({ minTimeMs: 50, targetRelCI: 0.005, maxSamples: 10_000, timeoutMs: 10_000 });
-    expect(PRESETS.default).toMatchObject({ stabilityWindow: 64, stabilityCheckEvery: 16, stabilityRelChange: 0.05 });
-    expect(PRESETS.default.throttleRatio).toBe(0.75);
-    expect(PRESETS.rigorous).toMatchObject({ warmupMinRuns: 5, warmupMinMs: 100, warmupMaxMs: 3000, minSamples: 50 });
-    expect(PRESETS.rigorous).toMatchObject({ minTimeMs: 500, targetRelCI: 0.002, maxSamples: 100_000 });
-    expect(PRESETS.rigorous).toMatchObject({ timeoutMs: 60_000, throttleRatio: 0.85, stabilityWindow: 64 });
-    expect(Object.isFrozen(PRESETS.default)).toBe(true);
+  /** The achieved precision: the 95 % CI half-width of the median, relative to the median. */
+  const relHalfWidth = (samples: readonly number[]): number => {
+    const sorted = ascending(samples);
+    const [low, high] = medianCI(sorted);
+    return (high - low) / 2 / quantile(sorted, 0.5);
+  };
+
+  it('a quicker preset stops sooner, at a looser precision, on the same sample stream', () => {
+    // 1 ms samples with ±2.5 % uniform noise, the same stream (seed) for each preset
+    const stream = () => {
+      const rng = createRng(31);
+      return () => 1 + 0.05 * rng();
+    };
+    const quick = runUntilStop(stream(), PRESETS.quick);
+    const dflt = runUntilStop(stream(), PRESETS.default);
+    const rigorous = runUntilStop(stream(), PRESETS.rigorous);
+    for (const run of [quick, dflt, rigorous]) {
+      expect(run.decision).toEqual({ stop: true, converged: true, reason: 'precision' });
+    }
+    expect(quick.n).toBeLessThan(dflt.n);
+    expect(dflt.n).toBeLessThan(rigorous.n);
+    // Each met its own target (precision), and the quicker one settled for a wider interval
+    const [q, d, r] = [quick, dflt, rigorous].map((run) => relHalfWidth(run.samples)) as [number, number, number];
+    expect(q).toBeLessThanOrEqual(PRESETS.quick.targetRelCI);
+    expect(d).toBeLessThanOrEqual(PRESETS.default.targetRelCI);
+    expect(r).toBeLessThanOrEqual(PRESETS.rigorous.targetRelCI);
+    expect(q).toBeGreaterThan(2 * d); // quick stopped where default would have gone on ...
+    expect(d).toBeGreaterThan(2 * r); // ... and default where rigorous would have
+    // Cut where quick stopped, the stream misses default's target even with default's minimums waived
+    const cut = quick.samples;
+    const sum = cut.reduce((a, b) => a + b, 0);
+    const waived = { ...PRESETS.default, minSamples: 0, minTimeMs: 0 };
+    expect(shouldStop(cut, sum, cut.length, waived, []).stop).toBe(false);
+    expect(shouldStop(cut, sum, cut.length, PRESETS.quick, [])).toMatchObject({ stop: true, reason: 'precision' });
+  });
+
+  it('on a near-constant stream, each preset stops once its minimum time is met: 10, 50 and 500 ms', () => {
+    // 1 ms samples (+ ≤ 1 ns noise): precise from the start, so only the minimums hold sampling back
+    const stops = (['quick', 'default', 'rigorous'] as const).map((preset) => {
+      const rng = createRng(30);
+      return runUntilStop(() => 1 + 1e-6 * rng(), PRESETS[preset]);
+    });
+    expect(stops.map((run) => run.n)).toEqual([10, 50, 500]);
+    expect(stops.every((run) => run.decision.reason === 'precision')).toBe(true);
+  });
+
+  it('on a stream that never converges, quick gives up first (2 s), then default (10 s), then rigorous', () => {
+    // Uniform on [0.1, 10.1) ms, 10 ms of wall time per sample: the CI never gets within any preset's target
+    const stops = (['quick', 'default', 'rigorous'] as const).map((preset) => {
+      const rng = createRng(31);
+      return runUntilStop(() => 0.1 + 10 * rng(), PRESETS[preset], 10);
+    });
+    const [quick, dflt, rigorous] = stops as [(typeof stops)[0], (typeof stops)[0], (typeof stops)[0]];
+    expect(quick.n).toBe(200); // 2 s of wall time
+    expect(quick.decision).toEqual({ stop: true, converged: false, reason: 'timeout' });
+    expect(dflt.n).toBe(1000); // 10 s, before its stability window (64 estimates, 1024 samples) is full
+    expect(dflt.decision).toEqual({ stop: true, converged: false, reason: 'timeout' });
+    // rigorous's 60 s would allow 6000 samples; its stability exit ends it once the CI stops shrinking
+    expect(rigorous.n).toBeGreaterThan(2048);
+    expect(rigorous.n).toBeLessThan(6000);
+    expect(rigorous.decision).toEqual({ stop: true, converged: false, reason: 'stable' });
+  });
+
+  it('rigorous rejects a sample taken at 80 % of the top clock; quick and default keep it', () => {
+    const maxMHz = 1980;
+    const at80 = 0.8 * maxMHz;
+    expect(throttled(at80, maxMHz, PRESETS.rigorous.throttleRatio)).toBe(true);
+    expect(throttled(at80, maxMHz, PRESETS.default.throttleRatio)).toBe(false);
+    expect(throttled(at80, maxMHz, PRESETS.quick.throttleRatio)).toBe(false);
+    expect(throttled(0.7 * maxMHz, maxMHz, PRESETS.quick.throttleRatio)).toBe(true); // below 75 %: all reject it
+  });
+
+  it('the presets are frozen: adjusting one means spreading it', () => {
+    expect(() => {
+      (PRESETS.default as { minSamples: number }).minSamples = 1;
+    }).toThrow(TypeError);
+    expect(() => {
+      (PRESETS as Record<string, StoppingRule>).default = { ...PRESETS.quick };
+    }).toThrow(TypeError);
+    const constant = new Array<number>(100).fill(2);
+    expect(shouldStop(constant, 200, 1, { ...PRESETS.default, minSamples: 200 }, []).stop).toBe(false);
+    expect(shouldStop(constant, 200, 1, PRESETS.default, []).reason).toBe('precision');
   });
 
   it('converges on precision as soon as the minimums are met for a near-constant series', () => {

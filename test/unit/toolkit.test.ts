@@ -8,13 +8,19 @@ import { findCudaIncludeDir } from '../../lib/core/toolkit.js';
 
 describe('findCudaIncludeDir', () => {
   it('takes a toolkit include dir only when its CUDA major matches NVRTC', () => {
-    const root = mkdtempSync(join(tmpdir(), 'cudakit-inc-'));
-    mkdirSync(join(root, 'include'));
-    writeFileSync(join(root, 'include', 'cuda_fp16.h'), '// stub');
-    writeFileSync(join(root, 'include', 'cuda.h'), '#define CUDA_VERSION 12080\n');
-    const env = { CUDA_PATH: root };
-    expect(findCudaIncludeDir(12, '', env)).toBe(join(root, 'include'));
-    expect(findCudaIncludeDir(11, '', env)).not.toBe(join(root, 'include'));
+    const toolkit = (version: number): string => {
+      const root = mkdtempSync(join(tmpdir(), 'cudakit-inc-'));
+      mkdirSync(join(root, 'include'));
+      writeFileSync(join(root, 'include', 'cuda_fp16.h'), '// stub');
+      writeFileSync(join(root, 'include', 'cuda.h'), `#define CUDA_VERSION ${version}\n`);
+      return root;
+    };
+    const cuda12 = toolkit(12080);
+    const cuda11 = toolkit(11080);
+    // Both roots come before /usr/local/cuda and /usr, so what this machine has installed does not matter
+    const env = { CUDA_PATH: cuda12, CUDA_HOME: cuda11 };
+    expect(findCudaIncludeDir(12, '', env)).toBe(join(cuda12, 'include'));
+    expect(findCudaIncludeDir(11, '', env)).toBe(join(cuda11, 'include')); // CUDA_PATH's 12.8 is passed over
   });
 
   it(
