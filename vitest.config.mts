@@ -11,6 +11,8 @@ export default defineConfig({
         extends: true,
         test: { name: 'gpu', include: ['test/gpu/**/*.test.ts'], fileParallelism: false, testTimeout: 120_000 },
       },
+      // The evaluation service (server/): API, store, queue and GPU supervisors, with fake GPU children.
+      { extends: true, test: { name: 'server', include: ['test/server/**/*.test.ts'], testTimeout: 60_000 } },
     ],
   },
 });

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// The contract between the service (scheduler, API) and the GPU side: one slot per GPU, each supervising one worker
+// child at a time. gpu/slot.ts implements a slot, gpu/local-pool.ts the pool of this host's GPUs (found by a probe
+// child: the API process never loads the addon).
+import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
+import type { Deadlines, DeviceFacts } from './protocol.js';
+
+export type SlotState = 'starting' | 'idle' | 'busy' | 'restarting' | 'quarantined';
+
+/** What /v1/gpus shows of a slot. */
+export interface SlotInfo {
+  uuid: string;
+  name: string;
+  arch: string;
+  /** The classes this GPU serves: its name's model ('H200'), its arch ('sm_90'), 'any'. */
+  classes: string[];
+  state: SlotState;
+  /** Jobs run since start, and children restarted after a kill, a crash or a failed start. */
+  jobs: number;
+  restarts: number;
+  lastError: string | undefined;
+  /** Other processes use this GPU too, or it is a MIG slice: timings there are not exclusive. */
+  shared: boolean;
+}
+
+/** How a job ended on a slot. Only 'report' comes from the worker; the rest the supervisor decides. */
+export type SlotOutcome =
+  | { kind: 'report'; report: EvalReport; device: DeviceFacts | undefined }
+  /** A deadline passed: the child's process group was killed and the slot is respawning. */
+  | { kind: 'timeout'; phase: EvalPhase | 'profile' | undefined; limitMs: number; scope: 'phase' | 'job' }
+  /** The child died (or broke the protocol) without a report. */
+  | {
+      kind: 'crashed';
+      phase: EvalPhase | 'profile' | undefined;
+      signal: string | undefined;
+      exitCode: number | undefined;
+      stderrTail: string;
+      reason: string;
+    }
+  /** cancel() was called: the child was killed. */
+  | { kind: 'cancelled' };
+
+export interface RunHooks {
+  onPhase?(phase: EvalPhase | 'profile'): void;
+  onProgress?(progress: EvalProgress): void;
+}
+
+/** A slot leased to one job. */
+export interface SlotLease {
+  readonly info: SlotInfo;
+  /** Runs the job on the leased slot's ready child; resolves with how it ended, never rejects. */
+  run(id: string, job: EvalJob, seedSalt: string, deadlines: Deadlines, hooks: RunHooks): Promise<SlotOutcome>;
+  /** Kills the child running this lease's job (the run resolves with 'cancelled'). */
+  cancel(): void;
+}
+
+export interface GpuPool {
+  /** Probes the GPUs and starts one child per slot; resolves when the probe has answered (slots may still start). */
+  start(): Promise<void>;
+  /** Why there is no GPU, when the probe found none (the service still starts and answers 503 to submissions). */
+  readonly unavailableReason: string | undefined;
+  slots(): SlotInfo[];
+  /** Leases an idle slot that serves `gpuClass`, or undefined when none is idle now. */
+  lease(gpuClass: string): SlotLease | undefined;
+  /** Whether any slot (idle or not, not quarantined) serves `gpuClass`. */
+  serves(gpuClass: string): boolean;
+  /** Called whenever a slot becomes idle (the scheduler then leases it). */
+  onIdle(listener: () => void): void;
+  /** Re-probes a quarantined slot (the admin route, and a periodic timer). */
+  reprobe(uuid: string): Promise<SlotInfo | undefined>;
+  /** Stops accepting leases, waits up to `graceMs` for running jobs, then kills every child; resolves when all exited. */
+  stop(graceMs: number): Promise<void>;
+}

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// The messages between a GPU slot's supervisor (the parent) and its worker child, over the fork IPC channel with
+// `serialization: 'advanced'`. Every message carries the protocol version `v`; a message of another version, or one
+// that is not a message at all, is a protocol error (the child is killed and replaced), never a crash of the parent.
+import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
+
+export const PROTOCOL_VERSION = 1;
+
+/** What a worker knows of its GPU once it has a context (the probe child reports the same for every GPU). */
+export interface DeviceFacts {
+  ordinal: number;
+  uuid: string;
+  name: string;
+  /** 'sm_90' */
+  arch: string;
+  totalMemoryBytes: number;
+  multiprocessorCount: number;
+  /** The driver's CUDA version, '13.0'. */
+  driverVersion: string;
+  /** NVRTC's version, or undefined when there is none. */
+  nvrtcVersion: string | undefined;
+}
+
+/** Per-phase limits the parent arms; the child never times itself out (a blocked event loop cannot). */
+export interface Deadlines {
+  /** Whole job, from the lease to the result. */
+  jobMs: number;
+  /** Per phase of EvalPhase (validate and compile included). */
+  phaseMs: Partial<Record<EvalPhase | 'profile', number>>;
+}
+
+export type ParentMessage =
+  /** Run this job now. `seedSalt` is secret: the inputs' seed is the job's public seed mixed with it. */
+  | { v: 1; t: 'job'; id: string; job: EvalJob; seedSalt: string; deadlines: Deadlines }
+  /** Finish nothing more and exit (a warm worker between jobs, or a drain). */
+  | { v: 1; t: 'shutdown' };
+
+export type ChildMessage =
+  /** Node is up and cudakit is imported, no CUDA context yet: the child counts as capacity from now on. */
+  | { v: 1; t: 'ready'; pid: number }
+  /** A phase began (the parent arms its deadline). */
+  | { v: 1; t: 'phase'; id: string; phase: EvalPhase | 'profile'; atMs: number }
+  /** Progress within a phase (samples while timing). */
+  | { v: 1; t: 'progress'; id: string; progress: EvalProgress }
+  /** The job's report (serialised with formatJson: 64-bit values are strings). Then the child exits, or waits. */
+  | { v: 1; t: 'result'; id: string; report: EvalReport; device: DeviceFacts | undefined }
+  /** Something outside any job's verdict broke (the device could not be opened, say); the child exits next. */
+  | { v: 1; t: 'fatal'; id: string | undefined; error: { code: string; message: string } };
+
+/** Whether `value` is a message of this protocol from a child (type and version; fields are checked by the user). */
+export function isChildMessage(value: unknown): value is ChildMessage {
+  if (typeof value !== 'object' || value === null) return false;
+  const m = value as { v?: unknown; t?: unknown };
+  return (
+    m.v === PROTOCOL_VERSION &&
+    (m.t === 'ready' || m.t === 'phase' || m.t === 'progress' || m.t === 'result' || m.t === 'fatal')
+  );
+}

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+// The system of record for evaluations: every job and its result, keyed by id. The embedded mode stores it in one
+// SQLite file (store/sqlite.ts); the distributed mode in PostgreSQL. Both implement this interface and pass the same
+// contract tests. Writes of a result are idempotent: finishing a job twice keeps the first result.
+import type { EvalJob, EvalPhase } from 'cudakit';
+import type { Verdict } from '../verdict.js';
+
+export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+export const TERMINAL: ReadonlySet<JobStatus> = new Set(['succeeded', 'failed', 'cancelled']);
+
+/** The service's own fields beside the EvalJob. */
+export interface ServiceOptions {
+  /** Execution budget from the GPU lease to the result. */
+  timeoutSeconds: number;
+  /** How long the job may wait in the queue before it fails with QUEUE_TIMEOUT. */
+  maxQueueSeconds: number;
+  /** Higher runs first; FIFO within a priority. */
+  priority: number;
+  /** 'any', or a GPU class ('H200', 'sm_90'): a timing only means something on the class asked for. */
+  gpu: string;
+  deviceMetrics: boolean;
+}
+
+export interface JobRecord {
+  /** 'ev_' + a ULID: sortable by creation time. */
+  id: string;
+  /** The token's name that submitted it ('local' without tokens). */
+  principal: string;
+  status: JobStatus;
+  /** The kernel's verdict, once known (a succeeded job always has one). */
+  verdict: Verdict | undefined;
+  /** The phase running now, or the one that failed. */
+  phase: EvalPhase | 'profile' | undefined;
+  job: EvalJob;
+  options: ServiceOptions;
+  idempotencyKey: string | undefined;
+  /** sha256 of the canonical job + options: the same key with another body is a 422. */
+  bodyHash: string;
+  createdAt: number;
+  startedAt: number | undefined;
+  finishedAt: number | undefined;
+  /** The GPU that ran it. */
+  gpuUuid: string | undefined;
+  /** The EvalReport as stored (JSON text, formatJson's), or undefined before the result. */
+  report: string | undefined;
+  /** Why the service could not finish (status 'failed'), or what the verdict's error was. */
+  error: { code: string; message: string; phase?: string } | undefined;
+}
+
+/** One server-sent event of a job, numbered for `Last-Event-ID`. */
+export interface JobEvent {
+  seq: number;
+  jobId: string;
+  type: 'queued' | 'started' | 'phase' | 'progress' | 'done';
+  data: unknown;
+  atMs: number;
+}
+
+export interface ListFilter {
+  principal?: string;
+  status?: JobStatus;
+  verdict?: Verdict;
+  /** Opaque cursor from a previous page (the last id seen). */
+  after?: string;
+  limit: number;
+}
+
+export interface JobStore {
+  /** Writes a new queued job; resolves before the client gets its 202. */
+  insert(record: JobRecord): Promise<void>;
+  get(id: string): Promise<JobRecord | undefined>;
+  findByIdempotencyKey(principal: string, key: string, notBeforeMs: number): Promise<JobRecord | undefined>;
+  list(filter: ListFilter): Promise<{ items: JobRecord[]; next: string | undefined }>;
+  /** Jobs still queued, oldest first (the queue is rebuilt from them at start). */
+  queued(): Promise<JobRecord[]>;
+  /** queued → running; false when the job is no longer queued (cancelled meanwhile). */
+  markRunning(id: string, gpuUuid: string, atMs: number): Promise<boolean>;
+  setPhase(id: string, phase: EvalPhase | 'profile'): Promise<void>;
+  /**
+   * running|queued → a terminal status with its result. Idempotent: a job already terminal keeps its first result
+   * and this resolves false.
+   */
+  finish(
+    id: string,
+    outcome: {
+      status: 'succeeded' | 'failed' | 'cancelled';
+      verdict: Verdict | undefined;
+      phase: EvalPhase | 'profile' | undefined;
+      report: string | undefined;
+      error: JobRecord['error'];
+      atMs: number;
+    },
+  ): Promise<boolean>;
+  /** At start: every job left 'running' by a server that died becomes failed: interrupted. Returns their ids. */
+  interruptRunning(atMs: number): Promise<string[]>;
+  /** Deletes a finished job with its events; false when it is not finished (or not there). */
+  purge(id: string): Promise<boolean>;
+  /** Deletes finished jobs older than the retention; returns how many. */
+  deleteFinishedBefore(atMs: number): Promise<number>;
+  appendEvent(event: Omit<JobEvent, 'seq'>): Promise<JobEvent>;
+  events(jobId: string, afterSeq: number): Promise<JobEvent[]>;
+  /** Counts per status (for /stats, /metrics). */
+  counts(): Promise<Record<JobStatus, number>>;
+  close(): Promise<void>;
+}
