@@ -56,3 +56,18 @@ export function isChildMessage(value: unknown): value is ChildMessage {
     (m.t === 'ready' || m.t === 'phase' || m.t === 'progress' || m.t === 'result' || m.t === 'fatal')
   );
 }
+
+/** Whether `value` is a message of this protocol from the parent (type and version; the worker checks the rest). */
+export function isParentMessage(value: unknown): value is ParentMessage {
+  if (typeof value !== 'object' || value === null) return false;
+  const m = value as { v?: unknown; t?: unknown };
+  return m.v === PROTOCOL_VERSION && (m.t === 'job' || m.t === 'shutdown');
+}
+
+/** What the parent tells a worker child through its environment, beside CUDA_VISIBLE_DEVICES. */
+export const WORKER_ENV = {
+  /** 'process' (default): exit after the job's result; 'warm': wait for the next job. */
+  isolation: 'CUDAKIT_WORKER_ISOLATION',
+  /** 'watchdog': the child runs its own parent-death watchdog (the parent found no setpriv to do it). */
+  guard: 'CUDAKIT_WORKER_GUARD',
+} as const;

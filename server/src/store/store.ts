@@ -103,3 +103,12 @@ export interface JobStore {
   counts(): Promise<Record<JobStatus, number>>;
   close(): Promise<void>;
 }
+
+/**
+ * The error of a job that was running when its server stopped (interruptRunning): the service could not finish it,
+ * so the job failed (no verdict), and the client should submit it again.
+ */
+export const INTERRUPTED_ERROR = {
+  code: 'INTERRUPTED',
+  message: 'the server stopped while this job was running; please resubmit',
+} as const;

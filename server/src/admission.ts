@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+// What a service refuses that cudakit would accept from a local user: sources that are files of the server, compile
+// options that reach its file system, NVRTC flags outside an allow-list, and jobs whose declared device memory is
+// over the cap. Checked before validateJob and before anything is queued; each problem in the library's format.
+import { parseArgSpec, type JobProblem } from 'cudakit';
+import { ARGS_MAX } from './schema/native.js';
+
+/** Flags passed as they are. */
+const EXACT_FLAGS = new Set([
+  '--use_fast_math',
+  '-use_fast_math',
+  '--extra-device-vectorization',
+  '-extra-device-vectorization',
+  '--restrict',
+  '-restrict',
+  '--generate-line-info',
+  '-lineinfo',
+  '--device-debug',
+  '-G',
+  '--disable-warnings',
+  '-w',
+  '--device-as-default-execution-space',
+  '-default-device',
+  '--Wreorder',
+  '-Wreorder',
+  '--Wno-deprecated-declarations',
+  '-Wno-deprecated-declarations',
+  '--display-error-number',
+  '-err-no',
+  '--no-display-error-number',
+  '-no-err-no',
+]);
+
+/**
+ * Flags with a value. Not here, on purpose: -I / --include-path and --pre-include (read the server's files),
+ * --fdevice-time-trace and -time (write them), -rdc / --relocatable-device-code and -dlto (link steps a single
+ * kernel does not need).
+ */
+const FLAG_PREFIXES = [
+  '--ftz=',
+  '-ftz=',
+  '--prec-div=',
+  '-prec-div=',
+  '--prec-sqrt=',
+  '-prec-sqrt=',
+  '--fmad=',
+  '-fmad=',
+  '--maxrregcount=',
+  '-maxrregcount=',
+  '--std=',
+  '-std=',
+  '--define-macro=',
+  '-D',
+  '--undefine-macro=',
+  '-U',
+  '--diag-suppress=',
+  '-diag-suppress=',
+  '--diag-error=',
+  '-diag-error=',
+  '--diag-warn=',
+  '-diag-warn=',
+  '--dopt=',
+  '-dopt=',
+  '--gpu-architecture=',
+  '-arch=',
+  '--Werror=',
+  '-Werror=',
+];
+
+export function isAllowedFlag(flag: string): boolean {
+  return EXACT_FLAGS.has(flag) || FLAG_PREFIXES.some((p) => flag.startsWith(p) && flag.length > p.length);
+}
+
+export interface AdmissionLimits {
+  /** Device bytes the job's buffers may declare in all (the check and timing allocate copies on top). */
+  maxDeviceBytes: number;
+}
+
+export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = { maxDeviceBytes: 8 * 2 ** 30 };
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function shown(v: unknown): string {
+  if (typeof v === 'string') return `'${v.length > 60 ? `${v.slice(0, 60)}…` : v}' of type string`;
+  if (isObject(v)) return `{ ${Object.keys(v).slice(0, 4).join(', ')} }`;
+  return `${String(v)} of type ${typeof v}`;
+}
+
+/** Source and headers of all the job's kernels together. */
+export const MAX_SOURCE_CHARS = 4 * 2 ** 20;
+
+/** Nesting a job needs (a struct signature, a reference's args) is shallow; recursion over more could overflow. */
+export const MAX_NESTING_DEPTH = 32;
+
+/** Whether `value` nests objects and arrays deeper than `limit` (iterative: no stack to overflow). */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= limit) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** Everything the service refuses in `job` (the body without the service's fields); [] when nothing. */
+export function admissionProblems(job: Record<string, unknown>, limits: AdmissionLimits): JobProblem[] {
+  const problems: JobProblem[] = [];
+  if (nestedDeeperThan(job, MAX_NESTING_DEPTH)) {
+    const message = `Expected a job nested at most ${MAX_NESTING_DEPTH} levels deep for job but received a deeper one`;
+    return [{ path: 'job', message, type: 'RangeError' }];
+  }
+  // All source text (the kernels' and their headers'), before it is scanned.
+  const sourceChars = [job, job.reference, job.compare]
+    .filter(isObject)
+    .flatMap((k) => [
+      isObject(k.source) ? k.source.text : k.source,
+      ...(isObject(k.headers) ? Object.values(k.headers) : []),
+    ])
+    .reduce((n: number, t) => n + (typeof t === 'string' ? t.length : 0), 0);
+  if (sourceChars > MAX_SOURCE_CHARS) {
+    const message =
+      `Expected at most ${MAX_SOURCE_CHARS} characters of source and headers in all for job ` +
+      `but received ${sourceChars}`;
+    return [{ path: 'job', message, type: 'RangeError' }];
+  }
+  const type = (path: string, expected: string, value: unknown, why = ''): void => {
+    const message = `Expected ${expected} for ${path} but received ${shown(value)}${why}`;
+    problems.push({ path, message, type: 'TypeError' });
+  };
+  const includes = (path: string, text: unknown): void => {
+    const bad = typeof text === 'string' ? unsafeInclude(text) : undefined;
+    if (bad !== undefined) {
+      const expected = "#include of in-memory headers and CUDA's own only (a relative name, no '..', no macro)";
+      type(path, expected, bad, ' (NVRTC would read it from the server)');
+    }
+  };
+  const kernel = (path: string, k: Record<string, unknown>): void => {
+    const s = k.source;
+    if (s !== undefined && typeof s !== 'string' && !(isObject(s) && typeof s.text === 'string' && !('file' in s))) {
+      type(
+        `${path}.source`,
+        'source text (a string or { text, name })',
+        s,
+        ' (the server does not read its own files)',
+      );
+    }
+    includes(`${path}.source`, isObject(s) ? s.text : s);
+    if (isObject(k.headers)) {
+      for (const [name, text] of Object.entries(k.headers)) includes(`${path}.headers['${name}']`, text);
+    }
+    const c = k.compile;
+    if (isObject(c)) {
+      for (const key of ['includePaths', 'cache'] as const) {
+        if (c[key] !== undefined) {
+          type(`${path}.compile.${key}`, 'nothing', c[key], ' (the server decides where files are read and written)');
+        }
+      }
+      if (Array.isArray(c.extraFlags)) {
+        c.extraFlags.forEach((f: unknown, i) => {
+          if (typeof f === 'string' && !isAllowedFlag(f)) {
+            type(`${path}.compile.extraFlags[${i}]`, 'an allowed NVRTC flag (-D, --use_fast_math, --ftz= ...)', f);
+          }
+        });
+      }
+    }
+  };
+  kernel('job', job);
+  for (const key of ['reference', 'compare'] as const) {
+    const r = job[key];
+    if (isObject(r) && !('expected' in r)) {
+      kernel(`job.${key}`, r);
+      if (Array.isArray(r.args) && r.args.length > ARGS_MAX) {
+        problems.push({
+          path: `job.${key}.args`,
+          message: `Expected at most ${ARGS_MAX} arguments for job.${key}.args but received ${r.args.length}`,
+          type: 'RangeError',
+        });
+      }
+    }
+  }
+  const bytes = declaredDeviceBytes(job.args);
+  if (bytes > limits.maxDeviceBytes) {
+    problems.push({
+      path: 'job.args',
+      message:
+        `Expected buffers of at most ${limits.maxDeviceBytes} bytes in all for job.args ` +
+        `but received ${bytes} bytes`,
+      type: 'RangeError',
+    });
+  }
+  return problems;
+}
+
+/**
+ * The source as the preprocessor sees its directives (translation phases 1 to 3): trigraphs replaced, lines spliced,
+ * comments turned into a space. String, character and raw string literals are kept whole, so a quote or a comment
+ * marker inside one cannot hide a directive after it (a raw string's own lines become one line: no directives).
+ */
+function preprocessed(source: string): string {
+  const text = source
+    .replaceAll('??=', '#')
+    .replaceAll('??/', '\\')
+    .replace(/\\\r?\n/g, '');
+  const parts: string[] = [];
+  const special = /\/\/|\/\*|"|'/g;
+  let i = 0;
+  for (let m = special.exec(text); m !== null; m = special.exec(text)) {
+    const at = m.index;
+    parts.push(text.slice(i, at));
+    let end: number;
+    if (m[0] === '//') {
+      end = text.indexOf('\n', at);
+      end = end < 0 ? text.length : end;
+    } else if (m[0] === '/*') {
+      end = text.indexOf('*/', at + 2);
+      end = end < 0 ? text.length : end + 2;
+      parts.push(' ');
+    } else if (
+      m[0] === '"' &&
+      /R$/.test(text.slice(Math.max(0, at - 3), at)) &&
+      /^"[^\s()\\]{0,16}\(/.test(text.slice(at, at + 19))
+    ) {
+      // R"delim( ... )delim"
+      const delimiter = text.slice(at + 1, text.indexOf('(', at));
+      end = text.indexOf(`)${delimiter}"`, at);
+      end = end < 0 ? text.length : end + delimiter.length + 2;
+      // Its lines are not lines of the source: none of them can be a directive.
+      parts.push(text.slice(at, end).replace(/\n/g, ' '));
+    } else {
+      end = at + 1;
+      while (end < text.length && text[end] !== m[0] && text[end] !== '\n') end += text[end] === '\\' ? 2 : 1;
+      end = Math.min(text.length, end + 1);
+      parts.push(text.slice(at, end));
+    }
+    i = end;
+    special.lastIndex = end;
+  }
+  parts.push(text.slice(i));
+  return parts.join('');
+}
+
+/**
+ * The first #include (or __has_include) that could reach the server's file system, or undefined: an absolute name,
+ * one with '..' or a backslash, or a computed one (a macro can spell any path). The digraph %: counts as #.
+ * Conservative: an odd but harmless include may be refused (one inside #if 0, say); a harmful one may not pass.
+ */
+export function unsafeInclude(source: string): string | undefined {
+  const text = preprocessed(source);
+  const found: [string, string][] = [];
+  for (const m of text.matchAll(/^[ \t]*(?:#|%:)[ \t]*include(?:_next)?\b(.*)$/gm)) found.push([m[0], m[1]!]);
+  for (const m of text.matchAll(/__has_include(?:_next)?\s*\(([^)]*)\)/g)) found.push([m[0], m[1]!]);
+  for (const [whole, argument] of found) {
+    const name = /^(?:<([^>]*)>|"([^"]*)")/.exec(argument.trim());
+    const file = name?.[1] ?? name?.[2];
+    if (file === undefined || file.startsWith('/') || file.startsWith('~') || /\.\.|\\/.test(file)) {
+      return whole.trim();
+    }
+  }
+  return undefined;
+}
+
+/** Bytes of an element type: the width in its name (f32, bf16, u8 ...). */
+function dtypeBytes(dtype: unknown): number {
+  const bits = typeof dtype === 'string' ? /(\d+)$/.exec(dtype)?.[1] : undefined;
+  return bits === undefined ? 0 : Number(bits) / 8;
+}
+
+/** The device bytes the job's buffers declare; a malformed argument counts 0 (validateJob reports it). */
+export function declaredDeviceBytes(args: unknown): number {
+  if (!Array.isArray(args)) return 0;
+  let total = 0;
+  for (const a of args) {
+    if (typeof a === 'string') {
+      try {
+        const spec = parseArgSpec(a);
+        if (spec.kind === 'buffer') total += spec.length * dtypeBytes(spec.dtype);
+      } catch {
+        // validateJob words this one
+      }
+    } else if (isObject(a) && a.kind === 'buffer') {
+      const shape = Array.isArray(a.shape) && a.shape.every((d) => typeof d === 'number') ? a.shape : undefined;
+      const length = typeof a.length === 'number' ? a.length : shape?.reduce((x: number, y: number) => x * y, 1);
+      if (typeof length === 'number' && Number.isFinite(length) && length > 0) total += length * dtypeBytes(a.dtype);
+    }
+  }
+  return total;
+}

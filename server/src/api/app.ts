@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: MIT
+// buildApp(deps): the HTTP face of the service. Fastify 5 with TypeBox schemas (validation, types, OpenAPI), bearer
+// auth with scopes, a per-principal submit rate, load shedding, body limits counted after decompression, and one
+// error format for everything: Fastify's { statusCode, code, error, message } plus details [{ path, message }]. No
+// route here touches a GPU or the CUDA addon; the service behind it owns the scheduling.
+import { STATUS_CODES } from 'node:http';
+import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { gunzip, inflate } from 'node:zlib';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import underPressure from '@fastify/under-pressure';
+import * as ajvFormatsModule from 'ajv-formats';
+import { InvalidJobError, type JobProblem } from 'cudakit';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify';
+import type { TSchema } from 'typebox';
+import { Value } from 'typebox/value';
+import { BODY_LIMIT_BYTES, type ErrorBody } from '../schema/native.js';
+import { ServiceError, type EvalService } from '../service.js';
+import { LOCAL_PRINCIPAL, type Principal, type Scope, type TokenEntry, TokenVerifier } from './auth.js';
+import { nativeRoutes } from './native.js';
+import { opsRoutes } from './ops.js';
+
+/** What a route asks of its caller: a scope, nothing ('open'), or loopback or the admin scope ('metrics'). */
+export type RouteAccess = Scope | 'open' | 'metrics';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who sent it (set by the auth hook; 'local' without tokens). */
+    principal: Principal;
+  }
+  interface FastifyContextConfig {
+    access?: RouteAccess;
+  }
+}
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export interface AppDeps {
+  service: EvalService;
+  /** The tokens file's entries; undefined: no auth, every request is 'local' (main.ts binds loopback only then). */
+  tokens?: readonly TokenEntry[] | undefined;
+  /** Fastify's logger option (pino). Default false. */
+  logger?: FastifyServerOptions['logger'];
+  /** Submissions per principal per minute. Default 60. */
+  submitsPerMinute?: number;
+  /** Comment lines on idle event streams, ms. Default 15000. */
+  sseHeartbeatMs?: number;
+  /** @fastify/under-pressure's limits, or false to shed no load (tests). Default: 1 s event-loop delay. */
+  underPressure?: { maxEventLoopDelay?: number; maxHeapUsedBytes?: number; maxRssBytes?: number } | false;
+  /** Believe X-Forwarded-For (behind a reverse proxy on this host). Default false. */
+  trustProxy?: boolean;
+}
+
+const gunzipAsync = promisify(gunzip);
+const inflateAsync = promisify(inflate);
+
+// ajv-formats is CommonJS with a default export; its ESM shape depends on the loader.
+const ajvFormats = ((ajvFormatsModule as unknown as { default?: unknown }).default ?? ajvFormatsModule) as never;
+
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    // Bodies are taken as sent (no coercion: "5" is not 5, unknown fields are errors); the first error only, as
+    // every error of a hostile body could be millions. Query strings are converted in preValidation below.
+    ajv: {
+      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false },
+      plugins: [ajvFormats],
+    },
+    trustProxy: deps.trustProxy ?? false,
+    // Event streams and long-polls would hold a close open: a drain ends them.
+    forceCloseConnections: true,
+    return503OnClosing: true,
+    requestTimeout: 120_000,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Set by the auth hook on every request (an object default would be shared by all requests).
+  app.decorateRequest('principal', null as unknown as Principal);
+  app.setErrorHandler((error: FastifyError, request, reply) => errorHandler(error, request, reply));
+  app.setNotFoundHandler((request, reply) => {
+    const message = `Route ${request.method} ${request.url.split('?')[0]} not found`;
+    sendError(reply, { statusCode: 404, code: 'NOT_FOUND', error: STATUS_CODES[404]!, message });
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'cudakit evaluation service',
+        description: 'Compile, check and time CUDA kernels on this host’s GPUs, one isolated worker per job.',
+        version: '1',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: deps.tokens === undefined ? [] : [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  if (deps.underPressure !== false) {
+    await app.register(underPressure, {
+      maxEventLoopDelay: 1000,
+      ...deps.underPressure,
+      retryAfter: 10,
+      pressureHandler: (_request, reply, type, value) => {
+        reply.header('retry-after', '10');
+        const message = `The server is overloaded (${String(type)}: ${String(value)}); retry in 10 s`;
+        sendError(reply, { statusCode: 503, code: 'UNDER_PRESSURE', error: STATUS_CODES[503]!, message });
+      },
+    });
+  }
+  await app.register(rateLimit, {
+    global: false,
+    errorResponseBuilder: (_request, context) =>
+      new ServiceError(
+        429,
+        'RATE_LIMITED',
+        `More than ${context.max} submissions per minute: retry in ${context.after}`,
+        Math.ceil(context.ttl / 1000),
+      ),
+  });
+
+  app.addHook('onRequest', authHook(deps.tokens));
+  app.addHook('preParsing', inflateHook);
+  app.addHook('preValidation', convertQueryHook);
+
+  app.get('/openapi.json', { schema: { hide: true }, config: { access: 'open' } }, async () => app.swagger());
+  nativeRoutes(app, {
+    service: deps.service,
+    submitsPerMinute: deps.submitsPerMinute ?? 60,
+    sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000,
+  });
+  opsRoutes(app, { service: deps.service });
+  return app;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Auth
+
+function isLoopback(address: string | undefined): boolean {
+  return address !== undefined && (address === '::1' || /^(::ffff:)?127\./.test(address));
+}
+
+function authHook(tokens: readonly TokenEntry[] | undefined) {
+  const verifier = tokens === undefined ? undefined : new TokenVerifier(tokens);
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (verifier === undefined) {
+      request.principal = LOCAL_PRINCIPAL;
+      return;
+    }
+    // The docs UI (a plugin's routes) and unknown paths (a 404) need nothing; a route that forgot to say what it
+    // needs gets the most a token can have to give.
+    const url = request.routeOptions.url;
+    const unlabelled = request.is404 || url === '/docs' || url?.startsWith('/docs/') === true ? 'open' : 'admin';
+    const access = request.routeOptions.config.access ?? unlabelled;
+    if (access === 'open') return;
+    if (access === 'metrics' && isLoopback(request.socket.remoteAddress)) return;
+    const header = request.headers.authorization;
+    const token = TokenVerifier.bearerOf(header);
+    if (token === undefined) {
+      reply.header('www-authenticate', 'Bearer realm="cudakit"');
+      const message =
+        header === undefined ? 'Authorization: Bearer <token> is required' : 'Expected Authorization: Bearer <token>';
+      throw new ServiceError(401, 'UNAUTHORIZED', message);
+    }
+    const principal = verifier.verify(token);
+    if (principal === undefined) {
+      reply.header('www-authenticate', 'Bearer realm="cudakit", error="invalid_token"');
+      throw new ServiceError(401, 'UNAUTHORIZED', 'The bearer token is not valid');
+    }
+    const scope: Scope = access === 'metrics' ? 'admin' : access;
+    if (!principal.scopes.has(scope)) {
+      reply.header('www-authenticate', `Bearer realm="cudakit", error="insufficient_scope", scope="${scope}"`);
+      throw new ServiceError(403, 'FORBIDDEN', `This token lacks the '${scope}' scope`);
+    }
+    request.principal = principal;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Bodies
+
+/**
+ * gzip and deflate bodies, inflated with the route's body limit on the inflated size (a small bomb is still a 413;
+ * zlib stops at the limit, it does not inflate the rest). The encoded length is reported so that Fastify's
+ * Content-Length check still holds. The whole body is read first: Fastify would buffer it anyway, and an error
+ * thrown here is answered like any other (a stream failing before Fastify listens would never be answered).
+ */
+async function inflateHook(request: FastifyRequest, _reply: FastifyReply, payload: Readable): Promise<Readable> {
+  const encoding = String(request.headers['content-encoding'] ?? 'identity')
+    .trim()
+    .toLowerCase();
+  if (encoding === 'identity' || encoding === '') return payload;
+  if (encoding !== 'gzip' && encoding !== 'x-gzip' && encoding !== 'deflate') {
+    const message = `Content-Encoding '${encoding.slice(0, 40)}' is not supported: use gzip, deflate or none`;
+    throw new ServiceError(415, 'UNSUPPORTED_CONTENT_ENCODING', message);
+  }
+  const limit = request.routeOptions.bodyLimit;
+  const tooLarge = (what: string) =>
+    new ServiceError(413, 'FST_ERR_CTP_BODY_TOO_LARGE', `Request body is too large (${what})`);
+  const chunks: Buffer[] = [];
+  let encodedBytes = 0;
+  for await (const chunk of payload as AsyncIterable<Buffer>) {
+    encodedBytes += chunk.length;
+    if (encodedBytes > limit) throw tooLarge(encoding);
+    chunks.push(chunk);
+  }
+  let inflated: Buffer;
+  try {
+    const inflate = encoding === 'deflate' ? inflateAsync : gunzipAsync;
+    inflated = await inflate(Buffer.concat(chunks), { maxOutputLength: limit });
+  } catch (e) {
+    if ((e as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge('inflated');
+    const message = `The ${encoding} body does not inflate: ${(e as Error).message}`;
+    throw new ServiceError(400, 'INVALID_CONTENT_ENCODING', message);
+  }
+  const out = Readable.from([inflated], { objectMode: false }) as Readable & { receivedEncodedLength: number };
+  out.receivedEncodedLength = encodedBytes;
+  return out;
+}
+
+/** Query strings arrive as text: convert them to the route schema's types ('30' → 30, 'true' → true) first. */
+async function convertQueryHook(request: FastifyRequest): Promise<void> {
+  const schema = request.routeOptions.schema?.querystring as TSchema | undefined;
+  if (schema !== undefined && request.query !== null && typeof request.query === 'object') {
+    request.query = Value.Convert(schema, { ...(request.query as object) });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Errors
+
+function sendError(reply: FastifyReply, body: ErrorBody): void {
+  void reply.status(body.statusCode).type('application/json; charset=utf-8').send(body);
+}
+
+/** `/args/3/kind` → `.args[3].kind`. */
+function pathOf(pointer: string): string {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'))
+    .map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`))
+    .join('');
+}
+
+interface AjvError {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+function validationDetails(error: FastifyError): { path: string; message: string }[] {
+  const part = error.validationContext ?? 'body';
+  return (error.validation as AjvError[]).slice(0, 20).map((v) => {
+    let path = part + pathOf(v.instancePath ?? '');
+    let message = v.message ?? 'is not valid';
+    if (v.keyword === 'additionalProperties') {
+      path += `.${String(v.params?.additionalProperty)}`;
+      message = 'is not a known field';
+    } else if (v.keyword === 'required') {
+      path += `.${String(v.params?.missingProperty)}`;
+      message = 'is required';
+    }
+    return { path, message };
+  });
+}
+
+/** The body of any error: 4xx with what the client can fix, 5xx without internals. */
+export function errorBodyOf(error: unknown): ErrorBody {
+  const status = (code: number) => STATUS_CODES[code] ?? 'Error';
+  if (error instanceof InvalidJobError) {
+    const details = error.problems.map((p: JobProblem) => ({
+      path: p.path.replace(/^job/, 'body'),
+      message: p.message,
+    }));
+    return { statusCode: 400, code: error.code, error: status(400), message: error.message, details };
+  }
+  const e = error as Partial<FastifyError>;
+  if (Array.isArray(e.validation)) {
+    const details = validationDetails(e as FastifyError);
+    const message = `Invalid request: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`;
+    return { statusCode: 400, code: 'FST_ERR_VALIDATION', error: status(400), message, details };
+  }
+  const statusCode = typeof e.statusCode === 'number' ? e.statusCode : 500;
+  if (statusCode >= 400 && statusCode < 500) {
+    const code = typeof e.code === 'string' ? e.code : 'BAD_REQUEST';
+    return { statusCode, code, error: status(statusCode), message: String(e.message ?? status(statusCode)) };
+  }
+  if (error instanceof ServiceError) {
+    return { statusCode, code: error.code, error: status(statusCode), message: error.message };
+  }
+  return {
+    statusCode: 500,
+    code: 'INTERNAL',
+    error: status(500),
+    message: 'Internal server error (see the server log)',
+  };
+}
+
+function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const body = errorBodyOf(error);
+  if (body.statusCode >= 500) request.log.error({ err: error }, 'request failed');
+  if (error instanceof ServiceError && error.retryAfterSeconds !== undefined) {
+    reply.header('retry-after', String(error.retryAfterSeconds));
+  }
+  sendError(reply, body);
+}

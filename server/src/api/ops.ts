@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+// Operations routes: liveness (/healthz: the process answers), readiness (/readyz: it can take work now), a health
+// summary (/health), and Prometheus metrics (/metrics: loopback, or a token with the admin scope). Each app has its
+// own registry, so several apps in one process (tests) do not share counters.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Type } from 'typebox';
+import type { SlotState } from '../gpu/pool.js';
+import type { EvalService } from '../service.js';
+import type { App } from './app.js';
+
+const SLOT_STATES: readonly SlotState[] = ['starting', 'idle', 'busy', 'restarting', 'quarantined'];
+
+export interface OpsDeps {
+  service: EvalService;
+}
+
+const Health = Type.Object({
+  status: Type.Union([Type.Literal('ok'), Type.Literal('degraded'), Type.Literal('unavailable')]),
+  gpus: Type.Integer({ description: 'GPUs in service (not quarantined)' }),
+  reason: Type.Union([Type.String(), Type.Null()]),
+});
+
+const Ready = Type.Object({
+  status: Type.Union([Type.Literal('ready'), Type.Literal('not ready')]),
+  reasons: Type.Array(Type.String()),
+});
+
+export function opsRoutes(app: App, deps: OpsDeps): void {
+  const { service } = deps;
+  const registry = metrics(app, service);
+
+  app.get(
+    '/healthz',
+    {
+      schema: { summary: 'Liveness', response: { 200: Type.Object({ status: Type.Literal('ok') }) } },
+      config: { access: 'open' },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        summary: 'Readiness: taking submissions, store answering, a GPU in service',
+        response: { 200: Ready, 503: Ready },
+      },
+      config: { access: 'open' },
+    },
+    async (_request, reply) => {
+      const reasons: string[] = [];
+      if (!service.accepting) reasons.push('shutting down');
+      try {
+        await service.store.counts();
+      } catch (e) {
+        reasons.push(`job store: ${(e as Error).message}`);
+      }
+      const reason = service.pool.unavailableReason;
+      if (reason !== undefined) reasons.push(`no GPU: ${reason}`);
+      else if (!service.slots().some((s) => s.state !== 'quarantined')) reasons.push('every GPU is quarantined');
+      return reply
+        .code(reasons.length === 0 ? 200 : 503)
+        .send({ status: reasons.length === 0 ? 'ready' : 'not ready', reasons });
+    },
+  );
+
+  app.get(
+    '/health',
+    { schema: { summary: 'Health summary', response: { 200: Health } }, config: { access: 'open' } },
+    async () => {
+      const slots = service.slots();
+      const inService = slots.filter((s) => s.state !== 'quarantined').length;
+      const reason = service.pool.unavailableReason ?? null;
+      const status: 'ok' | 'degraded' | 'unavailable' =
+        reason !== null || inService === 0 ? 'unavailable' : inService < slots.length ? 'degraded' : 'ok';
+      return { status, gpus: inService, reason };
+    },
+  );
+
+  app.get(
+    '/metrics',
+    {
+      schema: { summary: 'Prometheus metrics (loopback, or the admin scope)', produces: ['text/plain'] },
+      config: { access: 'metrics' },
+    },
+    async (_request, reply) => {
+      const text = await registry.metrics();
+      return reply.type(registry.contentType).send(text);
+    },
+  );
+}
+
+function metrics(app: App, service: EvalService): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  new Gauge({
+    name: 'cudakit_jobs',
+    help: 'Evaluations in the store, by status',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      const counts = await service.store.counts();
+      for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
+    },
+  });
+  new Gauge({
+    name: 'cudakit_queue_depth',
+    help: 'Evaluations queued, by the GPU class they asked for',
+    labelNames: ['gpu_class'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      // The embedded queue counts per class; another queue gives the total only.
+      const byClass = (service.queue as { sizeByClass?: () => Record<string, number> }).sizeByClass?.();
+      if (byClass === undefined) this.set({ gpu_class: 'all' }, service.queue.size());
+      else for (const [gpuClass, n] of Object.entries(byClass)) this.set({ gpu_class: gpuClass }, n);
+    },
+  });
+  new Gauge({
+    name: 'cudakit_gpu_slots',
+    help: 'GPU slots by state',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const slots = service.slots();
+      for (const state of SLOT_STATES) this.set({ state }, slots.filter((s) => s.state === state).length);
+    },
+  });
+  new Gauge({
+    name: 'cudakit_gpu_state',
+    help: 'Each GPU slot: 1 for its current state',
+    labelNames: ['uuid', 'state'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of service.slots()) this.set({ uuid: s.uuid, state: s.state }, 1);
+    },
+  });
+  new Gauge({
+    name: 'cudakit_worker_restarts',
+    help: 'Worker children restarted per GPU since start (after a kill, a crash or a failed start)',
+    labelNames: ['uuid'],
+    registers: [registry],
+    collect() {
+      for (const s of service.slots()) this.set({ uuid: s.uuid }, s.restarts);
+    },
+  });
+  const finished = new Counter({
+    name: 'cudakit_evaluations_total',
+    help: 'Evaluations finished since start, by status, verdict and the GPU class asked for',
+    labelNames: ['status', 'verdict', 'gpu_class'],
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'cudakit_job_duration_seconds',
+    help: 'Time from the GPU lease to the result, by verdict',
+    labelNames: ['verdict'],
+    buckets: [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600],
+    registers: [registry],
+  });
+  const queueWait = new Histogram({
+    name: 'cudakit_queue_wait_seconds',
+    help: 'Time from the submission to the GPU lease',
+    buckets: [0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300],
+    registers: [registry],
+  });
+  const http = new Histogram({
+    name: 'cudakit_http_request_duration_seconds',
+    help: 'HTTP requests by route and status code',
+    labelNames: ['method', 'route', 'status_code'],
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60],
+    registers: [registry],
+  });
+  service.onFinished((job) => {
+    finished.inc({ status: job.status, verdict: job.verdict ?? 'none', gpu_class: job.gpu });
+    if (job.runMs !== undefined) duration.observe({ verdict: job.verdict ?? 'none' }, job.runMs / 1000);
+  });
+  service.onStarted((job) => queueWait.observe(job.queueWaitMs / 1000));
+  app.addHook('onResponse', async (request, reply) => {
+    // Unknown paths under one label: a scan of random URLs must not grow the label set.
+    const route = request.routeOptions.url ?? 'unmatched';
+    const labels = { method: request.method, route, status_code: String(reply.statusCode) };
+    http.observe(labels, reply.elapsedTime / 1000);
+  });
+  return registry;
+}

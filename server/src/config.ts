@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+// The server's configuration: command-line flags, each with a CUDAKIT_SERVER_* environment variable beside it (a
+// flag wins over its variable), checked all at once with messages that say what was expected. A non-loopback
+// --host without --tokens-file is refused here: without tokens every request may run code on the GPUs.
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  /** Where the job store (jobs.sqlite) lives. */
+  dataDir: string;
+  /** `name:sha256hex[:scopes]` lines; undefined: no auth, loopback only. */
+  tokensFile: string | undefined;
+  /** 'all', or the GPUs to use by index or UUID. */
+  gpus: 'all' | string[];
+  /** 'process': a fresh worker per job (default); 'warm': workers stay between jobs (trusted clients). */
+  isolation: 'process' | 'warm';
+  /** Nsight Compute for device metrics: 'auto' (ncu on PATH, if any), 'off', or its path. */
+  ncu: string;
+  retentionDays: number;
+  /** How long a SIGTERM lets running jobs finish before their workers are killed. */
+  drainSeconds: number;
+  submitsPerMinute: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export const USAGE = `Usage: cudakit-server [options]
+
+Options (each also as an environment variable, e.g. --data-dir as CUDAKIT_SERVER_DATA_DIR):
+  --host <address>           address to listen on (default 127.0.0.1; another needs --tokens-file)
+  --port <n>                 port, 0 for any free one (default 8000)
+  --data-dir <dir>           job store directory (default $XDG_DATA_HOME/cudakit-server,
+                             else ~/.local/share/cudakit-server)
+  --tokens-file <file>       bearer tokens: one name:sha256hex[:scopes] line each (scopes: submit,read,admin)
+  --gpus <list>              'all' (default), or GPU indices / UUIDs separated by commas
+  --isolation <mode>         process (default: a fresh worker per job) | warm (workers stay; trusted clients)
+  --ncu <path|off|auto>      Nsight Compute for deviceMetrics (default auto: ncu on PATH)
+  --retention-days <n>       delete finished evaluations after n days (default 30)
+  --drain-seconds <n>        on SIGTERM, let running jobs finish this long (default 30)
+  --submits-per-minute <n>   submissions per token per minute (default 60)
+  --log-level <level>        fatal, error, warn, info (default), debug, trace, silent
+  -h, --help                 this text
+`;
+
+const OPTIONS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'data-dir': { type: 'string' },
+  'tokens-file': { type: 'string' },
+  gpus: { type: 'string' },
+  isolation: { type: 'string' },
+  ncu: { type: 'string' },
+  'retention-days': { type: 'string' },
+  'drain-seconds': { type: 'string' },
+  'submits-per-minute': { type: 'string' },
+  'log-level': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Flag = Exclude<keyof typeof OPTIONS, 'help'>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Whether `host` only reaches this machine. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+export function envName(flag: Flag): string {
+  return `CUDAKIT_SERVER_${flag.toUpperCase().replaceAll('-', '_')}`;
+}
+
+export function defaultDataDir(env: NodeJS.ProcessEnv): string {
+  const xdg = env.XDG_DATA_HOME;
+  return xdg !== undefined && isAbsolute(xdg)
+    ? join(xdg, 'cudakit-server')
+    : join(homedir(), '.local', 'share', 'cudakit-server');
+}
+
+/**
+ * The configuration from `argv` (without node and the script) and `env`, or 'help'.
+ *
+ * @throws ConfigError listing every problem, one per line.
+ */
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ServerConfig | 'help' {
+  let values: Partial<Record<Flag | 'help', string | boolean>>;
+  try {
+    ({ values } = parseArgs({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: false }));
+  } catch (e) {
+    throw new ConfigError(`${(e as Error).message}\n\n${USAGE}`);
+  }
+  if (values.help === true) return 'help';
+  const problems: string[] = [];
+  /** The flag's value, else its variable's, else undefined; `where` names the one used in messages. */
+  const get = (flag: Flag): { value: string; where: string } | undefined => {
+    const v = values[flag];
+    if (typeof v === 'string') return { value: v, where: `--${flag}` };
+    const e = env[envName(flag)];
+    return e !== undefined && e !== '' ? { value: e, where: envName(flag) } : undefined;
+  };
+  const number = (flag: Flag, fallback: number, min: number, max: number, integer: boolean): number => {
+    const got = get(flag);
+    if (got === undefined) return fallback;
+    const n = Number(got.value);
+    const ok =
+      got.value.trim() !== '' && Number.isFinite(n) && n >= min && n <= max && (!integer || Number.isInteger(n));
+    if (!ok) {
+      const what = integer ? `an integer from ${min} to ${max}` : `a number from ${min} to ${max}`;
+      problems.push(`Expected ${what} for ${got.where} but received '${got.value}'`);
+      return fallback;
+    }
+    return n;
+  };
+  const choice = <T extends string>(flag: Flag, fallback: T, allowed: readonly T[]): T => {
+    const got = get(flag);
+    if (got === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(got.value)) {
+      problems.push(`Expected one of ${allowed.join(', ')} for ${got.where} but received '${got.value}'`);
+      return fallback;
+    }
+    return got.value as T;
+  };
+
+  const host = get('host')?.value ?? '127.0.0.1';
+  if (!/^[A-Za-z0-9.:[\]_-]{1,253}$/.test(host))
+    problems.push(`Expected a host name or address for --host but received '${host}'`);
+  const port = number('port', 8000, 0, 65535, true);
+  const dataDirRaw = get('data-dir');
+  const dataDir = dataDirRaw === undefined ? defaultDataDir(env) : resolve(dataDirRaw.value);
+  const tokensRaw = get('tokens-file');
+  const tokensFile = tokensRaw === undefined ? undefined : resolve(tokensRaw.value);
+  const gpusRaw = get('gpus');
+  let gpus: ServerConfig['gpus'] = 'all';
+  if (gpusRaw !== undefined && gpusRaw.value !== 'all') {
+    const list = gpusRaw.value.split(',').map((s) => s.trim());
+    if (list.some((s) => !/^(\d+|GPU-[0-9a-fA-F-]+|MIG-[0-9a-fA-F-]+)$/.test(s))) {
+      problems.push(
+        `Expected 'all' or GPU indices / UUIDs separated by commas for ${gpusRaw.where} ` +
+          `but received '${gpusRaw.value}'`,
+      );
+    } else gpus = list;
+  }
+  const isolation = choice('isolation', 'process', ['process', 'warm'] as const);
+  const ncu = get('ncu')?.value ?? 'auto';
+  const retentionDays = number('retention-days', 30, 1, 36_500, false);
+  const drainSeconds = number('drain-seconds', 30, 0, 3600, false);
+  const submitsPerMinute = number('submits-per-minute', 60, 1, 100_000, true);
+  const logLevel = choice('log-level', 'info', LOG_LEVELS);
+
+  if (tokensFile === undefined && !isLoopbackHost(host)) {
+    problems.push(
+      `Refusing to listen on ${host} without --tokens-file: anyone who reaches it could run code on this host's ` +
+        'GPUs. Give --tokens-file (name:sha256hex lines), or listen on 127.0.0.1',
+    );
+  }
+  if (problems.length > 0) throw new ConfigError(problems.join('\n'));
+  return {
+    host,
+    port,
+    dataDir,
+    tokensFile,
+    gpus,
+    isolation,
+    ncu,
+    retentionDays,
+    drainSeconds,
+    submitsPerMinute,
+    logLevel,
+  };
+}

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+// LocalGpuPool: the GpuPool of this host. A probe child (worker/probe.ts; the API process never loads the addon)
+// lists the GPUs; the configured ones each get a GpuSlot (slot.ts). Leases go to idle slots by class.
+import { spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type WorkerScript, workerScript } from './child.js';
+import { type ComputeApp, computeApps } from './nvidia-smi.js';
+import type { GpuPool, SlotInfo, SlotLease } from './pool.js';
+import type { DeviceFacts } from './protocol.js';
+import { GpuSlot, type Isolation, type SlotOptions } from './slot.js';
+
+export interface LocalPoolOptions {
+  /** The GPUs to use: indices (nvidia-smi's order) or UUIDs ('GPU-…', 'MIG-…'). Default: all. */
+  gpus?: readonly (number | string)[];
+  /** Default 'process' (a fresh worker per job). */
+  isolation?: Isolation;
+  /** The worker (and probe) script: 'fake', a path, or the real one (default: $CUDAKIT_SERVER_WORKER). */
+  worker?: string;
+  /** Added to the probe's and the workers' environment. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** How long the probe may take. Default 60 s. */
+  probeTimeoutMs?: number;
+  /** The processes on the GPUs at probe time (a GPU with others' processes is 'shared'). Default: nvidia-smi. */
+  computeApps?: () => Promise<ComputeApp[] | undefined>;
+  /** Reprobes quarantined slots this often; 0: never. Default 5 min. */
+  reprobeIntervalMs?: number;
+  /** Per slot (timeouts, gpuReleased ...). */
+  slot?: Omit<SlotOptions, 'facts' | 'classes' | 'shared' | 'isolation' | 'worker' | 'env'>;
+}
+
+/** What the probe prints. */
+export interface ProbeOutput {
+  devices: DeviceFacts[];
+  reason: string | undefined;
+}
+
+const PROBE_OUTPUT_MAX_BYTES = 1 << 20;
+
+/**
+ * The classes a GPU serves: its model from the name ('NVIDIA H200' → 'H200', 'NVIDIA A100-SXM4-80GB' → 'A100',
+ * 'NVIDIA GeForce RTX 4090' → 'RTX4090'), its arch ('sm_90'), and 'any'.
+ */
+export function gpuClasses(facts: Pick<DeviceFacts, 'name' | 'arch'>): string[] {
+  const words = facts.name.split(/[\s-]+/).filter((w) => w !== '' && !/^(NVIDIA|Tesla|GeForce|Quadro)$/i.test(w));
+  let model = words[0] ?? facts.name;
+  if (/^(RTX|GTX|TITAN)$/i.test(model) && words[1] !== undefined) model += words[1];
+  return [...new Set([model, facts.arch, 'any'])];
+}
+
+/** Runs the probe script and parses its last line. Never rejects: a failure is the reason. */
+export function runProbe(
+  script: WorkerScript,
+  env: Readonly<Record<string, string | undefined>>,
+  timeoutMs: number,
+): Promise<ProbeOutput> {
+  return new Promise<ProbeOutput>((resolve) => {
+    const failed = (why: string): void => resolve({ devices: [], reason: `the GPU probe failed: ${why}` });
+    const child = spawn(process.execPath, [...script.execArgv, script.path, ...script.args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // nvidia-smi's order, so a configured index means what nvidia-smi shows
+      env: { ...process.env, ...env, CUDA_DEVICE_ORDER: 'PCI_BUS_ID' },
+      timeout: timeoutMs,
+      killSignal: 'SIGKILL',
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => {
+      if (stdout.length < PROBE_OUTPUT_MAX_BYTES) stdout += s;
+    });
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr = (stderr + s).slice(-4096)));
+    child.on('error', (e) => failed(e.message));
+    child.on('close', (code, signal) => {
+      const line = stdout.trim().split('\n').pop() ?? '';
+      const parsed = parseProbeOutput(line);
+      if (parsed !== undefined) return resolve(parsed);
+      const how = signal === 'SIGKILL' ? `no answer within ${timeoutMs} ms` : `exit code ${code}, signal ${signal}`;
+      const said = errorLine(stderr);
+      failed(said === undefined ? how : `${how}: ${said}`);
+    });
+  });
+}
+
+/** The line of a child's stderr that says what went wrong: its first 'SomethingError: ...', else its last line. */
+function errorLine(stderr: string): string | undefined {
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !/^Node\.js v/.test(l));
+  return lines.find((l) => /^[A-Za-z]*Error\b/.test(l)) ?? lines[lines.length - 1];
+}
+
+function parseProbeOutput(line: string): ProbeOutput | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (typeof v !== 'object' || v === null) return undefined;
+  const { devices, reason } = v as { devices?: unknown; reason?: unknown };
+  if (!Array.isArray(devices) || !devices.every(isDeviceFacts)) return undefined;
+  return { devices, reason: typeof reason === 'string' ? reason : undefined };
+}
+
+function isDeviceFacts(d: unknown): d is DeviceFacts {
+  const f = d as Partial<Record<keyof DeviceFacts, unknown>> | null;
+  return (
+    typeof f === 'object' &&
+    f !== null &&
+    typeof f.ordinal === 'number' &&
+    typeof f.uuid === 'string' &&
+    typeof f.name === 'string' &&
+    typeof f.arch === 'string' &&
+    typeof f.totalMemoryBytes === 'number' &&
+    typeof f.multiprocessorCount === 'number' &&
+    typeof f.driverVersion === 'string' &&
+    (f.nvrtcVersion === undefined || typeof f.nvrtcVersion === 'string')
+  );
+}
+
+export class LocalGpuPool implements GpuPool {
+  readonly #o: LocalPoolOptions;
+  #slots: GpuSlot[] = [];
+  #byExclusive: GpuSlot[] = [];
+  #unavailableReason: string | undefined;
+  #started: Promise<void> | undefined;
+  #stopping = false;
+  #reprobeTimer: NodeJS.Timeout | undefined;
+  readonly #idleListeners: (() => void)[] = [];
+  /** Configured GPUs the probe did not find (the others still serve). */
+  readonly warnings: string[] = [];
+
+  constructor(options: LocalPoolOptions = {}) {
+    this.#o = options;
+  }
+
+  get unavailableReason(): string | undefined {
+    return this.#unavailableReason;
+  }
+
+  start(): Promise<void> {
+    this.#started ??= this.#start();
+    return this.#started;
+  }
+
+  async #start(): Promise<void> {
+    const env = this.#o.env ?? {};
+    const probe = await runProbe(workerScript('probe', this.#o.worker), env, this.#o.probeTimeoutMs ?? 60_000);
+    if (this.#stopping) return;
+    const chosen = this.#select(probe.devices);
+    if (chosen.length === 0) {
+      this.#unavailableReason =
+        probe.devices.length === 0 ? (probe.reason ?? 'no CUDA device') : this.warnings.join('; ');
+      return;
+    }
+    const apps = (await (this.#o.computeApps ?? computeApps)().catch(() => undefined)) ?? [];
+    this.#slots = chosen.map(
+      (facts) =>
+        new GpuSlot({
+          ...this.#o.slot,
+          facts,
+          classes: gpuClasses(facts),
+          shared: facts.uuid.startsWith('MIG-') || apps.some((a) => a.uuid === facts.uuid),
+          isolation: this.#o.isolation ?? 'process',
+          env,
+          ...(this.#o.worker === undefined ? {} : { worker: this.#o.worker }),
+        }),
+    );
+    this.#byExclusive = [...this.#slots].sort((a, b) => Number(a.info().shared) - Number(b.info().shared));
+    for (const slot of this.#slots) {
+      slot.onIdle(() => this.#emitIdle());
+      void slot.start();
+    }
+    const every = this.#o.reprobeIntervalMs ?? 300_000;
+    if (every > 0) {
+      this.#reprobeTimer = setInterval(() => {
+        for (const s of this.#slots) if (s.state === 'quarantined') void s.reprobe();
+      }, every);
+      this.#reprobeTimer.unref();
+    }
+  }
+
+  /** The configured GPUs among those found; what is configured but absent becomes a warning. */
+  #select(devices: DeviceFacts[]): DeviceFacts[] {
+    const wanted = this.#o.gpus;
+    if (wanted === undefined) return devices;
+    const chosen: DeviceFacts[] = [];
+    for (const w of wanted) {
+      const d = devices.find((x) => (typeof w === 'number' ? x.ordinal === w : x.uuid === w));
+      if (d === undefined) this.warnings.push(`GPU ${w} is configured but the probe did not find it`);
+      else if (!chosen.includes(d)) chosen.push(d);
+    }
+    return chosen;
+  }
+
+  #emitIdle(): void {
+    for (const listener of this.#idleListeners) {
+      try {
+        listener();
+      } catch {
+        // the scheduler's exception must not stop the other listeners
+      }
+    }
+  }
+
+  /** The slot objects themselves (tests, the admin routes). */
+  slotObjects(): readonly GpuSlot[] {
+    return this.#slots;
+  }
+
+  slots(): SlotInfo[] {
+    return this.#slots.map((s) => s.info());
+  }
+
+  /** Leases an idle slot of the class: an exclusive GPU before a shared one (timings there are not disturbed). */
+  lease(gpuClass: string): SlotLease | undefined {
+    if (this.#stopping) return undefined;
+    for (const slot of this.#byExclusive) {
+      if (slot.state !== 'idle' || !slot.classes.includes(gpuClass)) continue;
+      const lease = slot.lease();
+      if (lease !== undefined) return lease;
+    }
+    return undefined;
+  }
+
+  serves(gpuClass: string): boolean {
+    return this.#slots.some((s) => s.state !== 'quarantined' && s.classes.includes(gpuClass));
+  }
+
+  onIdle(listener: () => void): void {
+    this.#idleListeners.push(listener);
+  }
+
+  async reprobe(uuid: string): Promise<SlotInfo | undefined> {
+    return this.#slots.find((s) => s.uuid === uuid)?.reprobe();
+  }
+
+  /** Drains: no more leases; running jobs get `graceMs` to finish; then every child is killed. */
+  async stop(graceMs: number): Promise<void> {
+    this.#stopping = true;
+    clearInterval(this.#reprobeTimer);
+    await this.#started?.catch(() => undefined);
+    const drained = Promise.all(this.#slots.map((s) => s.whenNotBusy()));
+    const grace = new AbortController();
+    await Promise.race([drained, sleep(graceMs, undefined, { signal: grace.signal }).catch(() => undefined)]);
+    grace.abort();
+    await Promise.all(this.#slots.map((s) => s.stop()));
+  }
+}

@@ -1,0 +1,663 @@
+// SPDX-License-Identifier: MIT
+// GpuSlot: the supervisor of one GPU. It keeps one worker child ready (Node up, cudakit loaded, no CUDA context),
+// leases it to one job at a time, times every phase of the job from the child's `phase` messages (the child cannot
+// time itself out: a kernel that never ends blocks its event loop), and on a deadline, a cancel, a crash or a
+// protocol error kills the child's process group, waits for the exit and for the GPU to drop the PID, and starts
+// another. A slot is capacity only while a child that said `ready` is alive.
+//
+//   starting ──ready──▶ idle ──lease()──▶ busy ──report──▶ idle (warm: the same child)
+//      │                 ▲                  ├──report──▶ restarting (process per job: the child exits)
+//      │                 │                  └──deadline, cancel, crash, protocol error──▶ restarting (SIGKILL to
+//      │                 │                        the group, the exit awaited, the GPU drops the PID)
+//      │                 └───── a ready child (the pre-started one, or a new one) ◀──── restarting
+//      └── 3 failed starts in a row ──▶ quarantined ◀── the GPU keeps a killed PID, or 3 failed starts ── restarting
+//                                           └── reprobe() ──▶ starting
+//
+// Process per job (the default): the child exits after its job, and the next one is started while the job runs, so
+// it is ready when the job ends (it creates its context only when it gets a job). Warm: the child stays.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { EvalJob, EvalPhase } from 'cudakit';
+import {
+  type ChildExit,
+  type DeathGuard,
+  WorkerChild,
+  chooseDeathGuard,
+  describeExit,
+  describeMessage,
+  workerScript,
+} from './child.js';
+import { type GpuReleased, gpuReleasedBySmi } from './nvidia-smi.js';
+import type { RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from './pool.js';
+import { type ChildMessage, type Deadlines, type DeviceFacts, isChildMessage } from './protocol.js';
+
+export type Isolation = 'process' | 'warm';
+
+export interface SlotOptions {
+  /** The GPU, as the probe saw it. */
+  facts: DeviceFacts;
+  /** The classes it serves (local-pool.ts: its model, its arch, 'any'). */
+  classes: readonly string[];
+  /** Other processes use it too, or it is a MIG slice. Default false. */
+  shared?: boolean;
+  /** 'process' (default): a fresh child per job; 'warm': one child across jobs. */
+  isolation?: Isolation;
+  /** The worker script: 'fake', a path, or the real one (default: $CUDAKIT_SERVER_WORKER; see child.ts). */
+  worker?: string;
+  /** Added to the children's environment. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** 'auto' (default): setpriv --pdeathsig where it works, else the child's watchdog thread. */
+  deathGuard?: 'auto' | 'watchdog';
+  /** From fork to `ready`. Default 30 s. */
+  startTimeoutMs?: number;
+  /** Failed starts in a row before the slot is quarantined. Default 3. */
+  maxFailedStarts?: number;
+  /** Pause after a failed start. Default 1 s. */
+  restartDelayMs?: number;
+  /** Process per job: how long a child may take to exit after its result before it is killed. Default 5 s. */
+  exitGraceMs?: number;
+  /** After SIGKILL: how long to wait for the exit before the slot is quarantined. Default 10 s. */
+  killWaitMs?: number;
+  /** Whether the GPU dropped a killed child's PID (default: nvidia-smi, polled). */
+  gpuReleased?: GpuReleased;
+  /** How long the GPU may keep a killed child's PID before the slot is quarantined. Default 30 s. */
+  releaseTimeoutMs?: number;
+  /** How much of a child's stderr (its last characters) is kept for a crash report. Default 8192. */
+  stderrTailChars?: number;
+}
+
+export const SLOT_DEFAULTS = {
+  startTimeoutMs: 30_000,
+  maxFailedStarts: 3,
+  restartDelayMs: 1_000,
+  exitGraceMs: 5_000,
+  killWaitMs: 10_000,
+  releaseTimeoutMs: 30_000,
+  stderrTailChars: 8_192,
+} as const;
+
+/** How long a crashed child's stderr may take to drain after its exit. */
+const STDERR_DRAIN_MS = 500;
+/** setTimeout's largest delay (a larger one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const PHASES = new Set<string>(['validate', 'compile', 'load', 'check', 'time', 'recheck', 'profile']);
+
+type Phase = EvalPhase | 'profile';
+
+interface LeaseRecord {
+  used: boolean;
+  cancelled: boolean;
+}
+
+interface ActiveJob {
+  lease: LeaseRecord;
+  id: string;
+  child: WorkerChild;
+  deadlines: Deadlines;
+  hooks: RunHooks;
+  phase: Phase | undefined;
+  settled: boolean;
+  jobTimer: NodeJS.Timeout | undefined;
+  phaseTimer: NodeJS.Timeout | undefined;
+  resolve: (outcome: SlotOutcome) => void;
+}
+
+export class GpuSlot {
+  readonly uuid: string;
+  readonly #facts: DeviceFacts;
+  readonly #classes: readonly string[];
+  readonly #shared: boolean;
+  readonly #isolation: Isolation;
+  readonly #o: Required<Omit<SlotOptions, 'facts' | 'classes' | 'shared' | 'isolation' | 'worker'>> & {
+    worker: string | undefined;
+  };
+  #state: SlotState = 'starting';
+  #jobs = 0;
+  #restarts = 0;
+  #lastError: string | undefined;
+  #failedStarts = 0;
+  /** The child leases run on: ready, and idle or running a job. */
+  #child: WorkerChild | undefined;
+  /** Process per job: the next child, started while a job runs; undefined when it gave up (too many failed starts). */
+  #spare: Promise<WorkerChild | undefined> | undefined;
+  readonly #children = new Set<WorkerChild>();
+  #lease: LeaseRecord | undefined;
+  #active: ActiveJob | undefined;
+  #stopping = false;
+  /** Bumped by quarantine and stop: work begun before then drops what it started. */
+  #epoch = 0;
+  /** The killed child's PID the GPU kept (the reason for a quarantine). */
+  #heldPid: number | undefined;
+  #guard: Promise<DeathGuard> | undefined;
+  #started: Promise<void> | undefined;
+  #reprobing: Promise<SlotInfo> | undefined;
+  readonly #idleListeners = new Set<() => void>();
+  /** Internal waiters for any change of state (whenNotBusy). */
+  #stateWaiters: (() => void)[] = [];
+
+  constructor(options: SlotOptions) {
+    this.#facts = options.facts;
+    this.uuid = options.facts.uuid;
+    this.#classes = [...options.classes];
+    this.#shared = options.shared ?? false;
+    this.#isolation = options.isolation ?? 'process';
+    this.#o = {
+      ...SLOT_DEFAULTS,
+      env: {},
+      deathGuard: 'auto',
+      gpuReleased: gpuReleasedBySmi,
+      ...definedOnly(options),
+      worker: options.worker,
+    };
+  }
+
+  /** What /v1/gpus shows. */
+  info(): SlotInfo {
+    return {
+      uuid: this.uuid,
+      name: this.#facts.name,
+      arch: this.#facts.arch,
+      classes: [...this.#classes],
+      state: this.#state,
+      jobs: this.#jobs,
+      restarts: this.#restarts,
+      lastError: this.#lastError,
+      shared: this.#shared,
+    };
+  }
+
+  get state(): SlotState {
+    return this.#state;
+  }
+
+  get classes(): readonly string[] {
+    return this.#classes;
+  }
+
+  /** The parent-death guard its children run under (known after the first spawn). */
+  async deathGuard(): Promise<DeathGuard['kind']> {
+    return (await this.#resolveGuard()).kind;
+  }
+
+  /** The children alive now: the one leases run on, and any other (the pre-started one). For tests and debugging. */
+  pids(): { current: number | undefined; others: { pid: number; ready: boolean }[] } {
+    const others = [...this.#children]
+      .filter((c) => c !== this.#child && c.exit === undefined && c.pid !== undefined)
+      .map((c) => ({ pid: c.pid!, ready: c.isReady }));
+    const current = this.#child?.exit === undefined ? this.#child?.pid : undefined;
+    return { current, others };
+  }
+
+  /** Called (in a microtask) whenever the slot becomes idle. */
+  onIdle(listener: () => void): void {
+    this.#idleListeners.add(listener);
+  }
+
+  /** Starts the first child; resolves when it is ready or the slot is quarantined. */
+  start(): Promise<void> {
+    this.#started ??= this.#bringUp(undefined);
+    return this.#started;
+  }
+
+  /** Leases the slot to one job when it is idle. */
+  lease(): SlotLease | undefined {
+    if (this.#state !== 'idle' || this.#stopping || this.#child === undefined) return undefined;
+    const record: LeaseRecord = { used: false, cancelled: false };
+    this.#lease = record;
+    this.#setState('busy');
+    const info = (): SlotInfo => this.info();
+    return {
+      get info() {
+        return info();
+      },
+      run: (id, job, seedSalt, deadlines, hooks) => this.#run(record, id, job, seedSalt, deadlines, hooks),
+      cancel: () => this.#cancel(record),
+    };
+  }
+
+  /** Brings a quarantined slot back: the GPU must have dropped the PID it kept, then a child must start. */
+  reprobe(): Promise<SlotInfo> {
+    if (this.#state !== 'quarantined' || this.#stopping) return Promise.resolve(this.info());
+    this.#reprobing ??= (async () => {
+      const epoch = this.#epoch;
+      this.#failedStarts = 0;
+      this.#setState('starting');
+      const held = this.#heldPid;
+      if (held !== undefined) {
+        if (!(await this.#released(held, 0))) {
+          if (epoch === this.#epoch) this.#quarantine(`the GPU still lists the killed worker's PID ${held}`);
+          return this.info();
+        }
+        this.#heldPid = undefined;
+      }
+      await this.#bringUp(undefined);
+      return this.info();
+    })().finally(() => (this.#reprobing = undefined));
+    return this.#reprobing;
+  }
+
+  /** Kills every child (a running job resolves 'cancelled'); resolves when they have exited. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#epoch++;
+    if (this.#active !== undefined) void this.#kill(this.#active, () => ({ kind: 'cancelled' }), 'the slot stopped');
+    else if (this.#lease !== undefined) this.#lease = undefined;
+    await this.#guard?.catch(() => undefined); // a spawn waiting on it adds its child first
+    for (let round = 0; round < 3 && this.#children.size > 0; round++) {
+      const all = [...this.#children];
+      for (const c of all) c.kill();
+      await Promise.race([Promise.all(all.map((c) => c.exited)), sleep(this.#o.killWaitMs)]);
+    }
+    this.#child = undefined;
+  }
+
+  /** Resolves when the slot is not busy (the pool's drain). */
+  async whenNotBusy(): Promise<void> {
+    while (this.#state === 'busy') await new Promise<void>((resolve) => this.#stateWaiters.push(resolve));
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Children
+
+  #resolveGuard(): Promise<DeathGuard> {
+    this.#guard ??= chooseDeathGuard(this.#o.deathGuard);
+    return this.#guard;
+  }
+
+  async #spawn(): Promise<WorkerChild> {
+    const guard = await this.#resolveGuard();
+    const child = new WorkerChild({
+      script: workerScript('worker', this.#o.worker),
+      uuid: this.uuid,
+      isolation: this.#isolation,
+      guard,
+      env: this.#o.env,
+      startTimeoutMs: this.#o.startTimeoutMs,
+      stderrTailChars: this.#o.stderrTailChars,
+    });
+    this.#children.add(child);
+    void child.exited.then(() => this.#children.delete(child));
+    return child;
+  }
+
+  /** A child that said `ready`, or undefined after maxFailedStarts failed starts in a row (or a stop/quarantine). */
+  async #readyChild(): Promise<WorkerChild | undefined> {
+    const epoch = this.#epoch;
+    for (;;) {
+      if (epoch !== this.#epoch) return undefined;
+      let child: WorkerChild;
+      try {
+        child = await this.#spawn();
+      } catch (e) {
+        this.#lastError = `the worker could not be started: ${(e as Error).message}`;
+        return undefined; // a setup problem (no such script): retrying cannot help
+      }
+      const r = await child.ready;
+      if (epoch !== this.#epoch) {
+        child.kill();
+        return undefined;
+      }
+      if (r.ok) {
+        this.#failedStarts = 0;
+        return child;
+      }
+      await child.waitExit(this.#o.killWaitMs);
+      this.#failedStarts++;
+      this.#restarts++;
+      const tail = lastLine(child.stderrTail());
+      this.#lastError = `the worker did not start: ${r.reason}${tail === '' ? '' : ` (stderr: ${tail})`}`;
+      if (this.#failedStarts >= this.#o.maxFailedStarts) return undefined;
+      await sleep(this.#o.restartDelayMs);
+    }
+  }
+
+  /** Makes a ready child current: the pre-started one when it made it, else a new one; quarantines when none starts. */
+  async #bringUp(spare: Promise<WorkerChild | undefined> | undefined): Promise<void> {
+    const epoch = this.#epoch;
+    let child = spare === undefined ? undefined : await spare;
+    const gaveUp = spare !== undefined && child === undefined;
+    if (child?.exit !== undefined) {
+      this.#restarts++;
+      this.#lastError = `the pre-started worker exited (${describeExit(child.exit)})`;
+      child = undefined;
+    }
+    if (child === undefined && !gaveUp && epoch === this.#epoch) child = await this.#readyChild();
+    if (epoch !== this.#epoch) {
+      child?.kill();
+      return;
+    }
+    if (child === undefined) {
+      this.#quarantine(this.#lastError ?? 'the worker did not start');
+      return;
+    }
+    const current = child;
+    this.#child = current;
+    current.onMessage = (m) => this.#idleMessage(current, m);
+    current.onExit = (e) => this.#idleExit(current, e);
+    this.#setState('idle');
+  }
+
+  /** A message from a child with no job: a protocol error; the child is replaced. */
+  #idleMessage(child: WorkerChild, m: unknown): void {
+    this.#idleLost(child, `protocol error from an idle worker: ${describeMessage(m)}`);
+  }
+
+  /** The current child died without a job. */
+  #idleExit(child: WorkerChild, e: ChildExit): void {
+    this.#idleLost(child, `the idle worker exited (${describeExit(e)})`);
+  }
+
+  /** Replaces the current child lost between jobs, unless a lease holds it (run() then reports it). */
+  #idleLost(child: WorkerChild, reason: string): void {
+    if (child !== this.#child || this.#active !== undefined || this.#lease !== undefined || this.#stopping) return;
+    this.#child = undefined;
+    child.onMessage = undefined;
+    child.onExit = undefined;
+    child.kill();
+    this.#restarts++;
+    this.#lastError = reason;
+    this.#setState('restarting');
+    void child.exited.then(() => this.#replace(child, child.jobs > 0));
+  }
+
+  /** After a child is gone: waits for the GPU to drop its PID when it may hold it, then brings up the next child. */
+  async #replace(old: WorkerChild, checkGpu: boolean): Promise<void> {
+    const epoch = this.#epoch;
+    const spare = this.#spare;
+    this.#spare = undefined;
+    if (checkGpu && old.pid !== undefined) {
+      const released = await this.#released(old.pid, this.#o.releaseTimeoutMs);
+      if (epoch !== this.#epoch) return;
+      if (!released) {
+        this.#heldPid = old.pid;
+        this.#quarantine(`the GPU still lists the killed worker's PID ${old.pid} after ${this.#o.releaseTimeoutMs} ms`);
+        void spare?.then((c) => c?.kill());
+        return;
+      }
+    }
+    await this.#bringUp(spare);
+  }
+
+  async #released(pid: number, timeoutMs: number): Promise<boolean> {
+    try {
+      return await this.#o.gpuReleased(pid, this.uuid, timeoutMs);
+    } catch {
+      return false; // cannot tell: treated as held
+    }
+  }
+
+  #quarantine(reason: string): void {
+    this.#epoch++;
+    this.#lastError = reason;
+    this.#child = undefined;
+    for (const c of this.#children) c.kill();
+    const spare = this.#spare;
+    this.#spare = undefined;
+    void spare?.then((c) => c?.kill());
+    this.#setState('quarantined');
+  }
+
+  #setState(state: SlotState): void {
+    const was = this.#state;
+    this.#state = state;
+    for (const wake of this.#stateWaiters.splice(0)) wake();
+    if (state === 'idle' && was !== 'idle') {
+      for (const listener of [...this.#idleListeners]) {
+        queueMicrotask(() => {
+          if (this.#state === 'idle') listener(); // a listener is never called for a slot no longer idle
+        });
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Jobs
+
+  #run(
+    lease: LeaseRecord,
+    id: string,
+    job: EvalJob,
+    seedSalt: string,
+    deadlines: Deadlines,
+    hooks: RunHooks,
+  ): Promise<SlotOutcome> {
+    if (lease.cancelled) return Promise.resolve({ kind: 'cancelled' });
+    if (lease.used || lease !== this.#lease) return Promise.reject(new Error('a slot lease runs one job'));
+    if (!(deadlines.jobMs > 0))
+      return Promise.reject(new RangeError(`deadlines.jobMs must be > 0: ${deadlines.jobMs}`));
+    lease.used = true;
+    const child = this.#child;
+    if (child === undefined || child.exit !== undefined) {
+      const e = child?.exit ?? { code: null, signal: null };
+      const reason = `the worker exited before it accepted the job (${describeExit(e)})`;
+      this.#lastError = reason;
+      this.#restarts++;
+      this.#endJob(child, 'killed');
+      const tail = child?.stderrTail() ?? '';
+      return Promise.resolve(crashed(undefined, e, tail, reason));
+    }
+    return new Promise<SlotOutcome>((resolve) => {
+      const active: ActiveJob = {
+        lease,
+        id,
+        child,
+        deadlines,
+        hooks,
+        phase: undefined,
+        settled: false,
+        jobTimer: undefined,
+        phaseTimer: undefined,
+        resolve,
+      };
+      this.#active = active;
+      this.#jobs++;
+      child.jobs++;
+      child.onMessage = (m) => this.#message(active, m);
+      child.onExit = () => void this.#crashed(active);
+      child.send({ v: 1, t: 'job', id, job, seedSalt, deadlines });
+      active.jobTimer = setTimeout(() => this.#expire(active, 'job', deadlines.jobMs), timerMs(deadlines.jobMs));
+      // Process per job: the next child starts now, so it is ready when this one is done.
+      if (this.#isolation === 'process') this.#spare = this.#readyChild();
+    });
+  }
+
+  #cancel(lease: LeaseRecord): void {
+    if (lease !== this.#lease) return;
+    const active = this.#active;
+    if (active !== undefined && active.lease === lease) {
+      void this.#kill(active, () => ({ kind: 'cancelled' }), 'the job was cancelled');
+      return;
+    }
+    if (lease.used) return;
+    lease.cancelled = true; // run() resolves 'cancelled' without touching the slot
+    this.#lease = undefined;
+    const child = this.#child;
+    if (child?.exit !== undefined) this.#idleExit(child, child.exit);
+    else this.#setState('idle');
+  }
+
+  #message(active: ActiveJob, m: unknown): void {
+    if (active.settled) return;
+    if (!isChildMessage(m)) return this.#protocolError(active, `not a protocol message: ${describeMessage(m)}`);
+    const problem = checkJobMessage(m, active.id);
+    if (problem !== undefined) return this.#protocolError(active, problem);
+    switch (m.t) {
+      case 'phase': {
+        active.phase = m.phase;
+        clearTimeout(active.phaseTimer);
+        const limitMs = active.deadlines.phaseMs[m.phase];
+        if (limitMs !== undefined) {
+          active.phaseTimer = setTimeout(() => this.#expire(active, 'phase', limitMs), timerMs(limitMs));
+        }
+        quietly(() => active.hooks.onPhase?.(m.phase));
+        return;
+      }
+      case 'progress':
+        quietly(() => active.hooks.onProgress?.(m.progress));
+        return;
+      case 'result':
+        this.#settle(active);
+        active.resolve({ kind: 'report', report: m.report, device: m.device });
+        void this.#afterReport(active.child, m.report.error?.sticky === true);
+        return;
+      case 'fatal': {
+        const reason = `the worker failed: ${m.error.code}: ${m.error.message}`;
+        void this.#kill(active, (c) => crashed(active.phase, c.exit, c.stderrTail(), reason), reason);
+        return;
+      }
+      case 'ready':
+        return this.#protocolError(active, 'a second ready');
+    }
+  }
+
+  #protocolError(active: ActiveJob, problem: string): void {
+    const reason = `protocol error: ${problem}`;
+    void this.#kill(active, (c) => crashed(active.phase, c.exit, c.stderrTail(), reason), reason);
+  }
+
+  #expire(active: ActiveJob, scope: 'phase' | 'job', limitMs: number): void {
+    const phase = active.phase;
+    const where = scope === 'job' ? 'the job' : `the ${phase} phase`;
+    const reason = `${where} ran past its deadline of ${limitMs} ms`;
+    void this.#kill(active, () => ({ kind: 'timeout', phase, limitMs, scope }), reason);
+  }
+
+  /** The job is decided: no more timers or messages count. */
+  #settle(active: ActiveJob): void {
+    active.settled = true;
+    clearTimeout(active.jobTimer);
+    clearTimeout(active.phaseTimer);
+    active.child.onMessage = undefined;
+    active.child.onExit = undefined;
+  }
+
+  /** Kills the job's child (its process group), waits for its exit, resolves the run, then replaces the child. */
+  async #kill(active: ActiveJob, outcome: (child: WorkerChild) => SlotOutcome, reason: string): Promise<void> {
+    if (active.settled) return;
+    this.#settle(active);
+    const { child } = active;
+    child.kill();
+    const exited = await child.waitExit(this.#o.killWaitMs);
+    if (exited) await child.stdioClosed(STDERR_DRAIN_MS);
+    this.#lastError = reason;
+    this.#restarts++;
+    active.resolve(outcome(child));
+    this.#endJob(child, exited ? 'killed' : 'unkillable');
+  }
+
+  /** The child died during the job without a report. */
+  async #crashed(active: ActiveJob): Promise<void> {
+    if (active.settled) return;
+    this.#settle(active);
+    const { child } = active;
+    child.kill(); // whatever it started
+    await child.stdioClosed(STDERR_DRAIN_MS);
+    const phase = active.phase;
+    const where = phase === undefined ? "before the job's first phase" : `in the ${phase} phase`;
+    const reason = `the worker died ${where} (${describeExit(child.exit!)})`;
+    this.#lastError = reason;
+    this.#restarts++;
+    active.resolve(crashed(phase, child.exit, child.stderrTail(), reason));
+    this.#endJob(child, 'killed');
+  }
+
+  /** After a report: a warm child stays (unless its context is lost); otherwise it exits and the next takes over. */
+  async #afterReport(child: WorkerChild, contextLost: boolean): Promise<void> {
+    this.#lease = undefined;
+    this.#active = undefined;
+    if (this.#stopping) return;
+    if (this.#isolation === 'warm' && !contextLost && child.exit === undefined) {
+      child.onMessage = (m) => this.#idleMessage(child, m);
+      child.onExit = (e) => this.#idleExit(child, e);
+      this.#setState('idle');
+      return;
+    }
+    this.#child = undefined;
+    this.#setState('restarting');
+    const epoch = this.#epoch;
+    let forced = false;
+    if (!(await child.waitExit(this.#o.exitGraceMs))) {
+      forced = true;
+      child.kill();
+      if (!(await child.waitExit(this.#o.killWaitMs))) {
+        if (epoch === this.#epoch) this.#quarantine(`worker ${child.pid} did not exit after SIGKILL`);
+        return;
+      }
+    } else {
+      child.kill(); // anything it left running in its group
+    }
+    if (epoch === this.#epoch) await this.#replace(child, forced);
+  }
+
+  /** After a kill or a crash: the lease is over; the slot replaces the child (or is quarantined or stopping). */
+  #endJob(child: WorkerChild | undefined, how: 'killed' | 'unkillable'): void {
+    this.#lease = undefined;
+    this.#active = undefined;
+    if (child === this.#child) this.#child = undefined;
+    if (this.#stopping) return;
+    if (how === 'unkillable') {
+      this.#quarantine(`worker ${child?.pid} did not exit ${this.#o.killWaitMs} ms after SIGKILL`);
+      return;
+    }
+    this.#setState('restarting');
+    if (child === undefined) void this.#bringUp(undefined);
+    else void this.#replace(child, child.jobs > 0);
+  }
+}
+
+/** A well-formed message for job `id`, or what is wrong with it. */
+function checkJobMessage(m: ChildMessage, id: string): string | undefined {
+  if (m.t === 'ready') return undefined;
+  if (m.t === 'fatal') {
+    const e = m.error as unknown as { code?: unknown; message?: unknown } | undefined;
+    if (typeof e?.code !== 'string' || typeof e.message !== 'string') return 'a fatal message without an error';
+    return m.id === undefined || m.id === id ? undefined : `a fatal message for job ${m.id}`;
+  }
+  if (m.id !== id) return `a ${m.t} message for job ${String(m.id)}, not ${id}`;
+  if (m.t === 'phase' && !PHASES.has(m.phase)) return `an unknown phase ${describeMessage(m.phase)}`;
+  if (m.t === 'progress') {
+    const p = m.progress as unknown;
+    if (typeof p !== 'object' || p === null || typeof (p as { kind?: unknown }).kind !== 'string') {
+      return 'a progress message without progress';
+    }
+  }
+  if (m.t === 'result') {
+    const r = m.report as unknown as { name?: unknown; passed?: unknown; phases?: unknown } | null;
+    if (typeof r !== 'object' || r === null || typeof r.passed !== 'boolean' || !Array.isArray(r.phases)) {
+      return 'a result without a report';
+    }
+  }
+  return undefined;
+}
+
+function crashed(phase: Phase | undefined, e: ChildExit | undefined, stderrTail: string, reason: string): SlotOutcome {
+  return {
+    kind: 'crashed',
+    phase,
+    signal: e?.signal ?? undefined,
+    exitCode: e?.code ?? undefined,
+    stderrTail,
+    reason,
+  };
+}
+
+function timerMs(ms: number): number {
+  return Math.min(Math.max(0, ms), MAX_TIMER_MS);
+}
+
+function lastLine(text: string): string {
+  const lines = text.trim().split('\n');
+  return (lines[lines.length - 1] ?? '').slice(0, 300);
+}
+
+/** Runs a caller's hook; its exception is the caller's, never the slot's. */
+function quietly(f: () => void): void {
+  try {
+    f();
+  } catch {
+    // a hook that throws must not break supervision
+  }
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+// TypeBox schemas of the native API (/v1): one schema gives the route's validation, its TypeScript type and its part
+// of the OpenAPI document. The request body is an EvalJob with the service's fields beside it. The schemas check
+// shapes only where cudakit's validateJob is not authoritative; args, fills, grids and check options stay permissive
+// here and are checked in depth by validateJob, whose messages are better than a schema's.
+import { type Static, Type } from 'typebox';
+import type { SlotState } from '../gpu/pool.js';
+import { VERDICTS, type Verdict } from '../verdict.js';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Defaults and bounds of the service fields (the scheduler and the docs read them from here).
+
+export const TIMEOUT_SECONDS = { min: 5, max: 600, default: 120 } as const;
+export const MAX_QUEUE_SECONDS = { min: 1, max: 86_400, default: 300 } as const;
+export const PRIORITY = { min: -10, max: 10, default: 0 } as const;
+/** The size caps checked before anything is queued (the worker could not enforce them before compiling). */
+export const SOURCE_CHARS_MAX = 256 * 1024;
+export const ARGS_MAX = 64;
+/** Request bodies: the evaluation route carries tensor literals, every other route is small. */
+export const SUBMIT_BODY_LIMIT_BYTES = 64 * 2 ** 20;
+export const BODY_LIMIT_BYTES = 2 ** 20;
+
+const SERVICE_KEYS = ['timeoutSeconds', 'maxQueueSeconds', 'priority', 'gpu', 'deviceMetrics'] as const;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Request body
+
+/** A source as text: a service never reads a file of its own host (`{ file }` is refused). */
+const Source = Type.Union(
+  [
+    Type.String({ maxLength: SOURCE_CHARS_MAX }),
+    Type.Object(
+      { text: Type.String({ maxLength: SOURCE_CHARS_MAX }), name: Type.Optional(Type.String({ maxLength: 256 })) },
+      { additionalProperties: false },
+    ),
+  ],
+  { description: 'CUDA C++ source text, or { text, name } (a file on the server is never read)' },
+);
+
+/**
+ * Compile options without the ones that reach the server's file system (includePaths, cache.dir) or are the
+ * server's to decide. Flags are checked against an allow-list by the service.
+ */
+const Compile = Type.Object(
+  {
+    target: Type.Optional(Type.Union([Type.Literal('cubin'), Type.Literal('ptx')])),
+    arch: Type.Optional(Type.String({ maxLength: 32 })),
+    std: Type.Optional(Type.String({ maxLength: 16 })),
+    defines: Type.Optional(Type.Unknown({ description: "{ N: 256 } or ['N=256']" })),
+    fastMath: Type.Optional(Type.Boolean()),
+    lineInfo: Type.Optional(Type.Boolean()),
+    debug: Type.Optional(Type.Boolean()),
+    maxRegisters: Type.Optional(Type.Integer({ minimum: 1, maximum: 255 })),
+    extraFlags: Type.Optional(Type.Array(Type.String({ maxLength: 256 }), { maxItems: 64 })),
+    nameExpressions: Type.Optional(Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 64 })),
+    cudaIncludes: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const Headers = Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: SOURCE_CHARS_MAX }), {
+  maxProperties: 64,
+  description: 'In-memory headers for #include "name"',
+});
+const Dim3 = Type.Unknown({ description: 'A number or [x], [x, y], [x, y, z]' });
+const Arg = Type.Union([Type.String({ maxLength: 4096 }), Type.Object({}, { additionalProperties: true })], {
+  description: "An argspec such as 'ptr:f32[1M]=uniform(-1,1)' or { kind: 'buffer', ... } (checked by validateJob)",
+});
+/** A reference or baseline kernel; its source and compile options are checked like the job's by the service. */
+const KernelRef = Type.Object({}, { additionalProperties: true, description: 'EvalKernelRef or { expected }' });
+
+export const SubmitBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ maxLength: 256 })),
+    source: Source,
+    kernel: Type.String({ minLength: 1, maxLength: 4096 }),
+    headers: Type.Optional(Headers),
+    compile: Type.Optional(Compile),
+    grid: Dim3,
+    block: Dim3,
+    sharedMemBytes: Type.Optional(Type.Unknown()),
+    cooperative: Type.Optional(Type.Boolean()),
+    clusterDim: Type.Optional(Dim3),
+    signature: Type.Optional(Type.Array(Type.Unknown(), { maxItems: ARGS_MAX })),
+    args: Type.Array(Arg, { maxItems: ARGS_MAX }),
+    reference: Type.Optional(KernelRef),
+    compare: Type.Optional(KernelRef),
+    check: Type.Optional(Type.Object({}, { additionalProperties: true })),
+    timing: Type.Optional(Type.Object({}, { additionalProperties: true })),
+    zeroOnFree: Type.Optional(Type.Boolean()),
+    mode: Type.Optional(Type.Unknown({ deprecated: true })),
+    preset: Type.Optional(Type.Unknown({ deprecated: true })),
+    bytes: Type.Optional(Type.Unknown({ deprecated: true })),
+    flops: Type.Optional(Type.Unknown({ deprecated: true })),
+    // The service's own fields.
+    timeoutSeconds: Type.Optional(
+      Type.Integer({
+        minimum: TIMEOUT_SECONDS.min,
+        maximum: TIMEOUT_SECONDS.max,
+        default: TIMEOUT_SECONDS.default,
+        description: 'Execution budget from the GPU lease to the result',
+      }),
+    ),
+    maxQueueSeconds: Type.Optional(
+      Type.Integer({
+        minimum: MAX_QUEUE_SECONDS.min,
+        maximum: MAX_QUEUE_SECONDS.max,
+        default: MAX_QUEUE_SECONDS.default,
+        description: 'How long the job may wait for a GPU before it fails with QUEUE_TIMEOUT',
+      }),
+    ),
+    priority: Type.Optional(Type.Integer({ minimum: PRIORITY.min, maximum: PRIORITY.max, default: PRIORITY.default })),
+    gpu: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        pattern: '^[A-Za-z0-9_.-]+$',
+        default: 'any',
+        description: "'any', or a GPU class: 'H200', 'H100', 'sm_90'",
+      }),
+    ),
+    deviceMetrics: Type.Optional(Type.Boolean({ default: false })),
+  },
+  { additionalProperties: false },
+);
+export type SubmitBody = Static<typeof SubmitBody>;
+
+/** The body's two parts: the EvalJob (for validateJob) and the service's options, with defaults. */
+export function splitBody(body: Record<string, unknown>): {
+  job: Record<string, unknown>;
+  options: { timeoutSeconds: number; maxQueueSeconds: number; priority: number; gpu: string; deviceMetrics: boolean };
+} {
+  const job: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(body)) {
+    if (!(SERVICE_KEYS as readonly string[]).includes(key)) job[key] = value;
+  }
+  const b = body as Partial<Record<(typeof SERVICE_KEYS)[number], unknown>>;
+  return {
+    job,
+    options: {
+      timeoutSeconds: typeof b.timeoutSeconds === 'number' ? b.timeoutSeconds : TIMEOUT_SECONDS.default,
+      maxQueueSeconds: typeof b.maxQueueSeconds === 'number' ? b.maxQueueSeconds : MAX_QUEUE_SECONDS.default,
+      priority: typeof b.priority === 'number' ? b.priority : PRIORITY.default,
+      gpu: typeof b.gpu === 'string' ? b.gpu : 'any',
+      deviceMetrics: b.deviceMetrics === true,
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Parameters and query strings
+
+export const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: "'ev_' + a ULID" }) });
+
+export const GetQuery = Type.Object({
+  wait: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: 60, description: 'Long-poll: wait up to this many seconds for the end' }),
+  ),
+});
+
+export const EventsQuery = Type.Object({
+  lastEventId: Type.Optional(
+    Type.Integer({ minimum: 0, description: 'Resume after this event (for clients that cannot send Last-Event-ID)' }),
+  ),
+});
+
+export const DeleteQuery = Type.Object({
+  purge: Type.Optional(Type.Boolean({ description: 'Delete a finished evaluation and its events' })),
+});
+
+const Status = Type.Union(
+  [
+    Type.Literal('queued'),
+    Type.Literal('running'),
+    Type.Literal('succeeded'),
+    Type.Literal('failed'),
+    Type.Literal('cancelled'),
+  ],
+  { description: 'Whether the service finished: failed means it could not (the verdict is about the kernel)' },
+);
+const VerdictSchema = Type.Unsafe<Verdict>({ type: 'string', enum: [...VERDICTS] });
+
+export const ListQuery = Type.Object({
+  status: Type.Optional(Status),
+  verdict: Type.Optional(VerdictSchema),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  cursor: Type.Optional(Type.String({ maxLength: 64, description: 'next of the previous page' })),
+  principal: Type.Optional(Type.String({ maxLength: 128, description: 'Admin scope only: another principal' })),
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Responses
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+
+export const QueueInfo = Type.Object({
+  position: Type.Integer({ description: '1-based place among the jobs a GPU of its class takes first; 0: not queued' }),
+  ahead: Type.Integer(),
+  running: Type.Integer({ description: 'Jobs running on the GPUs of its class' }),
+  gpus: Type.Integer({ description: 'GPUs of its class' }),
+});
+
+const Links = Type.Object({ self: Type.String(), events: Type.String() });
+
+export const Submitted = Type.Object({
+  id: Type.String(),
+  status: Status,
+  queue: QueueInfo,
+  links: Links,
+});
+
+const ErrorInfo = Type.Object({ code: Type.String(), message: Type.String(), phase: Type.Optional(Type.String()) });
+
+const GpuRef = Type.Object({
+  uuid: Type.String(),
+  name: Type.Optional(Type.String()),
+  arch: Type.Optional(Type.String()),
+});
+
+export const Evaluation = Type.Object({
+  id: Type.String(),
+  principal: Type.String(),
+  status: Status,
+  phase: Nullable(Type.String()),
+  verdict: Nullable(VerdictSchema),
+  createdAt: Type.String({ format: 'date-time' }),
+  startedAt: Nullable(Type.String({ format: 'date-time' })),
+  finishedAt: Nullable(Type.String({ format: 'date-time' })),
+  queueWaitMs: Nullable(Type.Number()),
+  queue: Nullable(QueueInfo),
+  gpu: Nullable(GpuRef),
+  options: Type.Object({
+    timeoutSeconds: Type.Integer(),
+    maxQueueSeconds: Type.Integer(),
+    priority: Type.Integer(),
+    gpu: Type.String(),
+    deviceMetrics: Type.Boolean(),
+  }),
+  /** cudakit's EvalReport as the worker sent it (64-bit values as strings). */
+  report: Type.Unknown({ description: "cudakit's EvalReport (null before the result)" }),
+  error: Nullable(ErrorInfo),
+  links: Links,
+});
+export type Evaluation = Static<typeof Evaluation>;
+
+export const EvaluationSummary = Type.Object({
+  id: Type.String(),
+  status: Status,
+  verdict: Nullable(VerdictSchema),
+  phase: Nullable(Type.String()),
+  name: Type.String(),
+  createdAt: Type.String({ format: 'date-time' }),
+  finishedAt: Nullable(Type.String({ format: 'date-time' })),
+  links: Links,
+});
+
+export const EvaluationList = Type.Object({
+  items: Type.Array(EvaluationSummary),
+  next: Nullable(Type.String()),
+});
+
+export const Cancelled = Type.Object({
+  id: Type.String(),
+  status: Type.Union([Type.Literal('cancelling'), Type.Literal('cancelled')]),
+});
+
+export const Slot = Type.Object({
+  uuid: Type.String(),
+  name: Type.String(),
+  arch: Type.String(),
+  classes: Type.Array(Type.String()),
+  state: Type.Unsafe<SlotState>({ type: 'string', enum: ['starting', 'idle', 'busy', 'restarting', 'quarantined'] }),
+  jobs: Type.Integer(),
+  restarts: Type.Integer(),
+  lastError: Nullable(Type.String()),
+  shared: Type.Boolean(),
+});
+
+export const GpuList = Type.Object({
+  gpus: Type.Array(Slot),
+  reason: Nullable(Type.String({ description: 'Why there is no GPU, when there is none' })),
+});
+
+/** Every error of the native routes: Fastify's shape, plus where in the request each problem is. */
+export const ErrorBody = Type.Object({
+  statusCode: Type.Integer(),
+  code: Type.String(),
+  error: Type.String(),
+  message: Type.String(),
+  details: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
+});
+export type ErrorBody = Static<typeof ErrorBody>;

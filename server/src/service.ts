@@ -1,0 +1,764 @@
+// SPDX-License-Identifier: MIT
+// The scheduler: the one place that wires the store (system of record), the queue (who runs next) and the GPU pool
+// (who runs it). submit() validates, admits and persists a job before the client gets its 202; a dispatch loop leases
+// idle slots to queued jobs whenever a slot turns idle or a job arrives; each run's SlotOutcome becomes a status and
+// a verdict, stored once, and a 'done' event. Cancel, queue expiry, retention, start-up recovery and a drain on
+// shutdown are here too. Nothing in this process loads the CUDA addon: cudakit's validateJob and formatJson are pure
+// JavaScript, and the GPUs are the pool's children's.
+import { createHash, randomBytes } from 'node:crypto';
+import { InvalidJobError, formatJson, validateJob } from 'cudakit';
+import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
+import { DEFAULT_ADMISSION_LIMITS, admissionProblems, type AdmissionLimits } from './admission.js';
+import { jobDeadlines } from './gpu/deadlines.js';
+import type { GpuPool, SlotInfo, SlotLease, SlotOutcome } from './gpu/pool.js';
+import type { Deadlines } from './gpu/protocol.js';
+import { type JobQueue, type QueuedJob, queuedJobOf } from './queue/queue.js';
+import { suspicionsOf } from './roofline.js';
+import { splitBody } from './schema/native.js';
+import { newJobId } from './store/ids.js';
+import {
+  INTERRUPTED_ERROR,
+  TERMINAL,
+  type JobEvent,
+  type JobRecord,
+  type JobStore,
+  type ServiceOptions,
+} from './store/store.js';
+import { verdictOf, type Verdict } from './verdict.js';
+
+/** An error the API answers with its status code (4xx, or 503 for a service that cannot take work now). */
+export class ServiceError extends Error {
+  readonly statusCode: number;
+  readonly code: string;
+  /** Seconds, for the Retry-After header of a 429 or 503. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(statusCode: number, code: string, message: string, retryAfterSeconds?: number) {
+    super(message);
+    this.name = 'ServiceError';
+    this.statusCode = statusCode;
+    this.code = code;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+export interface ServiceLimits extends AdmissionLimits {
+  /** Jobs one principal may have queued (429 beyond). */
+  maxQueuedPerPrincipal: number;
+  /** Jobs queued in all (503 beyond). */
+  maxQueued: number;
+}
+
+export const DEFAULT_LIMITS: ServiceLimits = {
+  ...DEFAULT_ADMISSION_LIMITS,
+  maxQueuedPerPrincipal: 32,
+  maxQueued: 1000,
+};
+
+/** The subset of pino's logger the service uses. */
+export interface ServiceLog {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+const silentLog: ServiceLog = { info() {}, warn() {}, error() {} };
+
+export interface ServiceConfig {
+  store: JobStore;
+  queue: JobQueue;
+  pool: GpuPool;
+  /** Wall clock, ms. Default Date.now. */
+  now?: () => number;
+  limits?: Partial<ServiceLimits>;
+  /** The per-phase limits a run gets. Default gpu/deadlines.ts's jobDeadlines within the job's timeoutSeconds. */
+  deadlines?: (job: EvalJob, options: ServiceOptions) => Deadlines;
+  /** Finished jobs are deleted this long after they finished. Default 30. */
+  retentionDays?: number;
+  /** How often queued jobs are checked against their maxQueueSeconds. Default 1000. */
+  expiryIntervalMs?: number;
+  /** How often the retention sweep runs. Default one hour. */
+  retentionIntervalMs?: number;
+  /** Progress events of one job closer together than this are dropped (the last is kept by the next). Default 250. */
+  progressIntervalMs?: number;
+  log?: ServiceLog;
+}
+
+/** How long an Idempotency-Key is remembered. */
+export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+
+export interface Submission {
+  record: JobRecord;
+  /** An Idempotency-Key's earlier job, returned instead of a new one. */
+  replayed: boolean;
+  /** Its place in the queue when it was admitted (a replay's: now). */
+  queue: QueueInfo;
+}
+
+export interface QueueInfo {
+  position: number;
+  ahead: number;
+  running: number;
+  gpus: number;
+}
+
+/** What the metrics see of a job that reached its end. */
+export interface FinishedJob {
+  id: string;
+  status: 'succeeded' | 'failed' | 'cancelled';
+  verdict: Verdict | undefined;
+  gpu: string;
+  /** From the lease to the end; undefined for a job that never ran. */
+  runMs: number | undefined;
+}
+
+/** A job taken from the queue: leased (or about to be), possibly asked to stop. */
+interface Active {
+  lease: SlotLease | undefined;
+  /** lease.run() has been called: cancel() must go through lease.cancel(). */
+  running: boolean;
+  /** DELETE arrived while it was being started or run. */
+  cancelRequested: boolean;
+}
+
+type FinishOutcome = Parameters<JobStore['finish']>[1];
+
+export class EvalService {
+  readonly store: JobStore;
+  readonly queue: JobQueue;
+  readonly pool: GpuPool;
+  readonly limits: ServiceLimits;
+  readonly #now: () => number;
+  readonly #deadlines: (job: EvalJob, options: ServiceOptions) => Deadlines;
+  readonly #retentionMs: number;
+  readonly #expiryIntervalMs: number;
+  readonly #retentionIntervalMs: number;
+  readonly #progressIntervalMs: number;
+  readonly #log: ServiceLog;
+
+  #started = false;
+  #accepting = true;
+  #draining = false;
+  readonly #active = new Map<string, Active>();
+  /** Every run in flight (a drain waits for their results to be stored). */
+  readonly #runs = new Set<Promise<void>>();
+  #dispatching = false;
+  #dispatchAgain = false;
+  /** Per job: the tail of its event writes, so events are stored and sent in the order they happened. */
+  readonly #eventTails = new Map<string, Promise<unknown>>();
+  readonly #subscribers = new Map<string, Set<(event: JobEvent) => void>>();
+  readonly #finishListeners = new Set<(job: FinishedJob) => void>();
+  readonly #startListeners = new Set<(job: { id: string; gpu: string; queueWaitMs: number }) => void>();
+  /** Submissions in progress per principal + Idempotency-Key: a retry waits for the first instead of racing it. */
+  readonly #idempotencyLocks = new Map<string, Promise<unknown>>();
+  readonly #timers: NodeJS.Timeout[] = [];
+  /** Seconds a run takes, smoothed: what a Retry-After estimate is made of. */
+  #runSecondsAverage = 10;
+
+  constructor(config: ServiceConfig) {
+    this.store = config.store;
+    this.queue = config.queue;
+    this.pool = config.pool;
+    this.limits = { ...DEFAULT_LIMITS, ...config.limits };
+    this.#now = config.now ?? Date.now;
+    this.#deadlines = config.deadlines ?? ((job, options) => jobDeadlines(job, options.timeoutSeconds));
+    this.#retentionMs = (config.retentionDays ?? 30) * 24 * 3600 * 1000;
+    this.#expiryIntervalMs = config.expiryIntervalMs ?? 1000;
+    this.#retentionIntervalMs = config.retentionIntervalMs ?? 3600 * 1000;
+    this.#progressIntervalMs = config.progressIntervalMs ?? 250;
+    this.#log = config.log ?? silentLog;
+  }
+
+  /** Whether submissions are taken (false once a drain began). */
+  get accepting(): boolean {
+    return this.#accepting;
+  }
+
+  /**
+   * Start-up recovery, then scheduling: jobs a dead server left running fail as interrupted; the queue is rebuilt
+   * from the store's queued jobs (each keeps its place and its QUEUE_TIMEOUT deadline); timers for queue expiry and
+   * retention start. The pool should be started already (its slots announce themselves through onIdle).
+   */
+  async start(): Promise<void> {
+    if (this.#started) return;
+    const nowMs = this.#now();
+    for (const id of await this.store.interruptRunning(nowMs)) {
+      const record = await this.store.get(id);
+      this.#event(id, 'done', { status: 'failed', verdict: null, error: record?.error ?? null });
+    }
+    for (const record of await this.store.queued()) {
+      if (this.queue.position(record.id) === undefined) this.queue.enqueue(queuedJobOf(record));
+    }
+    this.pool.onIdle(() => this.#kick());
+    this.#started = true;
+    await this.#expire();
+    await this.#sweepRetention();
+    this.#every(this.#expiryIntervalMs, () => this.#expire());
+    this.#every(this.#retentionIntervalMs, () => this.#sweepRetention());
+    this.#kick();
+  }
+
+  /**
+   * Stops taking work: submissions answer 503 from now on, nothing more is dispatched, and the pool stops (running
+   * jobs get `graceMs` to finish, then their children are killed and the jobs fail as interrupted). Queued jobs stay
+   * queued in the store for the next start. Resolves when every result is stored.
+   */
+  async drain(graceMs: number): Promise<void> {
+    this.#accepting = false;
+    this.#draining = true;
+    for (const t of this.#timers.splice(0)) clearInterval(t);
+    await this.pool.stop(graceMs);
+    while (this.#runs.size > 0) await Promise.allSettled([...this.#runs]);
+    await Promise.allSettled([...this.#eventTails.values()]);
+  }
+
+  /** Stops the timers without draining (tests; a server that drained has none left). */
+  close(): void {
+    this.#accepting = false;
+    for (const t of this.#timers.splice(0)) clearInterval(t);
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Submit
+
+  /**
+   * Validates `body` (the request: an EvalJob with the service's fields), admits it and stores it queued.
+   *
+   * @throws InvalidJobError (400) with every problem; ServiceError: 503 without a GPU (after validation, so a client
+   *   without one still learns what is wrong with its job), 400 for a GPU class no GPU here serves, 422 for an
+   *   Idempotency-Key reused with another body, 429 / 503 (with Retry-After) at the queue caps.
+   */
+  async submit(principal: string, body: Record<string, unknown>, idempotencyKey?: string): Promise<Submission> {
+    if (!this.#accepting) {
+      throw new ServiceError(503, 'SHUTTING_DOWN', 'The server is shutting down and takes no new evaluations', 30);
+    }
+    const { job: rawJob, options } = splitBody(body);
+    const problems = admissionProblems(rawJob, this.limits);
+    if (problems.length > 0) throw new InvalidJobError(problems);
+    let job: EvalJob;
+    try {
+      job = validateJob(rawJob);
+    } catch (e) {
+      if (e instanceof InvalidJobError) throw e;
+      // A validator that throws anything else met a body it did not foresee: still the body's problem, not a 500.
+      this.#log.error({ err: e }, 'validateJob threw something other than InvalidJobError');
+      const message = `Expected a job cudakit's validateJob can check for job but it failed: ${(e as Error).message}`;
+      throw new InvalidJobError([{ path: 'job', message, type: 'TypeError' }]);
+    }
+
+    const reason = this.pool.unavailableReason;
+    if (reason !== undefined) throw new ServiceError(503, 'NO_GPU', `No GPU to run evaluations on: ${reason}`, 60);
+    if (!this.pool.serves(options.gpu)) {
+      const known = new Set(this.pool.slots().flatMap((s) => s.classes));
+      if (!known.has(options.gpu)) {
+        const classes = [...known].sort().join(', ');
+        throw new ServiceError(
+          400,
+          'UNKNOWN_GPU_CLASS',
+          `No GPU here is of class '${options.gpu}' (classes: ${classes})`,
+        );
+      }
+      const message = `Every GPU of class '${options.gpu}' is out of service (quarantined)`;
+      throw new ServiceError(503, 'NO_GPU_OF_CLASS', message, 60);
+    }
+
+    const bodyHash = hashOf({ job, options });
+    if (idempotencyKey === undefined) return this.#admit(principal, job, options, bodyHash, undefined);
+    // One submission per principal + key at a time: a retry racing its original gets the original's job.
+    const lockKey = `${principal}\0${idempotencyKey}`;
+    while (this.#idempotencyLocks.has(lockKey)) await this.#idempotencyLocks.get(lockKey)!.catch(() => {});
+    const attempt = (async () => {
+      const notBeforeMs = this.#now() - IDEMPOTENCY_TTL_MS;
+      const existing = await this.store.findByIdempotencyKey(principal, idempotencyKey, notBeforeMs);
+      if (existing !== undefined) {
+        if (existing.bodyHash !== bodyHash) {
+          const message =
+            `Idempotency-Key '${idempotencyKey}' was used for another request body (evaluation ${existing.id}) ` +
+            'within the last 24 hours: use a new key for a new evaluation';
+          throw new ServiceError(422, 'IDEMPOTENCY_KEY_REUSED', message);
+        }
+        return { record: existing, replayed: true, queue: this.queueInfo(existing) };
+      }
+      return this.#admit(principal, job, options, bodyHash, idempotencyKey);
+    })();
+    this.#idempotencyLocks.set(lockKey, attempt);
+    try {
+      return await attempt;
+    } finally {
+      this.#idempotencyLocks.delete(lockKey);
+    }
+  }
+
+  async #admit(
+    principal: string,
+    job: EvalJob,
+    options: ServiceOptions,
+    bodyHash: string,
+    idempotencyKey: string | undefined,
+  ): Promise<Submission> {
+    const mine = this.queue.size(principal);
+    if (mine >= this.limits.maxQueuedPerPrincipal) {
+      const message =
+        `${mine} evaluations of yours are queued, the most one client may have: ` +
+        'wait for some to start, or cancel some';
+      throw new ServiceError(429, 'QUEUE_FULL_FOR_PRINCIPAL', message, this.#retryAfterSeconds(mine));
+    }
+    const all = this.queue.size();
+    if (all >= this.limits.maxQueued) {
+      const message = `The queue is full (${all} evaluations): try again later`;
+      throw new ServiceError(503, 'QUEUE_FULL', message, this.#retryAfterSeconds(all));
+    }
+    const nowMs = this.#now();
+    const record: JobRecord = {
+      id: newJobId(nowMs),
+      principal,
+      status: 'queued',
+      verdict: undefined,
+      phase: undefined,
+      job,
+      options,
+      idempotencyKey,
+      bodyHash,
+      createdAt: nowMs,
+      startedAt: undefined,
+      finishedAt: undefined,
+      gpuUuid: undefined,
+      report: undefined,
+      error: undefined,
+    };
+    await this.store.insert(record);
+    this.queue.enqueue(queuedJobOf(record));
+    const queue = this.queueInfo(record);
+    this.#event(record.id, 'queued', { position: queue.position });
+    this.#kick();
+    return { record, replayed: false, queue };
+  }
+
+  /** An estimate of when a place frees up: the jobs in front, over the GPUs, at the average run time. */
+  #retryAfterSeconds(jobsAhead: number): number {
+    const gpus = Math.max(1, this.pool.slots().filter((s) => s.state !== 'quarantined').length);
+    return Math.min(600, Math.max(1, Math.ceil((this.#runSecondsAverage * Math.max(1, jobsAhead)) / gpus)));
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Reading
+
+  get(id: string): Promise<JobRecord | undefined> {
+    return this.store.get(id);
+  }
+
+  /** Where a job stands in the queue, among the GPUs of its class (only counts: nothing of other clients' jobs). */
+  queueInfo(record: JobRecord): QueueInfo {
+    const position = record.status === 'queued' ? (this.queue.position(record.id) ?? 0) : 0;
+    const slots = this.pool.slots().filter((s) => s.classes.includes(record.options.gpu) && s.state !== 'quarantined');
+    return {
+      position,
+      ahead: Math.max(0, position - 1),
+      running: slots.filter((s) => s.state === 'busy').length,
+      gpus: slots.length,
+    };
+  }
+
+  slots(): SlotInfo[] {
+    return this.pool.slots();
+  }
+
+  /**
+   * Resolves when the job is finished (or gone), or after `timeoutMs`, or when `signal` aborts: the long-poll. The
+   * caller reads the record afterwards.
+   */
+  async waitForEnd(id: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    await new Promise<void>((resolve) => {
+      let settled = false;
+      const done = (): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        unsubscribe();
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      const unsubscribe = this.subscribe(id, (e) => {
+        if (e.type === 'done') done();
+      });
+      signal?.addEventListener('abort', done);
+      // Subscribed first, then checked: an end between the two cannot be missed.
+      this.store.get(id).then(
+        (r) => {
+          if (r === undefined || TERMINAL.has(r.status)) done();
+        },
+        () => done(),
+      );
+    });
+  }
+
+  /** Live events of a job, as they are stored. Returns the unsubscribe function. */
+  subscribe(id: string, listener: (event: JobEvent) => void): () => void {
+    let set = this.#subscribers.get(id);
+    if (set === undefined) this.#subscribers.set(id, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.#subscribers.get(id) === set) this.#subscribers.delete(id);
+    };
+  }
+
+  onFinished(listener: (job: FinishedJob) => void): void {
+    this.#finishListeners.add(listener);
+  }
+
+  onStarted(listener: (job: { id: string; gpu: string; queueWaitMs: number }) => void): void {
+    this.#startListeners.add(listener);
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Cancel and purge
+
+  /**
+   * Cancels a job: a queued one at once ('cancelled'), a running one by killing its child ('cancelling'; the run
+   * then ends as cancelled). 'finished' when it already ended; undefined when there is no such job.
+   */
+  async cancel(id: string): Promise<'cancelled' | 'cancelling' | 'finished' | undefined> {
+    const record = await this.store.get(id);
+    if (record === undefined) return undefined;
+    if (TERMINAL.has(record.status)) return 'finished';
+    const active = this.#active.get(id);
+    if (active !== undefined) {
+      active.cancelRequested = true;
+      if (active.running) active.lease?.cancel();
+      return 'cancelling';
+    }
+    // Queued (or queued in the store only, between a restart and the rebuild): it never ran.
+    this.queue.remove(id);
+    const finished = await this.#finish(id, record.options.gpu, undefined, {
+      status: 'cancelled',
+      verdict: undefined,
+      phase: undefined,
+      report: undefined,
+      error: undefined,
+      atMs: this.#now(),
+    });
+    return finished ? 'cancelled' : 'finished';
+  }
+
+  /** Deletes a finished job and its events; false when it is not finished. */
+  async purge(id: string): Promise<boolean> {
+    await this.#eventTails.get(id)?.catch(() => {});
+    return this.store.purge(id);
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Dispatch
+
+  /** Schedules a dispatch pass (coalesced: many kicks in one tick make one pass). */
+  #kick(): void {
+    if (this.#dispatching) {
+      this.#dispatchAgain = true; // a pass is under way: run another after it
+      return;
+    }
+    this.#dispatching = true;
+    queueMicrotask(() => {
+      this.#dispatch()
+        .catch((e: unknown) => this.#log.error({ err: e }, 'dispatch failed'))
+        .finally(() => {
+          this.#dispatching = false;
+          if (this.#dispatchAgain) {
+            this.#dispatchAgain = false;
+            this.#kick();
+          }
+        });
+    });
+  }
+
+  /**
+   * Leases idle slots to queued jobs until no idle slot has a job it may run. One pass at a time, so no two
+   * passes lease for one job; the job is read from the store before its lease (a lease cannot be given back).
+   */
+  async #dispatch(): Promise<void> {
+    // Slots tried since the last lease: one whose lease keeps failing cannot spin the loop.
+    const tried = new Set<string>();
+    for (;;) {
+      if (!this.#started || this.#draining) return;
+      const slot = this.pool.slots().find((s) => s.state === 'idle' && !tried.has(s.uuid));
+      if (slot === undefined) return;
+      tried.add(slot.uuid);
+      const next = this.queue.take(slot.classes);
+      if (next !== undefined && (await this.#startJob(next))) tried.clear();
+    }
+  }
+
+  /** Leases a slot to a job taken from the queue and starts its run; false when nothing was leased. */
+  async #startJob(next: QueuedJob): Promise<boolean> {
+    const active: Active = { lease: undefined, running: false, cancelRequested: false };
+    this.#active.set(next.id, active);
+    let record: JobRecord | undefined;
+    try {
+      record = await this.store.get(next.id);
+    } catch (e) {
+      this.#active.delete(next.id);
+      this.queue.enqueue(next);
+      throw e;
+    }
+    if (record === undefined || record.status !== 'queued') {
+      this.#active.delete(next.id);
+      return false;
+    }
+    if (active.cancelRequested || this.#draining) {
+      this.#active.delete(next.id);
+      if (this.#draining) this.queue.enqueue(next);
+      else await this.cancel(next.id);
+      return false;
+    }
+    const lease = this.pool.lease(next.gpu);
+    if (lease === undefined) {
+      // The slot went away between the listing and the lease (a crash, a quarantine): the job keeps its place.
+      this.#active.delete(next.id);
+      this.queue.enqueue(next);
+      return false;
+    }
+    active.lease = lease;
+    const run = this.#run(record, lease, active)
+      .catch((e: unknown) => this.#log.error({ err: e, id: next.id }, 'run failed'))
+      .finally(() => {
+        this.#active.delete(next.id);
+        this.#runs.delete(run);
+        this.#kick();
+      });
+    this.#runs.add(run);
+    return true;
+  }
+
+  async #run(record: JobRecord, lease: SlotLease, active: Active): Promise<void> {
+    const { id } = record;
+    const startedAtMs = this.#now();
+    let marked = false;
+    try {
+      marked = await this.store.markRunning(id, lease.info.uuid, startedAtMs);
+    } catch (e) {
+      this.#log.error({ err: e, id }, 'could not mark the job running: it goes back to the queue');
+      this.queue.enqueue(queuedJobOf(record));
+    }
+    if (marked) {
+      this.#event(id, 'started', { gpu: { uuid: lease.info.uuid, name: lease.info.name, arch: lease.info.arch } });
+      const queueWaitMs = startedAtMs - record.createdAt;
+      for (const l of this.#startListeners) l({ id, gpu: record.options.gpu, queueWaitMs });
+    }
+    let lastProgressMs = 0;
+    const hooks = {
+      onPhase: (phase: EvalPhase | 'profile') => {
+        if (!marked) return;
+        this.#after(id, () => this.store.setPhase(id, phase));
+        this.#event(id, 'phase', { phase });
+      },
+      onProgress: (progress: EvalProgress) => {
+        if (!marked || progress.kind === 'phase') return; // phases come through onPhase
+        const nowMs = this.#now();
+        if (progress.kind === 'samples' && nowMs - lastProgressMs < this.#progressIntervalMs) return;
+        lastProgressMs = nowMs;
+        this.#event(id, 'progress', progress);
+      },
+    };
+    const salt = randomBytes(16).toString('hex');
+    const outcomePromise = lease.run(id, record.job, salt, this.#deadlines(record.job, record.options), hooks);
+    active.running = true;
+    // A DELETE while it was starting, or a store that no longer has it queued: the slot is leased, so the job runs
+    // and is stopped at once (a lease has no other way back).
+    if (active.cancelRequested || !marked) lease.cancel();
+    const outcome = await outcomePromise;
+    if (!marked) return;
+    const endMs = this.#now();
+    const runMs = endMs - startedAtMs;
+    this.#runSecondsAverage = 0.8 * this.#runSecondsAverage + 0.2 * (runMs / 1000);
+    const device = outcome.kind === 'report' ? outcome.device : undefined;
+    const result = resultOf(outcome, {
+      job: record.job,
+      device: { name: device?.name ?? lease.info.name, arch: device?.arch ?? lease.info.arch },
+      cancelRequested: active.cancelRequested,
+      draining: this.#draining,
+    });
+    await this.#finish(id, record.options.gpu, runMs, { ...result, atMs: endMs });
+  }
+
+  /** Stores a job's end (once: a second finish of a job changes nothing) and sends its 'done' event. */
+  async #finish(id: string, gpu: string, runMs: number | undefined, outcome: FinishOutcome): Promise<boolean> {
+    await this.#eventTails.get(id)?.catch(() => {}); // its phase writes first
+    const finished = await this.store.finish(id, outcome);
+    if (!finished) return false;
+    const { status, verdict } = outcome;
+    this.#event(id, 'done', { status, verdict: verdict ?? null, error: outcome.error ?? null });
+    for (const l of this.#finishListeners) l({ id, status, verdict, gpu, runMs });
+    return true;
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Events, timers
+
+  /** Runs `write` after the job's earlier writes (errors are logged: an event lost is not a job lost). */
+  #after(id: string, write: () => Promise<unknown>): Promise<unknown> {
+    const tail = (this.#eventTails.get(id) ?? Promise.resolve())
+      .then(write)
+      .catch((e: unknown) => this.#log.warn({ err: e, id }, 'event write failed'));
+    this.#eventTails.set(id, tail);
+    void tail.finally(() => {
+      if (this.#eventTails.get(id) === tail) this.#eventTails.delete(id);
+    });
+    return tail;
+  }
+
+  #event(id: string, type: JobEvent['type'], data: unknown): void {
+    void this.#after(id, async () => {
+      const event = await this.store.appendEvent({ jobId: id, type, data, atMs: this.#now() });
+      for (const l of this.#subscribers.get(id) ?? []) {
+        try {
+          l(event);
+        } catch (e) {
+          this.#log.warn({ err: e, id }, 'event listener failed');
+        }
+      }
+    });
+  }
+
+  #every(intervalMs: number, task: () => Promise<unknown>): void {
+    let busy = false;
+    const timer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      task()
+        .catch((e: unknown) => this.#log.error({ err: e }, 'periodic task failed'))
+        .finally(() => (busy = false));
+    }, intervalMs);
+    timer.unref();
+    this.#timers.push(timer);
+  }
+
+  /** Queued jobs past their maxQueueSeconds fail with QUEUE_TIMEOUT. */
+  async #expire(): Promise<void> {
+    const nowMs = this.#now();
+    for (const q of this.queue.expire(nowMs)) {
+      const waitedS = Math.round((q.expiresAtMs - q.enqueuedAtMs) / 1000);
+      await this.#finish(q.id, q.gpu, undefined, {
+        status: 'failed',
+        verdict: undefined,
+        phase: undefined,
+        report: undefined,
+        error: { code: 'QUEUE_TIMEOUT', message: `No GPU of class '${q.gpu}' was free within ${waitedS} s` },
+        atMs: nowMs,
+      });
+    }
+  }
+
+  async #sweepRetention(): Promise<void> {
+    const deleted = await this.store.deleteFinishedBefore(this.#now() - this.#retentionMs);
+    if (deleted > 0) this.#log.info({ deleted }, 'retention: deleted finished evaluations');
+  }
+}
+
+/** What the result of a run depends on besides its outcome. */
+export interface OutcomeContext {
+  job: EvalJob;
+  /** The GPU it ran on (for the roofline floor). */
+  device: { name: string | undefined; arch: string | undefined };
+  /** A DELETE asked for it: 'cancelled' means what it says. */
+  cancelRequested: boolean;
+  /** The server is shutting down: a kill is the drain's, not the kernel's. */
+  draining: boolean;
+}
+
+/**
+ * A SlotOutcome as a job's end: the status (did the service finish?), the verdict (what did the kernel do?), the
+ * stored report and the error. A report's verdict is verdictOf's, and SUSPICIOUS instead of PASSED when it beats
+ * physics; a deadline is TIMEOUT; a child that died mid-phase is CRASHED (failed: the service could not finish).
+ */
+export function resultOf(outcome: SlotOutcome, context: OutcomeContext): Omit<FinishOutcome, 'atMs'> {
+  switch (outcome.kind) {
+    case 'report': {
+      const report: EvalReport = outcome.report;
+      let verdict = verdictOf(report);
+      let error: FinishOutcome['error'];
+      if (verdict === 'PASSED') {
+        const reasons = suspicionsOf(report, context.job, context.device);
+        if (reasons.length > 0) {
+          verdict = 'SUSPICIOUS';
+          error = { code: 'SUSPICIOUS', message: reasons.join('; ') };
+        }
+      } else {
+        const e = report.error;
+        error = {
+          code: e?.code ?? verdict,
+          message: e?.message ?? verdict,
+          ...(report.phase === undefined ? {} : { phase: report.phase }),
+        };
+      }
+      const stored = formatJson(report as unknown as Record<string, unknown>);
+      return { status: 'succeeded', verdict, phase: report.phase, report: stored, error };
+    }
+    case 'timeout': {
+      const where = outcome.scope === 'job' ? "the job's timeoutSeconds" : `the ${outcome.phase ?? 'phase'} deadline`;
+      const message = `killed after ${formatSeconds(outcome.limitMs)} (${where})`;
+      const phase = outcome.phase === undefined ? {} : { phase: outcome.phase };
+      return {
+        status: 'succeeded',
+        verdict: 'TIMEOUT',
+        phase: outcome.phase,
+        report: undefined,
+        error: { code: 'TIMEOUT', message, ...phase },
+      };
+    }
+    case 'crashed': {
+      if (context.draining && !context.cancelRequested) {
+        return {
+          status: 'failed',
+          verdict: undefined,
+          phase: outcome.phase,
+          report: undefined,
+          error: { ...INTERRUPTED_ERROR },
+        };
+      }
+      const how =
+        outcome.signal !== undefined
+          ? `signal ${outcome.signal}`
+          : outcome.exitCode !== undefined
+            ? `exit code ${outcome.exitCode}`
+            : 'no exit status';
+      const tail = outcome.stderrTail.trim() === '' ? '' : `\n${outcome.stderrTail.trimEnd()}`;
+      const message = `${outcome.reason} (${how})${tail}`;
+      if (outcome.phase === undefined) {
+        const error = { code: 'WORKER_FAILED', message };
+        return { status: 'failed', verdict: undefined, phase: undefined, report: undefined, error };
+      }
+      const error = { code: 'CRASHED', message, phase: outcome.phase };
+      return { status: 'failed', verdict: 'CRASHED', phase: outcome.phase, report: undefined, error };
+    }
+    case 'cancelled': {
+      if (context.cancelRequested) {
+        return { status: 'cancelled', verdict: undefined, phase: undefined, report: undefined, error: undefined };
+      }
+      return {
+        status: 'failed',
+        verdict: undefined,
+        phase: undefined,
+        report: undefined,
+        error: { ...INTERRUPTED_ERROR },
+      };
+    }
+  }
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** sha256 of a value's canonical JSON (keys sorted): the same job and options, however written, hash the same. */
+export function hashOf(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+}
+
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
+    const sorted: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+    return sorted;
+  });
+}

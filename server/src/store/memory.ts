@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+// A JobStore in memory, for tests of the layers above (API, scheduler, supervisors) and for a throwaway server. It
+// passes the same contract tests as the SQLite store (test/server/store.contract.ts) and, like it, hands out copies:
+// a caller that edits a record it got back changes nothing stored.
+import { checkListFilter, checkSeq, closedError, duplicateJobError, missingJobError, zeroCounts } from './common.js';
+import { INTERRUPTED_ERROR, TERMINAL, type JobEvent, type JobRecord, type JobStatus, type JobStore } from './store.js';
+
+export class MemoryJobStore implements JobStore {
+  readonly #jobs = new Map<string, JobRecord>();
+  readonly #events = new Map<string, JobEvent[]>();
+  #closed = false;
+
+  async insert(record: JobRecord): Promise<void> {
+    this.#live();
+    if (this.#jobs.has(record.id)) throw duplicateJobError(record.id);
+    this.#jobs.set(record.id, structuredClone(record));
+  }
+
+  async get(id: string): Promise<JobRecord | undefined> {
+    this.#live();
+    const record = this.#jobs.get(id);
+    return record && structuredClone(record);
+  }
+
+  async findByIdempotencyKey(principal: string, key: string, notBeforeMs: number): Promise<JobRecord | undefined> {
+    this.#live();
+    let found: JobRecord | undefined;
+    for (const r of this.#jobs.values()) {
+      if (r.principal !== principal || r.idempotencyKey !== key || r.createdAt < notBeforeMs) continue;
+      if (
+        found === undefined ||
+        r.createdAt > found.createdAt ||
+        (r.createdAt === found.createdAt && r.id > found.id)
+      ) {
+        found = r;
+      }
+    }
+    return found && structuredClone(found);
+  }
+
+  async list(filter: Parameters<JobStore['list']>[0]): Promise<{ items: JobRecord[]; next: string | undefined }> {
+    this.#live();
+    checkListFilter(filter);
+    const { principal, status, verdict, after, limit } = filter;
+    const matching = [...this.#jobs.values()]
+      .filter(
+        (r) =>
+          (principal === undefined || r.principal === principal) &&
+          (status === undefined || r.status === status) &&
+          (verdict === undefined || r.verdict === verdict) &&
+          (after === undefined || r.id < after),
+      )
+      .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    const items = matching.slice(0, limit).map((r) => structuredClone(r));
+    return { items, next: matching.length > limit ? items[items.length - 1]!.id : undefined };
+  }
+
+  async queued(): Promise<JobRecord[]> {
+    this.#live();
+    return [...this.#jobs.values()]
+      .filter((r) => r.status === 'queued')
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map((r) => structuredClone(r));
+  }
+
+  async markRunning(id: string, gpuUuid: string, atMs: number): Promise<boolean> {
+    this.#live();
+    const r = this.#jobs.get(id);
+    if (r?.status !== 'queued') return false;
+    Object.assign(r, { status: 'running', gpuUuid, startedAt: atMs });
+    return true;
+  }
+
+  async setPhase(id: string, phase: NonNullable<JobRecord['phase']>): Promise<void> {
+    this.#live();
+    const r = this.#jobs.get(id);
+    if (r?.status === 'running') r.phase = phase;
+  }
+
+  async finish(id: string, outcome: Parameters<JobStore['finish']>[1]): Promise<boolean> {
+    this.#live();
+    const r = this.#jobs.get(id);
+    if (r === undefined || TERMINAL.has(r.status)) return false;
+    const { status, verdict, phase, report, error, atMs } = structuredClone(outcome);
+    Object.assign(r, { status, verdict, phase, report, error, finishedAt: atMs });
+    return true;
+  }
+
+  async interruptRunning(atMs: number): Promise<string[]> {
+    this.#live();
+    const ids: string[] = [];
+    for (const r of this.#jobs.values()) {
+      if (r.status !== 'running') continue;
+      r.status = 'failed';
+      r.finishedAt = atMs;
+      r.error = r.phase === undefined ? { ...INTERRUPTED_ERROR } : { ...INTERRUPTED_ERROR, phase: r.phase };
+      ids.push(r.id);
+    }
+    return ids.sort();
+  }
+
+  async purge(id: string): Promise<boolean> {
+    this.#live();
+    const r = this.#jobs.get(id);
+    if (r === undefined || !TERMINAL.has(r.status)) return false;
+    this.#delete(id);
+    return true;
+  }
+
+  async deleteFinishedBefore(atMs: number): Promise<number> {
+    this.#live();
+    let deleted = 0;
+    for (const r of [...this.#jobs.values()]) {
+      if (!TERMINAL.has(r.status) || r.finishedAt === undefined || r.finishedAt >= atMs) continue;
+      this.#delete(r.id);
+      deleted++;
+    }
+    return deleted;
+  }
+
+  async appendEvent(event: Omit<JobEvent, 'seq'>): Promise<JobEvent> {
+    this.#live();
+    if (!this.#jobs.has(event.jobId)) throw missingJobError(event.jobId);
+    const list = this.#events.get(event.jobId) ?? [];
+    const stored: JobEvent = { ...structuredClone(event), seq: list.length + 1 };
+    list.push(stored);
+    this.#events.set(event.jobId, list);
+    return structuredClone(stored);
+  }
+
+  async events(jobId: string, afterSeq: number): Promise<JobEvent[]> {
+    this.#live();
+    checkSeq('afterSeq', afterSeq);
+    // seq n is at index n - 1.
+    return (this.#events.get(jobId) ?? []).slice(afterSeq).map((e) => structuredClone(e));
+  }
+
+  async counts(): Promise<Record<JobStatus, number>> {
+    this.#live();
+    const counts = zeroCounts();
+    for (const r of this.#jobs.values()) counts[r.status]++;
+    return counts;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+
+  #delete(id: string): void {
+    this.#jobs.delete(id);
+    this.#events.delete(id);
+  }
+
+  #live(): void {
+    if (this.#closed) throw closedError();
+  }
+}

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+// The fake GPU worker, for tests on machines without a GPU (CUDAKIT_SERVER_WORKER=fake). It speaks the worker
+// protocol like main.ts, imports nothing of cudakit's values, and does what the job's name says:
+//
+//   fake:pass[:80ms]             every phase, `80ms` in all, then a passing report
+//   fake:hang:<phase>            hangs in that phase (event loop free)
+//   fake:crash:<phase>[:<how>]   dies in that phase: exit code 70, or `how`: an exit code or a signal ('SIGSEGV')
+//   fake:exit-before-ready       exits (code 3) on the job, before any phase: a worker lost before it took the job
+//   fake:garbage                 sends something that is not a protocol message, then hangs
+//   fake:wrong-id                sends a result for another job
+//   fake:ignore-sigterm[:<phase>]  ignores SIGTERM and hangs ('time' by default)
+//   fake:grandchild[:<phase>]    starts a process in the worker's process group that keeps running, reports its pid as
+//                                progress { kind: 'samples', name: 'grandchild', samples: <pid> }, and hangs
+//   fake:busy-loop[:<phase>]     a synchronous endless loop: no handler runs again, only a signal ends it
+//   fake:fault                   a RUNTIME_ERROR report with a sticky CUDA error, then exits (warm or not)
+//   fake:fatal                   a `fatal` message, then exits
+//   fake:linger                  a passing report, but no exit afterwards
+//
+// Any other name passes at once. At start, CUDAKIT_FAKE_START = 'never-ready' | 'garbage' | 'exit' misbehaves
+// before `ready` ('@<file>': read that from the file at each start, so a test can mend a broken "GPU").
+// `fake.ts probe` is the probe instead: CUDAKIT_FAKE_GPUS = a count of fake H200s (4 by default), or a comma list of
+// `name@arch` ('NVIDIA H100 80GB HBM3@sm_90'; a name with the word MIG gets a MIG- UUID), or 'none' (no driver).
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { EvalCompileFacts, EvalError, EvalPhase, EvalReport } from 'cudakit';
+import { type ChildMessage, type DeviceFacts, PROTOCOL_VERSION, WORKER_ENV } from '../gpu/protocol.js';
+import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
+
+const FAKE_ENV = { start: 'CUDAKIT_FAKE_START', gpus: 'CUDAKIT_FAKE_GPUS' } as const;
+
+const PHASES: readonly EvalPhase[] = ['validate', 'compile', 'load', 'check', 'time', 'recheck'];
+const v = PROTOCOL_VERSION;
+
+/** The probe's answer for CUDAKIT_FAKE_GPUS. */
+function fakeProbe(spec = '4'): { devices: DeviceFacts[]; reason: string | undefined } {
+  if (spec === 'none') {
+    return { devices: [], reason: 'CUDA_DRIVER_NOT_FOUND: libcuda.so.1 could not be loaded (fake probe)' };
+  }
+  const entries = /^\d+$/.test(spec) ? Array<string>(Number(spec)).fill('NVIDIA H200@sm_90') : spec.split(',');
+  const devices = entries.map((entry, ordinal): DeviceFacts => {
+    const [name = 'NVIDIA H200', arch = 'sm_90'] = entry.split('@');
+    const id = `fa4e${String(ordinal).padStart(4, '0')}-0000-4000-8000-00000000000${ordinal % 10}`;
+    return {
+      ordinal,
+      uuid: /\bMIG\b/.test(name) ? `MIG-${id}` : `GPU-${id}`,
+      name,
+      arch,
+      totalMemoryBytes: 150_000_000_000,
+      multiprocessorCount: 132,
+      driverVersion: '13.0',
+      nvrtcVersion: '12.8',
+    };
+  });
+  return { devices, reason: undefined };
+}
+
+/** A valid EvalReport: every phase that ran, the candidate's compile facts, no check, no timing. */
+function fakeReport(name: string, ran: readonly EvalPhase[], error?: EvalError): EvalReport {
+  const candidate: EvalCompileFacts = {
+    kernel: 'fake',
+    loweredName: 'fake',
+    source: 'candidate.cu',
+    target: 'cubin',
+    arch: 'sm_90',
+    nvrtcVersion: '12.8',
+    compileMs: 1,
+    cached: false,
+    flags: ['--gpu-architecture=sm_90'],
+    log: '',
+    diagnostics: [],
+  };
+  const failed = error === undefined ? undefined : ran[ran.length - 1];
+  return {
+    name,
+    passed: error === undefined,
+    phase: failed,
+    error,
+    phases: ran.map((phase) => ({ phase, ms: 1 })),
+    compile: { candidate },
+    check: { skipped: 'not checked (fake worker)' },
+    timing: undefined,
+    comparison: undefined,
+    warnings: [`fake worker pid ${process.pid}`],
+  };
+}
+
+const STICKY_FAULT: EvalError = {
+  kind: 'cuda',
+  code: 'CUDA_ERROR_ILLEGAL_ADDRESS',
+  message: 'cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered',
+  kernel: 'candidate',
+  api: 'cuStreamSynchronize',
+  result: 700,
+  sticky: true,
+  defence: 'fault',
+};
+
+function hang(): Promise<never> {
+  setInterval(() => {}, 60_000);
+  return new Promise<never>(() => {});
+}
+
+/** Runs the phases up to and including `until` (all when undefined), spending `totalMs` across them. */
+async function phases(id: string, until: EvalPhase | undefined, totalMs: number): Promise<EvalPhase[]> {
+  const ran: EvalPhase[] = [];
+  for (const phase of PHASES) {
+    await send({ v, t: 'phase', id, phase, atMs: Date.now() });
+    ran.push(phase);
+    if (phase === 'time') {
+      const progress = { kind: 'samples', name: 'fake', mode: 'cold', samples: 20, rejected: 0, elapsedMs: 1 } as const;
+      await send({ v, t: 'progress', id, progress: { ...progress, relCI: 0.01 } });
+    }
+    if (phase === until) return ran;
+    if (totalMs > 0) await sleep(totalMs / PHASES.length);
+  }
+  return ran;
+}
+
+function phaseArg(arg: string | undefined, fallback: EvalPhase): EvalPhase {
+  return PHASES.includes(arg as EvalPhase) ? (arg as EvalPhase) : fallback;
+}
+
+async function runFakeJob(id: string, name: string, warm: boolean): Promise<void> {
+  const [, behaviour = 'pass', arg, arg2] = name.startsWith('fake:') ? name.split(':') : [];
+  const done = async (message: ChildMessage, exit: boolean): Promise<void> => {
+    await send(message);
+    if (exit) process.exit(0);
+  };
+  switch (behaviour) {
+    case 'hang':
+      await phases(id, phaseArg(arg, 'check'), 0);
+      return hang();
+    case 'crash': {
+      await phases(id, phaseArg(arg, 'time'), 0);
+      process.stderr.write(`fake worker: crashing in the ${arg ?? 'time'} phase\n`);
+      if (arg2 !== undefined && /^SIG[A-Z0-9]+$/.test(arg2)) {
+        process.kill(process.pid, arg2 as NodeJS.Signals);
+        await sleep(1000); // the signal's default action ends the process
+      }
+      process.exit(arg2 !== undefined && /^\d+$/.test(arg2) ? Number(arg2) : 70);
+      return;
+    }
+    case 'exit-before-ready':
+      process.stderr.write('fake worker: exiting before the job starts\n');
+      process.exit(3);
+      return;
+    case 'garbage':
+      await phases(id, 'validate', 0);
+      process.send?.({ hello: 'not a protocol message' });
+      return hang();
+    case 'wrong-id':
+      await phases(id, 'validate', 0);
+      return done(
+        { v, t: 'result', id: `${id}-other`, report: fakeReport(name, ['validate']), device: undefined },
+        false,
+      );
+    case 'ignore-sigterm':
+      process.on('SIGTERM', () => process.stderr.write('fake worker: SIGTERM ignored\n'));
+      await phases(id, phaseArg(arg, 'time'), 0);
+      return hang();
+    case 'grandchild': {
+      const keepAlive = 'setInterval(() => {}, 60000)';
+      const grandchild = spawn(process.execPath, ['-e', keepAlive], { stdio: 'ignore' }); // our process group
+      await phases(id, phaseArg(arg, 'time'), 0);
+      const progress = { kind: 'samples', name: 'grandchild', mode: 'cold', samples: grandchild.pid ?? -1 } as const;
+      await send({ v, t: 'progress', id, progress: { ...progress, rejected: 0, elapsedMs: 0, relCI: 1 } });
+      return hang();
+    }
+    case 'busy-loop':
+      await phases(id, phaseArg(arg, 'time'), 0);
+      for (;;); // no JavaScript runs again here ('disconnect' included): only a signal ends it
+    case 'fault': {
+      const ran = await phases(id, 'check', 0);
+      return done({ v, t: 'result', id, report: fakeReport(name, ran, STICKY_FAULT), device: undefined }, true);
+    }
+    case 'fatal':
+      await phases(id, 'load', 0);
+      await sendAndExit({ v, t: 'fatal', id, error: { code: 'NO_DEVICE', message: 'fake: no device' } }, 1);
+      return;
+    case 'linger': {
+      const ran = await phases(id, undefined, 0);
+      await send({ v, t: 'result', id, report: fakeReport(name, ran), device: undefined });
+      return hang();
+    }
+    default: {
+      const ms = /^(\d+)ms$/.exec(arg ?? '');
+      const ran = await phases(id, undefined, ms === null ? 0 : Number(ms[1]));
+      return done({ v, t: 'result', id, report: fakeReport(name, ran), device: undefined }, !warm);
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  if (process.argv[2] === 'probe') {
+    process.stdout.write(`${JSON.stringify(fakeProbe(process.env[FAKE_ENV.gpus]))}\n`);
+    return;
+  }
+  installParentDeathGuard();
+  let start = process.env[FAKE_ENV.start] ?? '';
+  if (start.startsWith('@')) start = readFileSync(start.slice(1), 'utf8').trim();
+  if (start === 'exit') {
+    process.stderr.write('fake worker: exiting before ready\n');
+    process.exit(3);
+  }
+  if (start === 'garbage') process.send?.('garbage before ready');
+  if (start === 'never-ready' || start === 'garbage') {
+    await hang();
+  }
+  const warm = process.env[WORKER_ENV.isolation] === 'warm';
+  let busy = false;
+  onParentMessage((m) => {
+    if (m.t === 'shutdown') process.exit(0);
+    if (busy) {
+      const message = `job ${m.id} arrived while another runs`;
+      void sendAndExit({ v, t: 'fatal', id: m.id, error: { code: 'ERR_WORKER_BUSY', message } }, 2);
+      return;
+    }
+    busy = true;
+    void runFakeJob(m.id, typeof m.job.name === 'string' ? m.job.name : '', warm).then(() => (busy = false));
+  });
+  await send({ v, t: 'ready', pid: process.pid });
+}
+
+await main();

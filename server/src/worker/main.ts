@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// The GPU worker child. The slot (gpu/slot.ts) forks it with CUDA_VISIBLE_DEVICES set to one GPU's UUID. It loads
+// cudakit and the driver, says `ready` and waits: no CUDA context until a job comes (an idle second context on the
+// GPU slows the process being timed). On `job` it runs evaluate() and reports phases, progress and the result; then
+// it exits (process per job, the default) or waits for the next job (warm: the context stays, buffers are scrubbed
+// before they are freed and the memory pool is trimmed between jobs). The parent times every phase and kills the
+// process group when a deadline passes: this process never times itself out (a kernel that never ends blocks it).
+import { Device, contextLostBy, probe } from 'cudakit';
+import { PROTOCOL_VERSION, WORKER_ENV } from '../gpu/protocol.js';
+import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
+import { runJob, workerDevice } from './run.js';
+
+installParentDeathGuard();
+
+const warm = process.env[WORKER_ENV.isolation] === 'warm';
+const v = PROTOCOL_VERSION;
+
+// Loading the driver now (dlopen, cuInit: no context) leaves a job only its context to pay for.
+const machine = probe();
+if (!machine.ok) {
+  const message = machine.reason ?? 'no CUDA device';
+  await sendAndExit({ v, t: 'fatal', id: undefined, error: { code: 'NO_DEVICE', message } }, 1);
+}
+workerDevice(); // facts read before any job can lose the context
+
+let running: { id: string; abort: AbortController } | undefined;
+let shutdownAfterJob = false;
+
+onParentMessage((m) => {
+  if (m.t === 'shutdown') {
+    if (running === undefined) process.exit(0);
+    shutdownAfterJob = true; // no further phase; the result (aborted) still goes out
+    running.abort.abort(new Error('the worker was asked to shut down'));
+    return;
+  }
+  if (running !== undefined) {
+    const message = `job ${m.id} arrived while job ${running.id} runs`;
+    void sendAndExit({ v, t: 'fatal', id: m.id, error: { code: 'ERR_WORKER_BUSY', message } }, 2);
+    return;
+  }
+  const job = { id: m.id, abort: new AbortController() };
+  running = job;
+  void (async () => {
+    try {
+      const { report, device } = await runJob(m.job, m.seedSalt, {
+        signal: job.abort.signal,
+        zeroOnFree: warm,
+        onPhase: (phase) => void send({ v, t: 'phase', id: m.id, phase, atMs: Date.now() }),
+        onProgress: (progress) => void send({ v, t: 'progress', id: m.id, progress }),
+      });
+      await send({ v, t: 'result', id: m.id, report, device });
+      if (!warm || shutdownAfterJob || contextLostBy() !== undefined) process.exit(0);
+      // Warm: give the pool's cache back between jobs (the next job's memory starts from the driver).
+      if (report.phases.some((p) => p.phase === 'load')) Device.get(0).trimMemory();
+    } catch (e) {
+      // evaluate() rejects only for bad options: this file's mistake, not the job's.
+      const message = e instanceof Error ? (e.stack ?? e.message) : String(e);
+      await sendAndExit({ v, t: 'fatal', id: m.id, error: { code: 'ERR_WORKER', message } }, 1);
+    }
+    running = undefined;
+  })();
+});
+
+await send({ v, t: 'ready', pid: process.pid });

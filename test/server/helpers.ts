@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// Shared by the service's tests: a valid request body, a service over a fake pool and the in-memory store, and a
+// bounded wait for a condition.
+import { EmbeddedQueue } from '../../server/src/queue/embedded.js';
+import { EvalService, type ServiceConfig } from '../../server/src/service.js';
+import { MemoryJobStore } from '../../server/src/store/memory.js';
+import type { JobStore } from '../../server/src/store/store.js';
+import { FakePool, fakeGpus, type FakeGpu } from './fake-pool.js';
+
+/** A request body that validateJob accepts; `name` picks the fake pool's behaviour. */
+export function body(name = 'pass', extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name,
+    source: 'extern "C" __global__ void k(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 1.0f; }',
+    kernel: 'k',
+    grid: 1,
+    block: 32,
+    args: ['ptr:f32[32]:out', 'i32=32'],
+    ...extra,
+  };
+}
+
+export interface Setup {
+  pool: FakePool;
+  store: JobStore;
+  queue: EmbeddedQueue;
+  service: EvalService;
+}
+
+export async function setup(
+  options: { gpus?: FakeGpu[]; store?: JobStore; unavailableReason?: string } & Partial<ServiceConfig> = {},
+): Promise<Setup> {
+  const pool = new FakePool(options.gpus ?? fakeGpus(1), options.unavailableReason);
+  const store = options.store ?? new MemoryJobStore();
+  const queue = new EmbeddedQueue();
+  const service = new EvalService({ expiryIntervalMs: 10, progressIntervalMs: 0, ...options, store, queue, pool });
+  await service.start();
+  return { pool, store, queue, service };
+}
+
+/** Polls `condition` every 5 ms until it holds; fails after `timeoutMs`. */
+export async function until(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  what = 'a condition',
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Resolves when the job is terminal, and returns its record. */
+export async function settled(service: EvalService, id: string, timeoutMs = 5000) {
+  await until(
+    async () => ['succeeded', 'failed', 'cancelled'].includes((await service.get(id))?.status ?? ''),
+    timeoutMs,
+    `${id} to end`,
+  );
+  return (await service.get(id))!;
+}
