@@ -495,7 +495,7 @@ describe('GET /v1/evaluations', () => {
 });
 
 describe('operations', () => {
-  it('/v1/gpus, /health, /healthz, /readyz', async () => {
+  it('/v1/gpus, /v1/health, /healthz, /readyz', async () => {
     const { app, service, pool } = await harness();
     const gpus = (await app.inject({ method: 'GET', url: '/v1/gpus', headers: auth('alice') })).json();
     expect(gpus).toEqual({
@@ -514,7 +514,7 @@ describe('operations', () => {
       ],
       reason: null,
     });
-    expect((await app.inject({ method: 'GET', url: '/health' })).json()).toEqual({
+    expect((await app.inject({ method: 'GET', url: '/v1/health' })).json()).toEqual({
       status: 'ok',
       gpus: 1,
       reason: null,
@@ -525,7 +525,7 @@ describe('operations', () => {
     const notReady = await app.inject({ method: 'GET', url: '/readyz' });
     expect(notReady.statusCode).toBe(503);
     expect(notReady.json().reasons).toEqual(['every GPU is quarantined']);
-    expect((await app.inject({ method: 'GET', url: '/health' })).json().status).toBe('unavailable');
+    expect((await app.inject({ method: 'GET', url: '/v1/health' })).json().status).toBe('unavailable');
     await service.drain(0);
     expect((await app.inject({ method: 'GET', url: '/readyz' })).json().reasons).toContain('shutting down');
   });
@@ -568,10 +568,18 @@ describe('operations', () => {
         'DELETE /v1/evaluations/{id}',
         'GET /v1/evaluations/{id}/events',
         'GET /v1/gpus',
-        'GET /health',
+        'GET /v1/health',
         'GET /healthz',
         'GET /readyz',
         'GET /metrics',
+        // The original server's routes (test/server/seed.test.ts).
+        'POST /evaluate',
+        'POST /compare',
+        'POST /',
+        'GET /health',
+        'GET /job/{job_id}',
+        'GET /stats',
+        'POST /admin/cleanup-jobs',
       ].sort(),
     );
     // Structurally valid: every operation answers something, every path template has its required parameter,

@@ -488,6 +488,14 @@ export function jobStoreContract(name: string, open: () => JobStore | Promise<Jo
         await s.finish(c!.id, { ...PASSED, status: 'cancelled', verdict: undefined });
         expect(await s.counts()).toStrictEqual({ queued: 2, running: 1, succeeded: 1, failed: 0, cancelled: 1 });
       });
+
+      it('gives the mean creation time of every stored job, undefined without one', async () => {
+        const s = await fresh();
+        expect(await s.meanCreatedAtMs()).toBeUndefined();
+        await s.insert(jobRecord({ createdAt: 1000 }));
+        await s.insert(jobRecord({ createdAt: 4000 }));
+        expect(await s.meanCreatedAtMs()).toBe(2500);
+      });
     });
 
     describe('close', () => {

@@ -32,6 +32,7 @@ import { ServiceError, type EvalService } from '../service.js';
 import { LOCAL_PRINCIPAL, type Principal, type Scope, type TokenEntry, TokenVerifier } from './auth.js';
 import { nativeRoutes } from './native.js';
 import { opsRoutes } from './ops.js';
+import { seedRoutes, type SeedDeps } from './seed.js';
 
 /** What a route asks of its caller: a scope, nothing ('open'), or loopback or the admin scope ('metrics'). */
 export type RouteAccess = Scope | 'open' | 'metrics';
@@ -45,6 +46,9 @@ declare module 'fastify' {
     access?: RouteAccess;
   }
 }
+
+/** The per-principal submission budget: one onRequest hook shared by every route that submits. */
+export type SubmitLimit = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -68,6 +72,8 @@ export interface AppDeps {
   underPressure?: { maxEventLoopDelay?: number; maxHeapUsedBytes?: number; maxRssBytes?: number } | false;
   /** Believe X-Forwarded-For (behind a reverse proxy on this host). Default false. */
   trustProxy?: boolean;
+  /** How long the compatible synchronous routes wait for a job (tests). Default (maxQueueSeconds + timeout + 10) s. */
+  seedSyncWaitMs?: SeedDeps['syncWaitMs'];
 }
 
 const gunzipAsync = promisify(gunzip);
@@ -142,11 +148,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook('preValidation', convertQueryHook);
 
   app.get('/openapi.json', { schema: { hide: true }, config: { access: 'open' } }, async () => app.swagger());
-  nativeRoutes(app, {
-    service: deps.service,
-    submitsPerMinute: deps.submitsPerMinute ?? 60,
-    sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000,
-  });
+  // One budget per principal, whichever route submits (a route's own rateLimit config would count separately).
+  const submitLimit = app.rateLimit({
+    max: deps.submitsPerMinute ?? 60,
+    timeWindow: 60_000,
+    keyGenerator: (request) => `submit:${request.principal.name}`,
+  }) as unknown as SubmitLimit;
+  nativeRoutes(app, { service: deps.service, submitLimit, sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000 });
+  seedRoutes(app, { service: deps.service, submitLimit, syncWaitMs: deps.seedSyncWaitMs });
   opsRoutes(app, { service: deps.service });
   return app;
 }

@@ -22,12 +22,13 @@ import { ServiceError, type EvalService } from '../service.js';
 import { isJobId } from '../store/ids.js';
 import { TERMINAL, type JobEvent, type JobRecord, type JobStatus } from '../store/store.js';
 import type { Verdict } from '../verdict.js';
-import type { App } from './app.js';
+import type { App, SubmitLimit } from './app.js';
 import type { Principal } from './auth.js';
 
 export interface NativeDeps {
   service: EvalService;
-  submitsPerMinute: number;
+  /** The per-principal submission budget (shared with the compatible routes). */
+  submitLimit: SubmitLimit;
   sseHeartbeatMs: number;
 }
 
@@ -115,14 +116,8 @@ export function nativeRoutes(app: App, deps: NativeDeps): void {
         body: SubmitBody,
         response: { 202: Submitted, ...errors(400, 401, 403, 413, 415, 422, 429, 503) },
       },
-      config: {
-        access: 'submit',
-        rateLimit: {
-          max: deps.submitsPerMinute,
-          timeWindow: 60_000,
-          keyGenerator: (request) => `submit:${request.principal.name}`,
-        },
-      },
+      config: { access: 'submit' },
+      onRequest: deps.submitLimit,
     },
     async (request, reply) => {
       const key = request.headers['idempotency-key'];

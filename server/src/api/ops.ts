@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Operations routes: liveness (/healthz: the process answers), readiness (/readyz: it can take work now), a health
-// summary (/health), and Prometheus metrics (/metrics: loopback, or a token with the admin scope). Each app has its
-// own registry, so several apps in one process (tests) do not share counters.
+// summary (/v1/health; /health answers in the original server's shape, api/seed.ts), and Prometheus metrics
+// (/metrics: loopback, or a token with the admin scope). Each app has its own registry, so several apps in one
+// process (tests) do not share counters.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { Type } from 'typebox';
 import type { SlotState } from '../gpu/pool.js';
@@ -65,7 +66,7 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
   );
 
   app.get(
-    '/health',
+    '/v1/health',
     { schema: { summary: 'Health summary', response: { 200: Health } }, config: { access: 'open' } },
     async () => {
       const slots = service.slots();

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// One worker child process, as the slot (slot.ts) sees it: forked into a process group of its own with one GPU
-// visible, started under a parent-death guard, its stderr's tail kept, its `ready` awaited within a time limit, and
-// killed with its whole group (ncu, or anything else it started). The slot decides when; this file only does it.
-import { execFile, fork, type ChildProcess, type ForkOptions } from 'node:child_process';
+// One worker child process, as the slot (slot.ts) sees it: forked (by the forker, forker.ts: never by this process)
+// into a process group of its own with one GPU visible, started under a parent-death guard, its stderr's tail kept,
+// its `ready` awaited within a time limit, and killed with its whole group (ncu, or anything else it started). The
+// slot decides when; this file only does it.
+import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { type ForkedChild, Forker } from './forker.js';
 import { type ParentMessage, WORKER_ENV, isChildMessage } from './protocol.js';
 import { findExecutable } from './which.js';
 
@@ -107,9 +109,29 @@ export function describeMessage(m: unknown): string {
   return text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
 
-/** A forked worker. Construct it to start it; `ready` settles once: ready, or why not (the child is then killed). */
+let forker: Forker | undefined;
+
+/** The service's forker (forker.ts), started with the first child under the first child's parent-death guard. */
+function sharedForker(guard: DeathGuard): Forker {
+  if (forker === undefined) {
+    const here = fileURLToPath(import.meta.url);
+    const path = join(dirname(here), `forker-main${extname(here)}`);
+    const execArgv = /\.[mc]?ts$/.test(path) ? ['--import', tsxLoader()] : [];
+    forker = new Forker({ path, execArgv }, guard.kind === 'setpriv' ? guard.path : undefined);
+  }
+  return forker;
+}
+
+/** The pid of the process that forks the workers (forker.ts), once it runs. For tests. */
+export function forkerPid(): number | undefined {
+  return forker?.pid;
+}
+
+/**
+ * A worker, forked by the forker (forker.ts) so that this process never blocks in fork(). Construct it to start it;
+ * `ready` settles once: ready, or why not (the child is then killed).
+ */
 export class WorkerChild {
-  readonly pid: number | undefined;
   readonly ready: Promise<ReadyResult>;
   readonly exited: Promise<ChildExit>;
   /** Set when the process has exited. */
@@ -120,7 +142,7 @@ export class WorkerChild {
   /** Messages after `ready`, and its exit after `ready`: the slot's, while it cares. */
   onMessage: ((m: unknown) => void) | undefined;
   onExit: ((e: ChildExit) => void) | undefined;
-  readonly #proc: ChildProcess | undefined;
+  readonly #proc: ForkedChild;
   readonly #stdioClosed: Promise<void>;
   readonly #tailChars: number;
   #tail = '';
@@ -135,7 +157,6 @@ export class WorkerChild {
     this.#stdioClosed = new Promise((resolve) => (settleStdio = resolve));
 
     let started = false;
-    let timer: NodeJS.Timeout | undefined;
     const fail = (reason: string): void => {
       if (started) return;
       started = true;
@@ -158,55 +179,45 @@ export class WorkerChild {
       [WORKER_ENV.isolation]: o.isolation,
       [WORKER_ENV.guard]: o.guard.kind,
     };
-    const options: ForkOptions = {
-      serialization: 'advanced',
-      detached: true, // its own process group: one kill takes whatever it started
-      env,
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      ...(o.guard.kind === 'setpriv'
-        ? { execPath: o.guard.path, execArgv: ['--pdeathsig', 'KILL', '--', process.execPath, ...o.script.execArgv] }
-        : { execArgv: [...o.script.execArgv] }),
-    };
-    let proc: ChildProcess | undefined;
-    try {
-      proc = fork(o.script.path, [...o.script.args], options);
-    } catch (e) {
-      proc = undefined;
-      queueMicrotask(() => {
-        fail(`it could not be forked: ${(e as Error).message}`);
-        exited({ code: null, signal: null });
-        settleStdio();
-      });
-    }
-    this.#proc = proc;
-    this.pid = proc?.pid;
-    if (proc === undefined) return;
+    const timer = setTimeout(() => fail(`no ready within ${o.startTimeoutMs} ms`), o.startTimeoutMs);
+    this.#proc = sharedForker(o.guard).spawn(
+      {
+        path: o.script.path,
+        args: o.script.args,
+        env,
+        ...(o.guard.kind === 'setpriv'
+          ? {
+              execPath: o.guard.path,
+              execArgv: ['--pdeathsig', 'KILL', '--', process.execPath, ...o.script.execArgv],
+            }
+          : { execPath: undefined, execArgv: o.script.execArgv }),
+      },
+      {
+        spawned: () => {},
+        failed: (message) => fail(message),
+        stderr: (text) => this.#append(text),
+        exit: (code, signal) => exited({ code, signal }),
+        closed: () => settleStdio(),
+        message: (m) => {
+          if (started) return this.onMessage?.(m);
+          if (isChildMessage(m) && m.t === 'ready') {
+            started = true;
+            this.isReady = true;
+            clearTimeout(timer);
+            settleReady({ ok: true });
+          } else if (isChildMessage(m) && m.t === 'fatal') {
+            fail(`it reported ${m.error.code} before ready: ${m.error.message}`);
+          } else {
+            fail(`protocol error before ready: ${describeMessage(m)}`);
+          }
+        },
+      },
+    );
+  }
 
-    timer = setTimeout(() => fail(`no ready within ${o.startTimeoutMs} ms`), o.startTimeoutMs);
-    proc.stderr?.setEncoding('utf8');
-    proc.stderr?.on('data', (chunk: string) => this.#append(chunk));
-    proc.on('close', () => settleStdio());
-    proc.on('error', (e) => {
-      // A failed fork (no pid) also reports here; errors of kill() and send() are handled where they are called.
-      if (proc.pid !== undefined) return;
-      fail(`it could not be started: ${e.message}`);
-      exited({ code: null, signal: null });
-      settleStdio();
-    });
-    proc.on('exit', (code, signal) => exited({ code, signal }));
-    proc.on('message', (m: unknown) => {
-      if (started) return this.onMessage?.(m);
-      if (isChildMessage(m) && m.t === 'ready') {
-        started = true;
-        this.isReady = true;
-        clearTimeout(timer);
-        settleReady({ ok: true });
-      } else if (isChildMessage(m) && m.t === 'fatal') {
-        fail(`it reported ${m.error.code} before ready: ${m.error.message}`);
-      } else {
-        fail(`protocol error before ready: ${describeMessage(m)}`);
-      }
-    });
+  /** Its pid, once the forker reported the fork. */
+  get pid(): number | undefined {
+    return this.#proc.pid;
   }
 
   /** The last stderrTailChars characters of its stderr. */
@@ -219,25 +230,14 @@ export class WorkerChild {
     if (this.#tail.length > 2 * this.#tailChars) this.#tail = this.#tail.slice(-this.#tailChars); // amortised
   }
 
-  /** Sends a message; false when the channel is gone (the exit that follows tells the rest). */
+  /** Sends a message; false when the child is gone (the exit that follows tells the rest). */
   send(message: ParentMessage): boolean {
-    const proc = this.#proc;
-    if (proc === undefined || !proc.connected) return false;
-    try {
-      return proc.send(message, undefined, {}, () => {});
-    } catch {
-      return false;
-    }
+    return this.#proc.send(message);
   }
 
   /** SIGKILLs its process group (also after it exited: what it started may live on). Never throws. */
   kill(): void {
-    if (this.pid === undefined) return;
-    try {
-      process.kill(-this.pid, 'SIGKILL');
-    } catch {
-      // the group is gone already
-    }
+    this.#proc.kill();
   }
 
   /** Whether it exited within `timeoutMs`. */

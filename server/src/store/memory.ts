@@ -142,6 +142,14 @@ export class MemoryJobStore implements JobStore {
     return counts;
   }
 
+  async meanCreatedAtMs(): Promise<number | undefined> {
+    this.#live();
+    if (this.#jobs.size === 0) return undefined;
+    let sum = 0;
+    for (const r of this.#jobs.values()) sum += r.createdAt;
+    return sum / this.#jobs.size;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
   }

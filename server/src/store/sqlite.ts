@@ -111,6 +111,7 @@ function statements(db: Database.Database) {
       RETURNING seq`),
     events: db.prepare('SELECT seq, type, data, at_ms FROM job_events WHERE job_id = ? AND seq > ? ORDER BY seq'),
     counts: db.prepare('SELECT status, count(*) AS n FROM jobs GROUP BY status'),
+    meanCreatedAt: db.prepare('SELECT avg(created_at_ms) AS mean FROM jobs'),
   };
 }
 
@@ -298,6 +299,12 @@ export class SqliteJobStore implements JobStore {
     const counts = zeroCounts();
     for (const row of this.#sql.counts.all() as { status: JobStatus; n: number }[]) counts[row.status] = row.n;
     return counts;
+  }
+
+  async meanCreatedAtMs(): Promise<number | undefined> {
+    this.#live();
+    const row = this.#sql.meanCreatedAt.get() as { mean: number | null };
+    return row.mean ?? undefined;
   }
 
   async close(): Promise<void> {

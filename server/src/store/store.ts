@@ -101,6 +101,8 @@ export interface JobStore {
   events(jobId: string, afterSeq: number): Promise<JobEvent[]>;
   /** Counts per status (for /stats, /metrics). */
   counts(): Promise<Record<JobStatus, number>>;
+  /** The mean createdAt of every stored job, ms; undefined when there is none (the compatible /health's age). */
+  meanCreatedAtMs(): Promise<number | undefined>;
   close(): Promise<void>;
 }
 

@@ -20,14 +20,17 @@
 // before `ready` ('@<file>': read that from the file at each start, so a test can mend a broken "GPU").
 // `fake.ts probe` is the probe instead: CUDAKIT_FAKE_GPUS = a count of fake H200s (4 by default), or a comma list of
 // `name@arch` ('NVIDIA H100 80GB HBM3@sm_90'; a name with the word MIG gets a MIG- UUID), or 'none' (no driver).
+// CUDAKIT_FAKE_LOG = a file: each worker appends a JSON line `{ event, pid, gpu, id, atMs }` when it starts ('spawn'),
+// takes a job ('start') and is done with it ('end': its result goes out next, then it exits), so a test can find every
+// worker a server started and see which jobs ran on which GPU when.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EvalCompileFacts, EvalError, EvalPhase, EvalReport } from 'cudakit';
 import { type ChildMessage, type DeviceFacts, PROTOCOL_VERSION, WORKER_ENV } from '../gpu/protocol.js';
 import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
 
-const FAKE_ENV = { start: 'CUDAKIT_FAKE_START', gpus: 'CUDAKIT_FAKE_GPUS' } as const;
+const FAKE_ENV = { start: 'CUDAKIT_FAKE_START', gpus: 'CUDAKIT_FAKE_GPUS', log: 'CUDAKIT_FAKE_LOG' } as const;
 
 const PHASES: readonly EvalPhase[] = ['validate', 'compile', 'load', 'check', 'time', 'recheck'];
 const v = PROTOCOL_VERSION;
@@ -96,6 +99,14 @@ const STICKY_FAULT: EvalError = {
   defence: 'fault',
 };
 
+/** Appends one line to CUDAKIT_FAKE_LOG, when it is set (one write: lines of several workers do not mix). */
+function logEvent(event: 'spawn' | 'start' | 'end', id?: string): void {
+  const file = process.env[FAKE_ENV.log];
+  if (file === undefined || file === '') return;
+  const gpu = process.env.CUDA_VISIBLE_DEVICES;
+  appendFileSync(file, `${JSON.stringify({ event, pid: process.pid, gpu, id, atMs: Date.now() })}\n`);
+}
+
 function hang(): Promise<never> {
   setInterval(() => {}, 60_000);
   return new Promise<never>(() => {});
@@ -124,6 +135,7 @@ function phaseArg(arg: string | undefined, fallback: EvalPhase): EvalPhase {
 async function runFakeJob(id: string, name: string, warm: boolean): Promise<void> {
   const [, behaviour = 'pass', arg, arg2] = name.startsWith('fake:') ? name.split(':') : [];
   const done = async (message: ChildMessage, exit: boolean): Promise<void> => {
+    logEvent('end', id);
     await send(message);
     if (exit) process.exit(0);
   };
@@ -197,6 +209,7 @@ async function main(): Promise<void> {
     return;
   }
   installParentDeathGuard();
+  logEvent('spawn');
   let start = process.env[FAKE_ENV.start] ?? '';
   if (start.startsWith('@')) start = readFileSync(start.slice(1), 'utf8').trim();
   if (start === 'exit') {
@@ -217,6 +230,7 @@ async function main(): Promise<void> {
       return;
     }
     busy = true;
+    logEvent('start', m.id);
     void runFakeJob(m.id, typeof m.job.name === 'string' ? m.job.name : '', warm).then(() => (busy = false));
   });
   await send({ v, t: 'ready', pid: process.pid });

@@ -1,0 +1,1159 @@
+// SPDX-License-Identifier: MIT
+// The original evaluation server's requests and answers in cudakit's terms, pure (no I/O): a request becomes the
+// native body (an EvalJob and the service's fields) or a 400 in the original's words; a finished job becomes the
+// original's EvaluationResponse or CompareResponse, with cudakit's own figures under metadata.cudakit; /job, /health
+// and /stats answers in the original's shapes. The routes are api/seed.ts; the contract is server/docs/compat.md.
+import { hostname, networkInterfaces } from 'node:os';
+import {
+  PRESETS,
+  quantile,
+  type BenchResult,
+  type CheckResult,
+  type CompareResult,
+  type EvalArgObject,
+  type EvalBufferArg,
+  type EvalCheck,
+  type EvalInit,
+  type EvalKernelRef,
+  type EvalReport,
+  type EvalScalarArg,
+  type PresetName,
+} from 'cudakit';
+import { gpuClasses } from '../gpu/local-pool.js';
+import { MAX_QUEUE_SECONDS } from '../schema/native.js';
+import {
+  SEED_DEFAULTS,
+  SEED_NUM_TRIALS,
+  SEED_TIMEOUT_SECONDS,
+  type ArgSpec,
+  type CompareRequest,
+  type CompareResponse,
+  type CudakitOptions,
+  type EvaluationRequest,
+  type EvaluationResponse,
+  type JobErrorBody,
+  type JobStats,
+  type JobStatus,
+  type KernelCode,
+  type KernelExecResult,
+  type RuntimeStats,
+  type SeedDType,
+  type TensorData,
+  type ValidationErrorItem,
+} from '../schema/seed.js';
+import type { FinishedJob } from '../service.js';
+import type { JobRecord, JobStatus as StoreStatus } from '../store/store.js';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Errors in the original's shapes
+
+/** The original's ClientError: 400 `{ error, details, status: 'client_error' }`. */
+export class SeedClientError extends Error {
+  readonly details: Record<string, unknown>;
+
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super(message);
+    this.name = 'SeedClientError';
+    this.details = details;
+  }
+}
+
+/** The original's pydantic ValidationError: 400 `{ error: 'Invalid request format', validation_errors, ... }`. */
+export class SeedValidationError extends Error {
+  readonly errors: ValidationErrorItem[];
+
+  constructor(errors: ValidationErrorItem[]) {
+    super('Invalid request format');
+    this.name = 'SeedValidationError';
+    this.errors = errors;
+  }
+}
+
+/** An ajv error as Fastify hands it over. */
+export interface AjvError {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+const quotedList = (values: readonly unknown[]): string => {
+  const q = values.map((v) => `'${String(v)}'`);
+  return q.length <= 1 ? (q[0] ?? '') : `${q.slice(0, -1).join(', ')} or ${q[q.length - 1]}`;
+};
+
+/** pydantic's message and error type for an ajv error (undefined: a union branch's noise, not worth a line). */
+function pydanticOf(e: AjvError): { message: string; type: string } | undefined {
+  const p = e.params ?? {};
+  switch (e.keyword) {
+    case 'required':
+      return { message: 'Field required', type: 'missing' };
+    case 'additionalProperties':
+      return { message: 'Extra inputs are not permitted', type: 'extra_forbidden' };
+    case 'enum':
+      return { message: `Input should be ${quotedList((p.allowedValues as unknown[]) ?? [])}`, type: 'enum' };
+    case 'type': {
+      const types: Record<string, [string, string]> = {
+        integer: ['Input should be a valid integer', 'int_type'],
+        number: ['Input should be a valid number', 'float_type'],
+        string: ['Input should be a valid string', 'string_type'],
+        boolean: ['Input should be a valid boolean', 'bool_type'],
+        array: ['Input should be a valid list', 'list_type'],
+        object: ['Input should be a valid dictionary', 'dict_type'],
+      };
+      const t = types[String(p.type)];
+      return t === undefined ? undefined : { message: t[0], type: t[1] };
+    }
+    case 'maxLength':
+      return { message: `String should have at most ${String(p.limit)} characters`, type: 'string_too_long' };
+    case 'minLength':
+      return { message: `String should have at least ${String(p.limit)} characters`, type: 'string_too_short' };
+    case 'maxItems':
+    case 'maxProperties':
+      return { message: `Should have at most ${String(p.limit)} items`, type: 'too_long' };
+    case 'minimum':
+      return { message: `Input should be greater than or equal to ${String(p.limit)}`, type: 'greater_than_equal' };
+    case 'maximum':
+      return { message: `Input should be less than or equal to ${String(p.limit)}`, type: 'less_than_equal' };
+    case 'pattern':
+      return { message: `String should match pattern '${String(p.pattern)}'`, type: 'string_pattern_mismatch' };
+    case 'anyOf':
+      return undefined;
+    default:
+      return { message: e.message ?? 'is not valid', type: e.keyword ?? 'value_error' };
+  }
+}
+
+/**
+ * Fastify's validation errors as the original's `validation_errors`: pydantic's `loc` joined with ' -> '
+ * ('kernel -> kernel_type'), its messages and error types, one entry per field (a nullable field's union is one).
+ */
+export function validationErrorsOf(errors: readonly AjvError[]): ValidationErrorItem[] {
+  const out: ValidationErrorItem[] = [];
+  const seen = new Set<string>();
+  for (const e of errors.slice(0, 50)) {
+    const parts = (e.instancePath ?? '')
+      .split('/')
+      .slice(1)
+      .map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
+    if (e.keyword === 'required') parts.push(String(e.params?.missingProperty));
+    if (e.keyword === 'additionalProperties') parts.push(String(e.params?.additionalProperty));
+    const field = parts.length === 0 ? 'body' : parts.join(' -> ');
+    const what = pydanticOf(e);
+    if (what === undefined || seen.has(field)) continue;
+    seen.add(field);
+    out.push({ field, ...what });
+  }
+  if (out.length === 0) out.push({ field: 'body', message: 'Input is not valid', type: 'value_error' });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Requests → native bodies
+
+/** Why a reference that needs Python cannot run here, and what can take its place. */
+export const REFERENCE_SUBSTITUTES = [
+  "a CUDA reference: ref_kernel with kernel_type 'cuda' (its io matched to the custom kernel's by argument name)",
+  'expected outputs: POST /evaluate with cudakit.expected { <output name>: TensorData } ' +
+    '(or POST /v1/evaluations with reference.expected)',
+  'a registry problem: a trusted reference installed by the operator (no registry is configured on this server)',
+] as const;
+
+const SUPPORTED = ['cuda'];
+
+function pythonReference(kernel: string, kernelType: string): SeedClientError {
+  return new SeedClientError(
+    `kernel_type '${kernelType}' needs Python, which this server does not run: give a 'cuda' reference kernel, ` +
+      'a registry problem, or expected outputs',
+    { kernel, kernel_type: kernelType, supported: SUPPORTED, substitutes: REFERENCE_SUBSTITUTES },
+  );
+}
+
+function unsupportedCandidate(kernel: string, kernelType: string): SeedClientError {
+  return new SeedClientError(
+    `kernel_type '${kernelType}' needs Python, which this server does not run: only 'cuda' kernels ` +
+      '(CUDA C++, compiled with NVRTC) are evaluated here',
+    { kernel, kernel_type: kernelType, supported: SUPPORTED },
+  );
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The original's business rules, its exact messages: after parsing, before anything else. */
+function checkBounds(numTrials: number, timeoutSeconds: number): void {
+  if (numTrials < SEED_NUM_TRIALS.min) {
+    throw new SeedClientError('num_trials must be at least 1', { num_trials: numTrials });
+  }
+  if (numTrials > SEED_NUM_TRIALS.max) {
+    throw new SeedClientError('num_trials cannot exceed 10000', { num_trials: numTrials });
+  }
+  if (timeoutSeconds < SEED_TIMEOUT_SECONDS.min) {
+    throw new SeedClientError('timeout must be at least 5 seconds', { timeout: timeoutSeconds });
+  }
+  if (timeoutSeconds > SEED_TIMEOUT_SECONDS.max) {
+    throw new SeedClientError('timeout cannot exceed 600 seconds', { timeout: timeoutSeconds });
+  }
+}
+
+/**
+ * The legacy compare form `{ ref_code, custom_code }` (both Python: the original read them as 'torch' and
+ * 'torch_cuda'): its number fields are checked as the original does, then it is refused, naming the substitutes.
+ * Returns without throwing when `body` is not that form.
+ */
+export function refuseLegacy(body: unknown): void {
+  if (!isObject(body) || !('ref_code' in body) || !('custom_code' in body)) return;
+  const problems: ValidationErrorItem[] = [];
+  for (const key of ['ref_code', 'custom_code'] as const) {
+    if (typeof body[key] !== 'string') {
+      problems.push({ field: key, message: 'Input should be a valid string', type: 'string_type' });
+    }
+  }
+  for (const key of ['num_trials', 'timeout'] as const) {
+    const v = body[key];
+    if (v !== undefined && !Number.isInteger(v)) {
+      problems.push({ field: key, message: 'Input should be a valid integer', type: 'int_type' });
+    }
+  }
+  if (problems.length > 0) throw new SeedValidationError(problems);
+  // The original's legacy defaults: 100 trials, a 30 s timeout.
+  checkBounds((body.num_trials as number | undefined) ?? 100, (body.timeout as number | undefined) ?? 30);
+  throw new SeedClientError(
+    "The legacy { ref_code, custom_code } form is Python (kernel_type 'torch' and 'torch_cuda'), which this " +
+      "server does not run: give ref_kernel and custom_kernel with kernel_type 'cuda', or expected outputs",
+    pythonReference('ref_code', 'torch').details,
+  );
+}
+
+/** Seed dtype → cudakit dtype. bool is a byte holding 0 or 1. */
+const DTYPES: Record<SeedDType, EvalBufferArg['dtype']> = {
+  float32: 'f32',
+  float64: 'f64',
+  float16: 'f16',
+  bfloat16: 'bf16',
+  int64: 'i64',
+  int32: 'i32',
+  int16: 'i16',
+  int8: 'i8',
+  uint8: 'u8',
+  bool: 'u8',
+};
+const FLOAT_DTYPES = new Set(['float32', 'float64', 'float16', 'bfloat16']);
+/** What the original's randn draws into an integer tensor: inclusive bounds per dtype. */
+const INT_RANDN_RANGE: Record<string, [number, number]> = {
+  int8: [-128, 127],
+  uint8: [0, 255],
+  int16: [-32768, 32767],
+  int32: [-2147483648, 2147483647],
+  int64: [-1_000_000, 1_000_000],
+};
+const SCALAR_WIDTHS: Record<string, Record<string, EvalScalarArg['type']>> = {
+  int: { int64: 'i64', int32: 'i32', int16: 'i16', int8: 'i8', uint8: 'u8' },
+  float: { float32: 'f32', float64: 'f64', float16: 'f16', bfloat16: 'bf16' },
+};
+const C_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** NVRTC optimises device code by default and has no -O levels: these host-compiler flags are dropped. */
+const HOST_OPTIMISATION = /^-O[0-3s]?$/;
+const BLOCK_THREADS_MAX = 1024;
+
+/** The original's LaunchConfig defaults: one block of 256 threads. */
+const DEFAULT_GRID = { x: 1, y: 1, z: 1 };
+const DEFAULT_BLOCK = { x: 256, y: 1, z: 1 };
+
+function seedDtype(name: string, field: string): SeedDType {
+  // Own keys only: 'constructor' or 'toString' must not find Object.prototype's.
+  if (!Object.hasOwn(DTYPES, name)) {
+    throw new SeedClientError(`Unknown dtype '${name.slice(0, 40)}': one of ${Object.keys(DTYPES).join(', ')}`, {
+      field,
+    });
+  }
+  return name as SeedDType;
+}
+
+/** Python's `x or default` for the original's optional numbers (0 and null both take the default). */
+const or = (x: number | null | undefined, fallback: number): number =>
+  x === undefined || x === null || x === 0 ? fallback : x;
+
+/** A TensorInit as a cudakit init, by the original's rules (io_contract/tensor_utils.py), for one dtype. */
+function initOf(init: NonNullable<NonNullable<ArgSpec['tensor_spec']>['init']>, dtype: SeedDType, field: string) {
+  const kind = init.kind ?? 'randn';
+  const seed = init.seed ?? undefined;
+  if (seed !== undefined && (seed < 0 || !Number.isSafeInteger(seed))) {
+    throw new SeedClientError('A seed is a non-negative integer here', { field: `${field} -> seed`, seed });
+  }
+  const seeded = seed === undefined ? {} : { seed };
+  const float = FLOAT_DTYPES.has(dtype);
+  const coin: EvalInit = { kind: 'randint', lo: 0, hi: 2, ...seeded };
+  switch (kind) {
+    case 'randn': {
+      if (dtype === 'bool') return coin;
+      if (!float) {
+        const [lo, hi] = INT_RANDN_RANGE[dtype]!;
+        return { kind: 'randint', lo, hi: hi + 1, ...seeded } satisfies EvalInit;
+      }
+      // The original scales only when a mean is given (std then defaults to 1).
+      const scaled = init.mean !== undefined && init.mean !== null;
+      const mean = scaled ? or(init.mean, 0) : 0;
+      const std = scaled ? or(init.std, 1) : 1;
+      return { kind: 'normal', mean, std, ...seeded } satisfies EvalInit;
+    }
+    case 'uniform': {
+      if (dtype === 'bool') return coin;
+      if (float) return { kind: 'uniform', lo: or(init.low, 0), hi: or(init.high, 1), ...seeded } satisfies EvalInit;
+      // Integers: randint(low, high + 1), the high bound inclusive; Python's int() truncates.
+      const lo = Math.trunc(or(init.low, 0));
+      const hi = Math.trunc(or(init.high, 100)) + 1;
+      return { kind: 'randint', lo, hi, ...seeded } satisfies EvalInit;
+    }
+    case 'zeros':
+      return { kind: 'zeros' } satisfies EvalInit;
+    case 'ones':
+      return { kind: 'ones' } satisfies EvalInit;
+    case 'full': {
+      const value = or(init.fill_value, 0);
+      return { kind: 'const', value: dtype === 'bool' ? Number(value !== 0) : value } satisfies EvalInit;
+    }
+    case 'arange':
+      if (dtype === 'bool') {
+        throw new SeedClientError("init 'arange' has no meaning for a bool tensor", { field: `${field} -> kind` });
+      }
+      // One row of shape[-1] values, repeated over the leading dimensions, as the original broadcasts it.
+      return { kind: 'seq', start: or(init.start, 0), step: or(init.step, 1), along: 'last' } satisfies EvalInit;
+    default:
+      throw new SeedClientError(
+        `Unknown init kind '${kind.slice(0, 40)}': randn, zeros, ones, uniform, full or arange`,
+        { field: `${field} -> kind` },
+      );
+  }
+}
+
+function tensorOf(a: ArgSpec, role: 'in' | 'out', inout: boolean, field: string): EvalBufferArg {
+  const spec = a.tensor_spec;
+  if (spec === undefined || spec === null) {
+    throw new SeedClientError('A tensor argument needs tensor_spec', { field: `${field} -> tensor_spec` });
+  }
+  const data = spec.data ?? undefined;
+  // Literal data brings its own dtype and shape, as the original decodes it.
+  const dtype = seedDtype(data?.dtype ?? spec.dtype ?? 'float32', `${field} -> tensor_spec -> dtype`);
+  const specShape = spec.shape ?? [];
+  let shape = specShape;
+  if (data !== undefined) {
+    shape = data.shape ?? [];
+    if (specShape.length > 0 && specShape.join(',') !== shape.join(',')) {
+      throw new SeedClientError('tensor_spec.shape and tensor_spec.data.shape differ', {
+        field: `${field} -> tensor_spec -> shape`,
+        shape: specShape,
+        data_shape: shape,
+      });
+    }
+  }
+  if (!shape.every((d) => d >= 1)) {
+    throw new SeedClientError('Tensor dimensions are positive integers here (an empty tensor has nothing to check)', {
+      field: `${field} -> tensor_spec -> shape`,
+      shape,
+    });
+  }
+  let init: EvalInit | undefined;
+  if (data !== undefined) init = { kind: 'data', base64: data.data_b64, compress: data.compress ?? 'none' };
+  else if (spec.init !== undefined && spec.init !== null)
+    init = initOf(spec.init, dtype, `${field} -> tensor_spec -> init`);
+  // No init: the original's torch.empty holds whatever was there; an input or a read-write output starts from zeros
+  // here, a plain output is poisoned so that elements the kernel never writes are caught.
+  else if (role === 'in' || inout) init = { kind: 'zeros' };
+  return {
+    kind: 'buffer',
+    dtype: DTYPES[dtype],
+    ...(shape.length === 0 ? { length: 1 } : { shape }),
+    role,
+    ...(init === undefined ? {} : { init }),
+    name: a.name,
+  };
+}
+
+function scalarOf(a: ArgSpec, field: string): EvalScalarArg {
+  const v = a.value;
+  if (v === undefined || v === null) {
+    throw new SeedClientError(`A scalar argument needs a value (type '${a.type}')`, { field: `${field} -> value` });
+  }
+  if (a.type === 'bool') {
+    if (typeof v !== 'boolean') throw new SeedClientError("A 'bool' argument needs true or false", { field });
+    return { kind: 'scalar', type: 'bool', value: v, name: a.name };
+  }
+  const widths = SCALAR_WIDTHS[a.type]!;
+  if (typeof v !== 'number' || (a.type === 'int' && !Number.isInteger(v))) {
+    const what = a.type === 'int' ? 'an integer' : 'a number';
+    throw new SeedClientError(`An '${a.type}' argument needs ${what} as its value`, { field: `${field} -> value` });
+  }
+  let type: EvalScalarArg['type'];
+  if (a.dtype !== undefined) {
+    const t = Object.hasOwn(widths, a.dtype) ? widths[a.dtype] : undefined;
+    if (t === undefined) {
+      throw new SeedClientError(
+        `dtype '${a.dtype.slice(0, 40)}' is not a width of an '${a.type}' argument: ` +
+          `one of ${Object.keys(widths).join(', ')}`,
+        { field: `${field} -> dtype` },
+      );
+    }
+    type = t;
+  } else if (a.type === 'int') {
+    // C's int unless the value needs more; a kernel taking a long long says so with dtype 'int64'.
+    type = v >= -(2 ** 31) && v < 2 ** 31 ? 'i32' : 'i64';
+  } else {
+    type = 'f32';
+  }
+  return { kind: 'scalar', type, value: v, name: a.name };
+}
+
+/** An IOContract's args as cudakit argument objects, in order, with their names. */
+function argsOf(args: readonly ArgSpec[], field: string, warnings: string[]): EvalArgObject[] {
+  const compared = args.some((a) => a.type === 'tensor' && (a.role === 'output' || a.role === 'inout'));
+  if (!compared && args.some((a) => a.type === 'tensor')) {
+    warnings.push(`${field}: no tensor has role output or inout, so every tensor is compared (as the original does)`);
+  }
+  return args.map((a, i) => {
+    const at = `${field} -> ${i}`;
+    if (!C_NAME.test(a.name)) {
+      throw new SeedClientError(
+        `Argument names are C identifiers here (they match a reference's arguments): '${a.name.slice(0, 60)}' is not`,
+        { field: `${at} -> name` },
+      );
+    }
+    if (a.is_meta === true) {
+      throw new SeedClientError('is_meta (a Triton constexpr) has no meaning for a CUDA kernel', {
+        field: `${at} -> is_meta`,
+      });
+    }
+    switch (a.type) {
+      case 'tensor': {
+        const role = a.role ?? 'input';
+        if (role !== 'input' && role !== 'output' && role !== 'inout') {
+          throw new SeedClientError(`Unknown role '${role.slice(0, 40)}': input, output or inout`, {
+            field: `${at} -> role`,
+          });
+        }
+        const out = role !== 'input' || !compared;
+        return tensorOf(a, out ? 'out' : 'in', role === 'inout' || (out && role === 'input'), at);
+      }
+      case 'int':
+      case 'float':
+      case 'bool':
+        return scalarOf(a, at);
+      case 'str':
+        throw new SeedClientError("A 'str' argument cannot be passed to a CUDA kernel", { field: `${at} -> type` });
+      default:
+        throw new SeedClientError(`Unknown argument type '${a.type.slice(0, 40)}': tensor, int, float, str or bool`, {
+          field: `${at} -> type`,
+        });
+    }
+  });
+}
+
+const stringList = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === 'string');
+
+/** The __global__ functions of a source, in order: the original's choice of entry point without kernel_name. */
+export function globalFunctions(source: string): string[] {
+  const text = source.replace(/\/\*[\s\S]*?\*\//g, ' ').replace(/\/\/[^\n]*/g, '');
+  const bounds = '(?:__launch_bounds__\\s*\\([^)]*\\)\\s*)?';
+  const re = new RegExp(`__global__\\s+${bounds}(?:void|[\\w:]+)\\s+${bounds}(\\w+)\\s*\\(`, 'g');
+  return [...text.matchAll(re)].map((m) => m[1]!);
+}
+
+/** One CUDA KernelCode in cudakit's terms. */
+interface CudaKernel {
+  source: string;
+  kernel: string;
+  compile: { extraFlags?: string[]; nameExpressions?: string[] };
+  grid: [number, number, number];
+  block: [number, number, number];
+  sharedMemBytes: number | undefined;
+  /** Its launch came from its own io (a reference without one takes the custom kernel's). */
+  ownLaunch: boolean;
+  args: EvalArgObject[] | undefined;
+}
+
+function cudaKernelOf(key: string, k: KernelCode, warnings: string[]): CudaKernel {
+  const m = (k.metadata ?? {}) as Record<string, unknown>;
+  const field = (name: string) => ({ field: `${key} -> metadata -> ${name}` });
+  if (m.backend !== undefined && m.backend !== null && m.backend !== 'nvrtc') {
+    throw new SeedClientError(
+      `backend '${String(m.backend).slice(0, 40)}' is not available: kernels compile with NVRTC here ` +
+        "(give backend 'nvrtc' or leave it out)",
+      field('backend'),
+    );
+  }
+  if (m.jitify !== undefined && m.jitify !== null && m.jitify !== false) {
+    throw new SeedClientError('jitify is not available: kernels compile with NVRTC as they are', field('jitify'));
+  }
+  const compile: CudaKernel['compile'] = {};
+  if (m.compiler_options !== undefined && m.compiler_options !== null) {
+    if (!stringList(m.compiler_options)) {
+      throw new SeedClientError('compiler_options is a list of strings', field('compiler_options'));
+    }
+    const dropped = m.compiler_options.filter((f) => HOST_OPTIMISATION.test(f));
+    if (dropped.length > 0) {
+      warnings.push(`${key}: ${dropped.join(' ')} dropped (NVRTC has no -O levels; device code is optimised)`);
+    }
+    const flags = m.compiler_options.filter((f) => !HOST_OPTIMISATION.test(f));
+    if (flags.length > 0) compile.extraFlags = flags;
+  }
+  if (m.name_expressions !== undefined && m.name_expressions !== null) {
+    if (!stringList(m.name_expressions)) {
+      throw new SeedClientError('name_expressions is a list of strings', field('name_expressions'));
+    }
+    if (m.name_expressions.length > 0) compile.nameExpressions = m.name_expressions;
+  }
+  let kernel: string;
+  if (m.kernel_name !== undefined && m.kernel_name !== null) {
+    if (typeof m.kernel_name !== 'string' || m.kernel_name.trim() === '') {
+      throw new SeedClientError('kernel_name is the name of a __global__ function', field('kernel_name'));
+    }
+    kernel = m.kernel_name.trim();
+  } else {
+    const found = globalFunctions(k.source_code);
+    if (found.length === 0) {
+      throw new SeedClientError('metadata.kernel_name is required: no __global__ function was found in source_code', {
+        field: `${key} -> metadata -> kernel_name`,
+      });
+    }
+    kernel = found[0]!;
+    if (found.length > 1) {
+      warnings.push(
+        `${key}: no kernel_name; '${kernel}' is the first of ${found.length} kernels (the original's pick)`,
+      );
+    }
+  }
+  const launch = k.io?.launch ?? undefined;
+  const dim = (d: { x?: number; y?: number; z?: number } | null | undefined, fallback: typeof DEFAULT_GRID) => {
+    const v = d ?? fallback;
+    return [v.x ?? 1, v.y ?? 1, v.z ?? 1] as [number, number, number];
+  };
+  const grid = dim(launch?.grid, DEFAULT_GRID);
+  const block = dim(launch?.block, DEFAULT_BLOCK);
+  const threads = block[0] * block[1] * block[2];
+  if (block.every((b) => b >= 1) && threads > BLOCK_THREADS_MAX) {
+    throw new SeedClientError(`A block has at most ${BLOCK_THREADS_MAX} threads; this one has ${threads}`, {
+      field: `${key} -> io -> launch -> block`,
+    });
+  }
+  const args = k.io === undefined || k.io === null ? undefined : argsOf(k.io.args, `${key} -> io -> args`, warnings);
+  return {
+    source: k.source_code,
+    kernel,
+    compile,
+    grid,
+    block,
+    sharedMemBytes: launch?.shared_mem_bytes,
+    ownLaunch: launch !== undefined && launch !== null,
+    args,
+  };
+}
+
+/** What a request becomes: the native body (service.submit takes it), and what its answer needs. */
+export interface SeedJob {
+  kind: 'evaluate' | 'compare';
+  /** The EvalJob with the service's fields beside it. */
+  body: Record<string, unknown>;
+  timeoutSeconds: number;
+  maxQueueSeconds: number;
+  /** For the answer: what the mapping decided that the client should know. */
+  warnings: string[];
+  /** The request's field ('custom_kernel -> io -> args -> 2') of a cudakit job path ('job.args[2].init'). */
+  fieldOf(jobPath: string): string;
+}
+
+function candidateBody(c: CudaKernel): Record<string, unknown> {
+  const compile = Object.keys(c.compile).length === 0 ? {} : { compile: c.compile };
+  return {
+    name: c.kernel,
+    source: c.source,
+    kernel: c.kernel,
+    ...compile,
+    grid: c.grid,
+    block: c.block,
+    ...(c.sharedMemBytes === undefined ? {} : { sharedMemBytes: c.sharedMemBytes }),
+    args: c.args,
+  };
+}
+
+/** timing and the service's fields from num_trials, timeout and the cudakit extension. */
+function serviceFields(numTrials: number, timeoutSeconds: number, ext: CudakitOptions | undefined) {
+  const preset: PresetName = ext?.timing?.preset ?? 'default';
+  // num_trials is the fewest samples the stopping rule takes; the preset's cap still holds.
+  const minSamples = Math.min(numTrials, PRESETS[preset].maxSamples);
+  const timing = { ...ext?.timing, rule: { minSamples } };
+  const maxQueueSeconds = ext?.max_queue_seconds ?? MAX_QUEUE_SECONDS.default;
+  return {
+    timing,
+    fields: {
+      timeoutSeconds,
+      maxQueueSeconds,
+      ...(ext?.gpu === undefined ? {} : { gpu: ext.gpu }),
+    },
+  };
+}
+
+function fieldMapper(candidate: string): (jobPath: string) => string {
+  const rules: [RegExp, (m: RegExpExecArray) => string][] = [
+    [/^job\.args\[(\d+)\]/, (m) => `${candidate} -> io -> args -> ${m[1]}`],
+    [/^job\.args/, () => `${candidate} -> io -> args`],
+    [/^job\.reference\.args\[(\d+)\]/, (m) => `ref_kernel -> io -> args -> ${m[1]}`],
+    [/^job\.reference\.args/, () => 'ref_kernel -> io -> args'],
+    [/^job\.reference\.expected\['([^']*)'\]/, (m) => `cudakit -> expected -> ${m[1]}`],
+    [/^job\.(reference|compare)\.(grid|block)/, (m) => `ref_kernel -> io -> launch -> ${m[2]}`],
+    [/^job\.(reference|compare)\.sharedMemBytes/, () => 'ref_kernel -> io -> launch -> shared_mem_bytes'],
+    [/^job\.(reference|compare)\.compile\.extraFlags/, () => 'ref_kernel -> metadata -> compiler_options'],
+    [/^job\.(reference|compare)\.compile\.nameExpressions/, () => 'ref_kernel -> metadata -> name_expressions'],
+    [/^job\.(reference|compare)\.kernel/, () => 'ref_kernel -> metadata -> kernel_name'],
+    [/^job\.(reference|compare)\.source/, () => 'ref_kernel -> source_code'],
+    [/^job\.(reference|compare)/, () => 'ref_kernel'],
+    [/^job\.(grid|block)/, (m) => `${candidate} -> io -> launch -> ${m[1]}`],
+    [/^job\.sharedMemBytes/, () => `${candidate} -> io -> launch -> shared_mem_bytes`],
+    [/^job\.compile\.extraFlags/, () => `${candidate} -> metadata -> compiler_options`],
+    [/^job\.compile\.nameExpressions/, () => `${candidate} -> metadata -> name_expressions`],
+    [/^job\.kernel/, () => `${candidate} -> metadata -> kernel_name`],
+    [/^job\.source/, () => `${candidate} -> source_code`],
+    [/^job\.check\.(atol|rtol)/, (m) => m[1]!],
+    [/^job\.timing\.rule/, () => 'num_trials'],
+    [/^job\.timing/, () => 'cudakit -> timing'],
+  ];
+  return (jobPath) => {
+    for (const [re, to] of rules) {
+      const m = re.exec(jobPath);
+      if (m !== null) return to(m);
+    }
+    return 'body';
+  };
+}
+
+/**
+ * POST /evaluate's body (schema-valid) as a native body: the original's business rules first (its messages), then
+ * the kernel type (only 'cuda'), then the IOContract → argspec mapping.
+ *
+ * @throws SeedClientError (400) in the original's ClientError shape.
+ */
+export function evaluateJob(request: EvaluationRequest): SeedJob {
+  const numTrials = request.num_trials ?? SEED_DEFAULTS.numTrials;
+  const timeoutSeconds = request.timeout ?? SEED_DEFAULTS.timeoutSeconds;
+  checkBounds(numTrials, timeoutSeconds);
+  const k = request.kernel;
+  if (k.kernel_type === 'triton' && (k.io === undefined || k.io === null)) {
+    throw new SeedClientError('Triton kernels require io_contract to be specified', { kernel_type: 'triton' });
+  }
+  if (k.kernel_type !== 'cuda') throw unsupportedCandidate('kernel', k.kernel_type);
+  if (k.io === undefined || k.io === null) {
+    throw new SeedClientError('CUDA kernels require io_contract to be specified', { kernel_type: 'cuda' });
+  }
+  const warnings: string[] = [];
+  const c = cudaKernelOf('kernel', k, warnings);
+  const ext = request.cudakit;
+  const body = candidateBody(c);
+  if (ext?.expected !== undefined) body.reference = { expected: expectedOf(ext.expected, k.io.args) };
+  const { timing, fields } = serviceFields(numTrials, timeoutSeconds, ext);
+  return {
+    kind: 'evaluate',
+    body: { ...body, timing, ...fields },
+    timeoutSeconds,
+    maxQueueSeconds: fields.maxQueueSeconds,
+    warnings,
+    fieldOf: fieldMapper('kernel'),
+  };
+}
+
+/** cudakit.expected: each key an output tensor of the kernel, each value its exact bytes. */
+function expectedOf(expected: Record<string, TensorData>, args: readonly ArgSpec[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, data] of Object.entries(expected)) {
+    const field = `cudakit -> expected -> ${name}`;
+    const arg = args.find((a) => a.name === name);
+    if (arg === undefined || arg.type !== 'tensor' || (arg.role ?? 'input') === 'input') {
+      throw new SeedClientError(`cudakit.expected names '${name.slice(0, 60)}', which is not an output tensor`, {
+        field,
+      });
+    }
+    const want = arg.tensor_spec?.data?.dtype ?? arg.tensor_spec?.dtype ?? 'float32';
+    const got = data.dtype ?? 'float32';
+    if (got !== want) {
+      throw new SeedClientError(`Expected output '${name}' is ${got.slice(0, 40)}, but the tensor is ${want}`, {
+        field: `${field} -> dtype`,
+      });
+    }
+    out[name] = { base64: data.data_b64, compress: data.compress ?? 'none' };
+  }
+  return out;
+}
+
+const sameArgs = (a: readonly EvalArgObject[], b: readonly EvalArgObject[]): boolean =>
+  JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * POST /compare's (and POST /'s) body (schema-valid) as a native body. A CUDA reference with the custom kernel's
+ * io (or none of its own) is the compare baseline: checked against and timed (ref_runtime); one with other
+ * arguments is the check's reference only (ref_runtime stays zero, with a warning).
+ *
+ * @throws SeedClientError (400) in the original's ClientError shape.
+ */
+export function compareJob(request: CompareRequest): SeedJob {
+  const numTrials = request.num_trials ?? SEED_DEFAULTS.numTrials;
+  const timeoutSeconds = request.timeout ?? SEED_DEFAULTS.timeoutSeconds;
+  checkBounds(numTrials, timeoutSeconds);
+  for (const key of ['ref_kernel', 'custom_kernel'] as const) {
+    const k = request[key];
+    if (k.kernel_type === 'triton' && (k.io === undefined || k.io === null)) {
+      throw new SeedClientError('Triton kernels require io_contract to be specified', {
+        kernel: key,
+        kernel_type: 'triton',
+      });
+    }
+  }
+  const { ref_kernel: ref, custom_kernel: custom } = request;
+  if (ref.kernel_type !== 'cuda') throw pythonReference('ref_kernel', ref.kernel_type);
+  if (custom.kernel_type !== 'cuda') throw unsupportedCandidate('custom_kernel', custom.kernel_type);
+  if (custom.io === undefined || custom.io === null) {
+    throw new SeedClientError('CUDA kernels require io_contract to be specified', {
+      kernel: 'custom_kernel',
+      kernel_type: 'cuda',
+    });
+  }
+  if (request.cudakit?.expected !== undefined) {
+    throw new SeedClientError("cudakit.expected belongs to /evaluate (a compare's reference is ref_kernel)", {
+      field: 'cudakit -> expected',
+    });
+  }
+  const warnings: string[] = [];
+  const c = cudaKernelOf('custom_kernel', custom, warnings);
+  const r = cudaKernelOf('ref_kernel', ref, warnings);
+  const kernelRef: EvalKernelRef = {
+    source: r.source,
+    kernel: r.kernel,
+    name: r.kernel === c.kernel ? `${r.kernel} (reference)` : r.kernel,
+    ...(Object.keys(r.compile).length === 0 ? {} : { compile: r.compile }),
+    // Without its own launch, a reference runs with the custom kernel's.
+    ...(r.ownLaunch ? { grid: r.grid, block: r.block } : {}),
+    ...(r.sharedMemBytes === undefined ? {} : { sharedMemBytes: r.sharedMemBytes }),
+  };
+  const body = candidateBody(c);
+  if (r.args === undefined || sameArgs(r.args, c.args!)) {
+    body.compare = kernelRef;
+  } else {
+    body.reference = { ...kernelRef, args: r.args };
+    warnings.push(
+      "ref_runtime is not measured: ref_kernel's io differs from custom_kernel's, and a timed baseline runs on " +
+        "the custom kernel's arguments (give both the same io to time the reference)",
+    );
+  }
+  const atol = request.atol ?? SEED_DEFAULTS.atol;
+  const rtol = request.rtol ?? SEED_DEFAULTS.rtol;
+  const { timing, fields } = serviceFields(numTrials, timeoutSeconds, request.cudakit);
+  return {
+    kind: 'compare',
+    body: { ...body, check: { atol, rtol }, timing, ...fields },
+    timeoutSeconds,
+    maxQueueSeconds: fields.maxQueueSeconds,
+    warnings,
+    fieldOf: fieldMapper('custom_kernel'),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Finished jobs → the original's answers
+
+/** This host as the original names it in every answer. */
+export interface PodInfo {
+  name: string;
+  ip: string;
+}
+
+let pod: PodInfo | undefined;
+
+/** The host name and its first external IPv4 address (127.0.0.1 without one), as the original reports them. */
+export function podInfo(): PodInfo {
+  if (pod !== undefined) return pod;
+  const ip = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address;
+  pod = { name: hostname(), ip: ip ?? '127.0.0.1' };
+  return pod;
+}
+
+/** The original's create_error_response (a 500's body). */
+export function jobErrorBody(message: string, jobId?: string): JobErrorBody {
+  const { name, ip } = podInfo();
+  return {
+    kernel_exec_result: {},
+    ref_runtime: {},
+    pod_name: name,
+    pod_ip: ip,
+    status: 'error',
+    error: message,
+    compilation_method: 'cudakit',
+    ...(jobId === undefined ? {} : { job_id: jobId }),
+  };
+}
+
+/** The GPU a job ran on: its index among the pool's slots (the original's gpu_id) and its name. */
+export interface SeedGpu {
+  index: number;
+  name: string;
+  arch: string;
+}
+
+/** 'h200', 'a100' ...: the original's gpu_type, from the GPU's model. */
+export function gpuTypeOf(gpu: Pick<SeedGpu, 'name' | 'arch'>): string {
+  return gpuClasses(gpu)[0]!.toLowerCase();
+}
+
+const ZERO_STATS: RuntimeStats = {
+  mean: 0,
+  std: 0,
+  min: 0,
+  max: 0,
+  median: 0,
+  percentile_95: 0,
+  percentile_99: 0,
+};
+
+/** The original's runtime_stats of a timing, unrounded (ms), over its accepted samples. */
+export function runtimeStatsOf(timing: BenchResult): RuntimeStats {
+  const s = timing.stats;
+  const sorted = (timing.samples ?? [])
+    .filter((x) => !x.rejected)
+    .map((x) => x.gpuMs)
+    .sort((a, b) => a - b);
+  // Reports keep their samples; one without them (never stored so far) gets p95 between p90 and p99.
+  const p95 = sorted.length > 0 ? quantile(sorted, 0.95) : s.p90 + ((s.p99 - s.p90) * 5) / 9;
+  const p99 = sorted.length > 0 ? quantile(sorted, 0.99) : s.p99;
+  return {
+    mean: s.mean,
+    std: s.stdev,
+    min: s.min,
+    max: s.max,
+    median: s.median,
+    percentile_95: p95,
+    percentile_99: p99,
+  };
+}
+
+const firstLine = (text: string): string => text.split('\n')[0]!.trim();
+
+/** Whether the candidate compiled: from the report, or (a run killed without one) from the phase it died in. */
+function compiledOf(record: JobRecord, report: EvalReport | undefined): boolean {
+  if (report?.passed === true || report?.compile.candidate !== undefined) return true;
+  const phase = report?.phase ?? record.phase ?? record.error?.phase;
+  return phase !== undefined && phase !== 'validate' && phase !== 'compile';
+}
+
+/** The one-line text of a kernel that did not pass: its verdict, then cudakit's summary. */
+function failureText(record: JobRecord, report: EvalReport | undefined): string {
+  const verdict = record.verdict ?? 'RUNTIME_ERROR';
+  const phase = record.phase ?? record.error?.phase ?? 'unknown';
+  const e = report?.error;
+  if (verdict === 'TIMEOUT') {
+    const after = /^killed after ([\d.]+ s)/.exec(record.error?.message ?? '')?.[1];
+    return `TIMEOUT: killed after ${after ?? 'its deadline'} in phase ${phase}`;
+  }
+  if (verdict === 'CRASHED') {
+    return `CRASHED: ${firstLine(record.error?.message ?? 'the worker died')} in phase ${phase}`;
+  }
+  if (e?.kind === 'cuda' && e.kernel !== 'reference' && e.kernel !== 'baseline') {
+    const trial = /in trial (\d+)/.exec(e.message)?.[1];
+    const where = trial !== undefined ? `trial ${trial}` : (e.where ?? `phase ${report?.phase ?? phase}`);
+    const api = e.api === undefined ? '' : ` (${e.api})`;
+    return `${verdict}: ${e.code}${e.sticky === true ? ' (sticky)' : ''} in ${where}${api}`;
+  }
+  if (e?.kind === 'compile') {
+    // The compare baseline is the request's ref_kernel too.
+    const which = e.kernel === 'candidate' ? 'custom' : 'reference';
+    return `${verdict}: the ${which} kernel did not compile: ${firstLine(e.message)}`;
+  }
+  return `${verdict}: ${firstLine(e?.message ?? record.error?.message ?? verdict)}`;
+}
+
+/** compilation_error: the verdict and cudakit's one line, then NVRTC's log (what the author needs to fix). */
+function compileText(record: JobRecord, report: EvalReport | undefined): string {
+  const e = report?.error;
+  if (e === undefined || e.kind !== 'compile') return failureText(record, report);
+  const log = e.log?.trim() ?? '';
+  return `COMPILE_ERROR: ${firstLine(e.message)}${log === '' ? '' : `\n${log}`}`;
+}
+
+function checkOf(check: EvalCheck | undefined): CheckResult | undefined {
+  return check !== undefined && 'before' in check ? (check.afterTiming ?? check.before) : undefined;
+}
+
+const finite = (x: number | null | undefined): number | null =>
+  typeof x === 'number' && Number.isFinite(x) ? x : null;
+
+/** What the answer needs besides the record. */
+export interface AnswerContext {
+  kind: 'evaluate' | 'compare';
+  gpu: SeedGpu | undefined;
+  /** The mapping's warnings (SeedJob.warnings). */
+  warnings: readonly string[];
+}
+
+export type SeedAnswer =
+  { statusCode: 200; body: EvaluationResponse | CompareResponse } | { statusCode: 500; body: JobErrorBody };
+
+/** A stored report (formatJson's text), or undefined. */
+function reportOf(record: JobRecord): EvalReport | undefined {
+  if (record.report === undefined) return undefined;
+  try {
+    return JSON.parse(record.report) as EvalReport;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A finished job as the original's answer: 200 `status: 'success'` for every kernel verdict (compiled / correctness
+ * false with the text in compilation_error / validation_error, as the original answers kernel failures), 500 with the
+ * original's error body for a job the service could not finish (queue timeout, interrupted, cancelled).
+ */
+export function answerOf(record: JobRecord, ctx: AnswerContext): SeedAnswer {
+  if (record.status === 'cancelled') return { statusCode: 500, body: jobErrorBody('Job was cancelled', record.id) };
+  if (record.status === 'failed' && record.verdict === undefined) {
+    const e = record.error;
+    const message = e === undefined ? 'Job failed with unknown error' : `${e.code}: ${e.message}`;
+    return { statusCode: 500, body: jobErrorBody(message, record.id) };
+  }
+  const report = reportOf(record);
+  const verdict = record.verdict ?? 'RUNTIME_ERROR';
+  const passed = verdict === 'PASSED' || verdict === 'SUSPICIOUS';
+  const compiled = compiledOf(record, report);
+  const comparison: CompareResult | undefined = report?.comparison;
+  const timing = report?.timing ?? comparison?.b;
+  const check = checkOf(report?.check);
+  const jobTiming = record.job.timing ?? {};
+  const mode = timing?.mode ?? jobTiming.mode ?? 'cold';
+  const warnings = [...ctx.warnings, ...(report?.warnings ?? [])];
+  if (verdict === 'SUSPICIOUS' && record.error !== undefined) warnings.push(`SUSPICIOUS: ${record.error.message}`);
+  const cudakit = {
+    verdict,
+    evaluation_id: record.id,
+    median_ms: finite(timing?.stats.median),
+    ci_low_ms: finite(timing?.stats.ciLow),
+    ci_high_ms: finite(timing?.stats.ciHigh),
+    mode,
+    preset: timing?.preset ?? jobTiming.preset ?? 'default',
+    ...(comparison === undefined
+      ? {}
+      : {
+          speedup: finite(comparison.speedup),
+          speedup_ci: [finite(comparison.speedupLow), finite(comparison.speedupHigh)],
+          compare_verdict: comparison.verdict,
+        }),
+    check:
+      check === undefined
+        ? null
+        : {
+            trials: check.trials.length,
+            defence: check.defence ?? null,
+            max_abs_error: finite(check.maxAbsError),
+            tolerance_used: finite(check.toleranceUsed),
+          },
+    warnings,
+  };
+  const gpuType = ctx.gpu === undefined ? undefined : gpuTypeOf(ctx.gpu);
+  const cudaVersion = report?.compile.candidate?.nvrtcVersion;
+  const result: KernelExecResult = {
+    compiled,
+    correctness: passed,
+    runtime: timing === undefined ? 0 : timing.stats.mean,
+    metadata: {
+      gpu_id: ctx.gpu?.index ?? 0,
+      kernel_name: record.job.kernel,
+      kernel_type: 'cuda',
+      ...(gpuType === undefined ? {} : { gpu_type: gpuType }),
+      ...(cudaVersion === undefined ? {} : { cuda_version: cudaVersion }),
+      profiling_method: `cudakit-${mode}`,
+      cudakit,
+    },
+    ...(timing === undefined ? {} : { runtime_stats: runtimeStatsOf(timing) }),
+    ...(passed ? {} : compiled ? { validation_error: failureText(record, report) } : {}),
+    ...(compiled ? {} : { compilation_error: compileText(record, report) }),
+  };
+  const { name, ip } = podInfo();
+  const common = {
+    job_id: record.id,
+    kernel_exec_result: result,
+    pod_name: name,
+    pod_ip: ip,
+    status: 'success' as const,
+    ...(gpuType === undefined ? {} : { gpu_type: gpuType }),
+  };
+  if (ctx.kind === 'evaluate') return { statusCode: 200, body: common };
+  const refRuntime = comparison === undefined ? ZERO_STATS : runtimeStatsOf(comparison.a);
+  return { statusCode: 200, body: { ...common, ref_runtime: refRuntime } };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// /job, /health, /stats
+
+/** GET /job/{id}: the original's statuses (submitted, completed, failed); a kernel's failure is 'completed'. */
+export function jobStatusOf(record: JobRecord): JobStatus {
+  let status: string;
+  let error: string | null = null;
+  switch (record.status) {
+    case 'queued':
+    case 'running':
+      status = 'submitted';
+      break;
+    case 'succeeded':
+      status = 'completed';
+      break;
+    case 'failed':
+      // A crash mid-phase is the kernel's verdict (answered 200); anything else the service's failure.
+      status = record.verdict === undefined ? 'failed' : 'completed';
+      error = record.error === undefined ? null : `${record.error.code}: ${record.error.message}`;
+      break;
+    case 'cancelled':
+      status = 'failed';
+      error = 'cancelled';
+      break;
+  }
+  return { job_id: record.id, status, created_at: record.createdAt / 1000, error };
+}
+
+/** The original's job_stats from the store's counts and the mean creation time of its jobs. */
+export function jobStatsOf(
+  counts: Record<StoreStatus, number>,
+  meanCreatedAtMs: number | undefined,
+  nowMs: number,
+): JobStats {
+  const byStatus: Record<string, number> = {};
+  const add = (status: string, n: number): void => {
+    if (n > 0) byStatus[status] = (byStatus[status] ?? 0) + n;
+  };
+  add('submitted', counts.queued + counts.running);
+  add('completed', counts.succeeded);
+  add('failed', counts.failed + counts.cancelled);
+  const total = Object.values(counts).reduce((a, b) => a + b, 0);
+  const averageAge = total === 0 || meanCreatedAtMs === undefined ? 0 : (nowMs - meanCreatedAtMs) / 1000;
+  return { total_jobs: total, by_status: byStatus, average_age: Math.max(0, averageAge) };
+}
+
+const round = (x: number, places: number): number => Math.round(x * 10 ** places) / 10 ** places;
+const minOf = (xs: readonly number[]): number => (xs.length === 0 ? 0 : Math.min(...xs));
+const maxOf = (xs: readonly number[]): number => (xs.length === 0 ? 0 : Math.max(...xs));
+const sumOf = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
+
+/** Windows of the running figures: the last this many of each kind. */
+const WINDOW = 10_000;
+
+/**
+ * The original's /stats figures since this process started, fed by the service's start and finish events (every
+ * job, native or compatible). Counts come from verdicts; NVRTC compile times are not seen by the API process, so the
+ * compile figures are counts only. Server statistics, rounded as the original rounds them.
+ */
+export class SeedStats {
+  readonly #startMs: number;
+  #started = 0;
+  #released = 0;
+  #finished = 0;
+  #completed = 0;
+  #failed = 0;
+  #compileFailed = 0;
+  #withVerdict = 0;
+  #passed = 0;
+  #incorrect = 0;
+  readonly #waitSeconds: number[] = [];
+  readonly #runSeconds: number[] = [];
+  readonly #endToEndSeconds: number[] = [];
+  readonly #finishTimesMs: number[] = [];
+  readonly #waitById = new Map<string, number>();
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+    this.#startMs = now();
+  }
+
+  started(job: { id: string; queueWaitMs: number }): void {
+    this.#started++;
+    push(this.#waitSeconds, job.queueWaitMs / 1000);
+    this.#waitById.set(job.id, job.queueWaitMs);
+  }
+
+  finished(job: FinishedJob): void {
+    this.#finished++;
+    push(this.#finishTimesMs, this.#now());
+    const waitMs = this.#waitById.get(job.id);
+    this.#waitById.delete(job.id);
+    if (job.runMs !== undefined) {
+      this.#released++;
+      push(this.#runSeconds, job.runMs / 1000);
+      push(this.#endToEndSeconds, ((waitMs ?? 0) + job.runMs) / 1000);
+    }
+    if (job.status === 'succeeded' || job.verdict !== undefined) this.#completed++;
+    else this.#failed++;
+    if (job.verdict === undefined) return;
+    this.#withVerdict++;
+    if (job.verdict === 'COMPILE_ERROR') this.#compileFailed++;
+    if (job.verdict === 'PASSED' || job.verdict === 'SUSPICIOUS') this.#passed++;
+    else if (!['COMPILE_ERROR', 'TIMEOUT', 'CRASHED', 'RUNTIME_ERROR'].includes(job.verdict)) this.#incorrect++;
+  }
+
+  /** The original's compilation_metrics, profiling_metrics, gpu_utilization, throughput and timestamp. */
+  snapshot(): Record<string, unknown> {
+    const nowMs = this.#now();
+    const uptimeSeconds = (nowMs - this.#startMs) / 1000;
+    const active = Math.max(0, this.#started - this.#released);
+    // Every job seen: finished, or holding a GPU now (a queued job is seen when it starts).
+    const total = this.#finished + active;
+    const compiled = this.#withVerdict;
+    const checked = this.#passed + this.#incorrect;
+    const rate = (n: number, of: number): number => (of === 0 ? 1 : round(n / of, 3));
+    const avg = (xs: readonly number[]): number => (xs.length === 0 ? 0 : round(sumOf(xs) / xs.length, 2));
+    const recent = this.#finishTimesMs.filter((t) => t >= nowMs - 300_000).length;
+    return {
+      compilation_metrics: {
+        total_compilations: compiled,
+        successful_compilations: compiled - this.#compileFailed,
+        failed_compilations: this.#compileFailed,
+        success_rate: rate(compiled - this.#compileFailed, compiled),
+      },
+      profiling_metrics: {
+        total_profilings: this.#withVerdict,
+        successful_profilings: this.#passed,
+        failed_profilings: this.#withVerdict - this.#passed,
+        total_time_seconds: round(sumOf(this.#runSeconds), 2),
+        average_time_seconds: avg(this.#runSeconds),
+        success_rate: rate(this.#passed, this.#withVerdict),
+        correctness_passed: this.#passed,
+        correctness_failed: this.#incorrect,
+        correctness_rate: rate(this.#passed, checked),
+        min_time_seconds: round(minOf(this.#runSeconds), 2),
+        max_time_seconds: round(maxOf(this.#runSeconds), 2),
+      },
+      gpu_utilization: {
+        gpu_acquisitions: this.#started,
+        gpu_releases: this.#released,
+        active_sessions: active,
+        total_gpu_time_seconds: round(sumOf(this.#runSeconds), 2),
+        total_wait_time_seconds: round(sumOf(this.#waitSeconds), 2),
+        average_wait_time_seconds: avg(this.#waitSeconds),
+        max_wait_time_seconds: round(maxOf(this.#waitSeconds), 2),
+        min_wait_time_seconds: round(minOf(this.#waitSeconds), 2),
+      },
+      throughput: {
+        server_uptime_seconds: round(uptimeSeconds, 2),
+        server_uptime_minutes: round(uptimeSeconds / 60, 2),
+        total_requests: total,
+        completed_requests: this.#completed,
+        failed_requests: this.#failed,
+        success_rate: rate(this.#completed, this.#finished),
+        requests_per_minute: uptimeSeconds > 0 ? round(total / (uptimeSeconds / 60), 2) : 0,
+        recent_throughput_per_minute: round(recent / 5, 2),
+        average_end_to_end_time_seconds: avg(this.#endToEndSeconds),
+        min_end_to_end_time_seconds: round(minOf(this.#endToEndSeconds), 2),
+        max_end_to_end_time_seconds: round(maxOf(this.#endToEndSeconds), 2),
+      },
+      timestamp: nowMs / 1000,
+    };
+  }
+}
+
+/** Appends to a bounded window (the oldest falls out). */
+function push(xs: number[], x: number): void {
+  xs.push(x);
+  if (xs.length > WINDOW) xs.shift();
+}

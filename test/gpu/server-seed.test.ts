@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+// The original server's routes on a GPU, end to end: the service with its real worker children (LocalGpuPool), the
+// five CUDA-reference variants of the original's own payloads (test/server/fixtures/seed/*.cuda-ref.json) through
+// POST /compare, each correct and timed against its reference; sum_reduction without its dynamic shared memory
+// (as the original launched it) reported cleanly as the kernel's failure, with the GPU back for the next job; and
+// expected outputs through POST /evaluate. Skipped without a GPU (describeGpu).
+import { readFileSync, readdirSync } from 'node:fs';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { buildApp, type App } from '../../server/src/api/app.js';
+import { LocalGpuPool } from '../../server/src/gpu/local-pool.js';
+import { EmbeddedQueue } from '../../server/src/queue/embedded.js';
+import { EvalService } from '../../server/src/service.js';
+import { MemoryJobStore } from '../../server/src/store/memory.js';
+import { describeGpu } from '../helpers.js';
+
+const FIXTURES = new URL('../server/fixtures/seed/', import.meta.url);
+const VARIANTS = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.cuda-ref.json'))
+  .sort();
+const fixture = (file: string): Record<string, unknown> =>
+  JSON.parse(readFileSync(new URL(file, FIXTURES), 'utf8')) as Record<string, unknown>;
+/** The quick preset: a correct answer and a timing, not a publication-grade one. */
+const QUICK = { cudakit: { timing: { preset: 'quick' } } };
+
+interface Answer {
+  status: string;
+  kernel_exec_result: {
+    compiled: boolean;
+    correctness: boolean;
+    runtime: number;
+    runtime_stats?: Record<string, number>;
+    validation_error?: string;
+    compilation_error?: string;
+    metadata: { gpu_type?: string; cudakit: { verdict: string; warnings: string[] } };
+  };
+  ref_runtime?: Record<string, number>;
+}
+
+describeGpu('the compatible routes with the real worker', () => {
+  let app: App;
+  let service: EvalService;
+  const store = new MemoryJobStore();
+
+  beforeAll(async () => {
+    const pool = new LocalGpuPool({ isolation: 'process' });
+    service = new EvalService({ store, queue: new EmbeddedQueue(), pool });
+    app = await buildApp({ service, underPressure: false });
+    await pool.start();
+    await service.start();
+    expect(pool.unavailableReason).toBeUndefined();
+  }, 120_000);
+
+  afterAll(async () => {
+    await service?.drain(5000);
+    await app?.close();
+    await store.close();
+  });
+
+  async function post(url: string, payload: unknown): Promise<Answer> {
+    const res = await app.inject({ method: 'POST', url, payload: payload as object });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json() as Answer;
+  }
+
+  it.each(VARIANTS)(
+    '%s: correct and timed against its CUDA reference',
+    async (file) => {
+      const answer = await post('/compare', { ...fixture(file), ...QUICK });
+      const r = answer.kernel_exec_result;
+      expect(answer.status).toBe('success');
+      expect(r, JSON.stringify(r)).toMatchObject({ compiled: true, correctness: true });
+      // A double-precision reference can be far slower than the kernel: SUSPICIOUS is a pass with a flag.
+      expect(['PASSED', 'SUSPICIOUS']).toContain(r.metadata.cudakit.verdict);
+      expect(r.runtime).toBeGreaterThan(0);
+      expect(r.runtime_stats!.min).toBeLessThanOrEqual(r.runtime_stats!.median!);
+      expect(r.runtime_stats!.median).toBeLessThanOrEqual(r.runtime_stats!.percentile_95!);
+      expect(r.runtime_stats!.percentile_95).toBeLessThanOrEqual(r.runtime_stats!.percentile_99!);
+      expect(r.runtime_stats!.percentile_99).toBeLessThanOrEqual(r.runtime_stats!.max!);
+      expect(answer.ref_runtime!.mean).toBeGreaterThan(0);
+    },
+    120_000,
+  );
+
+  it('sum_reduction without shared_mem_bytes: the kernel’s failure, reported cleanly; the GPU is back', async () => {
+    const payload = fixture('sum_reduction.cuda-ref.json') as {
+      custom_kernel: { io: { launch: Record<string, unknown> } };
+    };
+    delete payload.custom_kernel.io.launch.shared_mem_bytes;
+    const failed = await post('/compare', { ...payload, ...QUICK });
+    expect(failed.status).toBe('success');
+    expect(failed.kernel_exec_result).toMatchObject({ compiled: true, correctness: false });
+    expect(failed.kernel_exec_result.metadata.cudakit.verdict).not.toMatch(/^(PASSED|SUSPICIOUS|CRASHED|TIMEOUT)$/);
+    expect(failed.kernel_exec_result.validation_error).toMatch(/^[A-Z_]+: /);
+    const next = await post('/compare', { ...fixture('sum_reduction.cuda-ref.json'), ...QUICK });
+    expect(next.kernel_exec_result).toMatchObject({ compiled: true, correctness: true });
+  }, 240_000);
+
+  it('vector_add through POST /evaluate against expected outputs (no reference code at all)', async () => {
+    const custom = (fixture('vector_add.cuda-ref.json') as { custom_kernel: unknown }).custom_kernel;
+    const five = Buffer.from(new Float32Array(1024).fill(5).buffer).toString('base64');
+    const right = await post('/evaluate', {
+      kernel: custom,
+      cudakit: { ...QUICK.cudakit, expected: { c: { data_b64: five, shape: [1024] } } },
+    });
+    expect(right.kernel_exec_result).toMatchObject({ compiled: true, correctness: true });
+    const six = Buffer.from(new Float32Array(1024).fill(6).buffer).toString('base64');
+    const wrong = await post('/evaluate', {
+      kernel: custom,
+      cudakit: { ...QUICK.cudakit, expected: { c: { data_b64: six, shape: [1024] } } },
+    });
+    expect(wrong.kernel_exec_result).toMatchObject({ compiled: true, correctness: false });
+    expect(wrong.kernel_exec_result.validation_error).toMatch(/^INCORRECT: /);
+  }, 240_000);
+});
