@@ -37,6 +37,8 @@ export {
   toHalfBits,
 } from './core/index.js';
 export {
+  DEFAULT_DEVICE_METRICS,
+  METRIC_GROUPS,
   PRESETS,
   bench,
   bootstrapRatio,
@@ -44,6 +46,7 @@ export {
   checkArgSpecs,
   compare,
   formatComparison,
+  formatDeviceMetrics,
   formatDuration,
   formatJson,
   formatResult,
@@ -52,12 +55,13 @@ export {
   medianCI,
   parseArgSpec,
   parseArgSpecs,
+  profile,
   quantile,
   signatureOf,
   summarize,
   verdict,
 } from './measure/index.js';
-export { InvalidJobError, evaluate, validateJob } from './eval/index.js';
+export { InvalidJobError, evaluate, profileJob, validateJob } from './eval/index.js';
 
 export type {
   AllocOptions,
@@ -115,6 +119,9 @@ export type {
   CompareResult,
   CompareTarget,
   Defence,
+  DeviceMetric,
+  DeviceMetricGroup,
+  DeviceMetrics,
   ErrorFigures,
   HostValue,
   InitSpec,
@@ -124,6 +131,10 @@ export type {
   PeakBandwidth,
   PeakBandwidthMethod,
   PresetName,
+  ProfileFailure,
+  ProfileLaunch,
+  ProfileOptions,
+  ProfileResult,
   Reference,
   ReferenceBinding,
   ReferenceKernel,
@@ -160,4 +171,5 @@ export type {
   EvalTimingOptions,
   JobProblem,
   JsReference,
+  ProfileJobOptions,
 } from './eval/index.js';

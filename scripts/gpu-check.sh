@@ -41,7 +41,8 @@ if [[ " $steps " == *" sanitizer "* ]]; then
   # eval.test.ts covers here, and they plant faults on purpose (a hung kernel, an out-of-bounds shared access).
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_UNDER_SANITIZER=1 timeout 500 compute-sanitizer --tool memcheck --target-processes all \
     --report-api-errors no --print-limit 20 \
-    npx vitest run --project gpu --exclude 'test/gpu/server-*' --reporter=json --outputFile.json="$out/sanitizer.json" > "$out/sanitizer.log" 2>&1
+    npx vitest run --project gpu --exclude 'test/gpu/server-*' --reporter=json --outputFile.json="$out/sanitizer.json" \
+    > "$out/sanitizer.log" 2>&1
   summary "$out/sanitizer.json" "gpu tier under compute-sanitizer memcheck" | tee -a "$out/summary.txt"
   grep -E "ERROR SUMMARY" "$out/sanitizer.log" | sort | uniq -c | tee -a "$out/summary.txt"
 fi

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `cudakit bench file.cu | spec.ts`: the command line (or a spec file with the command line over it) becomes an
 // EvalJob, evaluate() runs it, and this file prints the report: the check line, the timing text, --json, the exit code.
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -63,7 +63,8 @@ export interface BenchPlan {
   noCheck: boolean;
 }
 
-const SPEC_EXT = new Set(['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs']);
+/** Spec files: modules whose default export is the job, and JSON files holding it. */
+export const SPEC_EXT = new Set(['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs', '.json']);
 
 export async function benchCommand(args: string[], o: Output): Promise<number> {
   const { values, positionals } = parseCommand('bench', args, BENCH_FLAGS);
@@ -83,14 +84,14 @@ export async function benchCommand(args: string[], o: Output): Promise<number> {
 }
 
 /** `cudakit bench file.cu --kernel ... --arg ...`: the job from the flags (see jobFromFlags). */
-export function planFromCommandLine(file: string, v: BenchValues): BenchPlan {
+export function planFromCommandLine(file: string, v: BenchValues, command = 'bench'): BenchPlan {
   const src = readSourceFile(file);
   if (v.kernel === undefined) {
     const found = externCKernels(src.text);
     const hint = found.length > 0 ? ` (extern "C" kernels in ${file}: ${found.join(', ')})` : '';
-    throw new UsageError(`bench needs --kernel <name>${hint}`);
+    throw new UsageError(`${command} needs --kernel <name>${hint}`);
   }
-  const job = jobFromFlags(file, v);
+  const job = jobFromFlags(file, v, command);
   for (const other of [v.ref, v.compare]) if (other !== undefined) readSourceFile(other);
   return { what: file, job, reference: undefined, baseDir: undefined, json: v.json, noCheck: v['no-check'] === true };
 }
@@ -107,9 +108,19 @@ function specExport(namespace: unknown): { job: unknown; reference: unknown } {
   return { job: cjs !== undefined ? cjs.default : d, reference: ns.reference ?? cjs?.reference };
 }
 
-/** Imports a spec module: natively, or through tsx for TypeScript when Node cannot load it by itself. */
+/**
+ * Imports a spec module: natively, or through tsx for TypeScript when Node cannot load it by itself. A JSON file is
+ * the job itself.
+ */
 async function importSpec(path: string): Promise<{ job: unknown; reference: unknown }> {
   if (!existsSync(path)) throw new UsageError(`cannot read ${path}: no such file or directory`);
+  if (extname(path) === '.json') {
+    try {
+      return { job: JSON.parse(readFileSync(path, 'utf8')) as unknown, reference: undefined };
+    } catch (e) {
+      throw new UsageError(`cannot load ${path}: ${firstLine(systemMessage(e))}`);
+    }
+  }
   const url = pathToFileURL(resolve(path)).href;
   try {
     try {
@@ -229,7 +240,7 @@ function checkForJson(check: EvalCheck | undefined, plan: BenchPlan): EvalCheck 
 }
 
 /** Where a kernel of the job came from, for printing its compile errors with their source lines. */
-function shownSource(plan: BenchPlan, role: EvalKernelRole): ShownSource {
+export function shownSource(plan: BenchPlan, role: EvalKernelRole): ShownSource {
   const j = plan.job;
   const k: { source: EvalJob['source']; compile?: EvalJob['compile'] } =
     role === 'candidate' ? j : role === 'reference' ? (j.reference as EvalKernelRef) : j.compare!;

@@ -25,6 +25,8 @@ Commands
   info                        CUDA devices, driver and NVRTC versions (or why no GPU is usable)
   compile <file.cu>           compile with NVRTC; per kernel: registers, spills, shared/const memory, occupancy
   bench <file.cu | spec.ts>   check a kernel against a reference, then time it (or compare it with another)
+  profile <file.cu | spec.ts> device metrics of one launch from Nsight Compute (ncu): throughput, memory, occupancy,
+                              warp stalls ... (nothing is timed under ncu)
   help                        this text
 
 compile options
@@ -64,10 +66,18 @@ bench options (and compile's --arch, --ptx, -D, -I, --std, --fast-math, --no-cac
                               beyond the tolerance; differences within it, e.g. float atomics, are reported)
   --no-check                  skip the correctness check
 
-A spec file default-exports the whole benchmark as an EvalJob and may export a JavaScript \`reference\` beside it
-(see examples/saxpy.bench.ts); options given on the command line override the job's fields.
+profile options (and bench's --kernel, --grid, --block, --arg, --shared-mem, --seed, --json; compile's options)
+  --metrics <a,b,...>         ncu metrics to collect, e.g. dram__bytes_read.sum (repeatable; default: a set covering
+                              speed of light, memory, compute, pipelines, occupancy, launch, stalls, scheduler ...)
+  --section <name>            an ncu section to collect, e.g. SpeedOfLight (repeatable; without --metrics: only these)
+  --ncu <path>                Nsight Compute's ncu (default: ncu on PATH)
 
-Exit status: 0 ok, 1 correctness check failed, 2 usage, compile or CUDA error (no usable GPU included).
+A spec file default-exports the whole benchmark as an EvalJob and may export a JavaScript \`reference\` beside it
+(see examples/saxpy.bench.ts), or is a JSON file holding the EvalJob (job.json); options given on the command line
+override the job's fields.
+
+Exit status: 0 ok, 1 correctness check failed, 2 usage, compile or CUDA error (no usable GPU included; for profile,
+no usable ncu too).
 
 Examples
   cudakit info
@@ -77,6 +87,7 @@ Examples
       --arg 'ptr:f32[16M]=uniform(-1,1)' --arg 'ptr:f32[16M]=uniform(-1,1):out' --arg i32=16777216 --bytes 12*16M
   cudakit bench saxpy_v2.cu --compare saxpy.cu --kernel saxpy --grid 65536 --block 256 --arg ... --json ab.json
   cudakit bench examples/saxpy.bench.ts --mode hot --preset quick
+  cudakit profile examples/saxpy.bench.ts --metrics dram__bytes_read.sum,dram__bytes_write.sum --json metrics.json
 `;
 
 /** A bad command line or input: printed as one line (a line each, for several), exit code 2. */
@@ -159,6 +170,23 @@ export function parseCommand<T extends OptionConfig>(
 }
 
 export type BenchValues = FlagValues<typeof BENCH_FLAGS>;
+
+/** `cudakit profile`: the launch as bench describes it (no reference, compare or timing), and ncu's options. */
+export const PROFILE_FLAGS = {
+  ...COMPILE_FLAGS,
+  kernel: { type: 'string' },
+  grid: { type: 'string' },
+  block: { type: 'string' },
+  arg: { type: 'string', multiple: true },
+  'shared-mem': { type: 'string' },
+  seed: { type: 'string' },
+  json: { type: 'string' },
+  metrics: { type: 'string', multiple: true },
+  section: { type: 'string', multiple: true },
+  ncu: { type: 'string' },
+} as const satisfies OptionConfig;
+
+export type ProfileValues = FlagValues<typeof PROFILE_FLAGS>;
 
 /** `1024`, `64,64`, `64x64x2`: a grid or block size. */
 export function parseDim(text: string, option: string): Dim3 {
@@ -311,11 +339,11 @@ export function kernelFromFlags(
  * Argument specs stay the strings given, parsed here for argspec's own messages
  * (`Expected ... but received the argument spec '...'`).
  */
-export function jobFromFlags(file: string, v: BenchValues): EvalJob {
+export function jobFromFlags(file: string, v: BenchValues, command = 'bench'): EvalJob {
   const kernel = v.kernel;
-  if (kernel === undefined) throw new UsageError('bench needs --kernel <name>');
+  if (kernel === undefined) throw new UsageError(`${command} needs --kernel <name>`);
   if (v.grid === undefined || v.block === undefined) {
-    throw new UsageError('bench needs --grid and --block, e.g. --grid 4096 --block 256');
+    throw new UsageError(`${command} needs --grid and --block, e.g. --grid 4096 --block 256`);
   }
   const grid = parseDim(v.grid, '--grid');
   const block = parseDim(v.block, '--block');

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // SPDX-License-Identifier: MIT
-// The `cudakit` command line: `info`, `compile` and `bench`, dispatched from here (flags.ts has the words, output.ts
-// the terminal, one file per command). main() returns the exit code and never exits the process, so tests run it
-// in-process with their own stdout and stderr.
+// The `cudakit` command line: `info`, `compile`, `bench` and `profile`, dispatched from here (flags.ts has the words,
+// output.ts the terminal, one file per command). main() returns the exit code and never exits the process, so tests
+// run it in-process with their own stdout and stderr.
 import { realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +11,7 @@ import { compileCommand } from './compile.js';
 import { OK, USAGE, USAGE_TEXT, UsageError } from './flags.js';
 import { infoCommand } from './info.js';
 import { type CliIO, Output } from './output.js';
+import { profileCommand } from './profile.js';
 
 export type { CliIO } from './output.js';
 
@@ -48,11 +49,13 @@ export async function main(argv: string[], io?: CliIO): Promise<number> {
         return await compileCommand(rest, o);
       case 'bench':
         return await benchCommand(rest, o);
+      case 'profile':
+        return await profileCommand(rest, o);
       case undefined:
         o.err(USAGE_TEXT);
         return USAGE;
       default:
-        throw new UsageError(`unknown command '${command}' (commands: info, compile, bench, help)`);
+        throw new UsageError(`unknown command '${command}' (commands: info, compile, bench, profile, help)`);
     }
   } catch (e) {
     o.clearProgress();

@@ -5,6 +5,7 @@
 // second is for the command line above it.
 export { evaluate } from './pipeline.js';
 export { InvalidJobError, validateJob } from './validate.js';
+export { profileJob } from './profile.js';
 
 export type {
   BenchSpec,
@@ -30,6 +31,7 @@ export type {
 } from './job.js';
 export type { EvalCompileFacts, EvalError, EvalReport } from './report.js';
 export type { JobProblem } from './validate.js';
+export type { ProfileJobOptions } from './profile.js';
 
 // For the layers above.
 export { compileSource, externCKernels, readSource } from './source.js';

@@ -414,16 +414,22 @@ function verdictError(r: CheckResult, reference: EvalKernelRole): EvalError {
   return { kind: 'verdict', code: defence, message: r.summary, defence };
 }
 
-/** The job's kernels: the candidate first, then the reference kernel and the compare baseline when there are. */
-function kernelPlans(j: EvalJob, prep: PreparedJob): KernelPlan[] {
+/** The candidate's launch configuration (profileJob launches it the same way). */
+export function launchConfigOf(j: EvalJob): LaunchConfig {
   const smem = j.sharedMemBytes ?? 0;
-  const config: LaunchConfig = {
+  return {
     grid: j.grid,
     block: j.block,
     ...(smem > 0 ? { sharedMemBytes: smem } : {}),
     ...(j.cooperative === true ? { cooperative: true } : {}),
     ...(j.clusterDim !== undefined ? { clusterDim: j.clusterDim } : {}),
   };
+}
+
+/** The job's kernels: the candidate first, then the reference kernel and the compare baseline when there are. */
+function kernelPlans(j: EvalJob, prep: PreparedJob): KernelPlan[] {
+  const smem = j.sharedMemBytes ?? 0;
+  const config = launchConfigOf(j);
   const signature = prep.signature;
   const ref = { source: j.source, kernel: j.kernel, headers: j.headers };
   const plans: KernelPlan[] = [{ role: 'candidate', ref, label: j.name ?? j.kernel, config, signature }];

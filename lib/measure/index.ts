@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The measuring layer: timing (bench, compare), correctness (check, inputSets), statistics, argument specs and
-// reports. It stands on the core layer (core/index.ts, core/sampler.ts); eval/ imports it through this file only.
+// The measuring layer: timing (bench, compare), correctness (check, inputSets), device metrics (profile, under
+// Nsight Compute), statistics, argument specs and reports. It stands on the core layer (core/index.ts,
+// core/sampler.ts); eval/ imports it through this file only.
 // The first block is the public API, which the package root re-exports; the second is for the layers above.
 export { bench } from './bench.js';
 export { compare } from './compare.js';
@@ -9,6 +10,9 @@ export { inputSets } from './inputs.js';
 export { checkArgSpecs, parseArgSpec, parseArgSpecs, signatureOf } from './argspec.js';
 export { formatComparison, formatDuration, formatJson, formatResult, histogram } from './format.js';
 export { PRESETS, bootstrapRatio, medianCI, quantile, summarize, verdict } from './stats.js';
+export { profile } from './profile.js';
+export { DEFAULT_DEVICE_METRICS, METRIC_GROUPS } from './profile-ncu.js';
+export { formatDeviceMetrics } from './profile-format.js';
 
 export type { BenchArgs, BenchOptions } from './bench.js';
 export type { CompareOptions, CompareTarget } from './compare.js';
@@ -38,6 +42,15 @@ export type {
   SequenceAxis,
 } from './argspec.js';
 export type { StoppingRule } from './stats.js';
+export type {
+  DeviceMetric,
+  DeviceMetricGroup,
+  DeviceMetrics,
+  ProfileFailure,
+  ProfileLaunch,
+  ProfileOptions,
+  ProfileResult,
+} from './profile.js';
 
 // For the layers above.
 export { paint, progressLine, row } from './format.js';
@@ -45,5 +58,6 @@ export { buildCheckResult } from './check.js';
 export { matchReferenceIo } from './reference.js';
 export { createRng, normal, splitmix64 } from './random.js';
 export { argumentLabel, roleOf } from './argspec.js';
+export { checkProfileOptions } from './profile.js';
 export type { BufferRole } from './argspec.js';
 export type { FormatOptions } from './format.js';

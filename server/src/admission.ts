@@ -74,9 +74,45 @@ export function isAllowedFlag(flag: string): boolean {
 export interface AdmissionLimits {
   /** Device bytes the job's buffers may declare in all (the check and timing allocate copies on top). */
   maxDeviceBytes: number;
+  /** Where maxDeviceBytes comes from, for the message that refuses a job over it. */
+  maxDeviceBytesReason?: string;
 }
 
-export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = { maxDeviceBytes: 8 * 2 ** 30 };
+/** The cap where no GPU's memory is known to go by. */
+export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = {
+  maxDeviceBytes: 8 * 2 ** 30,
+  maxDeviceBytesReason: "the default limit: the GPUs' memory is not known here",
+};
+
+/**
+ * A job may declare this share of its GPU's memory: the check allocates a reference copy of every output and guard
+ * zones on top, and two jobs on one GPU must still fit.
+ */
+export const DEVICE_MEMORY_DIVISOR = 4;
+
+/** A GPU's memory as the probe reports it. */
+export interface GpuMemory {
+  uuid: string;
+  name: string;
+  totalMemoryBytes: number;
+}
+
+/** The cap relative to the GPUs: a quarter of the smallest one's memory, naming it; undefined without any. */
+export function gpuAdmissionLimits(gpus: readonly GpuMemory[]): AdmissionLimits | undefined {
+  let smallest: GpuMemory | undefined;
+  for (const g of gpus) {
+    if (g.totalMemoryBytes > 0 && (smallest === undefined || g.totalMemoryBytes < smallest.totalMemoryBytes)) {
+      smallest = g;
+    }
+  }
+  if (smallest === undefined) return undefined;
+  return {
+    maxDeviceBytes: Math.floor(smallest.totalMemoryBytes / DEVICE_MEMORY_DIVISOR),
+    maxDeviceBytesReason:
+      `the limit is a quarter of the memory of the smallest GPU here: ${smallest.name} (${smallest.uuid}), ` +
+      `${smallest.totalMemoryBytes} bytes`,
+  };
+}
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -188,7 +224,8 @@ export function admissionProblems(job: Record<string, unknown>, limits: Admissio
       path: 'job.args',
       message:
         `Expected buffers of at most ${limits.maxDeviceBytes} bytes in all for job.args ` +
-        `but received ${bytes} bytes`,
+        `but received ${bytes} bytes` +
+        (limits.maxDeviceBytesReason === undefined ? '' : ` (${limits.maxDeviceBytesReason})`),
       type: 'RangeError',
     });
   }

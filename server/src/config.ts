@@ -23,6 +23,8 @@ export interface ServerConfig {
   /** How long a SIGTERM lets running jobs finish before their workers are killed. */
   drainSeconds: number;
   submitsPerMinute: number;
+  /** Device bytes a job's buffers may declare in all; undefined: a quarter of the smallest GPU's memory. */
+  maxDeviceBytes: number | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -47,6 +49,8 @@ Options (each also as an environment variable, e.g. --data-dir as CUDAKIT_SERVER
   --retention-days <n>       delete finished evaluations after n days (default 30)
   --drain-seconds <n>        on SIGTERM, let running jobs finish this long (default 30)
   --submits-per-minute <n>   submissions per token per minute (default 60)
+  --max-device-bytes <n>     device bytes a job's buffers may declare in all (default: a quarter of the
+                             smallest GPU's memory)
   --log-level <level>        fatal, error, warn, info (default), debug, trace, silent
   -h, --help                 this text
 `;
@@ -62,6 +66,7 @@ const OPTIONS = {
   'retention-days': { type: 'string' },
   'drain-seconds': { type: 'string' },
   'submits-per-minute': { type: 'string' },
+  'max-device-bytes': { type: 'string' },
   'log-level': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -154,6 +159,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   const retentionDays = number('retention-days', 30, 1, 36_500, false);
   const drainSeconds = number('drain-seconds', 30, 0, 3600, false);
   const submitsPerMinute = number('submits-per-minute', 60, 1, 100_000, true);
+  const maxDeviceBytes =
+    get('max-device-bytes') === undefined ? undefined : number('max-device-bytes', 0, 1, Number.MAX_SAFE_INTEGER, true);
   const logLevel = choice('log-level', 'info', LOG_LEVELS);
 
   if (tokensFile === undefined && !isLoopbackHost(host)) {
@@ -174,6 +181,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
     retentionDays,
     drainSeconds,
     submitsPerMinute,
+    maxDeviceBytes,
     logLevel,
   };
 }

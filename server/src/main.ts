@@ -2,15 +2,17 @@
 // SPDX-License-Identifier: MIT
 // cudakit-server: the embedded mode, one process for the API and the GPU supervisors. Configuration → the job store
 // (SQLite in the data directory) → the queue, rebuilt from it → the GPU pool (a probe child finds the GPUs; this
-// process never loads the CUDA addon) → the scheduler (start-up recovery) → the HTTP app → listen. SIGTERM or SIGINT
-// drains: no new submissions, running jobs get --drain-seconds to finish, then the process exits 0.
+// process never loads the CUDA addon) → the scheduler (start-up recovery; a job's device memory capped relative to
+// the GPUs) → the HTTP app → listen. SIGTERM or SIGINT drains: no new submissions, running jobs get --drain-seconds
+// to finish, then the process exits 0.
 import { mkdirSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildApp, type App } from './api/app.js';
 import { loadTokens, type TokenEntry } from './api/auth.js';
 import { ConfigError, USAGE, parseConfig, type ServerConfig } from './config.js';
-import { LocalGpuPool } from './gpu/local-pool.js';
+import { workerScript } from './gpu/child.js';
+import { LocalGpuPool, runProbe } from './gpu/local-pool.js';
 import { EmbeddedQueue } from './queue/embedded.js';
 import { EvalService, type ServiceLog } from './service.js';
 import { SqliteJobStore } from './store/sqlite.js';
@@ -38,12 +40,18 @@ export async function main(argv: readonly string[]): Promise<number> {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const store = SqliteJobStore.open(join(config.dataDir, 'jobs.sqlite'));
   const queue = new EmbeddedQueue();
+  // The worker reads where Nsight Compute is (or 'off') from its environment.
+  const env = { CUDAKIT_SERVER_NCU: config.ncu };
   const pool = new LocalGpuPool({
     ...(config.gpus === 'all' ? {} : { gpus: config.gpus.map((g) => (/^\d+$/.test(g) ? Number(g) : g)) }),
     isolation: config.isolation,
-    // The worker reads where Nsight Compute is (or 'off') from its environment.
-    env: { CUDAKIT_SERVER_NCU: config.ncu },
+    env,
   });
+  const poolStarted = pool.start();
+  // Without --max-device-bytes a job may declare a quarter of the smallest GPU's memory. The pool keeps its probe's
+  // facts to itself: a second probe (no CUDA context either) reads the memory, alongside the pool's.
+  const gpuMemory =
+    config.maxDeviceBytes === undefined ? (await runProbe(workerScript('probe'), env, 60_000)).devices : [];
   // The service logs through the app's pino logger, which exists only once the app does.
   let app: App | undefined;
   const log: ServiceLog = {
@@ -51,7 +59,15 @@ export async function main(argv: readonly string[]): Promise<number> {
     warn: (obj, msg) => app?.log.warn(obj, msg),
     error: (obj, msg) => app?.log.error(obj, msg),
   };
-  const service = new EvalService({ store, queue, pool, retentionDays: config.retentionDays, log });
+  const service = new EvalService({
+    store,
+    queue,
+    pool,
+    retentionDays: config.retentionDays,
+    log,
+    gpuMemory,
+    ...(config.maxDeviceBytes === undefined ? {} : { limits: { maxDeviceBytes: config.maxDeviceBytes } }),
+  });
   app = await buildApp({
     service,
     tokens,
@@ -59,7 +75,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     submitsPerMinute: config.submitsPerMinute,
   });
 
-  await pool.start();
+  await poolStarted;
   await service.start();
   try {
     await app.listen({ host: config.host, port: config.port });

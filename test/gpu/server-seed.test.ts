@@ -2,8 +2,9 @@
 // The original server's routes on a GPU, end to end: the service with its real worker children (LocalGpuPool), the
 // five CUDA-reference variants of the original's own payloads (test/server/fixtures/seed/*.cuda-ref.json) through
 // POST /compare, each correct and timed against its reference; sum_reduction without its dynamic shared memory
-// (as the original launched it) reported cleanly as the kernel's failure, with the GPU back for the next job; and
-// expected outputs through POST /evaluate. Skipped without a GPU (describeGpu).
+// (as the original launched it) reported cleanly as the kernel's failure, with the GPU back for the next job;
+// expected outputs through POST /evaluate; and the compare verdicts: FASTER against a baseline doing three times the
+// work, SAME for a kernel against itself (A/A). Skipped without a GPU (describeGpu).
 import { readFileSync, readdirSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildApp, type App } from '../../server/src/api/app.js';
@@ -31,10 +32,60 @@ interface Answer {
     runtime_stats?: Record<string, number>;
     validation_error?: string;
     compilation_error?: string;
-    metadata: { gpu_type?: string; cudakit: { verdict: string; warnings: string[] } };
+    metadata: {
+      gpu_type?: string;
+      cudakit: {
+        verdict: string;
+        warnings: string[];
+        compare_verdict?: string;
+        speedup?: number | null;
+        speedup_ci?: (number | null)[];
+      };
+    };
   };
   ref_runtime?: Record<string, number>;
 }
+
+const N = 1 << 20;
+/**
+ * y = x, reached by halving the distance to it `iterations` times: x to the last bit after about 30, but the compiler
+ * cannot know that, so the time is the iterations' (compute-bound: a million threads of dependent FMAs).
+ */
+const settle = (iterations: number): string => `extern "C" __global__ void settle(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float half = 0.5f * x[i], v = 0.0f;
+  for (int k = 0; k < ${iterations}; k++) v = fmaf(v, 0.5f, half);
+  y[i] = v;
+}
+`;
+const SAXPY = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+`;
+const tensor = (name: string, role: string, init?: object) => ({
+  name,
+  type: 'tensor',
+  role,
+  tensor_spec: { shape: [N], dtype: 'float32', ...(init === undefined ? {} : { init }) },
+});
+const uniform = { kind: 'uniform', low: -1, high: 1 };
+const launch = { grid: { x: N / 256, y: 1, z: 1 }, block: { x: 256, y: 1, z: 1 } };
+/** A KernelCode; both sides of a compare get the same io, so the reference is the timed baseline. */
+const cuda = (source: string, kernel: string, args: object[]) => ({
+  source_code: source,
+  kernel_type: 'cuda',
+  io: { args, launch },
+  metadata: { kernel_name: kernel },
+});
+const settleArgs = [tensor('x', 'input', uniform), tensor('y', 'output'), { name: 'n', type: 'int', value: N }];
+const saxpyArgs = [
+  { name: 'a', type: 'float', value: 2.5 },
+  tensor('x', 'input', uniform),
+  tensor('y', 'output', uniform),
+  { name: 'n', type: 'int', value: N },
+];
 
 describeGpu('the compatible routes with the real worker', () => {
   let app: App;
@@ -94,6 +145,37 @@ describeGpu('the compatible routes with the real worker', () => {
     const next = await post('/compare', { ...fixture('sum_reduction.cuda-ref.json'), ...QUICK });
     expect(next.kernel_exec_result).toMatchObject({ compiled: true, correctness: true });
   }, 240_000);
+
+  it('a compare against a baseline doing three times the work: FASTER, with the speedup near 3', async () => {
+    const answer = await post('/compare', {
+      ref_kernel: cuda(settle(3000), 'settle', settleArgs),
+      custom_kernel: cuda(settle(1000), 'settle', settleArgs),
+      ...QUICK,
+    });
+    const r = answer.kernel_exec_result;
+    expect(r, JSON.stringify(r)).toMatchObject({ compiled: true, correctness: true });
+    const c = r.metadata.cudakit;
+    expect(c.verdict).toBe('PASSED'); // well under the 10× that would be SUSPICIOUS
+    expect(c.compare_verdict, JSON.stringify(c)).toBe('FASTER');
+    // 3× the FMAs; the memory traffic, the same on both sides, keeps it below 3.
+    expect(c.speedup).toBeGreaterThan(1.5);
+    expect(c.speedup).toBeLessThan(3.5);
+    expect(c.speedup_ci![0]).toBeGreaterThan(1.01);
+    expect(answer.ref_runtime!.median).toBeGreaterThan(r.runtime_stats!.median!);
+  }, 120_000);
+
+  it('A/A: a kernel compared with itself is SAME', async () => {
+    const saxpy = cuda(SAXPY, 'saxpy', saxpyArgs);
+    const answer = await post('/compare', { ref_kernel: saxpy, custom_kernel: saxpy, ...QUICK });
+    const r = answer.kernel_exec_result;
+    expect(r, JSON.stringify(r)).toMatchObject({ compiled: true, correctness: true });
+    const c = r.metadata.cudakit;
+    expect(c.verdict).toBe('PASSED');
+    expect(c.compare_verdict, JSON.stringify(c)).toBe('SAME');
+    expect(c.speedup).toBeGreaterThan(0.98);
+    expect(c.speedup).toBeLessThan(1.02);
+    expect(answer.ref_runtime!.median).toBeGreaterThan(0);
+  }, 120_000);
 
   it('vector_add through POST /evaluate against expected outputs (no reference code at all)', async () => {
     const custom = (fixture('vector_add.cuda-ref.json') as { custom_kernel: unknown }).custom_kernel;

@@ -7,6 +7,7 @@ import {
   MAX_SOURCE_CHARS,
   admissionProblems,
   declaredDeviceBytes,
+  gpuAdmissionLimits,
   isAllowedFlag,
   nestedDeeperThan,
   unsafeInclude,
@@ -95,6 +96,31 @@ describe('admissionProblems', () => {
     expect(declaredDeviceBytes(['ptr:nonsense', 5, null])).toBe(0);
     const [p] = admissionProblems(body('x', { args: ['ptr:f32[1K]:out'] }), { maxDeviceBytes: 1000 });
     expect(p).toMatchObject({ path: 'job.args', type: 'RangeError' });
+    expect(p!.message).toBe('Expected buffers of at most 1000 bytes in all for job.args but received 4096 bytes');
+    expect(admissionProblems(body('x', { args: ['ptr:f32[250]:out'] }), { maxDeviceBytes: 1000 })).toEqual([]);
+  });
+
+  it("caps device bytes at a quarter of the smallest GPU's memory, and says which GPU", () => {
+    expect(gpuAdmissionLimits([])).toBeUndefined();
+    expect(gpuAdmissionLimits([{ uuid: 'GPU-a', name: 'broken', totalMemoryBytes: 0 }])).toBeUndefined();
+    const limits = gpuAdmissionLimits([
+      { uuid: 'GPU-a', name: 'NVIDIA H200', totalMemoryBytes: 150_754_820_096 },
+      { uuid: 'MIG-b', name: 'NVIDIA H200 MIG 1g.18gb', totalMemoryBytes: 17_985_175_555 },
+    ])!;
+    expect(limits).toEqual({
+      maxDeviceBytes: 4_496_293_888, // floor(17 985 175 555 / 4)
+      maxDeviceBytesReason:
+        'the limit is a quarter of the memory of the smallest GPU here: NVIDIA H200 MIG 1g.18gb (MIG-b), ' +
+        '17985175555 bytes',
+    });
+    const fits = body('x', { args: [`ptr:u8[${limits.maxDeviceBytes}]:out`] });
+    expect(admissionProblems(fits, limits)).toEqual([]);
+    const [p] = admissionProblems(body('x', { args: [`ptr:u8[${limits.maxDeviceBytes + 1}]:out`] }), limits);
+    expect(p!.message).toBe(
+      `Expected buffers of at most 4496293888 bytes in all for job.args but received 4496293889 bytes ` +
+        `(${limits.maxDeviceBytesReason})`,
+    );
+    expect(DEFAULT_ADMISSION_LIMITS.maxDeviceBytes).toBe(8 * 2 ** 30);
   });
 
   it('refuses bodies nested too deep, or with too much source, before scanning them', () => {

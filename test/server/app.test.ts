@@ -10,7 +10,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { buildApp, type App, type AppDeps } from '../../server/src/api/app.js';
 import { parseTokens, tokenDigest } from '../../server/src/api/auth.js';
 import type { EvalService } from '../../server/src/service.js';
-import { passedReport, type FakePool } from './fake-pool.js';
+import { fakeGpus, passedReport, type FakePool } from './fake-pool.js';
 import { body, settled, setup, until } from './helpers.js';
 
 // Every shared object the process opens goes through process.dlopen: watch it from the first line on (cudakit loads
@@ -530,6 +530,81 @@ describe('operations', () => {
     expect((await app.inject({ method: 'GET', url: '/readyz' })).json().reasons).toContain('shutting down');
   });
 
+  it('POST /v1/gpus/{uuid}/reprobe brings a quarantined GPU back: admin only, 404 for a GPU not here', async () => {
+    const { app, pool } = await harness();
+    const uuid = pool.slots()[0]!.uuid;
+    const url = `/v1/gpus/${uuid}/reprobe`;
+    pool.setState(uuid, 'quarantined');
+    expectError(await submit(app, 'alice'), 503, 'NO_GPU_OF_CLASS');
+    expectError(await app.inject({ method: 'POST', url }), 401, 'UNAUTHORIZED');
+    const bob = await app.inject({ method: 'POST', url, headers: auth('bob') });
+    expectError(bob, 403, 'FORBIDDEN');
+    expect(bob.headers['www-authenticate']).toContain('scope="admin"');
+    expect(pool.reprobed).toEqual([]);
+    const unknown = await app.inject({ method: 'POST', url: '/v1/gpus/GPU-0000/reprobe', headers: auth('root') });
+    expect(expectError(unknown, 404, 'GPU_NOT_FOUND').message).toBe("No GPU 'GPU-0000' in this server's pool");
+
+    pool.reprobeOutcome = 'quarantined'; // the GPU still holds what it held
+    const still = await app.inject({ method: 'POST', url, headers: auth('root') });
+    expect(still.statusCode).toBe(200);
+    expect(still.json()).toMatchObject({ uuid, state: 'quarantined' });
+    expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(503);
+
+    pool.reprobeOutcome = 'idle';
+    const back = await app.inject({ method: 'POST', url, headers: auth('root') });
+    expect(back.statusCode).toBe(200);
+    const shown = (await app.inject({ method: 'GET', url: '/v1/gpus', headers: auth('alice') })).json().gpus[0];
+    expect(back.json()).toEqual(shown);
+    expect(shown).toMatchObject({ uuid, state: 'idle', lastError: null });
+    expect(pool.reprobed).toEqual([uuid, uuid]);
+    expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    const { id } = (await submit(app, 'alice')).json();
+    const done = await app.inject({ method: 'GET', url: `/v1/evaluations/${id}?wait=10`, headers: auth('alice') });
+    expect(done.json()).toMatchObject({ status: 'succeeded', verdict: 'PASSED', gpu: { uuid } });
+    // One in service is left as it is.
+    await until(() => pool.slots()[0]!.state === 'idle');
+    const idle = await app.inject({ method: 'POST', url, headers: auth('root') });
+    expect(idle.json()).toMatchObject({ uuid, state: 'idle', jobs: 1 });
+  });
+
+  it("caps a job's declared device bytes at a quarter of the smallest GPU's memory, naming that GPU", async () => {
+    const gpus = fakeGpus(2);
+    const gpuMemory = [
+      { uuid: gpus[0]!.uuid, name: 'NVIDIA H200', totalMemoryBytes: 150_000_000_000 },
+      { uuid: gpus[1]!.uuid, name: 'NVIDIA H100 80GB HBM3', totalMemoryBytes: 80_000_000_000 },
+      // Not in the pool: does not count.
+      { uuid: 'GPU-ffffffff-0000-0000-0000-000000000000', name: 'NVIDIA T4', totalMemoryBytes: 16_000_000_000 },
+    ];
+    const refused = (res: { statusCode: number; json(): unknown }): string => {
+      const b = expectError(res, 400, 'ERR_INVALID_JOB');
+      expect(b.details?.map((d) => d.path)).toEqual(['body.args']);
+      return b.details![0]!.message;
+    };
+    // 20 GB is the cap: 4768 Mi f32 (19.998 GB) pass, 4769 Mi (20.003 GB) do not.
+    const { app } = await harness({ gpus, gpuMemory });
+    const under = body('x', { args: ['ptr:f32[4768M]:out', 'i32=32'] });
+    expect((await submit(app, 'alice', under)).statusCode).toBe(202);
+    const over = await submit(app, 'alice', body('x', { args: ['ptr:f32[4769M]:out', 'i32=32'] }));
+    expect(refused(over)).toBe(
+      `Expected buffers of at most 20000000000 bytes in all for job.args but received ${4769 * 2 ** 22} bytes ` +
+        `(the limit is a quarter of the memory of the smallest GPU here: NVIDIA H100 80GB HBM3 (${gpus[1]!.uuid}), ` +
+        '80000000000 bytes)',
+    );
+    // A configured cap applies whatever the GPUs.
+    const { app: capped } = await harness({ gpus, gpuMemory, limits: { maxDeviceBytes: 4096 } });
+    expect((await submit(capped, 'alice', body('x', { args: ['ptr:f32[1k]:out', 'i32=32'] }))).statusCode).toBe(202);
+    const overCap = await submit(capped, 'alice', body('x', { args: ['ptr:f32[1025]:out', 'i32=32'] }));
+    expect(refused(overCap)).toBe(
+      'Expected buffers of at most 4096 bytes in all for job.args but received 4100 bytes ' +
+        '(the limit configured for this server)',
+    );
+    // Without the GPUs' memory: the fixed default.
+    const { app: unknown } = await harness({ gpus });
+    const overDefault = await submit(unknown, 'alice', body('x', { args: ['ptr:f32[2049M]:out', 'i32=32'] }));
+    expect(refused(overDefault)).toContain(`at most ${8 * 2 ** 30} bytes in all for job.args but received`);
+    expect(refused(overDefault)).toContain("(the default limit: the GPUs' memory is not known here)");
+  });
+
   it('/metrics: jobs by status and verdict, queue depth, slot states, durations, process metrics', async () => {
     const { app, service } = await harness();
     const { id } = (await submit(app, 'alice', body('incorrect'))).json();
@@ -568,6 +643,7 @@ describe('operations', () => {
         'DELETE /v1/evaluations/{id}',
         'GET /v1/evaluations/{id}/events',
         'GET /v1/gpus',
+        'POST /v1/gpus/{uuid}/reprobe',
         'GET /v1/health',
         'GET /healthz',
         'GET /readyz',

@@ -126,6 +126,10 @@ export class FakePool implements GpuPool {
   readonly violations: string[] = [];
   unavailableReason: string | undefined;
   script: (job: EvalJob, id: string) => FakeScript = scriptByName;
+  /** What a reprobe brings a quarantined slot back as: 'idle', or 'quarantined' for a GPU still broken. */
+  reprobeOutcome: 'idle' | 'quarantined' = 'idle';
+  /** The slots reprobe() was called for, in order. */
+  readonly reprobed: string[] = [];
   readonly #slots: Slot[];
   readonly #idle: (() => void)[] = [];
   /** The end of each run in flight, by job id. */
@@ -172,7 +176,12 @@ export class FakePool implements GpuPool {
     this.#idle.push(listener);
   }
 
+  /** As a real slot: only a quarantined one is probed again; any other is answered as it is. */
   async reprobe(uuid: string): Promise<SlotInfo | undefined> {
+    const slot = this.#slots.find((s) => s.info.uuid === uuid);
+    if (slot === undefined) return undefined;
+    this.reprobed.push(uuid);
+    if (slot.info.state === 'quarantined') this.setState(uuid, this.reprobeOutcome);
     return this.slots().find((s) => s.uuid === uuid);
   }
 

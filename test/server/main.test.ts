@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { tokenDigest } from '../../server/src/api/auth.js';
+import { ConfigError, parseConfig } from '../../server/src/config.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'server/src/main.ts');
@@ -38,8 +39,19 @@ interface Server {
   exited: Promise<number | null>;
 }
 
-/** Runs the binary; resolves once it prints where it listens (or fails with its output when it exits first). */
-function start(args: string[], env: Record<string, string> = {}): Promise<Server> {
+/**
+ * Runs the binary; resolves once it prints where it listens and /readyz answers 200 (or fails with its output when it
+ * exits first). On a loaded host under-pressure may shed the first requests until it has sampled the event loop.
+ */
+async function start(args: string[], env: Record<string, string> = {}): Promise<Server> {
+  const server = await listening(args, env);
+  await expect
+    .poll(async () => (await fetch(`${server.url}/readyz`).catch(() => undefined))?.status, { timeout: 30_000 })
+    .toBe(200);
+  return server;
+}
+
+function listening(args: string[], env: Record<string, string>): Promise<Server> {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
     cwd: ROOT,
     env: { ...process.env, CUDAKIT_SERVER_LOG_LEVEL: 'warn', ...env },
@@ -111,8 +123,13 @@ describe('configuration', () => {
   });
 
   it('names every bad flag and environment variable, and prints its usage with --help', async () => {
-    const bad = await run(['--port', 'eighty', '--isolation', 'none'], { CUDAKIT_SERVER_RETENTION_DAYS: '-1' });
+    const bad = await run(['--port', 'eighty', '--isolation', 'none', '--max-device-bytes', '8G'], {
+      CUDAKIT_SERVER_RETENTION_DAYS: '-1',
+    });
     expect(bad.code).toBe(2);
+    expect(bad.err).toContain(
+      `Expected an integer from 1 to ${Number.MAX_SAFE_INTEGER} for --max-device-bytes but received '8G'`,
+    );
     expect(bad.err).toContain("Expected an integer from 0 to 65535 for --port but received 'eighty'");
     expect(bad.err).toContain("Expected one of process, warm for --isolation but received 'none'");
     expect(bad.err).toContain("for CUDAKIT_SERVER_RETENTION_DAYS but received '-1'");
@@ -130,6 +147,20 @@ describe('configuration', () => {
   });
 });
 
+describe('parseConfig', () => {
+  it('takes --max-device-bytes, or CUDAKIT_SERVER_MAX_DEVICE_BYTES; without either the GPUs decide', () => {
+    const of = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(argv, env) as { maxDeviceBytes?: number };
+    expect(of([]).maxDeviceBytes).toBeUndefined();
+    expect(of(['--max-device-bytes', '4294967296']).maxDeviceBytes).toBe(2 ** 32);
+    expect(of([], { CUDAKIT_SERVER_MAX_DEVICE_BYTES: '1000' }).maxDeviceBytes).toBe(1000);
+    expect(of(['--max-device-bytes', '2000'], { CUDAKIT_SERVER_MAX_DEVICE_BYTES: '1000' }).maxDeviceBytes).toBe(2000);
+    expect(() => of([], { CUDAKIT_SERVER_MAX_DEVICE_BYTES: '0' })).toThrow(ConfigError);
+    expect(() => of([], { CUDAKIT_SERVER_MAX_DEVICE_BYTES: '0' })).toThrow(
+      `for CUDAKIT_SERVER_MAX_DEVICE_BYTES but received '0'`,
+    );
+  });
+});
+
 describe.skipIf(!existsSync(FAKE_WORKER))('with the fake GPU worker', () => {
   const env = { CUDAKIT_SERVER_WORKER: 'fake', CUDAKIT_FAKE_GPUS: '1' };
 
@@ -144,6 +175,15 @@ describe.skipIf(!existsSync(FAKE_WORKER))('with the fake GPU worker', () => {
     expect((await api(`${server.url}/v1/gpus`)).status).toBe(401);
     const gpus = await api(`${server.url}/v1/gpus`, { headers: auth });
     expect(gpus.body.gpus).toHaveLength(1);
+    // A job may declare a quarter of the GPU's memory (the fake probe's GPU has 150 GB).
+    const big = JSON.stringify({ ...JSON.parse(job('big')), args: ['ptr:f32[8941M]:out'] });
+    const refused = await api(`${server.url}/v1/evaluations`, { method: 'POST', headers: auth, body: big });
+    expect(refused.status).toBe(400);
+    expect(refused.body.details[0].message).toBe(
+      `Expected buffers of at most 37500000000 bytes in all for job.args but received ${8941 * 2 ** 22} bytes ` +
+        `(the limit is a quarter of the memory of the smallest GPU here: NVIDIA H200 (${gpus.body.gpus[0].uuid}), ` +
+        '150000000000 bytes)',
+    );
 
     const ids: Record<string, string> = {};
     for (const name of ['fake:pass:40ms', 'fake:crash:check', 'fake:pass']) {

@@ -108,7 +108,8 @@ describe('the problem registry', () => {
     const e = invalid(() => problems.expand(candidate({ problem: 'gemm', kernel: 'x' }, { args: ['i32=1'] })));
     expect(e.problems.map((p) => p.path)).toEqual(['job.reference', 'job.reference.problem', 'job.args']);
     expect(e.problems[1]!.message).toBe(
-      "Expected the name of an installed problem for job.reference.problem but received 'gemm' (installed: relu, saxpy)",
+      'Expected the name of an installed problem for job.reference.problem ' +
+        "but received 'gemm' (installed: relu, saxpy)",
     );
     expect(e.problems[2]!.message).toContain("the problem 'gemm' defines them");
     const none = invalid(() => ProblemRegistry.empty().expand(candidate({ problem: 'saxpy' })));

@@ -85,7 +85,7 @@ describe('cudakit help and usage errors', () => {
     expect(r).toEqual({
       code: 2,
       stdout: '',
-      stderr: "cudakit: unknown command 'frobnicate' (commands: info, compile, bench, help)\n",
+      stderr: "cudakit: unknown command 'frobnicate' (commands: info, compile, bench, profile, help)\n",
     });
   });
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The native API (v1): submit an evaluation (202 at once), read it (with a long-poll), follow it (server-sent
-// events, resumable), cancel or purge it, list one's own, and see the GPUs. A principal sees only its own jobs (404
-// for anyone else's, so ids say nothing about other clients); the admin scope sees every job.
+// events, resumable), cancel or purge it, list one's own, see the GPUs, and (admin) probe a quarantined GPU again. A
+// principal sees only its own jobs (404 for anyone else's, so ids say nothing about other clients); the admin scope
+// sees every job.
 import { Type } from 'typebox';
 import {
   Cancelled,
@@ -15,6 +16,7 @@ import {
   IdParams,
   ListQuery,
   SUBMIT_BODY_LIMIT_BYTES,
+  Slot,
   SubmitBody,
   Submitted,
 } from '../schema/native.js';
@@ -44,6 +46,8 @@ const IdempotencyHeaders = Type.Object({
     }),
   ),
 });
+
+const GpuParams = Type.Object({ uuid: Type.String({ maxLength: 128, description: "'GPU-…' or 'MIG-…'" }) });
 
 const EventsHeaders = Type.Object({
   'last-event-id': Type.Optional(Type.String({ maxLength: 20, pattern: '^[0-9]*$' })),
@@ -286,6 +290,28 @@ export function nativeRoutes(app: App, deps: NativeDeps): void {
       gpus: service.slots().map((s) => ({ ...s, lastError: s.lastError ?? null })),
       reason: service.pool.unavailableReason ?? null,
     }),
+  );
+
+  app.post(
+    '/v1/gpus/:uuid/reprobe',
+    {
+      schema: {
+        summary: 'Probe a quarantined GPU again',
+        description:
+          'A quarantined GPU comes back once it no longer holds the killed worker it kept and a new worker starts; ' +
+          'the answer is the GPU as /v1/gpus shows it then (still quarantined, with lastError, when it did not ' +
+          'come back). A GPU in service is left as it is. The pool also re-probes quarantined GPUs on its own.',
+        params: GpuParams,
+        response: { 200: Slot, ...errors(400, 401, 403, 404) },
+      },
+      config: { access: 'admin' },
+    },
+    async (request) => {
+      const { uuid } = request.params;
+      const slot = await service.reprobe(uuid);
+      if (slot === undefined) throw new ServiceError(404, 'GPU_NOT_FOUND', `No GPU '${uuid}' in this server's pool`);
+      return { ...slot, lastError: slot.lastError ?? null };
+    },
   );
 }
 

@@ -10,6 +10,8 @@ import {
   type BenchResult,
   type CheckResult,
   type CompareResult,
+  type DeviceMetricGroup,
+  type DeviceMetrics,
   type EvalArgObject,
   type EvalBufferArg,
   type EvalCheck,
@@ -156,7 +158,7 @@ export const REFERENCE_SUBSTITUTES = [
   "a CUDA reference: ref_kernel with kernel_type 'cuda' (its io matched to the custom kernel's by argument name)",
   'expected outputs: POST /evaluate with cudakit.expected { <output name>: TensorData } ' +
     '(or POST /v1/evaluations with reference.expected)',
-  'a registry problem: a trusted reference installed by the operator (no registry is configured on this server)',
+  'a registry problem: POST /v1/evaluations with reference { problem: <name> } (GET /v1/problems lists those installed)',
 ] as const;
 
 const SUPPORTED = ['cuda'];
@@ -587,6 +589,7 @@ function serviceFields(numTrials: number, timeoutSeconds: number, ext: CudakitOp
       timeoutSeconds,
       maxQueueSeconds,
       ...(ext?.gpu === undefined ? {} : { gpu: ext.gpu }),
+      ...(ext?.device_metrics === true ? { deviceMetrics: true } : {}),
     },
   };
 }
@@ -832,6 +835,49 @@ export function runtimeStatsOf(timing: BenchResult): RuntimeStats {
   };
 }
 
+/** The original's DeviceMetrics: its categories, each a flat { metric: number }, numbers rounded to 3 decimals. */
+export type SeedDeviceMetrics = Record<(typeof SEED_METRIC_CATEGORIES)[number], Record<string, number>>;
+
+const SEED_METRIC_CATEGORIES = [
+  'speed_of_light',
+  'detailed_metrics',
+  'memory_metrics',
+  'compute_metrics',
+  'pipeline_metrics',
+  'occupancy_metrics',
+  'stall_metrics',
+  'scheduler_metrics',
+  'access_pattern_metrics',
+  'roofline_metrics',
+  'timing_metrics',
+] as const;
+
+/** cudakit's metric groups in the original's categories (it counted the launch figures as occupancy). */
+const SEED_CATEGORY: Record<DeviceMetricGroup, (typeof SEED_METRIC_CATEGORIES)[number]> = {
+  speedOfLight: 'speed_of_light',
+  memory: 'memory_metrics',
+  compute: 'compute_metrics',
+  pipeline: 'pipeline_metrics',
+  occupancy: 'occupancy_metrics',
+  launch: 'occupancy_metrics',
+  stalls: 'stall_metrics',
+  scheduler: 'scheduler_metrics',
+  accessPattern: 'access_pattern_metrics',
+  roofline: 'roofline_metrics',
+  other: 'detailed_metrics',
+};
+
+/** Device metrics in the original's shape: every category present, numbers only (ncu's names kept as keys). */
+export function seedDeviceMetricsOf(m: DeviceMetrics): SeedDeviceMetrics {
+  const out = Object.fromEntries(SEED_METRIC_CATEGORIES.map((c) => [c, {}])) as SeedDeviceMetrics;
+  for (const [group, metrics] of Object.entries(m.groups) as [DeviceMetricGroup, DeviceMetrics['metrics']][]) {
+    for (const [name, { value }] of Object.entries(metrics)) {
+      if (typeof value === 'number') out[SEED_CATEGORY[group]][name] = Math.round(value * 1000) / 1000;
+    }
+  }
+  return out;
+}
+
 const firstLine = (text: string): string => text.split('\n')[0]!.trim();
 
 /** Whether the candidate compiled: from the report, or (a run killed without one) from the phase it died in. */
@@ -954,6 +1000,10 @@ export function answerOf(record: JobRecord, ctx: AnswerContext): SeedAnswer {
   };
   const gpuType = ctx.gpu === undefined ? undefined : gpuTypeOf(ctx.gpu);
   const cudaVersion = report?.compile.candidate?.nvrtcVersion;
+  // The candidate's metrics, named as the original names the kernel it profiled: 'original' for /evaluate's one
+  // kernel, 'custom' for /compare's candidate (the baseline is not profiled).
+  const deviceMetrics = (report as (EvalReport & { deviceMetrics?: DeviceMetrics | null }) | undefined)?.deviceMetrics;
+  const deviceMetricsKey = ctx.kind === 'evaluate' ? 'original_device_metrics' : 'custom_device_metrics';
   const result: KernelExecResult = {
     compiled,
     correctness: passed,
@@ -966,6 +1016,9 @@ export function answerOf(record: JobRecord, ctx: AnswerContext): SeedAnswer {
       ...(cudaVersion === undefined ? {} : { cuda_version: cudaVersion }),
       profiling_method: `cudakit-${mode}`,
       cudakit,
+      ...(deviceMetrics === undefined || deviceMetrics === null
+        ? {}
+        : { device_metrics: { [deviceMetricsKey]: seedDeviceMetricsOf(deviceMetrics) } }),
     },
     ...(timing === undefined ? {} : { runtime_stats: runtimeStatsOf(timing) }),
     ...(passed ? {} : compiled ? { validation_error: failureText(record, report) } : {}),

@@ -163,6 +163,9 @@ export const CudakitOptions = Type.Object(
     ),
     gpu: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' })),
     max_queue_seconds: Type.Optional(Type.Integer({ minimum: MAX_QUEUE_SECONDS.min, maximum: MAX_QUEUE_SECONDS.max })),
+    device_metrics: Type.Optional(
+      Type.Boolean({ description: "Nsight Compute metrics after the timing, in the original's categories" }),
+    ),
     expected: Type.Optional(
       Type.Record(Type.String({ maxLength: 256 }), TensorData, {
         maxProperties: ARGS_MAX,

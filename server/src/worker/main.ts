@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The GPU worker child. The slot (gpu/slot.ts) forks it with CUDA_VISIBLE_DEVICES set to one GPU's UUID. It loads
 // cudakit and the driver, says `ready` and waits: no CUDA context until a job comes (an idle second context on the
-// GPU slows the process being timed). On `job` it runs evaluate() and reports phases, progress and the result; then
-// it exits (process per job, the default) or waits for the next job (warm: the context stays, buffers are scrubbed
-// before they are freed and the memory pool is trimmed between jobs). The parent times every phase and kills the
-// process group when a deadline passes: this process never times itself out (a kernel that never ends blocks it).
+// GPU slows the process being timed). On `job` it runs evaluate() (then, with deviceMetrics, one launch under
+// Nsight Compute in a child of its own) and reports phases, progress and the result; then it exits (process per
+// job, the default) or waits for the next job (warm: the context stays, buffers are scrubbed before they are freed
+// and the memory pool is trimmed between jobs). The parent times every phase and kills the process group when a
+// deadline passes: this process never times itself out (a kernel that never ends blocks it); only ncu, which it
+// kills itself before the profile deadline so the job keeps its verdict.
 import { Device, contextLostBy, probe } from 'cudakit';
 import { PROTOCOL_VERSION, WORKER_ENV } from '../gpu/protocol.js';
 import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
@@ -39,12 +41,17 @@ onParentMessage((m) => {
     return;
   }
   const job = { id: m.id, abort: new AbortController() };
+  const receivedAtMs = Date.now();
   running = job;
   void (async () => {
     try {
       const { report, device } = await runJob(m.job, m.seedSalt, {
         signal: job.abort.signal,
         zeroOnFree: warm,
+        // The service's deviceMetrics option, when the job message carries it beside the job.
+        deviceMetrics: (m as { deviceMetrics?: unknown }).deviceMetrics === true,
+        deadlines: m.deadlines,
+        receivedAtMs,
         onPhase: (phase) => void send({ v, t: 'phase', id: m.id, phase, atMs: Date.now() }),
         onProgress: (progress) => void send({ v, t: 'progress', id: m.id, progress }),
       });

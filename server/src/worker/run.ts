@@ -1,25 +1,42 @@
 // SPDX-License-Identifier: MIT
 // One job inside a worker: evaluate() with the inputs' seed mixed with the job's secret salt, phases and progress
-// reported as they happen, the report made plain JSON (formatJson: 64-bit values become strings) for the parent.
+// reported as they happen, then (with the service's deviceMetrics option) one launch profiled under Nsight Compute,
+// and the report made plain JSON (formatJson: 64-bit values become strings) for the parent.
 import { createHash } from 'node:crypto';
 import {
   Device,
+  type DeviceMetrics,
   type EvalJob,
   type EvalPhase,
   type EvalProgress,
   type EvalReport,
+  type ProfileJobOptions,
+  type ProfileResult,
   evaluate,
   formatJson,
+  profileJob,
 } from 'cudakit';
-import type { DeviceFacts } from '../gpu/protocol.js';
+import type { Deadlines, DeviceFacts } from '../gpu/protocol.js';
 import { deviceFacts } from './facts.js';
+
+/** evaluate()'s report, and with the deviceMetrics option its device metrics: null when none were collected. */
+export type WorkerReport = EvalReport & { deviceMetrics?: DeviceMetrics | null };
 
 export interface RunJobOptions {
   signal?: AbortSignal;
-  onPhase?: (phase: EvalPhase) => void;
+  onPhase?: (phase: EvalPhase | 'profile') => void;
   onProgress?: (progress: EvalProgress) => void;
   /** Scrub device buffers before they are freed (a warm worker: the next job must read nothing of this one). */
   zeroOnFree?: boolean;
+  /** The service's deviceMetrics option: after evaluate(), Nsight Compute's metrics of one launch. Default false. */
+  deviceMetrics?: boolean;
+  /** The service's --ncu: 'auto' (ncu on PATH), 'off', or ncu's path. Default: $CUDAKIT_SERVER_NCU, else 'auto'. */
+  ncu?: string;
+  /** The job's deadlines and when the job arrived (Date.now()): profiling ends before the parent's deadlines. */
+  deadlines?: Deadlines;
+  receivedAtMs?: number;
+  /** profileJob, or a stand-in. */
+  profile?: (job: EvalJob, options: ProfileJobOptions) => Promise<ProfileResult>;
 }
 
 /** check()'s default seed, mixed like any other when the job names none. */
@@ -54,20 +71,89 @@ export function workerDevice(): DeviceFacts | undefined {
   return facts;
 }
 
-/** Runs one job and returns its report as plain JSON, with the device it ran on. */
+/**
+ * Runs one job and returns its report as plain JSON, with the device it ran on. With `deviceMetrics`, the report
+ * gets `deviceMetrics` (see collectDeviceMetrics); the job's verdict does not depend on it.
+ */
 export async function runJob(
   job: EvalJob,
   seedSalt: string,
   options: RunJobOptions = {},
-): Promise<{ report: EvalReport; device: DeviceFacts | undefined }> {
+): Promise<{ report: WorkerReport; device: DeviceFacts | undefined }> {
   const { signal, onPhase, onProgress, zeroOnFree = false } = options;
-  const report = await evaluate(prepareForRun(job, seedSalt, zeroOnFree), {
+  const run = prepareForRun(job, seedSalt, zeroOnFree);
+  let report: WorkerReport = await evaluate(run, {
     ...(signal === undefined ? {} : { signal }),
     onProgress: (p) => {
       if (p.kind === 'phase') onPhase?.(p.phase);
       else onProgress?.(p);
     },
   });
-  const plain = JSON.parse(formatJson(report as unknown as Record<string, unknown>)) as EvalReport;
+  if (options.deviceMetrics === true) {
+    const elapsedMs = Date.now() - (options.receivedAtMs ?? Date.now());
+    const m = await collectDeviceMetrics(report, run, {
+      ncu: options.ncu ?? process.env[NCU_ENV] ?? 'auto',
+      ...(options.deadlines === undefined ? {} : { timeoutMs: profileBudgetMs(options.deadlines, elapsedMs) }),
+      ...(onPhase === undefined ? {} : { onPhase }),
+      ...(options.profile === undefined ? {} : { profile: options.profile }),
+    });
+    report = { ...report, deviceMetrics: m.deviceMetrics, warnings: [...report.warnings, ...m.warnings] };
+  }
+  const plain = JSON.parse(formatJson(report as unknown as Record<string, unknown>)) as WorkerReport;
   return { report: plain, device: workerDevice() };
+}
+
+/** Where Nsight Compute is, 'auto' or 'off': the service's --ncu, which main.ts puts in the workers' environment. */
+export const NCU_ENV = 'CUDAKIT_SERVER_NCU';
+
+/** Time kept back from a deadline for killing ncu and sending the result, ms. */
+export const PROFILE_MARGIN_MS = 5_000;
+/** Less time than this left for profiling: not tried. */
+export const PROFILE_MIN_MS = 5_000;
+
+/**
+ * How long profiling may take: until the profile phase's deadline or the job's, whichever comes first, less a
+ * margin, so ncu is killed here and the job keeps its verdict rather than ending in the parent's timeout.
+ */
+export function profileBudgetMs(deadlines: Deadlines, elapsedMs: number): number {
+  const phaseMs = deadlines.phaseMs.profile ?? deadlines.jobMs;
+  return Math.min(phaseMs, deadlines.jobMs - elapsedMs) - PROFILE_MARGIN_MS;
+}
+
+export interface DeviceMetricsOptions {
+  /** 'auto' (ncu on PATH), 'off', or ncu's path. */
+  ncu: string;
+  /** How long ncu may take, ms (profileBudgetMs). Default: profile()'s. */
+  timeoutMs?: number;
+  onPhase?: (phase: 'profile') => void;
+  profile?: (job: EvalJob, options: ProfileJobOptions) => Promise<ProfileResult>;
+}
+
+/**
+ * The device metrics of a job that passed: profileJob() under ncu, in this worker's process group (a deadline that
+ * kills the group kills ncu too), after a 'profile' phase is announced. null with a warning when ncu is off, the job
+ * did not pass, too little time is left, or profiling fails (no ncu, no counter permission, a timeout ...).
+ */
+export async function collectDeviceMetrics(
+  report: EvalReport,
+  job: EvalJob,
+  o: DeviceMetricsOptions,
+): Promise<{ deviceMetrics: DeviceMetrics | null; warnings: string[] }> {
+  const none = (why: string) => ({ deviceMetrics: null, warnings: [`device metrics not collected: ${why}`] });
+  if (o.ncu === 'off') return none('Nsight Compute is off on this server (--ncu off)');
+  if (!report.passed) return none(`the job did not pass (its ${report.phase ?? 'last'} phase failed)`);
+  if (o.timeoutMs !== undefined && o.timeoutMs < PROFILE_MIN_MS) {
+    return none(`too little of the job's time is left (${Math.max(0, Math.round(o.timeoutMs / 1000))} s)`);
+  }
+  o.onPhase?.('profile');
+  try {
+    const r = await (o.profile ?? profileJob)(job, {
+      processGroup: 'caller',
+      ...(o.ncu === 'auto' ? {} : { ncu: o.ncu }),
+      ...(o.timeoutMs === undefined ? {} : { timeoutMs: o.timeoutMs }),
+    });
+    return { deviceMetrics: r.deviceMetrics, warnings: r.warnings };
+  } catch (e) {
+    return none(e instanceof Error ? e.message : String(e));
+  }
 }
