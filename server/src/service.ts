@@ -8,7 +8,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { InvalidJobError, formatJson, validateJob } from 'cudakit';
 import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
-import { DEFAULT_ADMISSION_LIMITS, admissionProblems, type AdmissionLimits } from './admission.js';
+import {
+  DEFAULT_ADMISSION_LIMITS,
+  admissionProblems,
+  gpuAdmissionLimits,
+  type AdmissionLimits,
+  type GpuMemory,
+} from './admission.js';
 import { jobDeadlines } from './gpu/deadlines.js';
 import type { GpuPool, SlotInfo, SlotLease, SlotOutcome } from './gpu/pool.js';
 import type { Deadlines } from './gpu/protocol.js';
@@ -70,7 +76,10 @@ export interface ServiceConfig {
   pool: GpuPool;
   /** Wall clock, ms. Default Date.now. */
   now?: () => number;
+  /** maxDeviceBytes given here is the cap; without it, a quarter of the smallest GPU's memory in `gpuMemory`. */
   limits?: Partial<ServiceLimits>;
+  /** The GPUs' memory, as the probe reports it (only those in the pool count). Default: none known (8 GiB cap). */
+  gpuMemory?: readonly GpuMemory[];
   /** The per-phase limits a run gets. Default gpu/deadlines.ts's jobDeadlines within the job's timeoutSeconds. */
   deadlines?: (job: EvalJob, options: ServiceOptions) => Deadlines;
   /** Finished jobs are deleted this long after they finished. Default 30. */
@@ -135,6 +144,9 @@ export class EvalService {
   readonly #retentionIntervalMs: number;
   readonly #progressIntervalMs: number;
   readonly #log: ServiceLog;
+  readonly #gpuMemory: readonly GpuMemory[];
+  /** limits.maxDeviceBytes was configured: it applies whatever the GPUs. */
+  readonly #deviceCapConfigured: boolean;
 
   #started = false;
   #accepting = true;
@@ -167,6 +179,8 @@ export class EvalService {
     this.#retentionIntervalMs = config.retentionIntervalMs ?? 3600 * 1000;
     this.#progressIntervalMs = config.progressIntervalMs ?? 250;
     this.#log = config.log ?? silentLog;
+    this.#gpuMemory = config.gpuMemory ?? [];
+    this.#deviceCapConfigured = config.limits?.maxDeviceBytes !== undefined;
   }
 
   /** Whether submissions are taken (false once a drain began). */
@@ -233,7 +247,7 @@ export class EvalService {
       throw new ServiceError(503, 'SHUTTING_DOWN', 'The server is shutting down and takes no new evaluations', 30);
     }
     const { job: rawJob, options } = splitBody(body);
-    const problems = admissionProblems(rawJob, this.limits);
+    const problems = admissionProblems(rawJob, this.#admissionLimits());
     if (problems.length > 0) throw new InvalidJobError(problems);
     let job: EvalJob;
     try {
@@ -334,6 +348,18 @@ export class EvalService {
     return { record, replayed: false, queue };
   }
 
+  /** The configured device-bytes cap, else a quarter of the smallest GPU's memory in the pool, else the default. */
+  #admissionLimits(): AdmissionLimits {
+    if (this.#deviceCapConfigured) {
+      return {
+        maxDeviceBytes: this.limits.maxDeviceBytes,
+        maxDeviceBytesReason: 'the limit configured for this server',
+      };
+    }
+    const inPool = new Set(this.pool.slots().map((s) => s.uuid));
+    return gpuAdmissionLimits(this.#gpuMemory.filter((g) => inPool.has(g.uuid))) ?? this.limits;
+  }
+
   /** An estimate of when a place frees up: the jobs in front, over the GPUs, at the average run time. */
   #retryAfterSeconds(jobsAhead: number): number {
     const gpus = Math.max(1, this.pool.slots().filter((s) => s.state !== 'quarantined').length);
@@ -361,6 +387,11 @@ export class EvalService {
 
   slots(): SlotInfo[] {
     return this.pool.slots();
+  }
+
+  /** Probes a quarantined GPU again (the admin route); undefined for a GPU the pool does not have. */
+  reprobe(uuid: string): Promise<SlotInfo | undefined> {
+    return this.pool.reprobe(uuid);
   }
 
   /**
