@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every check that needs an NVIDIA GPU, in one go:
-#   bash scripts/gpu-check.sh [tests] [sanitizer] [bench] [memory] [harness] [cli] [examples]
+#   bash scripts/gpu-check.sh [tests] [gpu] [sanitizer] [bench] [memory] [harness] [cli] [examples] [service-bench]
+# (tests: every tier; gpu: the GPU tier alone; service-bench: the evaluation service's GPU benchmark.)
 # Logs, JSON reports and a copy of bench/RESULTS.md go to the folder $OUT names, or ./gpu-out.
 set -uo pipefail
 out=${OUT:-gpu-out}
@@ -33,6 +34,12 @@ if [[ " $steps " == *" tests "* ]]; then
   CUDAKIT_REQUIRE_GPU=1 timeout 400 npx vitest run --reporter=json --outputFile.json="$out/vitest.json" \
     > "$out/tests.log" 2>&1
   summary "$out/vitest.json" "all tiers, CUDAKIT_REQUIRE_GPU=1" | tee "$out/summary.txt"
+fi
+if [[ " $steps " == *" gpu "* ]]; then
+  command -v ncu > /dev/null && ncu --version | tail -1 | tee -a "$out/summary.txt"
+  CUDAKIT_REQUIRE_GPU=1 timeout 400 npx vitest run --project gpu --reporter=json --outputFile.json="$out/gpu.json" \
+    > "$out/gpu.log" 2>&1
+  summary "$out/gpu.json" "gpu tier, CUDAKIT_REQUIRE_GPU=1" | tee -a "$out/summary.txt"
 fi
 if [[ " $steps " == *" sanitizer "* ]]; then
   # API errors are not reported: the negative tests provoke them on purpose (invalid PTX, unknown kernel name,
@@ -87,6 +94,12 @@ fi
 if [[ " $steps " == *" examples "* ]]; then
   for f in examples/*.ts; do echo "\$ npx tsx $f"; timeout 120 npx tsx "$f" 2>&1; done > "$out/examples.log"
   cat "$out/examples.log"
+fi
+if [[ " $steps " == *" service-bench "* ]]; then
+  abs_out=$(cd "$out" && pwd)
+  (cd server && timeout 300 npx tsx bench/gpu.ts --write --json "$abs_out/service-bench.json") 2>&1 |
+    tee "$out/service-bench.log"
+  cp server/bench/RESULTS.md "$out/server-RESULTS.md" 2>/dev/null
 fi
 echo "=== summary ==="
 cat "$out/summary.txt" 2>/dev/null

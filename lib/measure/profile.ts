@@ -91,7 +91,7 @@ export interface ProfileOptions {
 
 /** What ncu measured for the launch. */
 export interface DeviceMetrics {
-  /** The kernel as ncu named it (its symbol: a C++ kernel's mangled name). */
+  /** The kernel as ncu names it: demangled ('void scale<float>(const float *, float *, int)'), or its C name. */
   kernel: string;
   /** Every metric collected, by ncu's name. */
   metrics: Record<string, DeviceMetric>;

@@ -5,9 +5,9 @@
 // tell whether a process is still alive.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
 
 /** The repository's root. */
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -38,14 +38,38 @@ export interface StartOptions {
   main?: 'source' | string;
   /** Node flags before the script (--cpu-prof ...). */
   nodeArgs?: readonly string[];
-  /** How long it may take to print its 'listening' line. Default 30 s. */
+  /** How long it may take to print its 'listening' line, and then to answer /healthz with 200. Default 30 s. */
   startTimeoutMs?: number;
 }
 
 const OUTPUT_TAIL_CHARS = 64 * 1024;
 
-/** Starts the binary; resolves once it prints where it listens, rejects with its output if it exits first. */
-export function startServer(options: StartOptions): Promise<ServerProcess> {
+/**
+ * Starts the binary; resolves once it prints where it listens and then answers /healthz with 200 (GPUs or not): on a
+ * loaded host its first requests may be shed with a 503 for up to a second, as @fastify/under-pressure reads the
+ * event-loop block of the start-up's own work as load until its next sample. Rejects with the binary's output if it
+ * exits first or takes longer than startTimeoutMs.
+ */
+export async function startServer(options: StartOptions): Promise<ServerProcess> {
+  const timeoutMs = options.startTimeoutMs ?? 30_000;
+  const deadlineMs = Date.now() + timeoutMs;
+  const server = await startListening(options, timeoutMs);
+  let last = 'no answer';
+  while (Date.now() < deadlineMs && server.child.exitCode === null && server.child.signalCode === null) {
+    try {
+      const res = await fetch(`${server.url}/healthz`);
+      if (res.status === 200) return server;
+      last = `${res.status} ${await res.text()}`;
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  server.child.kill('SIGKILL');
+  throw new Error(`/healthz did not answer 200 within ${timeoutMs} ms (last: ${last}):\n${server.output()}`);
+}
+
+function startListening(options: StartOptions, timeoutMs: number): Promise<ServerProcess> {
   const main = options.main ?? 'source';
   const script = main === 'source' ? ['--import', 'tsx', MAIN_SOURCE] : [main];
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...script, ...options.args], {
@@ -61,7 +85,6 @@ export function startServer(options: StartOptions): Promise<ServerProcess> {
   child.stdout!.setEncoding('utf8').on('data', append);
   child.stderr!.setEncoding('utf8').on('data', append);
   const exited = new Promise<ServerExit>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  const timeoutMs = options.startTimeoutMs ?? 30_000;
   return new Promise<ServerProcess>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -88,6 +111,8 @@ export function startServer(options: StartOptions): Promise<ServerProcess> {
  * first (about 0.25 s of CPU each, 4 times a built worker's); a built install forks JavaScript, and so does this.
  */
 export function buildFakeWorker(dir: string): string {
+  // Loaded here, not at the top: a run with the real worker (on a GPU machine) may have no TypeScript compiler.
+  const ts = createRequire(import.meta.url)('typescript') as typeof import('typescript');
   const sources = ['worker/fake.ts', 'worker/guard.ts', 'gpu/protocol.ts'];
   for (const source of sources) {
     const text = readFileSync(join(ROOT, 'server/src', source), 'utf8');

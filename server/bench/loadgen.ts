@@ -1,21 +1,32 @@
 // SPDX-License-Identifier: MIT
-// The load run on loopback, shared by the benchmark (load.ts: 2 000 jobs) and the test tier (test/server/load.test.ts:
-// fewer): the real binary with fake GPUs in process-per-job isolation, N clients (one bearer token each) that submit
-// fake jobs of a random length and long-poll each to its end (GET ?wait=), retrying a 429 after its Retry-After.
-// Then the checks: no 5xx, every accepted job ended exactly once (one 'done' event in the store, one start and one
-// end in the fake workers' log), and no GPU ran two jobs at once, both by the workers' own log and by the store's
-// lease intervals. The server's event-loop delay, memory and CPU come from its /metrics.
+// The load run on loopback, shared by the benchmark (load.ts) and the test tier (test/server/load.test.ts): the real
+// binary with fake GPUs in process-per-job isolation, N clients (one bearer token each) that submit fake jobs of a
+// random length on a schedule spread over the submission window and long-poll each to its end (GET ?wait=),
+// retrying a 429 after its Retry-After. Then the checks: no 5xx, every job accepted within the submission deadline,
+// every accepted job ended exactly once within the deadline (one 'done' event in the store, one start and one end in
+// the fake workers' log), no GPU ran two jobs at once (by the workers' own log and by the store's lease intervals),
+// no worker ran two jobs, and none outlived the server. The server's event-loop delay, memory and CPU come from its
+// /metrics and /proc.
+//
+// Submissions do not wait for the jobs before them: with one worker process per job, a 2-core host runs about 20 fake
+// jobs a second (a worker costs about 80 ms of CPU, most of it Node's start), so a 60 s submission window leaves a
+// backlog that the queue absorbs and works off afterwards. Each client keeps at most `maxOpenPerClient` jobs open
+// (submitted, end not seen yet): the clients together never fill the server's queue, whose 503 QUEUE_FULL would count
+// as a 5xx.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { tokenDigest } from '../src/api/auth.js';
+import { DEFAULT_LIMITS } from '../src/service.js';
 import { SqliteJobStore } from '../src/store/sqlite.js';
 import {
   type FakeLogEvent,
   type ServerExit,
   buildFakeWorker,
+  childrenOf,
   readFakeLog,
   startServer,
   stillAliveAfter,
@@ -30,8 +41,14 @@ export interface LoadOptions {
   gpus: number;
   /** Each job's run time is drawn uniformly from [min, max] ms. */
   jobMs: readonly [min: number, max: number];
+  /** Job k of n is due (may be submitted) k × submitWindowMs / n after the start. */
+  submitWindowMs: number;
+  /** Every job must be accepted within this long of the start. */
+  submitDeadlineMs: number;
   /** Every accepted job must end within this long of the start. */
   deadlineMs: number;
+  /** Jobs a client may have open at once. Default: the server's queue cap over the clients (so it never fills). */
+  maxOpenPerClient?: number;
   /** 'source': server/src/main.ts under tsx, with the fake worker built to JavaScript; or a built main.js. */
   main: 'source' | string;
   /** The server's --log-level. */
@@ -57,6 +74,8 @@ interface Accepted {
   status: string;
   /** The error of a job that did not succeed. */
   error: string | undefined;
+  /** Date.now() when its first POST began. */
+  submittedAtMs: number;
   gpu: string | undefined;
   startedAtMs: number | undefined;
   finishedAtMs: number | undefined;
@@ -64,22 +83,32 @@ interface Accepted {
 
 export interface LoadReport {
   options: LoadOptions;
-  /** From the first submission to the last job's end, as the clients saw it. */
+  /** From the first submission to the last job's end (the store's finishedAt). */
   durationMs: number;
+  /** From the first submission to the last 202. */
+  submitPhaseMs: number;
   accepted: number;
-  /** Accepted jobs that ended, per minute of durationMs. */
-  jobsPerMinute: number;
-  /** Every POST, 202 or not, ms. */
+  /** Accepted jobs that ended, per second of durationMs. */
+  jobsPerSecond: number;
+  /** Every POST, 202 or not, as the clients timed it, ms. */
   submitMs: Quantiles;
-  /** First POST to the end seen by the client's long-poll, ms. */
+  /** POSTs as the server timed them (its request histogram): the smallest bucket bound holding the p99, ms. */
+  serverSubmitP99AtMostMs: number;
+  /** First POST to the job's finishedAt, ms. */
   endToEndMs: Quantiles;
+  /** The most jobs the clients had open at once (submitted, end not seen yet), in all. */
+  maxOpen: number;
+  /** The cap on a client's open jobs. */
+  maxOpenPerClient: number;
   /** 429s answered (each retried after its Retry-After). */
   retried429: number;
   /** Responses with a 5xx status: 'METHOD path: status code'. */
   fiveXx: string[];
   /** Anything else that went wrong on the client side: other 4xx, network errors. */
   clientErrors: string[];
-  /** Accepted jobs not ended by the deadline. */
+  /** Jobs not accepted by the submission deadline (their indices). */
+  notSubmitted: number[];
+  /** Accepted jobs not seen ended by the deadline, or ended after it. */
   unfinished: string[];
   /** Ended jobs whose status is not 'succeeded' (every fake job here passes). */
   notSucceeded: string[];
@@ -91,25 +120,48 @@ export interface LoadReport {
   workerOverlaps: string[];
   /** Overlapping jobs on one GPU, by the store's lease intervals (startedAt to finishedAt). */
   leaseOverlaps: string[];
-  /** Worker processes still alive after the server exited. */
+  /** Worker processes (and the forker) still alive after the server exited. */
   orphans: number[];
   /** Jobs per GPU. */
   perGpu: Record<string, number>;
+  /** Worker processes started during the whole life of the server. */
+  workersStarted: number;
+  /** Workers that took more than one job (none in process-per-job isolation). */
+  workersReused: string[];
   server: {
     exit: ServerExit;
-    /** nodejs_eventloop_lag_p99_seconds over the run (prom-client, 10 ms resolution: an idle loop reads ~10 ms). */
+    /** nodejs_eventloop_lag_p50/p99/max_seconds over the run, ms (prom-client samples every 10 ms, and a sample
+     * is the whole interval between two ticks: an idle loop reads ~10 ms). */
+    eventLoopP50Ms: number;
     eventLoopP99Ms: number;
     eventLoopMaxMs: number;
     rssBeforeMb: number;
     rssAfterMb: number;
+    /** Linux: the most RSS the process ever had (VmHWM). */
+    rssPeakMb: number;
     /** CPU the server process used during the run (its children not included). */
     cpuSeconds: number;
     /** Linux: how long its main thread was ready to run but waited for a CPU during the run (NaN elsewhere). */
     runQueueWaitSeconds: number;
   };
+  /** Linux: CPU of the forker itself and of the workers it reaped during the run; of the load generator. */
+  cpu: {
+    forkerSeconds: number;
+    workersSeconds: number;
+    loadGeneratorSeconds: number;
+    /** The host's CPU busy during the run, all processes: seconds, and the fraction of what its CPUs had. */
+    hostBusySeconds: number;
+    hostBusyFraction: number;
+    /** The host's 1-minute load average when the run began (another run beside this one shows here). */
+    loadAverageBefore: number;
+  };
+  /** The load generator's own event-loop delay p99, ms (as the server's: an idle loop reads ~10 ms). */
+  clientEventLoopP99Ms: number;
 }
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+/** Linux's USER_HZ: /proc's CPU times are in these ticks. */
+const TICKS_PER_SECOND = 100;
 
 /** Nearest-rank quantiles. */
 export function quantiles(values: readonly number[]): Quantiles {
@@ -132,8 +184,13 @@ function random(seed: number): () => number {
 
 /** A job the fake worker runs for `ms` and passes. */
 export function fakeJob(ms: number): string {
+  return fakeJobNamed(`fake:pass:${ms}ms`);
+}
+
+/** A job the fake worker runs as its name says (worker/fake.ts: 'fake:hang:time', 'fake:pass:80ms' ...). */
+export function fakeJobNamed(name: string): string {
   return JSON.stringify({
-    name: `fake:pass:${ms}ms`,
+    name,
     source: 'extern "C" __global__ void k(float* y) {}',
     kernel: 'k',
     grid: 1,
@@ -142,14 +199,20 @@ export function fakeJob(ms: number): string {
   });
 }
 
-interface Response {
+export interface Response {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: any;
 }
 
 /** One request over the agent's kept-alive connections; a network error rejects. */
-function request(agent: Agent, url: string, method: string, headers: Record<string, string>, body?: string) {
+export function request(
+  agent: Agent | undefined,
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<Response> {
   return new Promise<Response>((resolve, reject) => {
     const req = httpRequest(
       url,
@@ -179,6 +242,29 @@ function request(agent: Agent, url: string, method: string, headers: Record<stri
 export function metric(text: string, name: string): number {
   const m = new RegExp(`^${name} ([^\\s]+)`, 'm').exec(text);
   return m === null ? NaN : Number(m[1]);
+}
+
+/** The smallest bucket bound (ms) of a histogram's series that holds the p99; `labels`: the series' labels but le. */
+export function histogramP99AtMostMs(text: string, name: string, labels: Readonly<Record<string, string>>): number {
+  const want = Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .sort()
+    .join(',');
+  const buckets: { le: number; count: number }[] = [];
+  for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{([^}]*)\\} (\\S+)`, 'gm'))) {
+    const pairs = m[1]!.split(',');
+    const le = pairs.find((p) => p.startsWith('le='))?.slice(4, -1);
+    const rest = pairs
+      .filter((p) => !p.startsWith('le='))
+      .sort()
+      .join(',');
+    if (le !== undefined && rest === want) {
+      buckets.push({ le: le === '+Inf' ? Infinity : Number(le) * 1000, count: Number(m[2]) });
+    }
+  }
+  buckets.sort((a, b) => a.le - b.le);
+  const total = buckets[buckets.length - 1]?.count ?? 0;
+  return total === 0 ? NaN : buckets.find((b) => b.count >= 0.99 * total)!.le;
 }
 
 /** Pairs of overlapping intervals on one GPU (an interval may start where the one before ended). */
@@ -223,6 +309,40 @@ export function workerRuns(events: readonly FakeLogEvent[], ids: readonly string
   return { notOnce, intervals };
 }
 
+/** Workers that started more than one job: 'pid: id, id'. */
+export function reusedWorkers(events: readonly FakeLogEvent[]): string[] {
+  const jobs = new Map<number, string[]>();
+  for (const e of events) if (e.event === 'start') jobs.set(e.pid, [...(jobs.get(e.pid) ?? []), e.id ?? '?']);
+  return [...jobs].filter(([, ids]) => ids.length > 1).map(([pid, ids]) => `${pid}: ${ids.join(', ')}`);
+}
+
+/** Linux: /proc/<pid>/stat's CPU ticks: the process's own (utime + stime) and its reaped children's. */
+function cpuTicks(pid: number | undefined): { self: number; children: number } {
+  if (pid === undefined) return { self: NaN, children: NaN };
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
+    // After the command: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
+    return { self: f[11]! + f[12]!, children: f[13]! + f[14]! };
+  } catch {
+    return { self: NaN, children: NaN };
+  }
+}
+
+/** Linux: the host's busy and total CPU ticks (/proc/stat's first line). */
+function hostTicks(): { busy: number; total: number } {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const total = f.reduce((a, b) => a + b, 0);
+    return { busy: total - f[3]! - (f[4] ?? 0), total }; // idle and iowait are not busy
+  } catch {
+    return { busy: NaN, total: NaN };
+  }
+}
+
 /** Linux: seconds the process's main thread has spent runnable but not running (schedstat's second field). */
 function runQueueWaitSeconds(pid: number): number {
   try {
@@ -230,6 +350,27 @@ function runQueueWaitSeconds(pid: number): number {
   } catch {
     return NaN;
   }
+}
+
+/** Linux: the most resident memory the process ever had, MiB. */
+function peakRssMb(pid: number): number {
+  try {
+    const kb = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? NaN : Number(kb) / 1024;
+  } catch {
+    return NaN;
+  }
+}
+
+/** The server's forker (gpu/forker.ts): its child whose command line names forker-main. */
+export function forkerOf(serverPid: number): number | undefined {
+  return childrenOf(serverPid).find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('forker-main');
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** Runs the whole scenario: the server, the clients, the drain, the checks. The temporary files are removed. */
@@ -254,7 +395,7 @@ async function runIn(dir: string, o: LoadOptions): Promise<LoadReport> {
     main: o.main,
     ...(o.nodeArgs === undefined ? {} : { nodeArgs: o.nodeArgs }),
     args: ['--port', '0', '--data-dir', dataDir, '--tokens-file', tokensFile],
-    // Submissions per token per minute well above what a client can make here; queue caps as they are.
+    // Submissions per token per minute well above what a client makes here; the queue caps as they are.
     env: {
       CUDAKIT_SERVER_WORKER: worker,
       CUDAKIT_FAKE_GPUS: String(o.gpus),
@@ -264,20 +405,35 @@ async function runIn(dir: string, o: LoadOptions): Promise<LoadReport> {
       CUDAKIT_SERVER_DRAIN_SECONDS: '10',
     },
   });
-  const agent = new Agent({ keepAlive: true, maxSockets: o.clients + 4 });
+  // Two connections per client: its submissions and its long-poll.
+  const agent = new Agent({ keepAlive: true, maxSockets: 2 * o.clients + 4 });
   try {
     const scrape = async (): Promise<string> => (await request(agent, `${server.url}/metrics`, 'GET', {})).body;
+    await untilIdle(agent, server.url, tokens[0]!, o.gpus);
+    const forker = forkerOf(server.pid);
     // The first scrape starts the run's event-loop histogram (each scrape reads it and starts it over).
     const before = await scrape();
     const waitedBefore = runQueueWaitSeconds(server.pid);
+    const forkerBefore = cpuTicks(forker);
+    const hostBefore = hostTicks();
+    const loadAverageBefore = loadavg()[0]!;
+    const ownBefore = process.cpuUsage();
+    const clientLoop = monitorEventLoopDelay({ resolution: 10 });
+    clientLoop.enable();
     const run = await clients(agent, server.url, tokens, o);
+    clientLoop.disable();
+    const own = process.cpuUsage(ownBefore);
+    const hostAfter = hostTicks();
+    const forkerAfter = cpuTicks(forker);
     const waitedAfter = runQueueWaitSeconds(server.pid);
     const after = await scrape();
+    const rssPeakMb = peakRssMb(server.pid);
     agent.destroy();
     server.child.kill('SIGTERM');
     const exit = await server.exited;
     const events = readFakeLog(fakeLog);
-    const orphans = await stillAliveAfter([...new Set(events.map((e) => e.pid))], 5000);
+    const workerPids = [...new Set(events.map((e) => e.pid))];
+    const orphans = await stillAliveAfter([...workerPids, ...(forker === undefined ? [] : [forker])], 5000);
 
     const ids = run.accepted.map((a) => a.id);
     const store = SqliteJobStore.open(join(dataDir, 'jobs.sqlite'));
@@ -296,18 +452,33 @@ async function runIn(dir: string, o: LoadOptions): Promise<LoadReport> {
       .map((a) => ({ id: a.id, gpu: a.gpu!, start: a.startedAtMs!, end: a.finishedAtMs! }));
     const perGpu: Record<string, number> = {};
     for (const a of run.accepted) if (a.gpu !== undefined) perGpu[a.gpu] = (perGpu[a.gpu] ?? 0) + 1;
-    const ended = run.accepted.filter((a) => TERMINAL.has(a.status));
+    const ended = run.accepted.filter((a) => TERMINAL.has(a.status) && a.finishedAtMs !== undefined);
+    const lastEndMs = Math.max(run.t0WallMs, ...ended.map((a) => a.finishedAtMs!));
+    const durationMs = lastEndMs - run.t0WallMs;
+    const late = ended.filter((a) => a.finishedAtMs! - run.t0WallMs > o.deadlineMs);
     return {
       options: o,
-      durationMs: run.durationMs,
+      durationMs,
+      submitPhaseMs: run.submitPhaseMs,
       accepted: run.accepted.length,
-      jobsPerMinute: (ended.length / run.durationMs) * 60_000,
+      jobsPerSecond: (ended.length / durationMs) * 1000,
       submitMs: quantiles(run.submitMs),
-      endToEndMs: quantiles(run.endToEndMs),
+      serverSubmitP99AtMostMs: histogramP99AtMostMs(after, 'cudakit_http_request_duration_seconds', {
+        method: 'POST',
+        route: '/v1/evaluations',
+        status_code: '202',
+      }),
+      endToEndMs: quantiles(ended.map((a) => a.finishedAtMs! - a.submittedAtMs)),
+      maxOpen: run.maxOpen,
+      maxOpenPerClient: run.maxOpenPerClient,
       retried429: run.retried429,
       fiveXx: run.fiveXx,
       clientErrors: run.clientErrors,
-      unfinished: run.accepted.filter((a) => !TERMINAL.has(a.status)).map((a) => a.id),
+      notSubmitted: run.notSubmitted,
+      unfinished: [
+        ...run.accepted.filter((a) => !TERMINAL.has(a.status)).map((a) => `${a.id}: ${a.status}`),
+        ...late.map((a) => `${a.id}: ended ${a.finishedAtMs! - run.t0WallMs} ms after the start`),
+      ],
       notSucceeded: ended.filter((a) => a.status !== 'succeeded').map((a) => `${a.id}: ${a.status} (${a.error})`),
       doneNotOnce,
       runNotOnce: worked.notOnce,
@@ -315,15 +486,28 @@ async function runIn(dir: string, o: LoadOptions): Promise<LoadReport> {
       leaseOverlaps: overlapsOf(leases),
       orphans,
       perGpu,
+      workersStarted: events.filter((e) => e.event === 'spawn').length,
+      workersReused: reusedWorkers(events),
       server: {
         exit,
+        eventLoopP50Ms: metric(after, 'nodejs_eventloop_lag_p50_seconds') * 1000,
         eventLoopP99Ms: metric(after, 'nodejs_eventloop_lag_p99_seconds') * 1000,
         eventLoopMaxMs: metric(after, 'nodejs_eventloop_lag_max_seconds') * 1000,
         rssBeforeMb: metric(before, 'process_resident_memory_bytes') / 2 ** 20,
         rssAfterMb: metric(after, 'process_resident_memory_bytes') / 2 ** 20,
+        rssPeakMb,
         cpuSeconds: metric(after, 'process_cpu_seconds_total') - metric(before, 'process_cpu_seconds_total'),
         runQueueWaitSeconds: waitedAfter - waitedBefore,
       },
+      cpu: {
+        forkerSeconds: (forkerAfter.self - forkerBefore.self) / TICKS_PER_SECOND,
+        workersSeconds: (forkerAfter.children - forkerBefore.children) / TICKS_PER_SECOND,
+        loadGeneratorSeconds: (own.user + own.system) / 1e6,
+        hostBusySeconds: (hostAfter.busy - hostBefore.busy) / TICKS_PER_SECOND,
+        hostBusyFraction: (hostAfter.busy - hostBefore.busy) / (hostAfter.total - hostBefore.total),
+        loadAverageBefore,
+      },
+      clientEventLoopP99Ms: clientLoop.percentile(99) / 1e6,
     };
   } catch (e) {
     (e as Error).message += `\nserver output:\n${server.output()}`;
@@ -334,22 +518,49 @@ async function runIn(dir: string, o: LoadOptions): Promise<LoadReport> {
   }
 }
 
-/** The clients: each takes the next job, submits it (a 429 is retried after its Retry-After) and waits for its end. */
+/** Waits (up to 30 s) until every GPU's first worker is ready: the run measures a server that can take work. */
+async function untilIdle(agent: Agent, url: string, token: string, gpus: number): Promise<void> {
+  const deadlineMs = Date.now() + 30_000;
+  for (;;) {
+    const r = await request(agent, `${url}/v1/gpus`, 'GET', { authorization: `Bearer ${token}` });
+    const slots = (r.body as { gpus?: { state: string }[] } | undefined)?.gpus ?? [];
+    if (slots.length === gpus && slots.every((s) => s.state === 'idle')) return;
+    if (Date.now() > deadlineMs) throw new Error(`the GPUs are not all idle after 30 s: ${JSON.stringify(r.body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A promise with its resolve function, for a loop to wait on the other's progress. */
+function signal(): { wait: Promise<void>; wake: () => void } {
+  let wake!: () => void;
+  const wait = new Promise<void>((resolve) => (wake = resolve));
+  return { wait, wake };
+}
+
+/**
+ * The clients. Client i owns jobs i, i + clients, ...; its submitter posts each once it is due and the client has
+ * fewer than maxOpenPerClient open (a 429 is retried after its Retry-After), and its poller long-polls the oldest
+ * open job to its end (jobs start in submission order, so the oldest is the one to end next).
+ */
 async function clients(agent: Agent, url: string, tokens: readonly string[], o: LoadOptions) {
   const rand = random(o.seed ?? 1);
   const [minMs, maxMs] = o.jobMs;
   const lengths = Array.from({ length: o.jobs }, () => minMs + Math.floor(rand() * (maxMs - minMs + 1)));
   const waitSeconds = o.waitSeconds ?? 30;
+  const maxOpenPerClient = o.maxOpenPerClient ?? Math.floor(DEFAULT_LIMITS.maxQueued / o.clients);
   const submitMs: number[] = [];
-  const endToEndMs: number[] = [];
   const accepted: Accepted[] = [];
   const fiveXx: string[] = [];
   const clientErrors: string[] = [];
+  const notSubmitted: number[] = [];
   let retried429 = 0;
-  let next = 0;
+  let open = 0;
+  let maxOpen = 0;
   const t0 = performance.now();
+  const t0WallMs = Date.now();
+  const submitDeadline = t0 + o.submitDeadlineMs;
   const deadline = t0 + o.deadlineMs;
-  let lastEnd = t0;
+  let lastAccepted = t0;
 
   const call = async (token: string, method: string, path: string, body?: string): Promise<Response | undefined> => {
     try {
@@ -361,84 +572,158 @@ async function clients(agent: Agent, url: string, tokens: readonly string[], o: 
       return undefined;
     }
   };
+  const sleepUntil = (at: number): Promise<void> =>
+    new Promise((resolve) => setTimeout(resolve, Math.max(0, at - performance.now())));
 
-  const client = async (token: string): Promise<void> => {
-    while (next < o.jobs && performance.now() < deadline) {
-      const body = fakeJob(lengths[next++]!);
-      const first = performance.now();
-      let id: string | undefined;
-      while (id === undefined && performance.now() < deadline) {
-        const t = performance.now();
-        const r = await call(token, 'POST', '/v1/evaluations', body);
-        submitMs.push(performance.now() - t);
-        if (r?.status === 202) id = (r.body as { id: string }).id;
-        else if (r?.status === 429) {
-          retried429++;
-          const afterS = Number(r.headers['retry-after']);
-          if (!Number.isFinite(afterS)) clientErrors.push(`POST: 429 without a Retry-After`);
-          await new Promise((resolve) => setTimeout(resolve, 1000 * (Number.isFinite(afterS) ? afterS : 1)));
-        } else {
-          if (r !== undefined && r.status < 500) clientErrors.push(`POST: ${r.status} ${JSON.stringify(r.body)}`);
-          break;
-        }
-      }
-      if (id === undefined) continue;
-      const job: Accepted = {
-        id,
-        status: 'queued',
-        error: undefined,
-        gpu: undefined,
-        startedAtMs: undefined,
-        finishedAtMs: undefined,
-      };
-      accepted.push(job);
-      while (!TERMINAL.has(job.status) && performance.now() < deadline) {
-        const wait = Math.max(1, Math.min(waitSeconds, Math.ceil((deadline - performance.now()) / 1000)));
-        const r = await call(token, 'GET', `/v1/evaluations/${id}?wait=${wait}`);
-        if (r?.status !== 200) {
-          if (r !== undefined && r.status < 500) clientErrors.push(`GET ${id}: ${r.status} ${JSON.stringify(r.body)}`);
-          break; // recorded: the job counts as unfinished
-        }
-        const e = r.body as {
-          status: string;
-          error: { code: string; message: string } | null;
-          gpu: { uuid: string } | null;
-          startedAt: string | null;
-          finishedAt: string | null;
+  /** Submits job k; its record when accepted, undefined when not (recorded as not submitted). */
+  const submit = async (token: string, k: number): Promise<Accepted | undefined> => {
+    const body = fakeJob(lengths[k]!);
+    const submittedAtMs = Date.now();
+    while (performance.now() < submitDeadline) {
+      const t = performance.now();
+      const r = await call(token, 'POST', '/v1/evaluations', body);
+      submitMs.push(performance.now() - t);
+      if (r?.status === 202) {
+        lastAccepted = Math.max(lastAccepted, performance.now());
+        const id = (r.body as { id: string }).id;
+        return {
+          id,
+          status: 'queued',
+          error: undefined,
+          submittedAtMs,
+          gpu: undefined,
+          startedAtMs: undefined,
+          finishedAtMs: undefined,
         };
-        job.status = e.status;
-        job.error = e.error === null ? undefined : `${e.error.code}: ${e.error.message}`;
-        if (TERMINAL.has(e.status)) {
-          const now = performance.now();
-          endToEndMs.push(now - first);
-          lastEnd = Math.max(lastEnd, now);
-          job.gpu = e.gpu?.uuid;
-          job.startedAtMs = e.startedAt === null ? undefined : Date.parse(e.startedAt);
-          job.finishedAtMs = e.finishedAt === null ? undefined : Date.parse(e.finishedAt);
-        }
       }
+      if (r?.status !== 429) {
+        if (r !== undefined && r.status < 500) clientErrors.push(`POST: ${r.status} ${JSON.stringify(r.body)}`);
+        break;
+      }
+      retried429++;
+      const afterS = Number(r.headers['retry-after']);
+      if (!Number.isFinite(afterS)) clientErrors.push(`POST: 429 without a Retry-After`);
+      await new Promise((resolve) => setTimeout(resolve, 1000 * (Number.isFinite(afterS) ? afterS : 1)));
     }
+    notSubmitted.push(k);
+    return undefined;
   };
 
-  await Promise.all(Array.from({ length: o.clients }, (_, i) => client(tokens[i % tokens.length]!)));
-  return { durationMs: lastEnd - t0, submitMs, endToEndMs, accepted, fiveXx, clientErrors, retried429 };
+  /** Long-polls `job` until it ends or the deadline passes; false when a request failed. */
+  const follow = async (token: string, job: Accepted): Promise<boolean> => {
+    while (!TERMINAL.has(job.status) && performance.now() < deadline) {
+      const wait = Math.max(1, Math.min(waitSeconds, Math.ceil((deadline - performance.now()) / 1000)));
+      const r = await call(token, 'GET', `/v1/evaluations/${job.id}?wait=${wait}`);
+      if (r?.status !== 200) {
+        if (r !== undefined && r.status < 500)
+          clientErrors.push(`GET ${job.id}: ${r.status} ${JSON.stringify(r.body)}`);
+        return false; // recorded: the job counts as unfinished
+      }
+      const e = r.body as {
+        status: string;
+        error: { code: string; message: string } | null;
+        gpu: { uuid: string } | null;
+        startedAt: string | null;
+        finishedAt: string | null;
+      };
+      job.status = e.status;
+      job.error = e.error === null ? undefined : `${e.error.code}: ${e.error.message}`;
+      job.gpu = e.gpu?.uuid;
+      job.startedAtMs = e.startedAt === null ? undefined : Date.parse(e.startedAt);
+      job.finishedAtMs = e.finishedAt === null ? undefined : Date.parse(e.finishedAt);
+    }
+    return TERMINAL.has(job.status);
+  };
+
+  const client = async (i: number): Promise<void> => {
+    const token = tokens[i]!;
+    const mine: number[] = [];
+    for (let k = i; k < o.jobs; k += o.clients) mine.push(k);
+    const openJobs: Accepted[] = [];
+    let submitting = true;
+    let toPoller = signal();
+    let toSubmitter = signal();
+
+    const submitter = async (): Promise<void> => {
+      for (const k of mine) {
+        await sleepUntil(t0 + (k * o.submitWindowMs) / o.jobs);
+        while (openJobs.length >= maxOpenPerClient && performance.now() < submitDeadline) {
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<void>(
+            (resolve) => (timer = setTimeout(resolve, submitDeadline - performance.now())),
+          );
+          await Promise.race([toSubmitter.wait, late]);
+          clearTimeout(timer);
+          toSubmitter = signal();
+        }
+        const job = openJobs.length < maxOpenPerClient ? await submit(token, k) : undefined;
+        if (job === undefined) {
+          if (!notSubmitted.includes(k)) notSubmitted.push(k);
+          continue;
+        }
+        accepted.push(job);
+        openJobs.push(job);
+        maxOpen = Math.max(maxOpen, ++open);
+        toPoller.wake();
+      }
+      submitting = false;
+      toPoller.wake();
+    };
+
+    const poller = async (): Promise<void> => {
+      for (;;) {
+        const job = openJobs[0];
+        if (job === undefined) {
+          if (!submitting) return;
+          await toPoller.wait;
+          toPoller = signal();
+          continue;
+        }
+        const ended = await follow(token, job);
+        openJobs.shift();
+        open--;
+        toSubmitter.wake();
+        // A failed request or the deadline: what is still open counts as unfinished.
+        if (!ended && performance.now() >= deadline) return;
+      }
+    };
+
+    await Promise.all([submitter(), poller()]);
+  };
+
+  await Promise.all(Array.from({ length: o.clients }, (_, i) => client(i)));
+  return {
+    t0WallMs,
+    submitPhaseMs: lastAccepted - t0,
+    submitMs,
+    accepted,
+    notSubmitted: notSubmitted.sort((a, b) => a - b),
+    fiveXx,
+    clientErrors,
+    retried429,
+    maxOpen,
+    maxOpenPerClient,
+  };
 }
 
 /** The report's failed checks, one line each; [] when the run met every one. */
 export function failedChecks(r: LoadReport): string[] {
   const list = (name: string, items: readonly unknown[]): string[] =>
     items.length === 0 ? [] : [`${name} (${items.length}): ${items.slice(0, 5).map(String).join('; ')}`];
+  const o = r.options;
   return [
-    ...(r.accepted === r.options.jobs ? [] : [`accepted ${r.accepted} of ${r.options.jobs} jobs`]),
+    ...(r.accepted === o.jobs ? [] : [`accepted ${r.accepted} of ${o.jobs} jobs`]),
+    ...list(`not accepted within ${o.submitDeadlineMs} ms`, r.notSubmitted),
     ...list('5xx responses', r.fiveXx),
     ...list('client errors', r.clientErrors),
-    ...list('not ended by the deadline', r.unfinished),
+    ...list(`not ended within ${o.deadlineMs} ms`, r.unfinished),
     ...list('ended otherwise than succeeded', r.notSucceeded),
     ...list("'done' not exactly once", r.doneNotOnce),
     ...list('not run exactly once by a worker', r.runNotOnce),
+    ...list('workers that ran more than one job', r.workersReused),
     ...list('two jobs at once on a GPU (workers)', r.workerOverlaps),
     ...list('two jobs at once on a GPU (leases)', r.leaseOverlaps),
-    ...list('workers alive after the server exited', r.orphans),
+    ...list('workers or the forker alive after the server exited', r.orphans),
     ...(r.server.exit.code === 0 ? [] : [`the server exited with ${JSON.stringify(r.server.exit)} after SIGTERM`]),
   ];
 }

@@ -25,6 +25,8 @@ export interface ServerConfig {
   submitsPerMinute: number;
   /** Device bytes a job's buffers may declare in all; undefined: a quarter of the smallest GPU's memory. */
   maxDeviceBytes: number | undefined;
+  /** The problem registry's directory (operator-installed references), or undefined for none. */
+  problemsDir: string | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -51,6 +53,8 @@ Options (each also as an environment variable, e.g. --data-dir as CUDAKIT_SERVER
   --submits-per-minute <n>   submissions per token per minute (default 60)
   --max-device-bytes <n>     device bytes a job's buffers may declare in all (default: a quarter of the
                              smallest GPU's memory)
+  --problems-dir <dir>       installed reference problems, one folder each (jobs name them as
+                             reference: { problem }; default none)
   --log-level <level>        fatal, error, warn, info (default), debug, trace, silent
   -h, --help                 this text
 `;
@@ -67,6 +71,7 @@ const OPTIONS = {
   'drain-seconds': { type: 'string' },
   'submits-per-minute': { type: 'string' },
   'max-device-bytes': { type: 'string' },
+  'problems-dir': { type: 'string' },
   'log-level': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -161,6 +166,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   const submitsPerMinute = number('submits-per-minute', 60, 1, 100_000, true);
   const maxDeviceBytes =
     get('max-device-bytes') === undefined ? undefined : number('max-device-bytes', 0, 1, Number.MAX_SAFE_INTEGER, true);
+  const problemsRaw = get('problems-dir');
+  const problemsDir = problemsRaw === undefined ? undefined : resolve(problemsRaw.value);
   const logLevel = choice('log-level', 'info', LOG_LEVELS);
 
   if (tokensFile === undefined && !isLoopbackHost(host)) {
@@ -182,6 +189,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
     drainSeconds,
     submitsPerMinute,
     maxDeviceBytes,
+    problemsDir,
     logLevel,
   };
 }

@@ -14,6 +14,7 @@ import { ConfigError, USAGE, parseConfig, type ServerConfig } from './config.js'
 import { workerScript } from './gpu/child.js';
 import { LocalGpuPool, runProbe } from './gpu/local-pool.js';
 import { EmbeddedQueue } from './queue/embedded.js';
+import { ProblemRegistry } from './problems.js';
 import { EvalService, type ServiceLog } from './service.js';
 import { SqliteJobStore } from './store/sqlite.js';
 
@@ -25,6 +26,7 @@ function fail(message: string, code: number): number {
 export async function main(argv: readonly string[]): Promise<number> {
   let config: ServerConfig | 'help';
   let tokens: TokenEntry[] | undefined;
+  let problems: ProblemRegistry;
   try {
     config = parseConfig(argv, process.env);
     if (config === 'help') {
@@ -32,8 +34,9 @@ export async function main(argv: readonly string[]): Promise<number> {
       return 0;
     }
     tokens = config.tokensFile === undefined ? undefined : loadTokens(config.tokensFile);
+    problems = config.problemsDir === undefined ? ProblemRegistry.empty() : ProblemRegistry.load(config.problemsDir);
   } catch (e) {
-    // A bad flag or tokens file: the usage error's exit code.
+    // A bad flag, tokens file or problem registry: the usage error's exit code.
     return fail((e as Error).message, 2);
   }
 
@@ -66,6 +69,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     retentionDays: config.retentionDays,
     log,
     gpuMemory,
+    problems,
     ...(config.maxDeviceBytes === undefined ? {} : { limits: { maxDeviceBytes: config.maxDeviceBytes } }),
   });
   app = await buildApp({

@@ -23,7 +23,7 @@ const JS_REFERENCE_FILES = ['reference.mjs', 'reference.js'] as const;
 export interface ProblemInfo {
   name: string;
   description: string;
-  args: readonly unknown[];
+  args: unknown[];
   reference: 'cuda' | 'javascript';
   bytes?: number;
   flops?: number;

@@ -16,6 +16,7 @@ import {
   type GpuMemory,
 } from './admission.js';
 import { jobDeadlines } from './gpu/deadlines.js';
+import { ProblemRegistry } from './problems.js';
 import type { GpuPool, SlotInfo, SlotLease, SlotOutcome } from './gpu/pool.js';
 import type { Deadlines } from './gpu/protocol.js';
 import { type JobQueue, type QueuedJob, queuedJobOf } from './queue/queue.js';
@@ -78,6 +79,8 @@ export interface ServiceConfig {
   now?: () => number;
   /** maxDeviceBytes given here is the cap; without it, a quarter of the smallest GPU's memory in `gpuMemory`. */
   limits?: Partial<ServiceLimits>;
+  /** References the operator installed (jobs name them as reference: { problem }). Default none. */
+  problems?: ProblemRegistry;
   /** The GPUs' memory, as the probe reports it (only those in the pool count). Default: none known (8 GiB cap). */
   gpuMemory?: readonly GpuMemory[];
   /** The per-phase limits a run gets. Default gpu/deadlines.ts's jobDeadlines within the job's timeoutSeconds. */
@@ -145,6 +148,7 @@ export class EvalService {
   readonly #progressIntervalMs: number;
   readonly #log: ServiceLog;
   readonly #gpuMemory: readonly GpuMemory[];
+  readonly problems: ProblemRegistry;
   /** limits.maxDeviceBytes was configured: it applies whatever the GPUs. */
   readonly #deviceCapConfigured: boolean;
 
@@ -180,6 +184,7 @@ export class EvalService {
     this.#progressIntervalMs = config.progressIntervalMs ?? 250;
     this.#log = config.log ?? silentLog;
     this.#gpuMemory = config.gpuMemory ?? [];
+    this.problems = config.problems ?? ProblemRegistry.empty();
     this.#deviceCapConfigured = config.limits?.maxDeviceBytes !== undefined;
   }
 
@@ -246,7 +251,12 @@ export class EvalService {
     if (!this.#accepting) {
       throw new ServiceError(503, 'SHUTTING_DOWN', 'The server is shutting down and takes no new evaluations', 30);
     }
-    const { job: rawJob, options } = splitBody(body);
+    const split = splitBody(body);
+    const options: ServiceOptions = split.options;
+    // A registry problem gives the job its args and reference before anything checks them.
+    const { job: rawJob, problem } = this.problems.expand(split.job);
+    const referenceModule = problem === undefined ? undefined : this.problems.modulePath(problem);
+    if (referenceModule !== undefined) options.referenceModule = referenceModule;
     const problems = admissionProblems(rawJob, this.#admissionLimits());
     if (problems.length > 0) throw new InvalidJobError(problems);
     let job: EvalJob;
@@ -591,7 +601,10 @@ export class EvalService {
       },
     };
     const salt = randomBytes(16).toString('hex');
-    const outcomePromise = lease.run(id, record.job, salt, this.#deadlines(record.job, record.options), hooks);
+    const { deviceMetrics, referenceModule } = record.options;
+    const extras = { deviceMetrics, ...(referenceModule === undefined ? {} : { referenceModule }) };
+    const deadlines = this.#deadlines(record.job, record.options);
+    const outcomePromise = lease.run(id, record.job, salt, deadlines, hooks, extras);
     active.running = true;
     // A DELETE while it was starting, or a store that no longer has it queued: the slot is leased, so the job runs
     // and is stopped at once (a lease has no other way back).

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type EvalJob, Program, parseArgSpecs, profile, profileJob } from '../../lib/index.js';
+import { Device, type EvalJob, Program, parseArgSpecs, profile, profileJob } from '../../lib/index.js';
 import { findNcu } from '../../lib/measure/profile.js';
 import { cli, describeGpu } from '../helpers.js';
 
@@ -32,7 +32,7 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describeGpu('profile', () => {
-  it('a 64 MiB copy: DRAM bytes read and written each within ±10 % of the buffer, in every group', async (ctx) => {
+  it('a 64 MiB copy: DRAM reads within ±10 % of the buffer, writes short by at most L2, every group', async (ctx) => {
     if (ncu === undefined) ctx.skip(NO_NCU);
     const code = new Program(COPY).compile();
     const r = await profile({ code, kernel: 'copy', config: { grid: N / 256, block: 256 }, io: parseArgSpecs(ARGS) });
@@ -43,7 +43,10 @@ describeGpu('profile', () => {
     const written = m.metrics['dram__bytes_write.sum']!;
     expect(read.unit).toBe('byte');
     expect(Math.abs((read.value as number) / BYTES - 1), `read ${read.value} of ${BYTES}`).toBeLessThan(0.1);
-    expect(Math.abs((written.value as number) / BYTES - 1), `written ${written.value} of ${BYTES}`).toBeLessThan(0.1);
+    // Writes still in L2 when the kernel ends reach DRAM after it: up to the L2's size is not counted.
+    const l2Bytes = Device.get(0).l2CacheBytes;
+    expect(written.value as number, `written of ${BYTES}, L2 ${l2Bytes}`).toBeGreaterThanOrEqual(BYTES - l2Bytes);
+    expect(written.value as number, `written of ${BYTES}`).toBeLessThanOrEqual(1.1 * BYTES);
     expect(m.metrics['launch__grid_size']?.value).toBe(N / 256);
     expect(m.metrics['launch__block_size']?.value).toBe(256);
     expect(m.groups.memory!['dram__bytes_read.sum']).toEqual(read);
@@ -64,7 +67,8 @@ describeGpu('profile', () => {
     expect(r.failure, r.warnings.join('\n')).toBeUndefined();
     const symbol = new Program(COPY).compile({ nameExpressions: ['copy_t<float>'] }).loweredNames['copy_t<float>'];
     expect(symbol).toMatch(/^_Z6copy_tIfEv/);
-    expect(r.deviceMetrics!.kernel).toBe(symbol);
+    // ncu names it demangled; the filter matched the mangled symbol exactly (only this kernel launched it).
+    expect(r.deviceMetrics!.kernel).toMatch(/^void copy_t<float>\(/);
     expect(r.deviceMetrics!.metrics['launch__grid_size']?.value).toBe(N / 512);
     expect(r.deviceMetrics!.metrics['launch__block_size']?.value).toBe(512);
     expect(Object.keys(r.deviceMetrics!.metrics).sort()).toEqual([

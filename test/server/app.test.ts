@@ -3,12 +3,15 @@
 // status codes and shapes, auth and scopes, principal isolation, idempotency, body limits (compressed bodies counted
 // inflated), 503 without a GPU after validation, the OpenAPI document, the long-poll, server-sent events with
 // Last-Event-ID, metrics; and that the API process never loads the CUDA addon.
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { buildApp, type App, type AppDeps } from '../../server/src/api/app.js';
 import { parseTokens, tokenDigest } from '../../server/src/api/auth.js';
+import { ProblemRegistry } from '../../server/src/problems.js';
 import type { EvalService } from '../../server/src/service.js';
 import { fakeGpus, passedReport, type FakePool } from './fake-pool.js';
 import { body, settled, setup, until } from './helpers.js';
@@ -495,6 +498,18 @@ describe('GET /v1/evaluations', () => {
 });
 
 describe('operations', () => {
+  it('sheds load with 503 UNDER_PRESSURE in the error shape, /readyz included (never a 500)', async () => {
+    const { app } = await harness({ underPressure: { maxHeapUsedBytes: 1, sampleInterval: 5 } });
+    let ready = await app.inject({ method: 'GET', url: '/readyz' });
+    await until(async () => {
+      ready = await app.inject({ method: 'GET', url: '/readyz' });
+      return ready.statusCode !== 200;
+    });
+    expect(expectError(ready, 503, 'UNDER_PRESSURE').message).toContain('The server is overloaded (heapUsedBytes');
+    expect(ready.headers['retry-after']).toBe('10');
+    expectError(await submit(app, 'alice'), 503, 'UNDER_PRESSURE');
+  });
+
   it('/v1/gpus, /v1/health, /healthz, /readyz', async () => {
     const { app, service, pool } = await harness();
     const gpus = (await app.inject({ method: 'GET', url: '/v1/gpus', headers: auth('alice') })).json();
@@ -644,6 +659,7 @@ describe('operations', () => {
         'GET /v1/evaluations/{id}/events',
         'GET /v1/gpus',
         'POST /v1/gpus/{uuid}/reprobe',
+        'GET /v1/problems',
         'GET /v1/health',
         'GET /healthz',
         'GET /readyz',
@@ -695,6 +711,75 @@ describe('operations', () => {
   it('answers unknown routes 404 in the one error shape', async () => {
     const { app } = await harness();
     expectError(await app.inject({ method: 'GET', url: '/v2/nothing' }), 404, 'NOT_FOUND');
+  });
+});
+
+describe('the problem registry through the API', () => {
+  function registryDir(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'cudakit-api-problems-'));
+    mkdirSync(join(dir, 'fill'));
+    writeFileSync(
+      join(dir, 'fill', 'problem.json'),
+      JSON.stringify({ description: 'y = 1', args: ['y@ptr:f32[32]:out', 'n@i32=32'], timing: { bytes: 128 } }),
+    );
+    writeFileSync(join(dir, 'fill', 'reference.mjs'), 'export const reference = ([y]) => y.fill(1);\n');
+    return dir;
+  }
+
+  it('lists the problems, runs a job on one with its args, and hands the worker its reference module', async () => {
+    const dir = registryDir();
+    try {
+      const { app, pool } = await harness({ problems: ProblemRegistry.load(dir) });
+      const list = await app.inject({ method: 'GET', url: '/v1/problems', headers: auth('alice') });
+      expect(list.statusCode).toBe(200);
+      expect(list.json()).toEqual({
+        problems: [
+          {
+            name: 'fill',
+            description: 'y = 1',
+            args: ['y@ptr:f32[32]:out', 'n@i32=32'],
+            reference: 'javascript',
+            bytes: 128,
+          },
+        ],
+      });
+      const { args: _ignored, ...withoutArgs } = body('pass');
+      const res = await submit(app, 'alice', { ...withoutArgs, reference: { problem: 'fill' }, deviceMetrics: true });
+      expect(res.statusCode).toBe(202);
+      await until(() => pool.runs.length === 1);
+      const run = pool.runs[0]!;
+      expect(run.job.args).toEqual(['y@ptr:f32[32]:out', 'n@i32=32']);
+      expect(run.job.reference).toBeUndefined();
+      expect(run.job.timing).toMatchObject({ bytes: 128 });
+      expect(run.extras).toEqual({ deviceMetrics: true, referenceModule: join(dir, 'fill', 'reference.mjs') });
+
+      const unknown = await submit(app, 'alice', { ...withoutArgs, reference: { problem: 'gemm' } });
+      const e = expectError(unknown, 400, 'ERR_INVALID_JOB');
+      expect(e.details).toContainEqual({
+        path: 'body.reference.problem',
+        message: expect.stringContaining("received 'gemm' (installed: fill)"),
+      });
+      const withArgs = await submit(app, 'alice', { ...body('pass'), reference: { problem: 'fill' } });
+      expect(expectError(withArgs, 400, 'ERR_INVALID_JOB').details).toContainEqual({
+        path: 'body.args',
+        message: expect.stringContaining("the problem 'fill' defines them"),
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('without a registry, names none installed; a job without deviceMetrics asks none of its worker', async () => {
+    const { app, pool } = await harness();
+    expect((await app.inject({ method: 'GET', url: '/v1/problems', headers: auth('alice') })).json()).toEqual({
+      problems: [],
+    });
+    const { args: _ignored, ...withoutArgs } = body('pass');
+    const res = await submit(app, 'alice', { ...withoutArgs, reference: { problem: 'fill' } });
+    expect(expectError(res, 400, 'ERR_INVALID_JOB').details![0]!.message).toContain('no problem is installed');
+    expect((await submit(app, 'alice')).statusCode).toBe(202);
+    await until(() => pool.runs.length === 1);
+    expect(pool.runs[0]!.extras).toEqual({ deviceMetrics: false });
   });
 });
 

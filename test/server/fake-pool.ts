@@ -4,7 +4,7 @@
 // records every run's interval per slot, so a test can show that no slot ever ran two jobs at once.
 import type { EvalJob, EvalPhase, EvalReport } from 'cudakit';
 import type { GpuPool, RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from '../../server/src/gpu/pool.js';
-import type { Deadlines } from '../../server/src/gpu/protocol.js';
+import type { Deadlines, JobExtras } from '../../server/src/gpu/protocol.js';
 
 export interface FakeGpu {
   uuid: string;
@@ -25,6 +25,9 @@ export interface FakeRunRecord {
   startMs: number;
   endMs: number | undefined;
   deadlines: Deadlines;
+  /** What the service asked of the worker beside the job. */
+  job: EvalJob;
+  extras: JobExtras | undefined;
   outcome: SlotOutcome | undefined;
 }
 
@@ -197,7 +200,14 @@ export class FakePool implements GpuPool {
     const pool = this;
     return {
       info: { ...slot.info },
-      run(id: string, job: EvalJob, _salt: string, deadlines: Deadlines, hooks: RunHooks): Promise<SlotOutcome> {
+      run(
+        id: string,
+        job: EvalJob,
+        _salt: string,
+        deadlines: Deadlines,
+        hooks: RunHooks,
+        extras?: JobExtras,
+      ): Promise<SlotOutcome> {
         if (used) pool.violations.push(`lease of ${slot.info.uuid} run twice`);
         used = true;
         if (slot.running !== undefined)
@@ -209,6 +219,8 @@ export class FakePool implements GpuPool {
           startMs: performance.now(),
           endMs: undefined,
           deadlines,
+          job,
+          extras,
           outcome: undefined,
         };
         pool.runs.push(record);

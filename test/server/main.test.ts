@@ -3,7 +3,7 @@
 // errors, jobs run by the GPU engineer's fake worker (CUDAKIT_SERVER_WORKER=fake), a process that never maps the CUDA
 // addon, and a SIGTERM drain that exits 0 and leaves the store consistent for the next start.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -141,9 +141,17 @@ describe('configuration', () => {
     const badTokens = await run(['--tokens-file', tokens, '--port', '0', '--data-dir', tempDir()]);
     expect(badTokens.code).toBe(2);
     expect(badTokens.err).toContain(`${tokens}:1: expected the token's sha256`);
+    const problems = tempDir();
+    mkdirSync(join(problems, 'broken'));
+    const badProblems = await run(['--problems-dir', problems, '--port', '0', '--data-dir', tempDir()]);
+    expect(badProblems.code).toBe(2);
+    expect(badProblems.err).toContain(
+      `Problem 'broken' (${join(problems, 'broken', 'problem.json')}): no problem.json`,
+    );
     const help = await run(['--help']);
     expect(help.code).toBe(0);
     expect(help.out).toMatch(/^Usage: cudakit-server/);
+    expect(help.out).toContain('--problems-dir <dir>');
   });
 });
 

@@ -218,6 +218,45 @@ describe('SqliteJobStore on a file', () => {
     await store.close();
     expect((await openStore(file).get(r.id))!.report).toBe(report);
   });
+
+  const T1 = Date.UTC(2026, 10, 23, 12);
+
+  it('stores a large literal once for every job that sends it, and lets it go with the last of them', async () => {
+    const file = newFile();
+    const store = openStore(file);
+    const base64 = Buffer.alloc(3 * 2 ** 20, 9).toString('base64');
+    const withLiteral = (createdAt: number) =>
+      jobRecord({
+        createdAt,
+        job: {
+          ...jobRecord().job,
+          args: [{ kind: 'buffer', dtype: 'u8', length: 3 * 2 ** 20, init: { kind: 'data', base64 } }, 'i32=1'],
+        },
+      });
+    const [a, b] = [withLiteral(T1), withLiteral(T1 + 1)];
+    await store.insert(a);
+    await store.insert(b);
+    const db = new Database(file, { readonly: true });
+    try {
+      const literals = () => db.prepare('SELECT count(*) AS n, sum(length(text)) AS chars FROM literals').get();
+      expect(literals()).toEqual({ n: 1, chars: base64.length });
+      const jobChars = db.prepare('SELECT max(length(job)) AS n FROM jobs').get() as { n: number };
+      expect(jobChars.n).toBeLessThan(4096);
+      expect((await store.get(a.id))!.job).toStrictEqual(a.job);
+      expect((await store.list({ limit: 2 })).items.map((r) => r.job)).toStrictEqual([b.job, a.job]);
+      for (const r of [a, b]) {
+        const cancelled = { status: 'cancelled', verdict: undefined, phase: undefined, report: undefined } as const;
+        await store.finish(r.id, { ...cancelled, error: undefined, atMs: T1 + 5 });
+      }
+      expect(await store.purge(a.id)).toBe(true);
+      expect(literals()).toEqual({ n: 1, chars: base64.length });
+      expect((await store.get(b.id))!.job).toStrictEqual(b.job);
+      expect(await store.deleteFinishedBefore(T1 + 10)).toBe(1);
+      expect(literals()).toEqual({ n: 0, chars: null });
+    } finally {
+      db.close();
+    }
+  });
 });
 
 describe('migrations', () => {
@@ -268,6 +307,7 @@ describe('migrations', () => {
       .all()
       .map((i) => (i as { name: string }).name);
     expect(indexes).toEqual([
+      'job_literals_hash',
       'jobs_finished_at',
       'jobs_idempotency',
       'jobs_principal_id',

@@ -69,7 +69,8 @@ export interface AppDeps {
   /** Comment lines on idle event streams, ms. Default 15000. */
   sseHeartbeatMs?: number;
   /** @fastify/under-pressure's limits, or false to shed no load (tests). Default: 1 s event-loop delay. */
-  underPressure?: { maxEventLoopDelay?: number; maxHeapUsedBytes?: number; maxRssBytes?: number } | false;
+  underPressure?:
+    { maxEventLoopDelay?: number; maxHeapUsedBytes?: number; maxRssBytes?: number; sampleInterval?: number } | false;
   /** Believe X-Forwarded-For (behind a reverse proxy on this host). Default false. */
   trustProxy?: boolean;
   /** How long the compatible synchronous routes wait for a job (tests). Default (maxQueueSeconds + timeout + 10) s. */
@@ -126,6 +127,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       ...deps.underPressure,
       retryAfter: 10,
       pressureHandler: (_request, reply, type, value) => {
+        // A sample window without one sample reads as an infinite delay: the loop was busy for all of it, which at
+        // start-up (modules loading) is no overload. Measured lag, memory and the rest still shed.
+        if (type === 'eventLoopDelay' && value === Infinity) return;
         reply.header('retry-after', '10');
         const message = `The server is overloaded (${String(type)}: ${String(value)}); retry in 10 s`;
         sendError(reply, { statusCode: 503, code: 'UNDER_PRESSURE', error: STATUS_CODES[503]!, message });

@@ -13,6 +13,7 @@ import {
   EventsQuery,
   GetQuery,
   GpuList,
+  ProblemList,
   IdParams,
   ListQuery,
   SUBMIT_BODY_LIMIT_BYTES,
@@ -290,6 +291,21 @@ export function nativeRoutes(app: App, deps: NativeDeps): void {
       gpus: service.slots().map((s) => ({ ...s, lastError: s.lastError ?? null })),
       reason: service.pool.unavailableReason ?? null,
     }),
+  );
+
+  app.get(
+    '/v1/problems',
+    {
+      schema: {
+        summary: 'The installed reference problems',
+        description:
+          "References the operator installed (--problems-dir): a job names one as reference: { problem: '<name>' } " +
+          'and runs with its args; its bytes and flops are the timing defaults.',
+        response: { 200: ProblemList, ...errors(401, 403) },
+      },
+      config: { access: 'read' },
+    },
+    async () => ({ problems: service.problems.list() }),
   );
 
   app.post(

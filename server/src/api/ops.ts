@@ -6,6 +6,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { Type } from 'typebox';
 import type { SlotState } from '../gpu/pool.js';
+import { ErrorBody } from '../schema/native.js';
 import type { EvalService } from '../service.js';
 import type { App } from './app.js';
 
@@ -44,7 +45,8 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
     {
       schema: {
         summary: 'Readiness: taking submissions, store answering, a GPU in service',
-        response: { 200: Ready, 503: Ready },
+        // 503 also when overloaded: then the load-shedding answer, in the error shape.
+        response: { 200: Ready, 503: Type.Union([Ready, ErrorBody]) },
       },
       config: { access: 'open' },
     },

@@ -108,6 +108,7 @@ export class Forker {
     this.#entries.set(key, entry);
     this.#live++;
     this.#send({ t: 'spawn', key, ...request });
+    this.#reref(); // unreferenced since its last child exited, the forker would not keep this process up for this one
     return {
       get pid() {
         return entry.pid;

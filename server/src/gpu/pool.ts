@@ -3,7 +3,7 @@
 // child at a time. gpu/slot.ts implements a slot, gpu/local-pool.ts the pool of this host's GPUs (found by a probe
 // child: the API process never loads the addon).
 import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
-import type { Deadlines, DeviceFacts } from './protocol.js';
+import type { Deadlines, DeviceFacts, JobExtras } from './protocol.js';
 
 export type SlotState = 'starting' | 'idle' | 'busy' | 'restarting' | 'quarantined';
 
@@ -49,7 +49,14 @@ export interface RunHooks {
 export interface SlotLease {
   readonly info: SlotInfo;
   /** Runs the job on the leased slot's ready child; resolves with how it ended, never rejects. */
-  run(id: string, job: EvalJob, seedSalt: string, deadlines: Deadlines, hooks: RunHooks): Promise<SlotOutcome>;
+  run(
+    id: string,
+    job: EvalJob,
+    seedSalt: string,
+    deadlines: Deadlines,
+    hooks: RunHooks,
+    extras?: JobExtras,
+  ): Promise<SlotOutcome>;
   /** Kills the child running this lease's job (the run resolves with 'cancelled'). */
   cancel(): void;
 }

@@ -29,9 +29,17 @@ export interface Deadlines {
   phaseMs: Partial<Record<EvalPhase | 'profile', number>>;
 }
 
+/** What a job asks of its worker beyond evaluate(job): the service's options that reach the worker. */
+export interface JobExtras {
+  /** Nsight Compute's metrics of one more launch after the timing (never timed). */
+  deviceMetrics?: boolean;
+  /** An operator-installed JavaScript reference (the problem registry's module), imported by the worker. */
+  referenceModule?: string;
+}
+
 export type ParentMessage =
   /** Run this job now. `seedSalt` is secret: the inputs' seed is the job's public seed mixed with it. */
-  | { v: 1; t: 'job'; id: string; job: EvalJob; seedSalt: string; deadlines: Deadlines }
+  | { v: 1; t: 'job'; id: string; job: EvalJob; seedSalt: string; deadlines: Deadlines; extras?: JobExtras }
   /** Finish nothing more and exit (a warm worker between jobs, or a drain). */
   | { v: 1; t: 'shutdown' };
 

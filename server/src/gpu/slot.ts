@@ -28,7 +28,7 @@ import {
 } from './child.js';
 import { type GpuReleased, gpuReleasedBySmi } from './nvidia-smi.js';
 import type { RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from './pool.js';
-import { type ChildMessage, type Deadlines, type DeviceFacts, isChildMessage } from './protocol.js';
+import { type ChildMessage, type Deadlines, type DeviceFacts, type JobExtras, isChildMessage } from './protocol.js';
 
 export type Isolation = 'process' | 'warm';
 
@@ -209,7 +209,8 @@ export class GpuSlot {
       get info() {
         return info();
       },
-      run: (id, job, seedSalt, deadlines, hooks) => this.#run(record, id, job, seedSalt, deadlines, hooks),
+      run: (id, job, seedSalt, deadlines, hooks, extras) =>
+        this.#run(record, id, job, seedSalt, deadlines, hooks, extras),
       cancel: () => this.#cancel(record),
     };
   }
@@ -419,6 +420,7 @@ export class GpuSlot {
     seedSalt: string,
     deadlines: Deadlines,
     hooks: RunHooks,
+    extras: JobExtras | undefined,
   ): Promise<SlotOutcome> {
     if (lease.cancelled) return Promise.resolve({ kind: 'cancelled' });
     if (lease.used || lease !== this.#lease) return Promise.reject(new Error('a slot lease runs one job'));
@@ -453,7 +455,7 @@ export class GpuSlot {
       child.jobs++;
       child.onMessage = (m) => this.#message(active, m);
       child.onExit = () => void this.#crashed(active);
-      child.send({ v: 1, t: 'job', id, job, seedSalt, deadlines });
+      child.send({ v: 1, t: 'job', id, job, seedSalt, deadlines, ...(extras === undefined ? {} : { extras }) });
       active.jobTimer = setTimeout(() => this.#expire(active, 'job', deadlines.jobMs), timerMs(deadlines.jobMs));
       // Process per job: the next child starts now, so it is ready when this one is done.
       if (this.#isolation === 'process') this.#spare = this.#readyChild();

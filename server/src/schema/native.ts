@@ -82,7 +82,9 @@ export const SubmitBody = Type.Object(
     cooperative: Type.Optional(Type.Boolean()),
     clusterDim: Type.Optional(Dim3),
     signature: Type.Optional(Type.Array(Type.Unknown(), { maxItems: ARGS_MAX })),
-    args: Type.Array(Arg, { maxItems: ARGS_MAX }),
+    args: Type.Optional(
+      Type.Array(Arg, { maxItems: ARGS_MAX, description: 'Required, unless reference names a problem (its args)' }),
+    ),
     reference: Type.Optional(KernelRef),
     compare: Type.Optional(KernelRef),
     check: Type.Optional(Type.Object({}, { additionalProperties: true })),
@@ -282,6 +284,19 @@ export const GpuList = Type.Object({
 });
 
 /** Every error of the native routes: Fastify's shape, plus where in the request each problem is. */
+export const ProblemList = Type.Object({
+  problems: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      description: Type.String(),
+      args: Type.Array(Type.Unknown(), { description: 'The argspecs a job naming this problem runs with' }),
+      reference: Type.Union([Type.Literal('cuda'), Type.Literal('javascript')]),
+      bytes: Type.Optional(Type.Number()),
+      flops: Type.Optional(Type.Number()),
+    }),
+  ),
+});
+
 export const ErrorBody = Type.Object({
   statusCode: Type.Integer(),
   code: Type.String(),

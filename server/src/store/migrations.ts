@@ -66,6 +66,25 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX jobs_finished_at ON jobs (finished_at_ms) WHERE finished_at_ms IS NOT NULL;
     `,
   },
+  {
+    version: 4,
+    name: 'large literals stored once by hash',
+    // A job's large strings (store/literals.ts) live in literals, once per content; job_literals says where in
+    // which job. A literal goes when its last job does (purge, retention).
+    sql: `
+      CREATE TABLE literals (
+        hash TEXT PRIMARY KEY,
+        text TEXT NOT NULL
+      ) STRICT, WITHOUT ROWID;
+      CREATE TABLE job_literals (
+        job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+        path   TEXT NOT NULL,
+        hash   TEXT NOT NULL REFERENCES literals (hash),
+        PRIMARY KEY (job_id, path)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX job_literals_hash ON job_literals (hash);
+    `,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import type { EvalJob, EvalPhase } from 'cudakit';
 import type { Verdict } from '../verdict.js';
 import { checkListFilter, checkSeq, closedError, duplicateJobError, missingJobError, zeroCounts } from './common.js';
+import { joinLiterals, splitLiterals } from './literals.js';
 import { migrate, schemaVersion } from './migrations.js';
 import {
   INTERRUPTED_ERROR,
@@ -112,6 +113,12 @@ function statements(db: Database.Database) {
     events: db.prepare('SELECT seq, type, data, at_ms FROM job_events WHERE job_id = ? AND seq > ? ORDER BY seq'),
     counts: db.prepare('SELECT status, count(*) AS n FROM jobs GROUP BY status'),
     meanCreatedAt: db.prepare('SELECT avg(created_at_ms) AS mean FROM jobs'),
+    insertLiteral: db.prepare('INSERT OR IGNORE INTO literals (hash, text) VALUES (?, ?)'),
+    insertJobLiteral: db.prepare('INSERT INTO job_literals (job_id, path, hash) VALUES (?, ?, ?)'),
+    jobLiterals: db.prepare(`
+      SELECT jl.path, l.text FROM job_literals jl JOIN literals l ON l.hash = jl.hash WHERE jl.job_id = ?`),
+    deleteOrphanLiterals: db.prepare(`
+      DELETE FROM literals WHERE NOT EXISTS (SELECT 1 FROM job_literals jl WHERE jl.hash = literals.hash)`),
   };
 }
 
@@ -176,8 +183,15 @@ export class SqliteJobStore implements JobStore {
 
   async insert(record: JobRecord): Promise<void> {
     this.#live();
+    const { json, literals } = splitLiterals(record.job);
     try {
-      this.#sql.insert.run(toRow(record));
+      this.#db.transaction(() => {
+        this.#sql.insert.run({ ...toRow(record), job: json });
+        for (const l of literals) {
+          this.#sql.insertLiteral.run(l.hash, l.text);
+          this.#sql.insertJobLiteral.run(record.id, l.path, l.hash);
+        }
+      })();
     } catch (e) {
       if (e instanceof Database.SqliteError && e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
         throw duplicateJobError(record.id);
@@ -189,13 +203,13 @@ export class SqliteJobStore implements JobStore {
   async get(id: string): Promise<JobRecord | undefined> {
     this.#live();
     const row = this.#sql.get.get(id) as JobRow | undefined;
-    return row && fromRow(row);
+    return row && this.#fromRow(row);
   }
 
   async findByIdempotencyKey(principal: string, key: string, notBeforeMs: number): Promise<JobRecord | undefined> {
     this.#live();
     const row = this.#sql.byIdempotencyKey.get(principal, key, notBeforeMs) as JobRow | undefined;
-    return row && fromRow(row);
+    return row && this.#fromRow(row);
   }
 
   async list(filter: ListFilter): Promise<{ items: JobRecord[]; next: string | undefined }> {
@@ -222,13 +236,13 @@ export class SqliteJobStore implements JobStore {
     }
     // One row past the page says whether there is a next page, without a count.
     const rows = statement.all(params) as JobRow[];
-    const items = rows.slice(0, filter.limit).map(fromRow);
+    const items = rows.slice(0, filter.limit).map((row) => this.#fromRow(row));
     return { items, next: rows.length > filter.limit ? items[items.length - 1]!.id : undefined };
   }
 
   async queued(): Promise<JobRecord[]> {
     this.#live();
-    return (this.#sql.queued.all() as JobRow[]).map(fromRow);
+    return (this.#sql.queued.all() as JobRow[]).map((row) => this.#fromRow(row));
   }
 
   async markRunning(id: string, gpuUuid: string, atMs: number): Promise<boolean> {
@@ -263,12 +277,28 @@ export class SqliteJobStore implements JobStore {
 
   async purge(id: string): Promise<boolean> {
     this.#live();
-    return this.#sql.purge.run(id).changes === 1;
+    return this.#db.transaction(() => {
+      const purged = this.#sql.purge.run(id).changes === 1;
+      if (purged) this.#sql.deleteOrphanLiterals.run();
+      return purged;
+    })();
   }
 
   async deleteFinishedBefore(atMs: number): Promise<number> {
     this.#live();
-    return this.#sql.deleteFinishedBefore.run(atMs).changes;
+    return this.#db.transaction(() => {
+      const deleted = this.#sql.deleteFinishedBefore.run(atMs).changes;
+      if (deleted > 0) this.#sql.deleteOrphanLiterals.run();
+      return deleted;
+    })();
+  }
+
+  /** The record of `row`, its large literals put back (store/literals.ts). */
+  #fromRow(row: JobRow): JobRecord {
+    const literals = this.#sql.jobLiterals.all(row.id) as { path: string; text: string }[];
+    const record = fromRow(row);
+    if (literals.length > 0) record.job = joinLiterals(row.job, literals) as EvalJob;
+    return record;
   }
 
   async appendEvent(event: Omit<JobEvent, 'seq'>): Promise<JobEvent> {

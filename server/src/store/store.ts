@@ -19,6 +19,8 @@ export interface ServiceOptions {
   /** 'any', or a GPU class ('H200', 'sm_90'): a timing only means something on the class asked for. */
   gpu: string;
   deviceMetrics: boolean;
+  /** The JavaScript reference module of the job's registry problem, for its worker to import. */
+  referenceModule?: string;
 }
 
 export interface JobRecord {

@@ -48,8 +48,8 @@ onParentMessage((m) => {
       const { report, device } = await runJob(m.job, m.seedSalt, {
         signal: job.abort.signal,
         zeroOnFree: warm,
-        // The service's deviceMetrics option, when the job message carries it beside the job.
-        deviceMetrics: (m as { deviceMetrics?: unknown }).deviceMetrics === true,
+        deviceMetrics: m.extras?.deviceMetrics === true,
+        ...(m.extras?.referenceModule === undefined ? {} : { referenceModule: m.extras.referenceModule }),
         deadlines: m.deadlines,
         receivedAtMs,
         onPhase: (phase) => void send({ v, t: 'phase', id: m.id, phase, atMs: Date.now() }),

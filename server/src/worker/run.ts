@@ -16,6 +16,7 @@ import {
   formatJson,
   profileJob,
 } from 'cudakit';
+import { importJsReference } from '../problems.js';
 import type { Deadlines, DeviceFacts } from '../gpu/protocol.js';
 import { deviceFacts } from './facts.js';
 
@@ -35,6 +36,8 @@ export interface RunJobOptions {
   /** The job's deadlines and when the job arrived (Date.now()): profiling ends before the parent's deadlines. */
   deadlines?: Deadlines;
   receivedAtMs?: number;
+  /** An operator-installed JavaScript reference module (the problem registry's): the job's reference. */
+  referenceModule?: string;
   /** profileJob, or a stand-in. */
   profile?: (job: EvalJob, options: ProfileJobOptions) => Promise<ProfileResult>;
 }
@@ -82,8 +85,11 @@ export async function runJob(
 ): Promise<{ report: WorkerReport; device: DeviceFacts | undefined }> {
   const { signal, onPhase, onProgress, zeroOnFree = false } = options;
   const run = prepareForRun(job, seedSalt, zeroOnFree);
+  const reference =
+    options.referenceModule === undefined ? undefined : await importJsReference(options.referenceModule);
   let report: WorkerReport = await evaluate(run, {
     ...(signal === undefined ? {} : { signal }),
+    ...(reference === undefined ? {} : { reference }),
     onProgress: (p) => {
       if (p.kind === 'phase') onPhase?.(p.phase);
       else onProgress?.(p);
