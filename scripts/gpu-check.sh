@@ -18,6 +18,10 @@ summary() {
       `${process.argv[2]}: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ` +
         `${(r.numPendingTests ?? 0) + (r.numTodoTests ?? 0)} skipped`,
     );
+    // A file that fails to load has no tests to count: name it, or a broken file reads as a green run.
+    for (const f of r.testResults)
+      if (f.status === "failed" && f.assertionResults.every((t) => t.status !== "failed"))
+        console.log("  FAILED FILE:", f.name, "\n   ", (f.message ?? "").split("\n").slice(0, 6).join("\n    "));
     for (const f of r.testResults)
       for (const t of f.assertionResults)
         if (t.status === "failed")

@@ -71,12 +71,12 @@ const SAXPY_REF_SOURCE = `extern "C" __global__ void saxpy_ref(float a, const fl
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = a * x[i] + y[i];
 }
 `;
-// A volatile read every iteration: the loop cannot be optimised away, and no kernel launch ever returns.
+// clock64() is never negative in practice: the loop never ends, and the compiler cannot drop it (a loop on a
+// volatile local can be: an infinite loop without side effects is undefined behaviour in C++).
 const SPIN_SOURCE = `extern "C" __global__ void spin(float* y) {
-  volatile int forever = 1;
-  while (forever) {
-  }
-  y[threadIdx.x] = 0.0f;
+  long long t = 0;
+  while (t >= 0) t = clock64();
+  y[threadIdx.x] = (float)t;
 }
 `;
 

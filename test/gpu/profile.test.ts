@@ -53,9 +53,11 @@ describeGpu('profile', () => {
     for (const g of ['speedOfLight', 'memory', 'compute', 'occupancy', 'launch', 'stalls', 'scheduler'] as const) {
       expect(Object.keys(m.groups[g] ?? {}).length, g).toBeGreaterThan(0);
     }
-    // A memory-bound copy: most of the DRAM's bandwidth, little of the SMs'.
+    // A memory-bound copy: more of the DRAM's bandwidth than of the SMs' throughput.
     const dram = m.metrics['dram__throughput.avg.pct_of_peak_sustained_elapsed']!.value as number;
-    expect(dram).toBeGreaterThan(50);
+    const sm = m.metrics['sm__throughput.avg.pct_of_peak_sustained_elapsed']!.value as number;
+    expect(dram).toBeGreaterThan(30);
+    expect(dram).toBeGreaterThan(sm);
     // Metrics this GPU lacks are left out and named, never silently.
     expect(r.warnings.length).toBe(m.unavailable.length > 0 ? 1 : 0);
   });

@@ -576,18 +576,29 @@ export class GpuSlot {
     this.#child = undefined;
     this.#setState('restarting');
     const epoch = this.#epoch;
-    let forced = false;
-    if (!(await child.waitExit(this.#o.exitGraceMs))) {
-      forced = true;
-      child.kill();
-      if (!(await child.waitExit(this.#o.killWaitMs))) {
-        if (epoch === this.#epoch) this.#quarantine(`worker ${child.pid} did not exit after SIGKILL`);
-        return;
-      }
-    } else {
+    // The pre-started child takes over now, not once this one has exited: tearing a CUDA context down takes tens of
+    // ms, and the next job begins on the CPU (validation, NVRTC) and times its kernel long after. A child that does
+    // not exit within the grace is killed, and the slot is quarantined when the GPU keeps it or it cannot be killed.
+    const spare = this.#spare;
+    this.#spare = undefined;
+    const nextReady = this.#bringUp(spare);
+    if (await child.waitExit(this.#o.exitGraceMs)) {
       child.kill(); // anything it left running in its group
+      return nextReady;
     }
-    if (epoch === this.#epoch) await this.#replace(child, forced);
+    child.kill();
+    const killed = await child.waitExit(this.#o.killWaitMs);
+    await nextReady;
+    if (epoch !== this.#epoch) return;
+    if (!killed) {
+      this.#quarantine(`worker ${child.pid} did not exit after SIGKILL`);
+      return;
+    }
+    if (child.pid !== undefined && !(await this.#released(child.pid, this.#o.releaseTimeoutMs))) {
+      if (epoch !== this.#epoch) return;
+      this.#heldPid = child.pid;
+      this.#quarantine(`the GPU still lists the killed worker's PID ${child.pid} after ${this.#o.releaseTimeoutMs} ms`);
+    }
   }
 
   /** After a kill or a crash: the lease is over; the slot replaces the child (or is quarantined or stopping). */
