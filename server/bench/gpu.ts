@@ -25,6 +25,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { ROOT, type ServerProcess, buildFakeWorker, startServer } from './binary.js';
 import type { EvaluateTimes } from './gpu-evaluate.js';
+import { RESULTS_FILE, replaceSection } from './results.js';
 
 const USAGE = `Usage: npx tsx server/bench/gpu.ts [options]   (npm run bench:gpu -w server -- [options])
 
@@ -39,10 +40,6 @@ const USAGE = `Usage: npx tsx server/bench/gpu.ts [options]   (npm run bench:gpu
   --keep              keep the temporary directory (kernels, job store, CLI output)
   -h, --help          this text
 `;
-
-const RESULTS_FILE = join(ROOT, 'server/bench/RESULTS.md');
-const BEGIN = '<!-- begin:gpu -->';
-const END = '<!-- end:gpu -->';
 
 // ---------------------------------------------------------------------------------------------------------------
 // The kernels and jobs
@@ -1018,26 +1015,6 @@ function markdown(r: Results): string {
 }
 
 /** The file's head when this script creates it (the load benchmark, server/bench/load.ts, writes the same). */
-const HEADER = `# Service benchmark results
-
-The evaluation service's measured performance (server/). Each section is written by its benchmark script, which
-replaces only its own section, between its begin and end markers:
-
-- **load** (no GPU): \`npm run bench:load -w server -- --write\` (server/bench/load.ts), on the CI machine class
-  (2 cores): submit latency and event-loop delay under 64 clients, fake GPUs, one worker process per job.
-- **gpu**: \`npm run bench:gpu -w server -- --write\` (server/bench/gpu.ts), on a machine with an NVIDIA GPU: the
-  service's timing against \`cudakit bench\`, its overhead per job and its throughput.
-`;
-
-/** `text` with the gpu section replaced (or added at the end); everything else kept as it is. */
-function replaceSection(text: string | undefined, section: string): string {
-  const block = `${BEGIN}\n${section.trim()}\n${END}`;
-  if (text === undefined || text.trim() === '') return `${HEADER}\n${block}\n`;
-  const at = text.indexOf(BEGIN);
-  const stop = at < 0 ? -1 : text.indexOf(END, at);
-  if (at >= 0 && stop > at) return text.slice(0, at) + block + text.slice(stop + END.length);
-  return `${text.trimEnd()}\n\n${block}\n`;
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -1180,7 +1157,7 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   if (o.write) {
     const before = existsSync(o.results) ? readFileSync(o.results, 'utf8') : undefined;
-    writeFileSync(o.results, replaceSection(before, text));
+    writeFileSync(o.results, replaceSection(before, 'gpu', text));
     console.log(`wrote the gpu section of ${o.results}`);
   }
   return r.problems.length === 0 ? 0 : 1;

@@ -6,10 +6,10 @@
 // The exit code is 1 when a check failed (a figure that misses its target is reported, not an error).
 import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { cpus, release, type } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ROOT } from './binary.js';
+import { RESULTS_FILE, replaceSection } from './results.js';
 import { type LoadOptions, type LoadReport, failedChecks, runLoad } from './loadgen.js';
 
 const USAGE = `Usage: npx tsx server/bench/load.ts [options]   (npm run bench:load -w server -- [options])
@@ -24,25 +24,10 @@ const USAGE = `Usage: npx tsx server/bench/load.ts [options]   (npm run bench:lo
   -h, --help          this text
 `;
 
-export const RESULTS_FILE = join(ROOT, 'server/bench/RESULTS.md');
-const BEGIN = '<!-- begin:load -->';
-const END = '<!-- end:load -->';
-
 /** The service's targets without a GPU, on 2 cores, ms. */
 const TARGETS = { submitP99Ms: 50, eventLoopP99Ms: 20 } as const;
 /** prom-client's event-loop sampling interval: each sample is the whole interval, so an idle loop reads this. */
 const EVENT_LOOP_RESOLUTION_MS = 10;
-
-const HEADER = `# Service benchmark results
-
-The evaluation service's measured performance (server/). Each section is written by its benchmark script, which
-replaces only its own section, between its begin and end markers:
-
-- **load** (no GPU): \`npm run bench:load -w server -- --write\` (server/bench/load.ts), on the CI machine class
-  (2 cores): submit latency and event-loop delay under 64 clients, fake GPUs, one worker process per job.
-- **gpu**: \`npm run bench:gpu -w server -- --write\` (server/bench/gpu.ts), on a machine with an NVIDIA GPU: the
-  service's timing against \`cudakit bench\`, its overhead per job and its throughput.
-`;
 
 function fixed(x: number, digits = 1): string {
   return Number.isFinite(x) ? x.toFixed(digits) : '—';
@@ -164,16 +149,6 @@ export function section(r: LoadReport, date: Date): string {
   ].join('\n');
 }
 
-/** `text` with the load section replaced (or added at the end, or the file begun); everything else kept. */
-export function replaceSection(text: string | undefined, body: string): string {
-  const block = `${BEGIN}\n${body.trim()}\n${END}`;
-  if (text === undefined || text.trim() === '') return `${HEADER}\n${block}\n`;
-  const at = text.indexOf(BEGIN);
-  const stop = at < 0 ? -1 : text.indexOf(END, at);
-  if (at >= 0 && stop > at) return text.slice(0, at) + block + text.slice(stop + END.length);
-  return `${text.trimEnd()}\n\n${block}\n`;
-}
-
 /** The figures as a plain-text table for the terminal. */
 function summary(r: LoadReport): string {
   const lines = section(r, new Date())
@@ -245,7 +220,7 @@ async function main(argv: readonly string[]): Promise<number> {
   if (values.write === true) {
     const file = values.results === undefined ? RESULTS_FILE : resolve(cwd, values.results);
     const text = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
-    writeFileSync(file, replaceSection(text, section(report, new Date())));
+    writeFileSync(file, replaceSection(text, 'load', section(report, new Date())));
     process.stdout.write(`wrote the load section of ${file}\n`);
   }
   return failed.length === 0 ? 0 : 1;

@@ -5,7 +5,7 @@
 // running two jobs at once, no worker reused or left behind); the speed of the run is the benchmark's
 // (server/bench/load.ts, RESULTS.md). Also: the benchmark's writer replaces only its own section of RESULTS.md.
 import { describe, expect, it } from 'vitest';
-import { replaceSection } from '../../server/bench/load.js';
+import { replaceSection } from '../../server/bench/results.js';
 import { failedChecks, overlapsOf, runLoad } from '../../server/bench/loadgen.js';
 
 describe('load', () => {
@@ -67,13 +67,13 @@ describe('load', () => {
   });
 
   it("the benchmark's writer replaces only its own section of RESULTS.md, and begins the file if absent", () => {
-    const fresh = replaceSection(undefined, 'LOAD 1');
+    const fresh = replaceSection(undefined, 'load', 'LOAD 1');
     expect(fresh).toMatch(/^# Service benchmark results\n/);
     expect(fresh).toContain('<!-- begin:load -->\nLOAD 1\n<!-- end:load -->\n');
     const withGpu = `${fresh}\n<!-- begin:gpu -->\nGPU\n<!-- end:gpu -->\n`;
-    const again = replaceSection(withGpu, 'LOAD 2\n');
+    const again = replaceSection(withGpu, 'load', 'LOAD 2\n');
     expect(again).toBe(withGpu.replace('LOAD 1', 'LOAD 2'));
     const gpuOnly = '# Service benchmark results\n\nintro\n\n<!-- begin:gpu -->\nGPU\n<!-- end:gpu -->\n';
-    expect(replaceSection(gpuOnly, 'LOAD')).toBe(`${gpuOnly}\n<!-- begin:load -->\nLOAD\n<!-- end:load -->\n`);
+    expect(replaceSection(gpuOnly, 'load', 'LOAD')).toBe(`${gpuOnly}\n<!-- begin:load -->\nLOAD\n<!-- end:load -->\n`);
   });
 });

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+// server/bench/RESULTS.md: one section per benchmark script (load.ts: 'load', gpu.ts: 'gpu'), each between its own
+// begin and end markers, so that each script rewrites its figures and leaves the other's, and the hand-written
+// notes outside the markers, as they are.
+import { join } from 'node:path';
+import { ROOT } from './binary.js';
+
+export const RESULTS_FILE = join(ROOT, 'server/bench/RESULTS.md');
+
+const HEADER = `# Service benchmark results
+
+The evaluation service's measured performance (server/). Each section is written by its benchmark script, which
+replaces only its own section, between its begin and end markers:
+
+- **load** (no GPU): \`npm run bench:load -w server -- --write\` (server/bench/load.ts), on the CI machine class
+  (2 cores): submit latency and event-loop delay under 64 clients, fake GPUs, one worker process per job.
+- **gpu**: \`npm run bench:gpu -w server -- --write\` (server/bench/gpu.ts), on a machine with an NVIDIA GPU: the
+  service's timing against \`cudakit bench\`, its overhead per job and its throughput.
+`;
+
+/** `text` with section `name` replaced (or added at the end, or the file begun); everything else kept as it is. */
+export function replaceSection(text: string | undefined, name: 'load' | 'gpu', body: string): string {
+  const begin = `<!-- begin:${name} -->`;
+  const end = `<!-- end:${name} -->`;
+  const block = `${begin}\n${body.trim()}\n${end}`;
+  if (text === undefined || text.trim() === '') return `${HEADER}\n${block}\n`;
+  const at = text.indexOf(begin);
+  const stop = at < 0 ? -1 : text.indexOf(end, at);
+  if (at >= 0 && stop > at) return text.slice(0, at) + block + text.slice(stop + end.length);
+  return `${text.trimEnd()}\n\n${block}\n`;
+}
