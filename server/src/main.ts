@@ -11,8 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { buildApp, type App } from './api/app.js';
 import { loadTokens, type TokenEntry } from './api/auth.js';
 import { ConfigError, USAGE, parseConfig, type ServerConfig } from './config.js';
-import { workerScript } from './gpu/child.js';
-import { LocalGpuPool, runProbe } from './gpu/local-pool.js';
+import { LocalGpuPool } from './gpu/local-pool.js';
 import { EmbeddedQueue } from './queue/embedded.js';
 import { ProblemRegistry } from './problems.js';
 import { EvalService, type ServiceLog } from './service.js';
@@ -51,10 +50,6 @@ export async function main(argv: readonly string[]): Promise<number> {
     env,
   });
   const poolStarted = pool.start();
-  // Without --max-device-bytes a job may declare a quarter of the smallest GPU's memory. The pool keeps its probe's
-  // facts to itself: a second probe (no CUDA context either) reads the memory, alongside the pool's.
-  const gpuMemory =
-    config.maxDeviceBytes === undefined ? (await runProbe(workerScript('probe'), env, 60_000)).devices : [];
   // The service logs through the app's pino logger, which exists only once the app does.
   let app: App | undefined;
   const log: ServiceLog = {
@@ -68,7 +63,6 @@ export async function main(argv: readonly string[]): Promise<number> {
     pool,
     retentionDays: config.retentionDays,
     log,
-    gpuMemory,
     problems,
     ...(config.maxDeviceBytes === undefined ? {} : { limits: { maxDeviceBytes: config.maxDeviceBytes } }),
   });

@@ -8,13 +8,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { InvalidJobError, formatJson, validateJob } from 'cudakit';
 import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
-import {
-  DEFAULT_ADMISSION_LIMITS,
-  admissionProblems,
-  gpuAdmissionLimits,
-  type AdmissionLimits,
-  type GpuMemory,
-} from './admission.js';
+import { DEFAULT_ADMISSION_LIMITS, admissionProblems, gpuAdmissionLimits, type AdmissionLimits } from './admission.js';
 import { jobDeadlines } from './gpu/deadlines.js';
 import { ProblemRegistry } from './problems.js';
 import type { GpuPool, SlotInfo, SlotLease, SlotOutcome } from './gpu/pool.js';
@@ -77,12 +71,10 @@ export interface ServiceConfig {
   pool: GpuPool;
   /** Wall clock, ms. Default Date.now. */
   now?: () => number;
-  /** maxDeviceBytes given here is the cap; without it, a quarter of the smallest GPU's memory in `gpuMemory`. */
+  /** maxDeviceBytes given here is the cap; without it, a quarter of the smallest GPU's memory in the pool. */
   limits?: Partial<ServiceLimits>;
   /** References the operator installed (jobs name them as reference: { problem }). Default none. */
   problems?: ProblemRegistry;
-  /** The GPUs' memory, as the probe reports it (only those in the pool count). Default: none known (8 GiB cap). */
-  gpuMemory?: readonly GpuMemory[];
   /** The per-phase limits a run gets. Default gpu/deadlines.ts's jobDeadlines within the job's timeoutSeconds. */
   deadlines?: (job: EvalJob, options: ServiceOptions) => Deadlines;
   /** Finished jobs are deleted this long after they finished. Default 30. */
@@ -147,7 +139,6 @@ export class EvalService {
   readonly #retentionIntervalMs: number;
   readonly #progressIntervalMs: number;
   readonly #log: ServiceLog;
-  readonly #gpuMemory: readonly GpuMemory[];
   readonly problems: ProblemRegistry;
   /** limits.maxDeviceBytes was configured: it applies whatever the GPUs. */
   readonly #deviceCapConfigured: boolean;
@@ -183,7 +174,6 @@ export class EvalService {
     this.#retentionIntervalMs = config.retentionIntervalMs ?? 3600 * 1000;
     this.#progressIntervalMs = config.progressIntervalMs ?? 250;
     this.#log = config.log ?? silentLog;
-    this.#gpuMemory = config.gpuMemory ?? [];
     this.problems = config.problems ?? ProblemRegistry.empty();
     this.#deviceCapConfigured = config.limits?.maxDeviceBytes !== undefined;
   }
@@ -366,8 +356,7 @@ export class EvalService {
         maxDeviceBytesReason: 'the limit configured for this server',
       };
     }
-    const inPool = new Set(this.pool.slots().map((s) => s.uuid));
-    return gpuAdmissionLimits(this.#gpuMemory.filter((g) => inPool.has(g.uuid))) ?? this.limits;
+    return gpuAdmissionLimits(this.pool.slots()) ?? this.limits;
   }
 
   /** An estimate of when a place frees up: the jobs in front, over the GPUs, at the average run time. */

@@ -525,6 +525,7 @@ describe('operations', () => {
           restarts: 0,
           lastError: null,
           shared: false,
+          totalMemoryBytes: 150_000_000_000,
         },
       ],
       reason: null,
@@ -583,12 +584,10 @@ describe('operations', () => {
   });
 
   it("caps a job's declared device bytes at a quarter of the smallest GPU's memory, naming that GPU", async () => {
-    const gpus = fakeGpus(2);
-    const gpuMemory = [
-      { uuid: gpus[0]!.uuid, name: 'NVIDIA H200', totalMemoryBytes: 150_000_000_000 },
-      { uuid: gpus[1]!.uuid, name: 'NVIDIA H100 80GB HBM3', totalMemoryBytes: 80_000_000_000 },
-      // Not in the pool: does not count.
-      { uuid: 'GPU-ffffffff-0000-0000-0000-000000000000', name: 'NVIDIA T4', totalMemoryBytes: 16_000_000_000 },
+    const [h200, other] = fakeGpus(2);
+    const gpus = [
+      { ...h200!, totalMemoryBytes: 150_000_000_000 },
+      { ...other!, name: 'NVIDIA H100 80GB HBM3', totalMemoryBytes: 80_000_000_000 },
     ];
     const refused = (res: { statusCode: number; json(): unknown }): string => {
       const b = expectError(res, 400, 'ERR_INVALID_JOB');
@@ -596,7 +595,7 @@ describe('operations', () => {
       return b.details![0]!.message;
     };
     // 20 GB is the cap: 4768 Mi f32 (19.998 GB) pass, 4769 Mi (20.003 GB) do not.
-    const { app } = await harness({ gpus, gpuMemory });
+    const { app } = await harness({ gpus });
     const under = body('x', { args: ['ptr:f32[4768M]:out', 'i32=32'] });
     expect((await submit(app, 'alice', under)).statusCode).toBe(202);
     const over = await submit(app, 'alice', body('x', { args: ['ptr:f32[4769M]:out', 'i32=32'] }));
@@ -606,15 +605,15 @@ describe('operations', () => {
         '80000000000 bytes)',
     );
     // A configured cap applies whatever the GPUs.
-    const { app: capped } = await harness({ gpus, gpuMemory, limits: { maxDeviceBytes: 4096 } });
+    const { app: capped } = await harness({ gpus, limits: { maxDeviceBytes: 4096 } });
     expect((await submit(capped, 'alice', body('x', { args: ['ptr:f32[1k]:out', 'i32=32'] }))).statusCode).toBe(202);
     const overCap = await submit(capped, 'alice', body('x', { args: ['ptr:f32[1025]:out', 'i32=32'] }));
     expect(refused(overCap)).toBe(
       'Expected buffers of at most 4096 bytes in all for job.args but received 4100 bytes ' +
         '(the limit configured for this server)',
     );
-    // Without the GPUs' memory: the fixed default.
-    const { app: unknown } = await harness({ gpus });
+    // Without the GPUs' memory (a probe that could not read it): the fixed default.
+    const { app: unknown } = await harness({ gpus: gpus.map((g) => ({ ...g, totalMemoryBytes: 0 })) });
     const overDefault = await submit(unknown, 'alice', body('x', { args: ['ptr:f32[2049M]:out', 'i32=32'] }));
     expect(refused(overDefault)).toContain(`at most ${8 * 2 ** 30} bytes in all for job.args but received`);
     expect(refused(overDefault)).toContain("(the default limit: the GPUs' memory is not known here)");

@@ -10,6 +10,8 @@ export interface FakeGpu {
   uuid: string;
   name: string;
   arch: string;
+  /** Default 150 GB (an H200's 141 GiB, rounded). */
+  totalMemoryBytes?: number;
 }
 
 /** What a run does: wait `delayMs` (or until cancelled, with Infinity), then end with `outcome`. */
@@ -153,6 +155,7 @@ export class FakePool implements GpuPool {
         restarts: 0,
         lastError: undefined,
         shared: false,
+        totalMemoryBytes: g.totalMemoryBytes ?? 150_000_000_000,
       },
       running: undefined,
     }));

@@ -21,6 +21,8 @@ export interface SlotInfo {
   lastError: string | undefined;
   /** Other processes use this GPU too, or it is a MIG slice: timings there are not exclusive. */
   shared: boolean;
+  /** Its memory, as the probe read it (a job's device-bytes cap follows the smallest GPU's). */
+  totalMemoryBytes: number;
 }
 
 /** How a job ended on a slot. Only 'report' comes from the worker; the rest the supervisor decides. */

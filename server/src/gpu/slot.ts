@@ -162,6 +162,7 @@ export class GpuSlot {
       restarts: this.#restarts,
       lastError: this.#lastError,
       shared: this.#shared,
+      totalMemoryBytes: this.#facts.totalMemoryBytes,
     };
   }
 

@@ -276,6 +276,7 @@ export const Slot = Type.Object({
   restarts: Type.Integer(),
   lastError: Nullable(Type.String()),
   shared: Type.Boolean(),
+  totalMemoryBytes: Type.Number(),
 });
 
 export const GpuList = Type.Object({
