@@ -421,8 +421,11 @@ describe('GpuSlot: jobs', () => {
       const pid = slot.pids().current!;
       expect(report(await slot.lease()!.run('j', fakeJob('fake:linger'), 's', deadlines(), {})).passed).toBe(true);
       expect(slot.state).toBe('restarting');
+      // The pre-started child takes over at once; the lingering one is killed when its exit grace (200 ms) is over.
       await untilIdle(slot);
-      expect(isAlive(pid)).toBe(false);
+      expect(slot.pids().current).not.toBe(pid);
+      expect(await untilDead(pid)).toBe(true);
+      expect(slot.info()).toMatchObject({ state: 'idle' });
     },
     T,
   );
