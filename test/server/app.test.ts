@@ -9,12 +9,11 @@ import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { buildApp, type App, type AppDeps } from '../../server/src/api/app.js';
-import { parseTokens, tokenDigest } from '../../server/src/api/auth.js';
+import type { App } from '../../server/src/api/app.js';
 import { ProblemRegistry } from '../../server/src/problems.js';
-import type { EvalService } from '../../server/src/service.js';
-import { fakeGpus, passedReport, type FakePool } from './fake-pool.js';
-import { body, settled, setup, until } from './helpers.js';
+import { auth, closeApps, harness } from './app-harness.js';
+import { fakeGpus, passedReport } from './fake-pool.js';
+import { body, settled, until } from './helpers.js';
 
 // Every shared object the process opens goes through process.dlopen: watch it from the first line on (cudakit loads
 // its addon lazily, on the first native call, so any load would come after this).
@@ -28,39 +27,7 @@ afterAll(() => {
   process.dlopen = realDlopen;
 });
 
-const TOKENS = parseTokens(
-  [
-    `alice:${tokenDigest('alice-token')}`,
-    `bob:${tokenDigest('bob-token')}:submit,read`,
-    `root:${tokenDigest('root-token')}:submit,read,admin`,
-    `viewer:${tokenDigest('viewer-token')}:read`,
-  ].join('\n'),
-  'tokens',
-);
-const auth = (who: 'alice' | 'bob' | 'root' | 'viewer') => ({ authorization: `Bearer ${who}-token` });
-
-interface Harness {
-  app: App;
-  service: EvalService;
-  pool: FakePool;
-}
-const apps: Harness[] = [];
-afterEach(async () => {
-  for (const h of apps.splice(0)) {
-    h.service.close();
-    await h.app.close();
-  }
-});
-
-/** An app over a fake pool; with the tokens above unless `tokens` is given (undefined: no auth). */
-async function harness(options: Partial<AppDeps> & Parameters<typeof setup>[0] = {}): Promise<Harness> {
-  const { service, pool } = await setup(options);
-  const tokens = 'tokens' in options ? options.tokens : TOKENS;
-  const app = await buildApp({ underPressure: false, sseHeartbeatMs: 20, ...options, service, tokens });
-  const h = { app, service, pool };
-  apps.push(h);
-  return h;
-}
+afterEach(closeApps);
 
 async function submit(app: App, who: 'alice' | 'bob' | 'root', payload: object = body(), headers = {}) {
   return app.inject({ method: 'POST', url: '/v1/evaluations', headers: { ...auth(who), ...headers }, payload });

@@ -21,8 +21,7 @@ import fc from 'fast-check';
 import { Value } from 'typebox/value';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { admissionProblems, DEFAULT_ADMISSION_LIMITS } from '../../server/src/admission.js';
-import { buildApp, type App, type AppDeps } from '../../server/src/api/app.js';
-import { parseTokens, tokenDigest } from '../../server/src/api/auth.js';
+import type { App } from '../../server/src/api/app.js';
 import {
   SeedClientError,
   compareJob,
@@ -38,9 +37,9 @@ import {
   EvaluationResponse,
   JobErrorBody,
 } from '../../server/src/schema/seed.js';
-import type { EvalService } from '../../server/src/service.js';
-import { failedReport, passedReport, type FakePool, type FakeScript } from './fake-pool.js';
-import { settled, setup, until } from './helpers.js';
+import { auth, closeApps, harness, keepApp, type Harness, type Who } from './app-harness.js';
+import { failedReport, passedReport, scriptByName, type FakeScript } from './fake-pool.js';
+import { settled, until } from './helpers.js';
 
 const FIXTURES = new URL('./fixtures/seed/', import.meta.url);
 const fixture = (file: string): Record<string, unknown> =>
@@ -49,38 +48,7 @@ const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.json'));
 const ORIGINALS = files.filter((f) => !f.endsWith('.cuda-ref.json')).sort();
 const VARIANTS = files.filter((f) => f.endsWith('.cuda-ref.json')).sort();
 
-const TOKENS = parseTokens(
-  [
-    `alice:${tokenDigest('alice-token')}`,
-    `bob:${tokenDigest('bob-token')}:submit,read`,
-    `root:${tokenDigest('root-token')}:submit,read,admin`,
-    `viewer:${tokenDigest('viewer-token')}:read`,
-  ].join('\n'),
-  'tokens',
-);
-type Who = 'alice' | 'bob' | 'root' | 'viewer';
-const auth = (who: Who) => ({ authorization: `Bearer ${who}-token` });
-
-interface Harness {
-  app: App;
-  service: EvalService;
-  pool: FakePool;
-}
-const apps: Harness[] = [];
-afterEach(async () => {
-  for (const h of apps.splice(0)) {
-    h.service.close();
-    await h.app.close();
-  }
-});
-
-async function harness(options: Partial<AppDeps> & Parameters<typeof setup>[0] = {}): Promise<Harness> {
-  const { service, pool } = await setup(options);
-  const app = await buildApp({ underPressure: false, tokens: TOKENS, ...options, service });
-  const h = { app, service, pool };
-  apps.push(h);
-  return h;
-}
+afterEach(closeApps);
 
 function post(app: App, url: string, payload: unknown, who: Who = 'alice', headers: Record<string, string> = {}) {
   return app.inject({
@@ -838,34 +806,15 @@ describe('answers', () => {
   });
 
   it('a crash mid-phase: CRASHED (200); a worker lost outside a job: the original’s 500 with job_id', async () => {
-    const crash = await evaluateWith(() => ({
-      delayMs: 5,
-      outcome: {
-        kind: 'crashed',
-        phase: 'check',
-        signal: 'SIGSEGV',
-        exitCode: undefined,
-        stderrTail: 'Segmentation fault',
-        reason: 'the worker died',
-      },
-    }));
+    // The fake pool's scripts: a SIGSEGV in the check, and a worker that exits before it takes the job.
+    const crash = await evaluateWith((job) => scriptByName({ ...job, name: 'crash' }));
     expect(crash.res.statusCode).toBe(200);
     expect(crash.body.kernel_exec_result).toMatchObject({
       compiled: true,
       correctness: false,
       validation_error: 'CRASHED: the worker died (signal SIGSEGV) in phase check',
     });
-    const lost = await evaluateWith(() => ({
-      delayMs: 5,
-      outcome: {
-        kind: 'crashed',
-        phase: undefined,
-        signal: undefined,
-        exitCode: 1,
-        stderrTail: '',
-        reason: 'the worker exited before the job',
-      },
-    }));
+    const lost = await evaluateWith((job) => scriptByName({ ...job, name: 'crash-outside' }));
     expect(lost.res.statusCode).toBe(500);
     expect(Value.Check(JobErrorBody, lost.body)).toBe(true);
     expect(lost.body).toEqual({
@@ -1128,7 +1077,7 @@ describe('fuzz: the compatible POSTs never answer 5xx', () => {
       delayMs: 1,
       outcome: { kind: 'report', report: passedReport('fuzz'), device: undefined },
     });
-    apps.splice(apps.indexOf(h), 1); // kept for the whole describe
+    keepApp(h); // kept for the whole describe
   });
   afterAll(async () => {
     h.service.close();
