@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Tier gates: GPU tests skip with a visible reason where there is no GPU, and fail instead when
 // CUDAKIT_REQUIRE_GPU=1 (a machine with an NVIDIA GPU). NVRTC tests likewise with CUDAKIT_REQUIRE_NVRTC=1 (CI).
+// Tests of two or more GPUs skip with the count on a one-GPU machine, and fail there with CUDAKIT_REQUIRE_GPUS=2.
 import { describe, it } from 'vitest';
 import { main } from '../lib/cli/main.js';
 import { probe } from '../lib/index.js';
@@ -21,6 +22,16 @@ function gate(ok: boolean, required: boolean, what: string, reason: string | und
 }
 
 export const describeGpu = gate(machine.ok, process.env.CUDAKIT_REQUIRE_GPU === '1', 'GPU', machine.reason);
+const gpuCount = machine.deviceCount;
+const requiredGpus = Number(process.env.CUDAKIT_REQUIRE_GPUS ?? '0');
+/** Two or more GPUs: skipped with the count where fewer are present, unless CUDAKIT_REQUIRE_GPUS asks for them. */
+export const describeMultiGpu = gate(
+  gpuCount >= 2,
+  requiredGpus >= 2,
+  'two GPUs',
+  machine.ok ? `this machine has ${gpuCount} GPU${gpuCount === 1 ? '' : 's'}` : machine.reason,
+);
+
 export const describeNvrtc = gate(
   machine.nvrtcVersion !== undefined,
   process.env.CUDAKIT_REQUIRE_NVRTC === '1' || process.env.CUDAKIT_REQUIRE_GPU === '1',
