@@ -211,8 +211,9 @@ export function toDeviceBytes(dtype: DType, values: ArrayLike<number | bigint>):
     for (let i = 0; i < n; i++) bits[i] = convert(values[i] as number);
     return new Uint8Array(bits.buffer);
   }
-  const arr = new d.hostArray(n) as unknown as { [i: number]: number | bigint; buffer: ArrayBuffer };
-  for (let i = 0; i < n; i++) arr[i] = values[i]!;
+  // set() converts as element assignment does (rounding to f32, wrapping integers), in native code.
+  const arr = new d.hostArray(n) as unknown as { set(v: ArrayLike<number | bigint>): void; buffer: ArrayBuffer };
+  arr.set(values);
   return new Uint8Array(arr.buffer);
 }
 

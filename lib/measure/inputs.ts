@@ -50,43 +50,62 @@ function generatorFor(init: InitSpec, shared: () => number, trialSeed: bigint): 
  */
 export function generateBytes(spec: BufferArgSpec, init: InitSpec, rng: () => number): Uint8Array {
   if (init.kind === 'data') return new Uint8Array(init.bytes);
-  const d = DTYPE_INFO[spec.dtype];
   const n = spec.length;
-  const out = d.bigint ? new Array<bigint>(n) : new Float64Array(n);
   // A sequence along the last dimension restarts every lastDim elements; over the whole buffer it never does.
   const along = init.kind === 'seq' || init.kind === 'arange' ? init.along : undefined;
   const period = along === 'last' ? (spec.shape?.[spec.shape.length - 1] ?? n) : n;
-  for (let i = 0; i < n; i++) {
-    let v: number;
-    switch (init.kind) {
-      case 'uniform':
-        v = init.lo + (init.hi - init.lo) * rng();
-        break;
-      case 'normal':
-        v = init.mean + init.std * normal(rng);
-        break;
-      case 'randint':
-        v = init.lo + Math.floor((init.hi - init.lo) * rng());
-        break;
-      case 'const':
-        v = init.value;
-        break;
-      case 'zeros':
-        v = 0;
-        break;
-      case 'ones':
-        v = 1;
-        break;
-      case 'arange':
-        v = i % period;
-        break;
-      case 'seq':
-        v = init.start + (i % period) * init.step;
-        break;
+  const values = new Float64Array(n);
+  fillValues(values, init, rng, period);
+  if (!DTYPE_INFO[spec.dtype].bigint) return toDeviceBytes(spec.dtype, values);
+  return toDeviceBytes(
+    spec.dtype,
+    Array.from(values, (v) => BigInt(Math.trunc(v))),
+  );
+}
+
+/**
+ * The values of one init kind, element by element. One loop per kind (not one switch per element) keeps the loops
+ * simple for the JIT: a 3M-element buffer is generated for every trial and input set.
+ */
+function fillValues(out: Float64Array, init: Exclude<InitSpec, { kind: 'data' }>, rng: () => number, period: number) {
+  const n = out.length;
+  switch (init.kind) {
+    case 'uniform': {
+      const { lo } = init;
+      const span = init.hi - init.lo;
+      for (let i = 0; i < n; i++) out[i] = lo + span * rng();
+      return;
     }
-    (out as (number | bigint)[])[i] = d.bigint ? BigInt(Math.trunc(v)) : v;
+    case 'normal': {
+      const { mean, std } = init;
+      for (let i = 0; i < n; i++) out[i] = mean + std * normal(rng);
+      return;
+    }
+    case 'randint': {
+      const { lo } = init;
+      const span = init.hi - init.lo;
+      for (let i = 0; i < n; i++) out[i] = lo + Math.floor(span * rng());
+      return;
+    }
+    case 'const':
+      out.fill(init.value);
+      return;
+    case 'zeros':
+      return;
+    case 'ones':
+      out.fill(1);
+      return;
+    case 'arange':
+      if (period === n) for (let i = 0; i < n; i++) out[i] = i;
+      else for (let i = 0; i < n; i++) out[i] = i % period;
+      return;
+    case 'seq': {
+      const { start, step } = init;
+      if (period === n) for (let i = 0; i < n; i++) out[i] = start + i * step;
+      else for (let i = 0; i < n; i++) out[i] = start + (i % period) * step;
+      return;
+    }
   }
-  return toDeviceBytes(spec.dtype, out);
 }
 
 /** One trial's (or one input set's) inputs: what every buffer with an initial value holds before the launch. */
@@ -119,7 +138,11 @@ export function prepareInputs(io: readonly ArgSpec[], seed: bigint): TrialInputs
 export function poisonBytes(dtype: BufferDType, length: number, alternate = false): Uint8Array {
   const p = DTYPE_INFO[dtype].poison;
   const out = new Uint8Array(length * p.length);
-  for (let i = 0; i < out.length; i++) out[i] = alternate ? ~p[i % p.length]! & 0xff : p[i % p.length]!;
+  if (out.length === 0) return out;
+  for (let i = 0; i < p.length; i++) out[i] = alternate ? ~p[i]! & 0xff : p[i]!;
+  // Doubling copies: a 12 MiB output is poisoned in a few native copies, not a byte loop.
+  for (let filled = p.length; filled < out.length; filled *= 2)
+    out.copyWithin(filled, 0, Math.min(filled, out.length - filled));
   return out;
 }
 

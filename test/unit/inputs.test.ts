@@ -109,6 +109,20 @@ describe('prepareInputs', () => {
 });
 
 describe('poison', () => {
+  it('repeats one element (or its complement) over every length, the last element included', () => {
+    for (const dtype of ['u8', 'f16', 'f32', 'f64'] as const) {
+      for (const length of [0, 1, 3, 1000, 4097]) {
+        for (const alternate of [false, true]) {
+          const one = poisonBytes(dtype, 1, alternate);
+          const all = poisonBytes(dtype, length, alternate);
+          expect(all.length).toBe(length * one.length);
+          for (let i = 0; i < all.length; i++) if (all[i] !== one[i % one.length]) expect.fail(`${dtype} byte ${i}`);
+        }
+      }
+    }
+    expect(poisonBytes('f32', 1, true)).toEqual(poisonBytes('f32', 1).map((b) => ~b & 0xff));
+  });
+
   it('is NaN for every float type and 0xDEADBEEF for integers', () => {
     expect(Number.isNaN(new Float32Array(poisonBytes('f32', 3).buffer)[2])).toBe(true);
     expect(Number.isNaN(new Float64Array(poisonBytes('f64', 2).buffer)[1])).toBe(true);

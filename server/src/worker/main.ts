@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The GPU worker child. The slot (gpu/slot.ts) forks it with CUDA_VISIBLE_DEVICES set to one GPU's UUID. It loads
-// cudakit and the driver, says `ready` and waits: no CUDA context until a job comes (an idle second context on the
-// GPU slows the process being timed). On `job` it runs evaluate() (then, with deviceMetrics, one launch under
-// Nsight Compute in a child of its own) and reports phases, progress and the result; then it exits (process per
-// job, the default) or waits for the next job (warm: the context stays, buffers are scrubbed before they are freed
-// and the memory pool is trimmed between jobs). The parent times every phase and kills the process group when a
-// deadline passes: this process never times itself out (a kernel that never ends blocks it); only ncu, which it
-// kills itself before the profile deadline so the job keeps its verdict.
-import { Device, contextLostBy, probe } from 'cudakit';
+// cudakit, the driver and NVRTC (a small compile), says `ready` and waits: no CUDA context until a job comes (an
+// idle second context on the GPU slows the process being timed). On `job` it runs evaluate() (then, with
+// deviceMetrics, one launch under Nsight Compute in a child of its own) and reports phases, progress and the
+// result; then it exits (process per job, the default) or waits for the next job (warm: the context stays, buffers
+// are scrubbed before they are freed and the memory pool is trimmed between jobs). The parent times every phase and
+// kills the process group when a deadline passes: this process never times itself out (a kernel that never ends
+// blocks it); only ncu, which it kills itself before the profile deadline so the job keeps its verdict.
+import { Device, Program, contextLostBy, probe } from 'cudakit';
 import { PROTOCOL_VERSION, WORKER_ENV } from '../gpu/protocol.js';
 import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
 import { runJob, workerDevice } from './run.js';
@@ -23,7 +23,14 @@ if (!machine.ok) {
   const message = machine.reason ?? 'no CUDA device';
   await sendAndExit({ v, t: 'fatal', id: undefined, error: { code: 'NO_DEVICE', message } }, 1);
 }
-workerDevice(); // facts read before any job can lose the context
+const facts = workerDevice(); // read before any job can lose the context
+
+// A small compile loads NVRTC's builtins, which a job's first compile would otherwise wait for (no context needed).
+// A failure here (no NVRTC, say) is the job's to report, with its own compile.
+if (facts !== undefined) {
+  const warmUp = 'extern "C" __global__ void warm_up(float* y) { y[threadIdx.x] = 2.0f * y[threadIdx.x]; }';
+  await new Program(warmUp, { name: 'warm-up.cu' }).compileAsync({ arch: facts.arch, cache: false }).catch(() => {});
+}
 
 let running: { id: string; abort: AbortController } | undefined;
 let shutdownAfterJob = false;
