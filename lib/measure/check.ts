@@ -254,6 +254,8 @@ export function compareOutput(
 ): void {
   const actual = fromDeviceBytes(dtype, got);
   const n = expected.length;
+  // Running figures in locals, written back once: this loop runs over every output element of every trial.
+  let { maxAbs, maxRel, tolUsed, normDiff2, normRef2, matched } = c;
   for (let i = 0; i < n; i++) {
     const e = expected[i]!;
     const a = actual[i]!;
@@ -268,21 +270,21 @@ export function compareOutput(
       const diff = Math.abs(a - e);
       const tol = atol + rtol * Math.abs(e);
       ok = withinTolerance(e, a, atol, rtol);
-      c.maxAbs = Math.max(c.maxAbs, diff);
-      c.tolUsed = Math.max(c.tolUsed, tol > 0 ? diff / tol : diff > 0 ? Infinity : 0);
-      if (e !== 0) c.maxRel = Math.max(c.maxRel, diff / Math.abs(e));
-      c.normDiff2 += diff * diff;
-      c.normRef2 += e * e;
+      maxAbs = Math.max(maxAbs, diff);
+      tolUsed = Math.max(tolUsed, tol > 0 ? diff / tol : diff > 0 ? Infinity : 0);
+      if (e !== 0) maxRel = Math.max(maxRel, diff / Math.abs(e));
+      normDiff2 += diff * diff;
+      normRef2 += e * e;
     }
     if (!ok) {
       if (holdsPoison(dtype, got, i)) defence = 'unwritten';
       if (c.mismatches.length < 8) c.mismatches.push({ arg, index: i, expected: e, actual: a });
       if (c.defence === undefined || (c.defence === 'mismatch' && defence !== 'mismatch')) c.defence = defence;
     } else {
-      c.matched++;
+      matched++;
     }
-    c.total++;
   }
+  Object.assign(c, { maxAbs, maxRel, tolUsed, normDiff2, normRef2, matched, total: c.total + n });
   if (degenerateZeros(actual, expected) && (c.defence === undefined || c.defence === 'mismatch'))
     c.defence = 'all-zero';
 }
