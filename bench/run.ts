@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `npm run bench`: cudakit's core costs side by side with a C baseline (bench/native/baseline.c) built and run
-// alongside it on the same GPU. Speed is measured here, never in tests. `--write` records bench/RESULTS.md.
+// alongside it on the same GPU, then, where there are two GPUs, copies between them and both running at once. Speed
+// is measured here, never in tests. `--write` records bench/RESULTS.md.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -75,6 +76,140 @@ function buildBaseline(): string {
   copyFileSync(nvrtc, copy);
   process.env.BASELINE_NVRTC_COPY = copy;
   return exe;
+}
+
+// y = a * x + y over 64M floats: 768 MiB of memory traffic per launch, for the two-GPU concurrency rows.
+const TRIAD =
+  'extern "C" __global__ void triad(float a, const float* x, float* y, int n) {\n' +
+  '  int i = blockIdx.x * blockDim.x + threadIdx.x;\n' +
+  '  if (i < n) y[i] = a * x[i] + y[i];\n' +
+  '}\n';
+
+interface TwoGpuFigures {
+  /** Markdown: the table, or the line saying why there is none. */
+  text: string;
+  figures: Record<string, number | string>;
+}
+
+/**
+ * Devices 0 and 1, where there are two: copyFrom() bandwidth between them both ways, through host memory and, where
+ * the devices allow it, peer to peer; and one stream per device running at once, each device's wall time to finish
+ * against its time alone. The host copies are measured first: peer access, once enabled, stays for the process.
+ */
+async function twoGpus(): Promise<TwoGpuFigures> {
+  const count = Device.count();
+  if (count < 2) {
+    return {
+      text: `Two-GPU rows skipped: this machine has ${count} GPU${count === 1 ? '' : 's'} (they need two).`,
+      figures: {},
+    };
+  }
+  const [d0, d1] = [Device.get(0), Device.get(1)];
+  const bytes = 256 << 20;
+  const figures: Record<string, number | string> = {};
+  const rows: [metric: string, unit: string, value: string, target: string, met: string][] = [];
+  const fmt = (v: number): string => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+
+  const copyRow = (from: Device, to: Device): void => {
+    using src = from.alloc(bytes).fill(1);
+    using dst = to.alloc(bytes);
+    let via = dst.copyFrom(src).via; // warm-up: staging threads, peer mappings
+    const rates: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      from.synchronize();
+      to.synchronize();
+      const t0 = nowUs();
+      via = dst.copyFrom(src).via;
+      to.synchronize(); // a copy between devices may return before it ends
+      rates.push(bytes / ((nowUs() - t0) * 1e3));
+    }
+    const gbs = median(rates);
+    figures[`copy${from.ordinal}to${to.ordinal}_${via}GBs`] = gbs;
+    const how = via === 'peer' ? 'peer to peer' : 'through host memory';
+    rows.push([`copyFrom 256 MiB, device ${from.ordinal} → ${to.ordinal}, ${how}`, 'GB/s', fmt(gbs), '—', '—']);
+  };
+  const pairs: [from: Device, to: Device][] = [
+    [d0, d1],
+    [d1, d0],
+  ];
+  for (const [from, to] of pairs) copyRow(from, to);
+  for (const [from, to] of pairs) {
+    if (to.canAccessPeer(from)) {
+      to.enablePeerAccess(from);
+      copyRow(from, to);
+    } else {
+      const metric = `copyFrom 256 MiB, device ${from.ordinal} → ${to.ordinal}, peer to peer`;
+      rows.push([metric, 'GB/s', '—', `not possible: device ${to.ordinal} cannot access device ${from.ordinal}`, '—']);
+    }
+  }
+
+  // One stream per device: LAUNCHES triad launches each, alone and then both devices at once (enqueued alternately,
+  // so both start together); wall time from the first enqueue to the end of the device's own work.
+  const n = 64 << 20;
+  const LAUNCHES = 200;
+  const program = new Program(TRIAD, { name: 'triad.cu' });
+  const work = [d0, d1].map((d) => {
+    const module = d.loadModule(program.compile({ arch: d.arch }));
+    return {
+      device: d,
+      module,
+      triad: module.getKernel('triad', ['f32', 'ptr', 'ptr', 'i32']),
+      stream: d.createStream({ nonBlocking: true }),
+      x: d.allocArray(Float32Array, n).fill(1),
+      y: d.allocArray(Float32Array, n).fill(0),
+    };
+  });
+  const enqueue = (w: (typeof work)[number]): void =>
+    w.triad.launch({ grid: n / 256, block: 256, stream: w.stream }, 0.5, w.x, w.y, n);
+  const run = async (which: (typeof work)[number][]): Promise<number[]> => {
+    for (const w of which) w.device.synchronize();
+    const t0 = nowUs();
+    for (let i = 0; i < LAUNCHES; i++) for (const w of which) enqueue(w);
+    return Promise.all(which.map((w) => w.stream.synchronizeAsync().then(() => (nowUs() - t0) / 1e3)));
+  };
+  await run(work); // warm-up
+  const alone: number[][] = [[], []];
+  const together: number[][] = [[], []];
+  for (let r = 0; r < 7; r++) {
+    for (const w of work) alone[w.device.ordinal]!.push((await run([w]))[0]!);
+    const both = await run(work);
+    for (const w of work) together[w.device.ordinal]!.push(both[w.device.ordinal]!);
+  }
+  for (const w of work) {
+    const k = w.device.ordinal;
+    const [a, t] = [median(alone[k]!), median(together[k]!)];
+    const ratio = median(together[k]!.map((v, i) => v / alone[k]![i]!));
+    Object.assign(figures, {
+      [`concurrent${k}AloneMs`]: a,
+      [`concurrent${k}TogetherMs`]: t,
+      [`concurrent${k}Ratio`]: ratio,
+    });
+    rows.push([
+      `both devices at once: device ${k}'s time over its time alone (${fmt(t)} / ${fmt(a)} ms)`,
+      '×',
+      ratio.toFixed(3),
+      '≤ 1.10×',
+      ratio <= 1.1 ? 'yes' : '**no**',
+    ]);
+    w.x.dispose();
+    w.y.dispose();
+    w.stream.dispose();
+    w.module.dispose();
+  }
+  const peers = pairs.map(([from, to]) => `${to.ordinal} → ${from.ordinal}: ${to.canAccessPeer(from) ? 'yes' : 'no'}`);
+  const table = [
+    '| metric | unit | cudakit | target | met |',
+    '| --- | --- | ---: | --- | --- |',
+    ...rows.map((cells) => `| ${cells.join(' | ')} |`),
+  ].join('\n');
+  const text =
+    `Devices 0 (${d0.name}) and 1 (${d1.name}); peer access possible (device → memory of) ${peers.join(', ')}.\n\n` +
+    `${table}\n\n` +
+    'Copies are medians of 5, timed until the destination device is idle; "through host memory" is copyFrom() ' +
+    'without peer access (into a new host array, then out of it, staged as copyToHost and copyFromHost stage large ' +
+    `copies). The concurrency rows are medians of 7 rounds of ${LAUNCHES} launches of a 64M-float triad per device, ` +
+    'each round alone on each device, then on both at once; the ratio is the median of the per-round ratios.';
+  return { text, figures };
 }
 
 async function main(): Promise<void> {
@@ -378,13 +513,16 @@ async function main(): Promise<void> {
     'With one kernel looked up (C: cuModuleGetFunction; cudakit: getKernel, which ' +
     `also reads the kernel's parameter list and limits): C ${fmt(C('moduleLoadKernelUnloadUs'))} µs, cudakit ` +
     `${fmt(JS('moduleLoadKernelUnloadUs'))} µs.`;
-  console.log(`\n${context}\n\n${table}\n\n${notes}\n`);
-  if (process.argv.includes('--json')) console.log(JSON.stringify({ context, c: cSide, cudakit: jsSide, rows }));
+  const two = await twoGpus();
+  console.log(`\n${context}\n\n${table}\n\n${notes}\n\nTwo GPUs\n\n${two.text}\n`);
+  if (process.argv.includes('--json')) {
+    console.log(JSON.stringify({ context, c: cSide, cudakit: jsSide, rows, twoGpus: two.figures }));
+  }
   if (process.argv.includes('--write')) {
     writeSection(
       'core',
       `## Core benchmark\n\n${context}. Ratios are cudakit over the C baseline of the same run.\n\n` +
-        `${table}\n\n${notes}\n`,
+        `${table}\n\n${notes}\n\n### Two GPUs\n\n${two.text}\n`,
     );
   }
 }

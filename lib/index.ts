@@ -77,6 +77,7 @@ export type {
   CppStandard,
   DType,
   DeviceAttributeName,
+  DeviceCopy,
   Diagnostic,
   Dim3,
   Handle,

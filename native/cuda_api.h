@@ -65,6 +65,17 @@ constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 constexpr int CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8;
 constexpr int CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06;
 
+// cuMemPoolSetAccess: which location gets which access to a pool's allocations.
+constexpr int CU_MEM_LOCATION_TYPE_DEVICE = 1;
+struct CUmemLocation {
+  int type;  // CUmemLocationType
+  int id;    // the device ordinal, for CU_MEM_LOCATION_TYPE_DEVICE
+};
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  int flags;  // CUmemAccess_flags: 0 none, 1 read, 3 read and write
+};
+
 // cuGetProcAddress
 constexpr cuuint64_t CU_GET_PROC_ADDRESS_DEFAULT = 0;
 constexpr int CU_GET_PROC_ADDRESS_SUCCESS = 0;
@@ -114,6 +125,9 @@ struct CUlaunchConfig {
   X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute", 11020, CUresult(CUmemoryPool pool, int attr, void* value))     \
   X(cuMemPoolGetAttribute, "cuMemPoolGetAttribute", 11020, CUresult(CUmemoryPool pool, int attr, void* value))     \
   X(cuMemPoolTrimTo, "cuMemPoolTrimTo", 11020, CUresult(CUmemoryPool pool, size_t minBytesToKeep))                 \
+  X(cuMemPoolSetAccess, "cuMemPoolSetAccess", 11020,                                                               \
+    CUresult(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count))                                         \
+  X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", 4000, CUresult(int* can, CUdevice dev, CUdevice peer))         \
   X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 7000, CUresult(CUcontext* pctx, CUdevice dev))           \
   X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 11000, CUresult(CUdevice dev))                         \
   X(cuCtxGetCurrent, "cuCtxGetCurrent", 4000, CUresult(CUcontext* pctx))                                           \
@@ -124,6 +138,7 @@ struct CUlaunchConfig {
   X(cuCtxGetLimit, "cuCtxGetLimit", 3010, CUresult(size_t* value, int limit))                                      \
   X(cuCtxResetPersistingL2Cache, "cuCtxResetPersistingL2Cache", 11000, CUresult())                                 \
   X(cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange", 5050, CUresult(int* least, int* greatest))         \
+  X(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", 4000, CUresult(CUcontext peerCtx, unsigned flags))             \
   X(cuMemGetInfo, "cuMemGetInfo", 3020, CUresult(size_t* freeBytes, size_t* totalBytes))                           \
   X(cuMemAlloc, "cuMemAlloc", 3020, CUresult(CUdeviceptr* dptr, size_t bytes))                                     \
   X(cuMemFree, "cuMemFree", 3020, CUresult(CUdeviceptr dptr))                                                      \
@@ -143,6 +158,10 @@ struct CUlaunchConfig {
   X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync", 3020, CUresult(void* dst, CUdeviceptr src, size_t bytes, CUstream s))  \
   X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", 3020,                                                                  \
     CUresult(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s))                                          \
+  X(cuMemcpyPeer, "cuMemcpyPeer", 4000,                                                                            \
+    CUresult(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t bytes))                  \
+  X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 4000,                                                                  \
+    CUresult(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t bytes, CUstream s))      \
   X(cuMemsetD8Async, "cuMemsetD8Async", 3020, CUresult(CUdeviceptr dst, unsigned char v, size_t n, CUstream s))    \
   X(cuMemsetD16Async, "cuMemsetD16Async", 3020, CUresult(CUdeviceptr dst, unsigned short v, size_t n, CUstream s)) \
   X(cuMemsetD32Async, "cuMemsetD32Async", 3020, CUresult(CUdeviceptr dst, unsigned v, size_t n, CUstream s))       \

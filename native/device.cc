@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Devices and primary contexts: cuDevice*, cuDevicePrimaryCtx*, cuCtx*, cuMemGetInfo, the default memory pool.
+// Devices and primary contexts: cuDevice*, cuDevicePrimaryCtx*, cuCtx*, cuMemGetInfo, the default memory pool,
+// peer access between devices.
 // (ctxSynchronizeAsync lives in event.cc with the other Promise waits.)
 #include <cstdio>
 
@@ -67,6 +68,13 @@ static Napi::Value DeviceTotalMem(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(bytes));
 }
 
+// cuDeviceCanAccessPeer(device, peerDevice) -> whether `device` can access `peerDevice`'s memory directly
+static Napi::Value DeviceCanAccessPeer(const Napi::CallbackInfo& info) {
+  int can = 0;
+  CU_CALL(info.Env(), cuDeviceCanAccessPeer, &can, ArgI32(info, 0, "device"), ArgI32(info, 1, "peerDevice"));
+  return Napi::Boolean::New(info.Env(), can != 0);
+}
+
 // cuDevicePrimaryCtxRetain: once per env and device; released by the env's cleanup hook.
 static Napi::Value DevicePrimaryCtxRetain(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -78,6 +86,56 @@ static Napi::Value DevicePrimaryCtxRetain(const Napi::CallbackInfo& info) {
   CU_CALL(env, cuDevicePrimaryCtxRetain, &ctx, dev);
   addon.retained[dev] = ctx;
   return HandleValue(env, ctx);
+}
+
+// devicePrimaryCtxRetainAsync(device) -> Promise of the context: cuDevicePrimaryCtxRetain on a libuv pool thread,
+// so creating the context (about 0.1 s) overlaps the caller's other work. The env keeps one retain per device: if
+// the synchronous form retained it meanwhile (it waits inside the driver for the same context), the extra one is
+// released here.
+class RetainWorker : public Napi::AsyncWorker {
+ public:
+  RetainWorker(Napi::Env env, int dev) : Napi::AsyncWorker(env, "cudakit:primaryCtxRetain"), d_(env), dev_(dev) {}
+  void Execute() override { result_ = CU_TRY(cuDevicePrimaryCtxRetain, &ctx_, dev_); }
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (result_ != CUDA_SUCCESS) {
+      d_.Reject(MakeCudaError(env, "cuDevicePrimaryCtxRetain", result_).Value());
+      return;
+    }
+    Addon& addon = GetAddon(env);
+    auto it = addon.retained.find(dev_);
+    if (it != addon.retained.end()) {
+      CU_TRY(cuDevicePrimaryCtxRelease, dev_);
+      d_.Resolve(HandleValue(env, it->second));
+      return;
+    }
+    addon.retained[dev_] = ctx_;
+    d_.Resolve(HandleValue(env, ctx_));
+  }
+  Napi::Promise Promise() { return d_.Promise(); }
+
+ private:
+  Napi::Promise::Deferred d_;
+  int dev_;
+  CUcontext ctx_ = nullptr;
+  CUresult result_ = CUDA_SUCCESS;
+};
+
+static Napi::Value DevicePrimaryCtxRetainAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int dev = ArgI32(info, 0, "device");
+  Addon& addon = GetAddon(env);
+  auto it = addon.retained.find(dev);
+  if (it != addon.retained.end()) {
+    auto d = Napi::Promise::Deferred::New(env);
+    d.Resolve(HandleValue(env, it->second));
+    return d.Promise();
+  }
+  NeedDriver(env, drv::cuDevicePrimaryCtxRetain);  // a missing driver throws here, as the synchronous form does
+  auto* w = new RetainWorker(env, dev);
+  Napi::Promise p = w->Promise();
+  w->Queue();
+  return p;
 }
 
 // cuCtxSynchronize (ctx bound first)
@@ -135,6 +193,15 @@ static Napi::Value CtxGetStreamPriorityRange(const Napi::CallbackInfo& info) {
   return a;
 }
 
+// cuCtxEnablePeerAccess(ctx, peerCtx) (ctx bound first): ctx may then access memory allocated in peerCtx. One
+// direction only; CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED is thrown like any other failure.
+static Napi::Value CtxEnablePeerAccess(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  BindContext(env, ArgHandle<CUcontext>(info, 0, "ctx"));
+  CU_CALL(env, cuCtxEnablePeerAccess, ArgHandle<CUcontext>(info, 1, "peerCtx"), 0u);
+  return env.Undefined();
+}
+
 // cuDeviceGetDefaultMemPool(device) -> pool
 static Napi::Value DeviceGetDefaultMemPool(const Napi::CallbackInfo& info) {
   CUmemoryPool pool = nullptr;
@@ -183,6 +250,18 @@ static Napi::Value MemPoolTrimTo(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// cuMemPoolSetAccess(pool, device, flags): one access descriptor, for a device (flags: CUmemAccess_flags)
+static Napi::Value MemPoolSetAccess(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto pool = ArgHandle<CUmemoryPool>(info, 0, "pool");
+  CUmemAccessDesc desc{};
+  desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  desc.location.id = ArgI32(info, 1, "device");
+  desc.flags = ArgI32(info, 2, "flags");
+  CU_CALL(env, cuMemPoolSetAccess, pool, &desc, size_t{1});
+  return env.Undefined();
+}
+
 void InitDevice(Napi::Env env, Napi::Object exports) {
   Export(env, exports, "driverGetVersion", DriverGetVersion);
   Export(env, exports, "deviceGetCount", DeviceGetCount);
@@ -192,17 +271,21 @@ void InitDevice(Napi::Env env, Napi::Object exports) {
   Export(env, exports, "deviceGetPCIBusId", DeviceGetPCIBusId);
   Export(env, exports, "deviceGetAttribute", DeviceGetAttribute);
   Export(env, exports, "deviceTotalMem", DeviceTotalMem);
+  Export(env, exports, "deviceCanAccessPeer", DeviceCanAccessPeer);
   Export(env, exports, "devicePrimaryCtxRetain", DevicePrimaryCtxRetain);
+  Export(env, exports, "devicePrimaryCtxRetainAsync", DevicePrimaryCtxRetainAsync);
   Export(env, exports, "ctxSynchronize", CtxSynchronize);
   Export(env, exports, "memGetInfo", MemGetInfo);
   Export(env, exports, "ctxSetLimit", CtxSetLimit);
   Export(env, exports, "ctxGetLimit", CtxGetLimit);
   Export(env, exports, "ctxResetPersistingL2Cache", CtxResetPersistingL2Cache);
   Export(env, exports, "ctxGetStreamPriorityRange", CtxGetStreamPriorityRange);
+  Export(env, exports, "ctxEnablePeerAccess", CtxEnablePeerAccess);
   Export(env, exports, "deviceGetDefaultMemPool", DeviceGetDefaultMemPool);
   Export(env, exports, "memPoolSetAttribute", MemPoolSetAttribute);
   Export(env, exports, "memPoolGetAttribute", MemPoolGetAttribute);
   Export(env, exports, "memPoolTrimTo", MemPoolTrimTo);
+  Export(env, exports, "memPoolSetAccess", MemPoolSetAccess);
 }
 
 }  // namespace cudakit

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Device and pinned host memory: cuMemAlloc*, cuMemFree*, cuMemcpy*, cuMemset*, cuMemHostAlloc/Register.
+// Device and pinned host memory: cuMemAlloc*, cuMemFree*, cuMemcpy* (cuMemcpyPeer* between devices), cuMemset*,
+// cuMemHostAlloc/Register.
 #include "common.h"
 
 namespace cudakit {
@@ -93,6 +94,24 @@ static Napi::Value MemcpyDtoD(const Napi::CallbackInfo& info) {
     CU_CALL(env, cuMemcpyDtoDAsync, dst, src, bytes, ArgHandle<CUstream>(info, 4, "stream"));
   } else {
     CU_CALL(env, cuMemcpyDtoD, dst, src, bytes);
+  }
+  return env.Undefined();
+}
+
+// cuMemcpyPeer(dstCtx, dst, srcCtx, src, bytes) / cuMemcpyPeerAsync(dstCtx, dst, srcCtx, src, bytes, stream):
+// between the memory of two contexts (two devices); dstCtx is bound first, and `stream` belongs to it.
+static Napi::Value MemcpyPeer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  CUcontext dstCtx = ArgHandle<CUcontext>(info, 0, "dstCtx");
+  CUdeviceptr dst = ArgU64(info, 1, "dst");
+  CUcontext srcCtx = ArgHandle<CUcontext>(info, 2, "srcCtx");
+  CUdeviceptr src = ArgU64(info, 3, "src");
+  size_t bytes = ArgU64(info, 4, "bytes");
+  BindContext(env, dstCtx);
+  if (info.Length() > 5) {
+    CU_CALL(env, cuMemcpyPeerAsync, dst, dstCtx, src, srcCtx, bytes, ArgHandle<CUstream>(info, 5, "stream"));
+  } else {
+    CU_CALL(env, cuMemcpyPeer, dst, dstCtx, src, srcCtx, bytes);
   }
   return env.Undefined();
 }
@@ -211,6 +230,7 @@ void InitMemory(Napi::Env env, Napi::Object exports) {
   Export(env, exports, "memcpyHtoD", MemcpyHtoD);
   Export(env, exports, "memcpyDtoH", MemcpyDtoH);
   Export(env, exports, "memcpyDtoD", MemcpyDtoD);
+  Export(env, exports, "memcpyPeer", MemcpyPeer);
   Export(env, exports, "memsetAsync", MemsetAsync);
   Export(env, exports, "memHostAlloc", MemHostAlloc);
   Export(env, exports, "memFreeHost", MemFreeHost);

@@ -1,9 +1,18 @@
 // SPDX-License-Identifier: MIT
-// `cudakit info`: the devices, driver and NVRTC versions, or why no GPU is usable (not an error: saying so is the
-// command's job).
+// `cudakit info`: the devices, driver and NVRTC versions and, with two or more devices, which can access which one's
+// memory directly; or why no GPU is usable (not an error: saying so is the command's job).
 import { Device, probe } from '../index.js';
 import { OK, USAGE_TEXT, UsageError, parseCommand } from './flags.js';
 import { type Output, formatBytes, row, table } from './output.js';
+
+/** A device property as text, or 'n/a' where the driver could not give it. */
+const safe = (f: () => number | string): string => {
+  try {
+    return String(f());
+  } catch {
+    return 'n/a';
+  }
+};
 
 export function infoCommand(args: string[], o: Output): number {
   const { values, positionals } = parseCommand('info', args, { help: { type: 'boolean', short: 'h' } });
@@ -22,14 +31,8 @@ export function infoCommand(args: string[], o: Output): number {
     for (const line of more) o.out(row('', line, 8));
     return OK;
   }
-  const safe = (f: () => number | string): string => {
-    try {
-      return String(f());
-    } catch {
-      return 'n/a';
-    }
-  };
-  const rows = Device.all().map((d) => [
+  const devices = Device.all();
+  const rows = devices.map((d) => [
     String(d.ordinal),
     d.name,
     safe(() => `${d.computeCapability.major}.${d.computeCapability.minor}`),
@@ -41,5 +44,21 @@ export function infoCommand(args: string[], o: Output): number {
   ]);
   o.out(`driver ${driver} · NVRTC ${nvrtc} · ${rows.length} device${rows.length === 1 ? '' : 's'}\n\n`);
   o.out(table(['#', 'name', 'CC', 'SMs', 'memory', 'SM clock', 'mem clock', 'L2'], rows));
+  if (devices.length >= 2) {
+    o.out('\n');
+    o.out(peerMatrix(devices.length, (from, to) => devices[from]!.canAccessPeer(devices[to]!)));
+  }
   return OK;
+}
+
+/**
+ * The peer access matrix of `count` devices: row `from`, column `to` says whether device `from` can access device
+ * `to`'s memory directly ('yes', 'no', 'n/a' when the driver could not say; '—' on the diagonal).
+ */
+export function peerMatrix(count: number, canAccess: (from: number, to: number) => boolean): string {
+  const ordinals = Array.from({ length: count }, (_, i) => i);
+  const cell = (from: number, to: number): string =>
+    from === to ? '—' : safe(() => (canAccess(from, to) ? 'yes' : 'no'));
+  const rows = ordinals.map((from) => [String(from), ...ordinals.map((to) => cell(from, to))]);
+  return `peer access (row device → column device's memory)\n${table(['#', ...ordinals.map(String)], rows)}`;
 }

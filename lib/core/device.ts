@@ -2,7 +2,7 @@
 // Devices: properties, attributes, memory info, synchronization, and the factories for everything that lives in
 // the device's primary context (streams, buffers, pinned host memory, modules).
 import { DEVICE_ATTRIBUTES, type DeviceAttributeName } from './attributes.js';
-import { assertUsable } from './errors.js';
+import { CudaError, assertUsable } from './errors.js';
 import { INTERNAL, checkInternal } from './lifetime.js';
 import type { TypedArrayConstructor } from './dtype.js';
 import { type HostRegistration, allocHostArray, registerHostMemory } from './host.js';
@@ -42,6 +42,8 @@ export const DEFAULT_POOL_CACHE_LIMIT_BYTES = 64 << 20;
 const POOL_RELEASE_THRESHOLD = 4;
 const POOL_RESERVED_MEM_CURRENT = 5;
 const POOL_USED_MEM_CURRENT = 7;
+// CUmemAccess_flags
+const MEM_ACCESS_READ_WRITE = 3;
 
 /** Launch limits, read once per device; used to validate launches before the driver sees them. */
 export interface LaunchLimits {
@@ -67,6 +69,8 @@ export class Device {
   #poolThresholdBytes = -1; // the release threshold last given to the driver
   #defaultStream: Stream | undefined;
   readonly #attributeCache = new Map<number, number>();
+  readonly #canAccessPeer = new Map<Device, boolean>();
+  readonly #peerAccess = new Set<Device>(); // devices whose memory this one may access (enablePeerAccess)
 
   /** @internal */
   constructor(token: typeof INTERNAL, ordinal: number, cuDevice: number) {
@@ -109,6 +113,18 @@ export class Device {
   get ctx(): Handle {
     if (this.#ctx === undefined) this.#ctx = getNative().devicePrimaryCtxRetain(this.#cuDevice);
     return this.#ctx;
+  }
+
+  /**
+   * Creates the device's primary context on a libuv pool thread and resolves when it exists (at once if it does).
+   * The first GPU call otherwise creates it on the calling thread, about 0.1 s on an H200 with the event loop
+   * blocked: start this early to overlap it with other work, such as compiling. A GPU call made meanwhile waits for
+   * the same context. Rejects with CudaError where the context cannot be created.
+   */
+  async createContextAsync(): Promise<void> {
+    if (this.#ctx !== undefined) return;
+    const ctx = await getNative().devicePrimaryCtxRetainAsync(this.#cuDevice);
+    this.#ctx ??= ctx;
   }
 
   get name(): string {
@@ -321,6 +337,50 @@ export class Device {
     return loadModule(this, code, options);
   }
 
+  /**
+   * Whether this device can access `other`'s memory directly (over NVLink or PCIe), which `enablePeerAccess(other)`
+   * needs. Read once per pair (cuDeviceCanAccessPeer); `cudakit info` prints it for every pair.
+   */
+  canAccessPeer(other: Device): boolean {
+    checkPeer(this, other);
+    let can = this.#canAccessPeer.get(other);
+    if (can === undefined) {
+      can = getNative().deviceCanAccessPeer(this.#cuDevice, other.#cuDevice);
+      this.#canAccessPeer.set(other, can);
+    }
+    return can;
+  }
+
+  /**
+   * Lets this device access `other`'s memory directly: kernels running here may then read and write `other`'s
+   * buffers, and `copyFrom()` into this device's buffers from `other`'s goes device to device (`via: 'peer'`)
+   * instead of through host memory. One direction only: `other.enablePeerAccess(this)` for the other one.
+   * It covers both plain and stream-ordered (memory pool) allocations of `other`: cuCtxEnablePeerAccess, then
+   * cuMemPoolSetAccess on `other`'s pool, because pool memory does not follow the context's peer access.
+   * Idempotent, also when another thread or library of the process enabled it already
+   * (CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED counts as done). Access is process-wide, but cudakit records it per
+   * thread: a worker that wants peer copies calls enablePeerAccess itself (cheap when already enabled).
+   * Throws a CudaError (CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) where `canAccessPeer(other)` is false.
+   */
+  enablePeerAccess(other: Device): void {
+    checkPeer(this, other);
+    if (this.#peerAccess.has(other)) return;
+    assertUsable('cuCtxEnablePeerAccess');
+    const n = getNative();
+    try {
+      n.ctxEnablePeerAccess(this.ctx, other.ctx);
+    } catch (e) {
+      if (!(e instanceof CudaError && e.code === 'CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED')) throw e;
+    }
+    if (other.usesMemoryPools) n.memPoolSetAccess(other.#pool!, this.ordinal, MEM_ACCESS_READ_WRITE);
+    this.#peerAccess.add(other);
+  }
+
+  /** @internal Whether this thread enabled this device's access to `other`'s memory (enablePeerAccess). */
+  hasPeerAccess(other: Device): boolean {
+    return this.#peerAccess.has(other);
+  }
+
   /** Stream priorities this device accepts: lower numbers are higher priority. */
   streamPriorityRange(): { least: number; greatest: number } {
     const [least, greatest] = getNative().ctxGetStreamPriorityRange(this.ctx);
@@ -329,5 +389,13 @@ export class Device {
 
   toString(): string {
     return `Device(${this.ordinal}: ${this.name}, ${this.arch})`;
+  }
+}
+
+/** `other` is a Device and not `self`: peer access is between two devices. Checked before any driver call. */
+function checkPeer(self: Device, other: unknown): asserts other is Device {
+  if (!(other instanceof Device)) throw typeError('other', 'a Device', other);
+  if (other.ordinal === self.ordinal) {
+    throw rangeError('other', `a device other than device ${self.ordinal} (peer access is between two devices)`, other);
   }
 }

@@ -45,6 +45,14 @@ const REMEDIES: Record<string, string> = {
   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: 'This operation cannot be captured into a graph: move it out of the capture.',
   CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: 'The capture was broken by an earlier error: begin it again.',
   CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: 'This memory is already pinned.',
+  CUDA_ERROR_PEER_ACCESS_UNSUPPORTED:
+    "These two devices cannot access each other's memory directly (device.canAccessPeer(other) is false: no " +
+    'NVLink or PCIe peer-to-peer path between them, or the platform forbids it). copyFrom() still copies between ' +
+    'them, through host memory.',
+  CUDA_ERROR_PEER_ACCESS_NOT_ENABLED:
+    "Call device.enablePeerAccess(other) on the device whose kernels or copies use the other device's memory.",
+  CUDA_ERROR_TOO_MANY_PEERS:
+    'The device has no peer mappings left (8 at most): enable peer access only between devices that exchange data.',
   CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: 'The kernel module and libcuda versions differ: reinstall the driver or reboot.',
 };
 

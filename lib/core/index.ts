@@ -22,7 +22,7 @@ export { clearMemoryCache, defaultCacheDir } from './cache.js';
 export type { DeviceAttributeName } from './attributes.js';
 export type { ComputeCapability, MemoryInfo, LaunchLimits } from './device.js';
 export type { Diagnostic } from './errors.js';
-export type { AllocOptions, CopyOptions } from './memory.js';
+export type { AllocOptions, CopyOptions, DeviceCopy } from './memory.js';
 export type { DType, TypedArrayConstructor } from './dtype.js';
 export type { CompileOptions, CompileTarget, CppStandard, ProgramOptions } from './program.js';
 export type { JitOptions, LoadModuleOptions } from './module.js';

@@ -8,7 +8,7 @@ import { CudaError, assertUsable, isContextLost } from './errors.js';
 import { isPinned } from './host.js';
 import { INTERNAL, checkInternal, disposedError, unwatch, watch } from './lifetime.js';
 import { getNative, type Handle } from './native.js';
-import type { Stream } from './stream.js';
+import { Stream } from './stream.js';
 import { checkOptions, checkSize, isBufferSource, rangeError, typeError } from './validate.js';
 
 export interface AllocOptions {
@@ -20,11 +20,19 @@ export interface CopyOptions {
   /** Where in the device buffer to start: bytes for DeviceBuffer, elements for DeviceArray. Default 0. */
   offset?: number;
   /**
-   * Enqueue on this stream instead of copying synchronously. With pinned host memory the copy is then truly
-   * asynchronous: do not touch the host array until the stream is synchronized.
+   * Enqueue on this stream (a stream of the buffer's device) instead of copying synchronously. With pinned host
+   * memory the copy is then truly asynchronous: do not touch the host array until the stream is synchronized.
    */
   stream?: Stream;
 }
+
+/** How `copyFrom()` copied: within one device, between two devices directly, or through host memory. */
+export interface DeviceCopy {
+  readonly via: 'device' | 'peer' | 'host';
+}
+const VIA_DEVICE: DeviceCopy = Object.freeze({ via: 'device' });
+const VIA_PEER: DeviceCopy = Object.freeze({ via: 'peer' });
+const VIA_HOST: DeviceCopy = Object.freeze({ via: 'host' });
 
 interface Allocation {
   readonly ptr: Handle;
@@ -203,8 +211,21 @@ export class DeviceBuffer implements Disposable {
     return out;
   }
 
-  /** Copies all of `src` (device memory) into this buffer at `offset`. Returns this. */
-  copyFrom(src: DeviceBuffer, options?: CopyOptions): this {
+  /**
+   * Copies all of `src` (device memory, of this device or another) into this buffer at `offset`, and says how:
+   * - `via: 'device'`: both buffers are on one device (cuMemcpyDtoD).
+   * - `via: 'peer'`: `src` is on another device whose memory this one may access (after
+   *   `this.device.enablePeerAccess(src.device)` in this thread): straight from device to device (cuMemcpyPeer).
+   * - `via: 'host'`: `src` is on another device without that access: cudakit copies it into host memory, then from
+   *   there into this buffer (the staged path of copyToHost / copyFromHost for large copies).
+   *
+   * With `stream` (a stream of this buffer's device) the copy is ordered on it: 'device' and 'peer' copies are
+   * enqueued there (cuMemcpyDtoDAsync, cuMemcpyPeerAsync). A 'host' copy blocks the caller: it waits for the
+   * stream's earlier work (and whatever that waits for, such as `stream.waitEvent(eventOfTheOtherDevice)`), reads
+   * `src` into host memory, and writes it on the stream. Without `stream`, the copy is ordered on the legacy default
+   * streams (of both devices for 'peer' and 'host' copies), as copyFromHost is.
+   */
+  copyFrom(src: DeviceBuffer, options?: CopyOptions): DeviceCopy {
     if (!(src instanceof DeviceBuffer)) throw typeError('src', 'a DeviceBuffer', src);
     const { byteOffset, stream } = this.copyOptions(options);
     if (byteOffset + src.byteLength > this.byteLength) {
@@ -214,13 +235,27 @@ export class DeviceBuffer implements Disposable {
         src.byteLength,
       );
     }
-    if (src.byteLength === 0) return this;
-    assertUsable('cuMemcpyDtoD');
+    const via = src.device === this.device ? VIA_DEVICE : this.device.hasPeerAccess(src.device) ? VIA_PEER : VIA_HOST;
+    if (src.byteLength === 0) return via;
     const n = getNative();
     const dst = this.ptr + BigInt(byteOffset);
-    if (stream === undefined) n.memcpyDtoD(this.device.ctx, dst, src.ptr, src.byteLength);
-    else n.memcpyDtoD(this.device.ctx, dst, src.ptr, src.byteLength, stream.handle);
-    return this;
+    if (via === VIA_DEVICE) {
+      assertUsable('cuMemcpyDtoD');
+      if (stream === undefined) n.memcpyDtoD(this.device.ctx, dst, src.ptr, src.byteLength);
+      else n.memcpyDtoD(this.device.ctx, dst, src.ptr, src.byteLength, stream.handle);
+    } else if (via === VIA_PEER) {
+      assertUsable('cuMemcpyPeer');
+      const ctx = this.device.ctx;
+      if (stream === undefined) n.memcpyPeer(ctx, dst, src.device.ctx, src.ptr, src.byteLength);
+      else n.memcpyPeer(ctx, dst, src.device.ctx, src.ptr, src.byteLength, stream.handle);
+    } else {
+      assertUsable('cuMemcpyDtoH');
+      stream?.synchronize(); // src is read after the stream's earlier work (and what that waits for)
+      const staging = new Uint8Array(src.byteLength);
+      hostCopy(src.device.ctx, 'toHost', src.ptr, staging, undefined);
+      hostCopy(this.device.ctx, 'toDevice', dst, staging, stream);
+    }
+    return via;
   }
 
   /**
@@ -270,7 +305,17 @@ export class DeviceBuffer implements Disposable {
     if (byteOffset > this.byteLength) {
       throw rangeError('options.offset', `at most ${this.byteLength / this.bytesPerElement}`, offset);
     }
-    return { byteOffset, stream: o.stream as Stream | undefined };
+    const stream = o.stream;
+    if (stream !== undefined) {
+      if (!(stream instanceof Stream)) throw typeError('options.stream', 'a Stream', stream);
+      if (stream.device !== this.device) {
+        throw new TypeError(
+          `Expected a stream of device ${this.device.ordinal} (this buffer's) for options.stream ` +
+            `but received a stream of device ${stream.device.ordinal}`,
+        );
+      }
+    }
+    return { byteOffset, stream };
   }
 
   /**

@@ -106,18 +106,25 @@ export interface Native {
   deviceGetPCIBusId(device: number): string;
   deviceGetAttribute(device: number, attribute: number): number;
   deviceTotalMem(device: number): number;
+  /** cuDeviceCanAccessPeer: whether `device` can access `peerDevice`'s memory directly. */
+  deviceCanAccessPeer(device: number, peerDevice: number): boolean;
   devicePrimaryCtxRetain(device: number): Handle;
+  devicePrimaryCtxRetainAsync(device: number): Promise<Handle>;
   ctxSynchronize(ctx: Handle): void;
   memGetInfo(ctx: Handle): [number, number];
   ctxSetLimit(ctx: Handle, limit: number, value: number | bigint): void;
   ctxGetLimit(ctx: Handle, limit: number): number;
   ctxResetPersistingL2Cache(ctx: Handle): void;
   ctxGetStreamPriorityRange(ctx: Handle): [number, number];
+  /** cuCtxEnablePeerAccess with `ctx` current: `ctx` may then access memory allocated in `peerCtx`. */
+  ctxEnablePeerAccess(ctx: Handle, peerCtx: Handle): void;
   deviceGetDefaultMemPool(device: number): Handle;
   /** 64-bit attributes (RELEASE_THRESHOLD = 4 and the byte counters after it) take and return bigint. */
   memPoolSetAttribute(pool: Handle, attribute: number, value: number | bigint): void;
   memPoolGetAttribute(pool: Handle, attribute: number): number | bigint;
   memPoolTrimTo(pool: Handle, minBytesToKeep: number | bigint): void;
+  /** cuMemPoolSetAccess with one descriptor: `device`'s access to the pool's allocations (0 none, 1 read, 3 rw). */
+  memPoolSetAccess(pool: Handle, device: number, flags: number): void;
   // memory.cc
   memAlloc(ctx: Handle, bytes: number): Handle;
   memAllocAsync(ctx: Handle, bytes: number, stream: Handle): Handle;
@@ -126,6 +133,8 @@ export interface Native {
   memcpyHtoD(ctx: Handle, dst: Handle, src: ArrayBufferView | ArrayBuffer, stream?: Handle): void;
   memcpyDtoH(ctx: Handle, dst: ArrayBufferView | ArrayBuffer, src: Handle, stream?: Handle): void;
   memcpyDtoD(ctx: Handle, dst: Handle, src: Handle, bytes: number, stream?: Handle): void;
+  /** cuMemcpyPeer, or cuMemcpyPeerAsync on `stream` (a stream of dstCtx); dstCtx is bound first. */
+  memcpyPeer(dstCtx: Handle, dst: Handle, srcCtx: Handle, src: Handle, bytes: number, stream?: Handle): void;
   memsetAsync(ctx: Handle, dst: Handle, value: number, count: number, stream: Handle, elementBytes: 1 | 2 | 4): void;
   memHostAlloc(ctx: Handle, bytes: number, flags: number): ArrayBuffer;
   memFreeHost(buffer: ArrayBuffer): void;

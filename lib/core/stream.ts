@@ -76,7 +76,10 @@ export class Stream extends HandleOwner {
     return getNative().streamQuery(this.device.ctx, this.handle);
   }
 
-  /** Later work on this stream waits until `event` has completed (on the GPU; the host does not block). */
+  /**
+   * Later work on this stream waits until `event` has completed (on the GPU; the host does not block). The event
+   * may belong to another device: this device's work then waits for that device's (cuStreamWaitEvent).
+   */
   waitEvent(event: Event): void {
     if (!(event instanceof Event)) throw typeError('event', 'an Event', event);
     getNative().streamWaitEvent(this.device.ctx, this.handle, event.handle);

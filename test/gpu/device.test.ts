@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { expect, it } from 'vitest';
 import { Device, Program, probe } from '../../lib/index.js';
@@ -75,6 +77,44 @@ describeGpu('Device', () => {
     expect(p).toMatchObject({ ok: true, deviceCount: Device.count(), reason: undefined });
     expect(p.driverVersion).toMatch(/^1[2-9]\.\d+$/);
     expect(p.nvrtcVersion).toMatch(/^\d+\.\d+$/);
+  });
+
+  it('createContextAsync() leaves the event loop free; a GPU call made meanwhile gets the context', async () => {
+    // In fresh processes: this one's context exists already.
+    const script = (raceWithSyncCall: boolean) => `
+      import { Device } from './lib/index.ts';
+      const d = Device.get(0);
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 1);
+      const created = Promise.all([d.createContextAsync(), d.createContextAsync()]);
+      // Synchronous GPU work at once: it waits inside the driver for the context being created.
+      const early = ${raceWithSyncCall} ? Array.from(d.alloc(64).fill(7).copyToHost(new Uint8Array(64))) : [];
+      await created;
+      await new Promise((r) => setTimeout(r, 5));
+      clearInterval(timer);
+      const b = d.alloc(1024).fill(3);
+      const late = b.copyToHost(new Uint8Array(1024));
+      await d.createContextAsync(); // resolves at once now
+      const used = d.memoryInfo().poolUsedBytes;
+      console.log(JSON.stringify({ ticks, early, late: late.every((v) => v === 3), used }));
+    `;
+    const run = async (race: boolean) => {
+      const r = await promisify(execFile)(process.execPath, [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        script(race),
+      ]);
+      return JSON.parse(r.stdout) as { ticks: number; early: number[]; late: boolean; used: number };
+    };
+    const alone = await run(false);
+    expect(alone.ticks).toBeGreaterThan(0); // the event loop ran while the context was created
+    expect(alone.late).toBe(true);
+    expect(alone.used).toBeGreaterThanOrEqual(1024);
+    const raced = await run(true);
+    expect(raced.early).toEqual(Array(64).fill(7));
+    expect(raced.late).toBe(true);
   });
 
   it('works from worker_threads, each with its own context binding and cleanup', async () => {

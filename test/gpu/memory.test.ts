@@ -63,7 +63,7 @@ describeGpu('memory', () => {
     using a = d().allocArray(Float32Array, 1000);
     using b = d().allocArray(Float32Array, 1000);
     a.fill(2.5);
-    b.copyFrom(a);
+    expect(b.copyFrom(a)).toEqual({ via: 'device' });
     expect(b.copyToHost().every((v) => v === 2.5)).toBe(true);
     using raw = d().alloc(8);
     raw.fill(0xabcd, { elementBytes: 2 });

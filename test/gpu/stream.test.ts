@@ -73,7 +73,7 @@ describeGpu('Stream', () => {
     k.launch({ grid: 1, block: 1, stream: a }, 100_000_000n, flag, 77);
     const done = a.record({ timing: false });
     b.waitEvent(done);
-    copy.copyFrom(flag, { stream: b });
+    expect(copy.copyFrom(flag, { stream: b })).toEqual({ via: 'device' });
     b.synchronize();
     expect(copy.copyToHost()[0]).toBe(77);
     done.dispose();

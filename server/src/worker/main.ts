@@ -50,6 +50,11 @@ onParentMessage((m) => {
   const job = { id: m.id, abort: new AbortController() };
   const receivedAtMs = Date.now();
   running = job;
+  // The context is created while evaluate() validates and compiles; its load phase waits for it. A failure shows
+  // there, as the job's.
+  Device.get(0)
+    .createContextAsync()
+    .catch(() => {});
   void (async () => {
     try {
       const { report, device } = await runJob(m.job, m.seedSalt, {
