@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every check that needs an NVIDIA GPU, in one go:
 #   bash scripts/gpu-check.sh [tests] [gpu] [sanitizer] [bench] [memory] [harness] [cli] [examples] [service-bench]
-# (tests: every tier; gpu: the GPU tier alone; service-bench: the evaluation service's GPU benchmark.)
+#     [multi-gpu-bench]
+# (tests: every tier; gpu: the GPU tier alone; service-bench: the evaluation service's GPU benchmark;
+# multi-gpu-bench: the service on two GPUs, which says why and writes nothing on a machine with fewer.)
 # Logs, JSON reports and a copy of bench/RESULTS.md go to the folder $OUT names, or ./gpu-out.
 set -uo pipefail
 out=${OUT:-gpu-out}
@@ -103,6 +105,12 @@ if [[ " $steps " == *" service-bench "* ]]; then
   abs_out=$(cd "$out" && pwd)
   (cd server && timeout 300 npx tsx bench/gpu.ts --write --json "$abs_out/service-bench.json") 2>&1 |
     tee "$out/service-bench.log"
+  cp server/bench/RESULTS.md "$out/server-RESULTS.md" 2>/dev/null
+fi
+if [[ " $steps " == *" multi-gpu-bench "* ]]; then
+  abs_out=$(cd "$out" && pwd)
+  (cd server && timeout 330 npx tsx bench/multi-gpu.ts --write --json "$abs_out/multi-gpu-bench.json") 2>&1 |
+    tee "$out/multi-gpu-bench.log"
   cp server/bench/RESULTS.md "$out/server-RESULTS.md" 2>/dev/null
 fi
 echo "=== summary ==="

@@ -18,10 +18,11 @@
 // numbers. Only one CUDA process is ever alive while a kernel is timed: the CLI, the in-process child and the server's
 // jobs never overlap, and the warm phase (whose worker keeps its context between jobs) comes last.
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ROOT, type ServerProcess, buildFakeWorker, startServer } from './binary.js';
 import type { EvaluateTimes } from './gpu-evaluate.js';
@@ -45,7 +46,7 @@ const USAGE = `Usage: npx tsx server/bench/gpu.ts [options]   (npm run bench:gpu
 // The kernels and jobs
 
 const COPY_ELEMENTS = 64 * 2 ** 20; // 256 MiB of f32: about 130 µs cold on an H200, past the 100 µs the target asks
-const COPY_BYTES_MOVED = 2 * 4 * COPY_ELEMENTS;
+export const COPY_BYTES_MOVED = 2 * 4 * COPY_ELEMENTS;
 const SAXPY_ELEMENTS = 3 * 2 ** 20; // 36 MiB moved: about 10 µs cold
 const BLOCK = 256;
 const SPIN_TIMEOUT_S = 5; // the smallest timeoutSeconds the API takes
@@ -77,7 +78,7 @@ const SPIN_SOURCE = `extern "C" __global__ void spin(float* y) {
 }
 `;
 
-type Job = Record<string, unknown>;
+export type Job = Record<string, unknown>;
 
 /**
  * The 256 MiB copy: the same job for the CLI (as a spec file) and for the service. evaluate() fills, poisons and
@@ -85,7 +86,7 @@ type Job = Record<string, unknown>;
  * for each of the 4 timed input sets: hence one check trial, and `arange` inputs rather than a random fill (the
  * copy's time does not depend on the values).
  */
-function copyJob(fake: boolean): Job {
+export function copyJob(fake: boolean): Job {
   return {
     name: fake ? 'fake:pass:150ms' : 'copy-256MiB',
     source: COPY_SOURCE,
@@ -103,7 +104,7 @@ function copyJob(fake: boolean): Job {
  * The small job. Cheap fills and one check trial for the same reason as the copy's, and because the overhead is a
  * difference of two wall times: the less host work evaluate() does, the less its noise hides the service's share.
  */
-function saxpyJob(fake: boolean): Job {
+export function saxpyJob(fake: boolean): Job {
   return {
     name: fake ? 'fake:pass:20ms' : 'saxpy-3M',
     source: SAXPY_SOURCE,
@@ -117,7 +118,7 @@ function saxpyJob(fake: boolean): Job {
   };
 }
 
-function spinJob(fake: boolean): Job {
+export function spinJob(fake: boolean): Job {
   return {
     name: fake ? 'fake:hang:check' : 'spin-forever',
     source: SPIN_SOURCE,
@@ -132,17 +133,21 @@ function spinJob(fake: boolean): Job {
 // ---------------------------------------------------------------------------------------------------------------
 // Options and the time budget
 
-interface Options {
+/** The options this benchmark and multi-gpu.ts share. */
+export interface CommonOptions {
   quick: boolean;
   fake: boolean;
   write: boolean;
   results: string;
   json: string | undefined;
   clients: number;
-  gpu: string;
   main: 'source' | string;
   budgetMs: number;
   keep: boolean;
+}
+
+interface Options extends CommonOptions {
+  gpu: string;
 }
 
 /** How long each phase may take. Windows shrink when the run is behind its budget. */
@@ -184,38 +189,53 @@ const QUICK_PLAN: Plan = {
   warmMs: 6_000,
 };
 
-function parseOptions(argv: readonly string[]): Options | 'help' {
-  const { values } = parseArgs({
-    args: [...argv],
-    options: {
-      quick: { type: 'boolean' },
-      fake: { type: 'boolean' },
-      write: { type: 'boolean' },
-      results: { type: 'string' },
-      json: { type: 'string' },
-      clients: { type: 'string' },
-      gpu: { type: 'string' },
-      main: { type: 'string' },
-      budget: { type: 'string' },
-      keep: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: false,
-  });
-  if (values.help === true) return 'help';
+/** parseArgs' spec of the options this benchmark and multi-gpu.ts share. */
+const COMMON_ARGS = {
+  quick: { type: 'boolean' },
+  fake: { type: 'boolean' },
+  write: { type: 'boolean' },
+  results: { type: 'string' },
+  json: { type: 'string' },
+  clients: { type: 'string' },
+  main: { type: 'string' },
+  budget: { type: 'string' },
+  keep: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** A GPU as the server's --gpus names it: an index (nvidia-smi's order) or a UUID. */
+export const GPU_ARG = /^(\d+|GPU-[0-9a-fA-F-]+|MIG-[0-9a-fA-F-]+)$/;
+
+/** The defaults of a benchmark's common options: `budgetS` is the full run's, `quickBudgetS` --quick's or --fake's. */
+export interface CommonDefaults {
+  clients: number;
+  budgetS: number;
+  quickBudgetS: number;
+}
+
+/** COMMON_ARGS' values, checked. */
+function commonOptions(
+  values: {
+    quick?: boolean;
+    fake?: boolean;
+    write?: boolean;
+    results?: string;
+    json?: string;
+    clients?: string;
+    main?: string;
+    budget?: string;
+    keep?: boolean;
+  },
+  defaults: CommonDefaults,
+): CommonOptions {
   const quick = values.quick === true;
   const fake = values.fake === true;
-  const clients = Number(values.clients ?? 4);
+  const clients = Number(values.clients ?? defaults.clients);
   if (!Number.isInteger(clients) || clients < 1 || clients > 32) {
     throw new Error(`--clients expects an integer from 1 to 32, not '${values.clients}'`);
   }
-  const budgetS = Number(values.budget ?? (quick || fake ? 110 : 230));
+  const budgetS = Number(values.budget ?? (quick || fake ? defaults.quickBudgetS : defaults.budgetS));
   if (!(budgetS >= 30 && budgetS <= 3600)) throw new Error(`--budget expects seconds from 30 to 3600`);
-  const gpu = values.gpu ?? '0';
-  if (!/^(\d+|GPU-[0-9a-fA-F-]+|MIG-[0-9a-fA-F-]+)$/.test(gpu)) {
-    throw new Error(`--gpu expects an index or a GPU UUID, not '${gpu}'`);
-  }
   // Fake figures never land in the repository's table by accident.
   if (fake && values.write === true && values.results === undefined) {
     throw new Error('--fake --write needs --results <file>: fake figures are not written to server/bench/RESULTS.md');
@@ -231,14 +251,45 @@ function parseOptions(argv: readonly string[]): Options | 'help' {
     results: values.results === undefined ? RESULTS_FILE : resolve(cwd, values.results),
     json: values.json === undefined ? undefined : resolve(cwd, values.json),
     clients,
-    gpu,
     main,
     budgetMs: budgetS * 1000,
     keep: values.keep === true,
   };
 }
 
-class Budget {
+/**
+ * A benchmark's options from its command line: the common ones, and the string option `extra` (this file's --gpu,
+ * multi-gpu.ts's --gpus) that `finish` checks and adds; or the exit code when there is nothing to run: 0 after
+ * printing `usage` for --help, 2 after a usage error.
+ */
+export function cliOptions<T extends CommonOptions>(
+  bench: string,
+  usage: string,
+  argv: readonly string[],
+  extra: string,
+  defaults: CommonDefaults,
+  finish: (common: CommonOptions, extra: string | undefined) => T,
+): T | number {
+  try {
+    const { values } = parseArgs({
+      args: [...argv],
+      options: { ...COMMON_ARGS, [extra]: { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    });
+    if (values.help === true) {
+      process.stdout.write(usage);
+      return 0;
+    }
+    const extraValue = (values as Record<string, unknown>)[extra];
+    return finish(commonOptions(values, defaults), typeof extraValue === 'string' ? extraValue : undefined);
+  } catch (e) {
+    process.stderr.write(`bench:${bench}: ${(e as Error).message}\n\n${usage}`);
+    return 2;
+  }
+}
+
+export class Budget {
   readonly #endMs: number;
   constructor(totalMs: number) {
     this.#endMs = performance.now() + totalMs;
@@ -255,19 +306,19 @@ class Budget {
 // ---------------------------------------------------------------------------------------------------------------
 // Small helpers
 
-function median(values: readonly number[]): number {
+export function median(values: readonly number[]): number {
   const s = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
   if (s.length === 0) return NaN;
   const m = s.length >> 1;
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-const fmt = (x: number, digits: number): string => (Number.isFinite(x) ? x.toFixed(digits) : '—');
+export const fmt = (x: number, digits: number): string => (Number.isFinite(x) ? x.toFixed(digits) : '—');
 const fmtMs = (ms: number): string => (Number.isFinite(ms) ? `${fmt(ms, ms < 100 ? 1 : 0)} ms` : '—');
-const fmtUs = (us: number): string => (Number.isFinite(us) ? `${fmt(us, 2)} µs` : '—');
-const fmtRatio = (r: number): string => (Number.isFinite(r) ? `${r.toFixed(4)}×` : '—');
-const met = (ok: boolean | undefined): string => (ok === undefined ? 'n/a' : ok ? 'yes' : '**no**');
-const withinPct = (ratio: number, pct: number): boolean | undefined =>
+export const fmtUs = (us: number): string => (Number.isFinite(us) ? `${fmt(us, 2)} µs` : '—');
+export const fmtRatio = (r: number): string => (Number.isFinite(r) ? `${r.toFixed(4)}×` : '—');
+export const met = (ok: boolean | undefined): string => (ok === undefined ? 'n/a' : ok ? 'yes' : '**no**');
+export const withinPct = (ratio: number, pct: number): boolean | undefined =>
   Number.isFinite(ratio) ? Math.abs(ratio - 1) <= pct / 100 : undefined;
 
 /** The first sentence of a message, at most 80 characters. */
@@ -323,7 +374,7 @@ interface BenchJson {
   env: { device: string; arch: string; driverVersion: string; nvrtcVersion?: string; cudakitVersion: string };
 }
 
-interface Evaluation {
+export interface Evaluation {
   id: string;
   status: string;
   verdict: string | null;
@@ -331,11 +382,15 @@ interface Evaluation {
   startedAt: string | null;
   finishedAt: string | null;
   queueWaitMs: number | null;
+  /** The phase it is in (running), or ended in. */
+  phase: string | null;
+  /** The GPU that ran it (its slot's), once leased. */
+  gpu: { uuid: string } | null;
   report: { passed: boolean; phases: { phase: string; ms: number }[]; timing?: BenchJson | null } | null;
   error: { code: string; message: string } | null;
 }
 
-interface Slot {
+export interface Slot {
   uuid: string;
   name: string;
   arch: string;
@@ -350,7 +405,7 @@ const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 /** 503 UNDER_PRESSURE answers (the server's event loop was late by over a second), retried after 200 ms. */
 const shed = { count: 0 };
 
-async function call(
+export async function call(
   method: string,
   url: string,
   body?: unknown,
@@ -380,28 +435,37 @@ async function call(
   }
 }
 
-async function slots(url: string): Promise<{ gpus: Slot[]; reason: string | null }> {
+export async function slots(url: string): Promise<{ gpus: Slot[]; reason: string | null }> {
   const r = await call('GET', `${url}/v1/gpus`);
   if (r.status !== 200) throw new Error(`GET /v1/gpus: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body as { gpus: Slot[]; reason: string | null };
 }
 
-/** Polls GET /v1/gpus every 10 ms until the slot is idle; when it was first seen idle (both clocks). */
+/**
+ * Polls GET /v1/gpus every 10 ms until every slot is idle; when they were first seen so (both clocks), and the first
+ * slot (the only one, on a server of one GPU).
+ */
 async function waitIdle(url: string, timeoutMs: number): Promise<{ atMs: number; epochMs: number; slot: Slot }> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const { gpus, reason } = await slots(url);
     const slot = gpus[0];
-    if (slot?.state === 'idle') return { atMs: performance.now(), epochMs: Date.now(), slot };
-    if (slot?.state === 'quarantined') throw new Error(`the slot is quarantined: ${slot.lastError}`);
+    if (slot !== undefined && gpus.every((s) => s.state === 'idle')) {
+      return { atMs: performance.now(), epochMs: Date.now(), slot };
+    }
+    const quarantined = gpus.find((s) => s.state === 'quarantined');
+    if (quarantined !== undefined) {
+      throw new Error(`the slot of ${quarantined.uuid} is quarantined: ${quarantined.lastError}`);
+    }
     if (performance.now() > deadline) {
-      throw new Error(`the slot was not idle within ${timeoutMs} ms: ${JSON.stringify(slot ?? reason)}`);
+      const seen = gpus.length === 1 ? gpus[0] : gpus.length > 1 ? gpus : reason;
+      throw new Error(`the slots were not idle within ${timeoutMs} ms: ${JSON.stringify(seen)}`);
     }
     await sleep(10);
   }
 }
 
-interface ServiceRun {
+export interface ServiceRun {
   id: string;
   /** Submit → the long-poll's answer with the result, client side. */
   wallMs: number;
@@ -416,15 +480,23 @@ interface ServiceRun {
 }
 
 /** One job through the service: POST (a 429 waits its Retry-After), then long-polls to its end. */
-async function runServiceJob(url: string, body: Job): Promise<ServiceRun> {
+export async function runServiceJob(url: string, body: Job): Promise<ServiceRun> {
   const t0 = performance.now();
-  let id: string | undefined;
-  while (id === undefined) {
+  return waitForEnd(url, await submitJob(url, body), t0);
+}
+
+/** POSTs a job (a 429 waits its Retry-After); its id. */
+export async function submitJob(url: string, body: Job): Promise<string> {
+  for (;;) {
     const r = await call('POST', `${url}/v1/evaluations`, body);
-    if (r.status === 202) id = (r.body as { id: string }).id;
-    else if (r.status === 429) await sleep(1000 * (Number.isFinite(r.retryS) ? r.retryS : 1));
+    if (r.status === 202) return (r.body as { id: string }).id;
+    if (r.status === 429) await sleep(1000 * (Number.isFinite(r.retryS) ? r.retryS : 1));
     else throw new Error(`POST /v1/evaluations: ${r.status} ${JSON.stringify(r.body)}`);
   }
+}
+
+/** Long-polls job `id` to its end; `t0` is when it was submitted (performance.now()). */
+export async function waitForEnd(url: string, id: string, t0: number): Promise<ServiceRun> {
   let e: Evaluation;
   for (;;) {
     const r = await call('GET', `${url}/v1/evaluations/${id}?wait=60`);
@@ -447,23 +519,29 @@ async function runServiceJob(url: string, body: Job): Promise<ServiceRun> {
   };
 }
 
-function outcomeOf(e: Evaluation): string {
+export function outcomeOf(e: Evaluation): string {
   return `${e.status}/${e.verdict}${e.error === null ? '' : ` (${e.error.code}: ${e.error.message.split('\n')[0]})`}`;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // The run
 
-interface Context {
+/** What starting a server and running jobs through it need of a run (this file's, and multi-gpu.ts's). */
+export interface RunContext {
+  o: Pick<CommonOptions, 'fake' | 'main' | 'keep'>;
+  /** The run's temporary directory. */
+  dir: string;
+  problems: string[];
+  /** The running server's output, for a phase that failed. */
+  serverOutput: (() => string) | undefined;
+}
+
+interface Context extends RunContext {
   o: Options;
   plan: Plan;
   budget: Budget;
-  dir: string;
-  problems: string[];
   /** The GPU's UUID, as the server's slot has it (the CLI and the in-process child get it as CUDA_VISIBLE_DEVICES). */
   uuid: string;
-  /** The running server's output, for a phase that failed. */
-  serverOutput: (() => string) | undefined;
 }
 
 interface Service {
@@ -471,7 +549,21 @@ interface Service {
   process: ServerProcess;
 }
 
-async function withServer<T>(ctx: Context, isolation: 'process' | 'warm', f: (s: Service) => Promise<T>): Promise<T> {
+/** How many fake GPUs the fake probe must list for `gpus` (the server's --gpus: indices, or UUIDs that match none). */
+export function fakeGpuCount(gpus: string): number {
+  return Math.max(1, ...gpus.split(',').map((g) => (/^\d+$/.test(g) ? Number(g) + 1 : 1)));
+}
+
+/**
+ * Starts the server on `gpus` (its --gpus: indices or UUIDs, comma-separated) with `isolation`, waits for every slot
+ * to be idle, runs `f`, then stops the server (SIGTERM; SIGKILL after 15 s, which is a problem of the run).
+ */
+export async function withServer<T>(
+  ctx: RunContext,
+  isolation: 'process' | 'warm',
+  gpus: string,
+  f: (s: Service) => Promise<T>,
+): Promise<T> {
   const { o, dir } = ctx;
   const env: Record<string, string> = {
     // Many more submissions than the clients here make; the queue's caps as they are.
@@ -479,10 +571,10 @@ async function withServer<T>(ctx: Context, isolation: 'process' | 'warm', f: (s:
   };
   if (o.fake) {
     env.CUDAKIT_SERVER_WORKER = o.main === 'source' ? buildFakeWorker(join(dir, 'fake-worker')) : 'fake';
-    env.CUDAKIT_FAKE_GPUS = '1';
+    env.CUDAKIT_FAKE_GPUS = String(fakeGpuCount(gpus));
   }
-  const dataDir = join(dir, `data-${isolation}`);
-  const args = ['--port', '0', '--data-dir', dataDir, '--isolation', isolation, '--gpus', o.gpu, '--ncu', 'off'];
+  const dataDir = mkdtempSync(join(dir, `data-${isolation}-`));
+  const args = ['--port', '0', '--data-dir', dataDir, '--isolation', isolation, '--gpus', gpus, '--ncu', 'off'];
   const server = await startServer({
     main: o.main,
     args: [...args, '--log-level', 'warn', '--drain-seconds', '5'],
@@ -509,7 +601,7 @@ async function withServer<T>(ctx: Context, isolation: 'process' | 'warm', f: (s:
 }
 
 /** Waits for the slot to be idle and the GPU quiet: the last worker gone and its context freed. */
-async function settle(url: string): Promise<void> {
+export async function settle(url: string): Promise<void> {
   await waitIdle(url, 60_000);
   await sleep(300);
 }
@@ -711,7 +803,7 @@ async function incident(ctx: Context, url: string): Promise<Incident> {
 
 // ---- 4. and 5. the small job: overhead and jobs per minute ----------------------------------------------------
 
-interface JobsWindow {
+export interface JobsWindow {
   clients: number;
   windowMs: number;
   jobs: number;
@@ -728,7 +820,7 @@ interface JobsWindow {
 }
 
 /** `clients` clients, each submitting the next job once its last one ended, for `windowMs`. */
-async function jobsWindow(ctx: Context, url: string, clients: number, windowMs: number): Promise<JobsWindow> {
+export async function jobsWindow(ctx: RunContext, url: string, clients: number, windowMs: number): Promise<JobsWindow> {
   const body = { ...saxpyJob(ctx.o.fake), timeoutSeconds: 60 };
   const runs: ServiceRun[] = [];
   const t0 = performance.now();
@@ -772,7 +864,7 @@ async function jobsWindow(ctx: Context, url: string, clients: number, windowMs: 
   };
 }
 
-function describeWindow(w: JobsWindow): string {
+export function describeWindow(w: JobsWindow): string {
   return (
     `  ${w.clients} client${w.clients === 1 ? '' : 's'}: ${w.jobs} jobs in ${fmtMs(w.elapsedMs)} ` +
     `(${fmt(w.jobsPerMinute, 1)}/min); submit → result ${fmtMs(median(w.wallMs))}, lease → result ` +
@@ -784,7 +876,7 @@ function describeWindow(w: JobsWindow): string {
 // ---------------------------------------------------------------------------------------------------------------
 // GPU facts, the table, RESULTS.md
 
-interface GpuFacts {
+export interface GpuFacts {
   name: string;
   arch: string;
   uuid: string;
@@ -793,7 +885,7 @@ interface GpuFacts {
   memory: string | undefined;
 }
 
-function nvidiaSmi(uuid: string): Promise<{ driver: string; memory: string } | undefined> {
+export function nvidiaSmi(uuid: string): Promise<{ driver: string; memory: string } | undefined> {
   const args = ['--query-gpu=uuid,driver_version,memory.total', '--format=csv,noheader'];
   return new Promise((resolve) => {
     execFile('nvidia-smi', args, { timeout: 10_000 }, (error, stdout) => {
@@ -807,11 +899,20 @@ function nvidiaSmi(uuid: string): Promise<{ driver: string; memory: string } | u
   });
 }
 
-interface Row {
+export interface Row {
   metric: string;
   figure: string;
   target: string;
   met: string;
+}
+
+/** The rows as RESULTS.md's Markdown table. */
+export function tableOf(rows: readonly Row[]): string {
+  return [
+    '| measurement | figure | target | met |',
+    '| --- | ---: | --- | --- |',
+    ...rows.map((x) => `| ${x.metric} | ${x.figure} | ${x.target} | ${x.met} |`),
+  ].join('\n');
 }
 
 interface Results {
@@ -964,11 +1065,7 @@ function markdown(r: Results): string {
     `the server ${r.options.main === 'source' ? 'from its sources (tsx)' : 'built'}, on one GPU` +
     `${r.options.fake ? '; **fake worker: the figures mean nothing**' : ''}` +
     `${r.options.quick ? '; --quick' : ''}. Run time ${fmt(r.totalMs / 1000, 0)} s.`;
-  const table = [
-    '| measurement | figure | target | met |',
-    '| --- | ---: | --- | --- |',
-    ...rows(r).map((x) => `| ${x.metric} | ${x.figure} | ${x.target} | ${x.met} |`),
-  ].join('\n');
+  const table = tableOf(rows(r));
   const inc = r.copy?.incident;
   const copyWall = (side: 'cli' | 'service'): number[] =>
     [...(r.copy?.before ?? []), ...(r.copy?.after ?? [])].filter((x) => x.side === side).map((x) => x.wallMs);
@@ -1018,6 +1115,29 @@ function markdown(r: Results): string {
 
 // ---------------------------------------------------------------------------------------------------------------
 
+/**
+ * A runner of a benchmark's phases: each says its name and the budget left, and a phase that fails is recorded as a
+ * problem of the run (with the server's last lines) and resolves undefined, so the next phase still runs: one bad
+ * figure should not cost the others.
+ */
+export function phaseRunner(
+  ctx: RunContext,
+  budget: Budget,
+): <T>(name: string, f: () => Promise<T>) => Promise<T | undefined> {
+  return async (name, f) => {
+    console.log(`${name} (${fmt(budget.leftMs() / 1000, 0)} s of the budget left)`);
+    try {
+      return await f();
+    } catch (e) {
+      ctx.problems.push(`${name}: ${(e as Error).message}`);
+      console.error(`  failed: ${(e as Error).message}`);
+      const output = ctx.serverOutput?.();
+      if (output !== undefined) console.error(`  server output (last lines):\n${lastLines(output, 20)}`);
+      return undefined;
+    }
+  };
+}
+
 async function run(o: Options): Promise<Results> {
   const t0 = performance.now();
   const plan = o.quick || o.fake ? QUICK_PLAN : FULL_PLAN;
@@ -1039,23 +1159,11 @@ async function run(o: Options): Promise<Results> {
     problems,
   };
   writeFileSync(join(dir, 'copy.bench.mjs'), `export default ${JSON.stringify(copyJob(o.fake), null, 2)};\n`);
-  // Each phase's failure is recorded and the next phase still runs: one bad figure should not cost the others.
-  const phase = async <T>(name: string, f: () => Promise<T>): Promise<T | undefined> => {
-    console.log(`${name} (${fmt(budget.leftMs() / 1000, 0)} s of the budget left)`);
-    try {
-      return await f();
-    } catch (e) {
-      problems.push(`${name}: ${(e as Error).message}`);
-      console.error(`  failed: ${(e as Error).message}`);
-      const output = ctx.serverOutput?.();
-      if (output !== undefined) console.error(`  server output (last lines):\n${lastLines(output, 20)}`);
-      return undefined;
-    }
-  };
   const ctx: Context = { o, plan, budget, dir, problems, uuid: '', serverOutput: undefined };
+  const phase = phaseRunner(ctx, budget);
   try {
     await phase('process isolation', () =>
-      withServer(ctx, 'process', async ({ url }) => {
+      withServer(ctx, 'process', o.gpu, async ({ url }) => {
         const slot = (await slots(url)).gpus[0]!;
         ctx.uuid = slot.uuid;
         const smi = await nvidiaSmi(slot.uuid);
@@ -1117,7 +1225,7 @@ async function run(o: Options): Promise<Results> {
       }),
     );
     await phase('warm isolation', () =>
-      withServer(ctx, 'warm', async ({ url }) => {
+      withServer(ctx, 'warm', o.gpu, async ({ url }) => {
         // The first job makes the worker's CUDA context: a warm-up, not counted.
         const first = await runServiceJob(url, { ...saxpyJob(o.fake), timeoutSeconds: 60 });
         console.log(`  warm-up job: submit → result ${fmtMs(first.wallMs)}`);
@@ -1126,47 +1234,67 @@ async function run(o: Options): Promise<Results> {
       }),
     );
   } finally {
-    if (shed.count > 0) {
-      problems.push(`the server answered 503 UNDER_PRESSURE ${shed.count} times (each retried after 200 ms)`);
-    }
-    results.totalMs = performance.now() - t0;
-    if (o.keep) console.log(`kept ${dir}`);
-    else rmSync(dir, { recursive: true, force: true });
+    results.totalMs = endRun(ctx, t0);
   }
   return results;
 }
 
+/**
+ * The end of a run however it went: the server's load-shedding answers become a problem of the run, the temporary
+ * directory goes (or stays, with --keep); the run's time since `t0`.
+ */
+export function endRun(ctx: RunContext, t0: number): number {
+  if (shed.count > 0) {
+    ctx.problems.push(`the server answered 503 UNDER_PRESSURE ${shed.count} times (each retried after 200 ms)`);
+  }
+  if (ctx.o.keep) console.log(`kept ${ctx.dir}`);
+  else rmSync(ctx.dir, { recursive: true, force: true });
+  return performance.now() - t0;
+}
+
 async function main(argv: readonly string[]): Promise<number> {
-  let o: Options | 'help';
-  try {
-    o = parseOptions(argv);
-  } catch (e) {
-    process.stderr.write(`bench:gpu: ${(e as Error).message}\n\n${USAGE}`);
-    return 2;
-  }
-  if (o === 'help') {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  const defaults = { clients: 4, budgetS: 230, quickBudgetS: 110 };
+  const o = cliOptions('gpu', USAGE, argv, 'gpu', defaults, (common, gpu = '0'): Options => {
+    if (!GPU_ARG.test(gpu)) throw new Error(`--gpu expects an index or a GPU UUID, not '${gpu}'`);
+    return { ...common, gpu };
+  });
+  if (typeof o === 'number') return o;
   const r = await run(o);
-  const text = markdown(r);
+  writeOutputs(o, 'gpu', markdown(r), { ...r, figures: figures(r), rows: rows(r) });
+  return r.problems.length === 0 ? 0 : 1;
+}
+
+/** Prints the section; writes the raw numbers to --json's file, and the section into --results' file with --write. */
+export function writeOutputs(
+  o: { json: string | undefined; write: boolean; results: string },
+  section: 'gpu' | 'multi-gpu',
+  text: string,
+  raw: object,
+): void {
   console.log(`\n${text}`);
   if (o.json !== undefined) {
-    writeFileSync(o.json, `${JSON.stringify({ ...r, figures: figures(r), rows: rows(r) }, null, 2)}\n`);
+    writeFileSync(o.json, `${JSON.stringify(raw, null, 2)}\n`);
     console.log(`wrote ${o.json}`);
   }
   if (o.write) {
     const before = existsSync(o.results) ? readFileSync(o.results, 'utf8') : undefined;
-    writeFileSync(o.results, replaceSection(before, 'gpu', text));
-    console.log(`wrote the gpu section of ${o.results}`);
+    writeFileSync(o.results, replaceSection(before, section, text));
+    console.log(`wrote the ${section} section of ${o.results}`);
   }
-  return r.problems.length === 0 ? 0 : 1;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    process.stderr.write(`bench:gpu: ${(e as Error).stack ?? String(e)}\n`);
-    process.exit(1);
-  },
-);
+/** Exits with the code `main` resolves to, or 1 after its error's stack. */
+export function exitWith(bench: string, main: Promise<number>): void {
+  main.then(
+    (code) => process.exit(code),
+    (e: unknown) => {
+      process.stderr.write(`bench:${bench}: ${(e as Error).stack ?? String(e)}\n`);
+      process.exit(1);
+    },
+  );
+}
+
+// Run as a script; multi-gpu.ts and the tests import its jobs and helpers.
+if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  exitWith('gpu', main(process.argv.slice(2)));
+}
