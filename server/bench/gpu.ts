@@ -152,6 +152,8 @@ interface Options extends CommonOptions {
 
 /** How long each phase may take. Windows shrink when the run is behind its budget. */
 interface Plan {
+  /** evaluate() in-process: this many processes, each this many warm runs (within evalMaxMs). */
+  evalProcesses: number;
   evalRuns: number;
   evalMaxMs: number;
   /** Copy runs before the incident, CLI and service alternating (at least one of each). */
@@ -166,8 +168,9 @@ interface Plan {
 }
 
 const FULL_PLAN: Plan = {
-  evalRuns: 8,
-  evalMaxMs: 15_000,
+  evalProcesses: 3,
+  evalRuns: 5,
+  evalMaxMs: 10_000,
   copyBeforeMax: 6,
   copyBeforeMs: 105_000,
   copyAfterMax: 3,
@@ -178,8 +181,9 @@ const FULL_PLAN: Plan = {
 };
 
 const QUICK_PLAN: Plan = {
-  evalRuns: 4,
-  evalMaxMs: 8_000,
+  evalProcesses: 2,
+  evalRuns: 3,
+  evalMaxMs: 6_000,
   copyBeforeMax: 2,
   copyBeforeMs: 30_000,
   copyAfterMax: 1,
@@ -474,6 +478,8 @@ export interface ServiceRun {
   runMs: number;
   /** The worker's evaluate() phases, summed. */
   workerEvaluateMs: number;
+  /** The same, phase by phase. */
+  workerPhasesMs: Record<string, number>;
   /** The kernel's median as the report gives it, µs. */
   medianUs: number;
   ciRelPct: number;
@@ -514,6 +520,7 @@ export async function waitForEnd(url: string, id: string, t0: number): Promise<S
     evaluation: e,
     runMs: finished - started,
     workerEvaluateMs: e.report === null ? NaN : e.report.phases.reduce((sum, p) => sum + p.ms, 0),
+    workerPhasesMs: Object.fromEntries((e.report?.phases ?? []).map((p) => [p.phase, p.ms])),
     medianUs: stats === undefined ? NaN : stats.median * 1000,
     ciRelPct: stats === undefined ? NaN : ((stats.ciHigh - stats.ciLow) / 2 / stats.median) * 100,
   };
@@ -610,34 +617,71 @@ export async function settle(url: string): Promise<void> {
 
 interface InProcess {
   skipped?: string;
-  times?: EvaluateTimes;
+  /** One entry per process, in order. */
+  processes: EvaluateTimes[];
+  /** The median of every process's warm runs together. */
   medianMs: number;
+  /** The median of the processes' first (cold) evaluate(). */
+  coldMs: number;
 }
 
+/**
+ * evaluate() of the small job in processes of their own, one after another: a process's warm runs differ from
+ * another's by more than the overhead being measured (where the process and its memory landed), so the baseline is
+ * taken over several processes, as the service's fresh workers are.
+ */
 async function inProcess(ctx: Context): Promise<InProcess> {
   const file = join(ctx.dir, 'saxpy.json');
   writeFileSync(file, JSON.stringify(saxpyJob(ctx.o.fake)));
   const script = join(ROOT, 'server/bench/gpu-evaluate.ts');
   const args = ['--import', 'tsx', script, file, '--runs', String(ctx.plan.evalRuns)];
-  const r = await runChild(
-    [...args, '--max-ms', String(ctx.plan.evalMaxMs)],
-    { CUDA_VISIBLE_DEVICES: ctx.uuid },
-    ctx.plan.evalMaxMs + 120_000,
-  );
-  const line = r.stdout.trim().split('\n').pop() ?? '';
-  let out: (EvaluateTimes & { skipped?: undefined }) | { skipped: string } | undefined;
-  try {
-    out = JSON.parse(line) as typeof out;
-  } catch {
-    out = undefined;
+  const processes: EvaluateTimes[] = [];
+  for (let i = 0; i < ctx.plan.evalProcesses; i++) {
+    const r = await runChild(
+      [...args, '--max-ms', String(ctx.plan.evalMaxMs)],
+      { CUDA_VISIBLE_DEVICES: ctx.uuid },
+      ctx.plan.evalMaxMs + 120_000,
+    );
+    const line = r.stdout.trim().split('\n').pop() ?? '';
+    let out: (EvaluateTimes & { skipped?: undefined }) | { skipped: string } | undefined;
+    try {
+      out = JSON.parse(line) as typeof out;
+    } catch {
+      out = undefined;
+    }
+    if (r.code !== 0 || out === undefined) {
+      ctx.problems.push(`evaluate() in-process: exit ${r.code ?? r.signal}: ${lastLines(r.stderr || r.stdout, 5)}`);
+      return { skipped: 'failed', processes, medianMs: NaN, coldMs: NaN };
+    }
+    if (out.skipped !== undefined) return { skipped: out.skipped, processes, medianMs: NaN, coldMs: NaN };
+    if (!out.passed) ctx.problems.push(`evaluate() in-process: the job failed: ${out.error}`);
+    processes.push(out);
   }
-  if (r.code !== 0 || out === undefined) {
-    ctx.problems.push(`evaluate() in-process: exit ${r.code ?? r.signal}: ${lastLines(r.stderr || r.stdout, 5)}`);
-    return { skipped: 'failed', medianMs: NaN };
-  }
-  if (out.skipped !== undefined) return { skipped: out.skipped, medianMs: NaN };
-  if (!out.passed) ctx.problems.push(`evaluate() in-process: the job failed: ${out.error}`);
-  return { times: out, medianMs: median(out.warmMs) };
+  return {
+    processes,
+    medianMs: median(processes.flatMap((p) => p.warmMs)),
+    coldMs: median(processes.map((p) => p.coldMs)),
+  };
+}
+
+function warmRuns(p: InProcess | undefined): number {
+  return p?.processes.reduce((n, x) => n + x.warmMs.length, 0) ?? 0;
+}
+
+function processMedians(p: InProcess | undefined): string {
+  return (p?.processes ?? []).map((x) => fmtMs(median(x.warmMs))).join(', ') || '—';
+}
+
+/** Each phase's median duration over `reports`, ms: where a fresh worker's first evaluate() spends its time. */
+function phaseMedians(reports: readonly Record<string, number>[]): Record<string, number> {
+  const names = [...new Set(reports.flatMap((r) => Object.keys(r)))];
+  return Object.fromEntries(names.map((n) => [n, median(reports.map((r) => r[n] ?? 0))]));
+}
+
+function fmtPhases(phases: Record<string, number>): string {
+  return Object.entries(phases)
+    .map(([n, ms]) => `${n} ${fmtMs(ms)}`)
+    .join(', ');
 }
 
 // ---- 2. and 3. the copy: CLI vs service, the incident ----------------------------------------------------------
@@ -814,6 +858,8 @@ export interface JobsWindow {
   runMs: number[];
   queueWaitMs: number[];
   workerEvaluateMs: number[];
+  /** The median of each phase of the workers' evaluate(). */
+  workerPhasesMs: Record<string, number>;
   kernelMedianUs: number[];
   /** One job's result → the next job's lease on the slot, for jobs that waited in the queue (several clients). */
   turnaroundMs: number[];
@@ -859,6 +905,7 @@ export async function jobsWindow(ctx: RunContext, url: string, clients: number, 
     runMs: runs.map((r) => r.runMs),
     queueWaitMs: runs.map((r) => r.evaluation.queueWaitMs ?? NaN),
     workerEvaluateMs: runs.map((r) => r.workerEvaluateMs),
+    workerPhasesMs: phaseMedians(runs.map((r) => r.workerPhasesMs)),
     kernelMedianUs: runs.map((r) => r.medianUs),
     turnaroundMs,
   };
@@ -1004,8 +1051,8 @@ function rows(r: Results): Row[] {
     },
     {
       metric:
-        `saxpy 3M (${fmtUs(saxpyUs)} cold), quick preset: evaluate() in-process ` +
-        `(median of ${r.inProcess?.times?.warmMs.length ?? 0}, context warm)`,
+        `saxpy 3M (${fmtUs(saxpyUs)} cold), quick preset: evaluate() in-process (median of ` +
+        `${warmRuns(r.inProcess)} runs in ${r.inProcess?.processes.length ?? 0} processes, context warm)`,
       figure: r.inProcess?.skipped === undefined ? fmtMs(f.evalMs) : `— (${short(r.inProcess.skipped)})`,
       target: '—',
       met: '',
@@ -1085,8 +1132,11 @@ function markdown(r: Results): string {
       `was idle ${fmtMs(inc?.endSeenToReadyMs ?? NaN)} after the client saw the TIMEOUT. The kill's moment is the ` +
       "job's lease + timeoutSeconds.",
     `Overhead: submit → result (POST, then GET ?wait=60 until the end; one client, jobs back to back) minus the ` +
-      `median evaluate() of the same job in a process of its own whose CUDA context already exists ` +
-      `(${fmtMs(f.evalMs)}; its first, cold evaluate() ${fmtMs(r.inProcess?.times?.coldMs ?? NaN)}). Of the ` +
+      `median evaluate() of the same job in processes of their own whose CUDA context already exists ` +
+      `(${fmtMs(f.evalMs)}; the processes' medians ${processMedians(r.inProcess)}; their first, cold evaluate() ` +
+      `${fmtMs(r.inProcess?.coldMs ?? NaN)}). Phase by phase (medians), a warm in-process evaluate(): ` +
+      `${fmtPhases(phaseMedians(r.inProcess?.processes.map((p) => p.phasesMs) ?? []))}; the worker's: ` +
+      `${fmtPhases(p1?.workerPhasesMs ?? {})}. Of the ` +
       `${fmtMs(f.processWallMs)} a job took, the worker's own evaluate() (whose load phase makes the fresh ` +
       `process's CUDA context) took ${fmtMs(median(p1?.workerEvaluateMs ?? []))}, lease → result ` +
       `${fmtMs(median(p1?.runMs ?? []))}, queue wait ${fmtMs(median(p1?.queueWaitMs ?? []))}; outside the ` +
@@ -1179,8 +1229,9 @@ async function run(o: Options): Promise<Results> {
         console.log(
           inP?.skipped !== undefined
             ? `  skipped: ${inP.skipped.split('\n')[0]}`
-            : `  cold ${fmtMs(inP?.times?.coldMs ?? NaN)}, warm median ${fmtMs(inP?.medianMs ?? NaN)} ` +
-                `over ${inP?.times?.warmMs.length ?? 0}, kernel ${fmtUs(inP?.times?.kernelMedianUs ?? NaN)}`,
+            : `  cold ${fmtMs(inP?.coldMs ?? NaN)}, warm median ${fmtMs(inP?.medianMs ?? NaN)} over ` +
+                `${warmRuns(inP)} runs (per process ${processMedians(inP)}), kernel ` +
+                `${fmtUs(inP?.processes.at(-1)?.kernelMedianUs ?? NaN)}`,
         );
 
         // What the phases after the copy need at the least: the incident, one copy after it (as long as the longest
