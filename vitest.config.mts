@@ -1,15 +1,27 @@
 import { defineConfig } from 'vitest/config';
 
+const TIERS = 'test/tiers.ts';
+
 export default defineConfig({
   test: {
     pool: 'forks', // native code: a crash takes down one fork, not the runner
     execArgv: ['--expose-gc'],
+    // The nvrtc and gpu tiers print one line each when they skip, and why (test/tiers.ts).
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
-      { extends: true, test: { name: 'nvrtc', include: ['test/nvrtc/**/*.test.ts'], testTimeout: 60_000 } },
       {
         extends: true,
-        test: { name: 'gpu', include: ['test/gpu/**/*.test.ts'], fileParallelism: false, testTimeout: 120_000 },
+        test: { name: 'nvrtc', include: ['test/nvrtc/**/*.test.ts'], testTimeout: 60_000, globalSetup: [TIERS] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'gpu',
+          include: ['test/gpu/**/*.test.ts'],
+          fileParallelism: false,
+          testTimeout: 120_000,
+          globalSetup: [TIERS],
+        },
       },
       // The evaluation service (server/): API, store, queue and GPU supervisors, with fake GPU children.
       { extends: true, test: { name: 'server', include: ['test/server/**/*.test.ts'], testTimeout: 60_000 } },

@@ -1,5 +1,11 @@
-// The README's tour, verbatim (the examples test runs it, so the README stays true).
-import { Device, Event, Program } from '../lib/index.js';
+// The README's tour, verbatim after the check for a GPU (the examples test runs it, so the README stays true).
+import { Device, Event, Program, probe } from '../lib/index.js';
+
+const p = probe();
+if (!p.ok) {
+  console.log(`needs a CUDA GPU: ${p.reason?.split('\n')[0]}`);
+  process.exit(0);
+}
 
 const device = Device.get(0); // name, arch ('sm_90'), memoryInfo(), attribute('MAX_BLOCK_DIM_X') ...
 const code = new Program(`

@@ -1,6 +1,21 @@
 // SPDX-License-Identifier: MIT
 // cudakit: the CUDA Driver API and NVRTC for Node.js. The package root: the public API of the core layer (the
 // binding), the measure layer (bench, compare, check) and the eval layer (evaluate), values first, then types.
+/**
+ * The CUDA Driver API and NVRTC for Node.js: compile CUDA C++ at run time, launch it, move memory and time kernels
+ * in-process.
+ *
+ * Start with {@link probe} (what this machine has), {@link Device.get} (a GPU), {@link Program} (NVRTC) and
+ * {@link Device.loadModule}; then {@link bench}, {@link compare} and {@link check} to time kernels and check them,
+ * and {@link evaluate} to run a whole {@link EvalJob}. Errors are {@link CudaError}, {@link CompileError},
+ * {@link TimeoutError} and {@link AbortError}; {@link native} is the raw layer.
+ *
+ * The guides: the [README](https://github.com/cudakit/cudakit#readme), the error contract
+ * ([docs/errors.md](https://github.com/cudakit/cudakit/blob/main/docs/errors.md)) and the benchmarking method
+ * ([docs/benchmarking.md](https://github.com/cudakit/cudakit/blob/main/docs/benchmarking.md)).
+ *
+ * @packageDocumentation
+ */
 export {
   AbortError,
   CompileError,

@@ -12,9 +12,13 @@
 //   in it, one call serving every wait queued before it started.
 // A wait given a waitId can be abandoned (waitAbandon): its promise then no longer keeps the process alive, and
 // it is dropped when the GPU gets there (possibly never).
+#include <pthread.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <ctime>
 #include <deque>
 #include <thread>
 #include <unordered_map>
@@ -24,6 +28,48 @@
 namespace cudakit {
 
 using Clock = std::chrono::steady_clock;
+
+// A condition variable whose timed wait runs on CLOCK_MONOTONIC, as std::condition_variable::wait_for does, but
+// through pthread_cond_timedwait on a monotonic condition (glibc 2.3.3): libstdc++'s steady-clock waits call
+// pthread_cond_clockwait (glibc 2.30), above the prebuilds' floor (native/compat.cc). A system_clock deadline would
+// not do: a step of the wall clock would stretch the wait by as much.
+class MonotonicCondition {
+ public:
+  MonotonicCondition() {
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&cond_, &attr);
+    pthread_condattr_destroy(&attr);
+  }
+  ~MonotonicCondition() { pthread_cond_destroy(&cond_); }
+  MonotonicCondition(const MonotonicCondition&) = delete;
+  MonotonicCondition& operator=(const MonotonicCondition&) = delete;
+
+  void NotifyOne() { pthread_cond_signal(&cond_); }
+
+  template <typename Predicate>
+  void Wait(std::unique_lock<std::mutex>& lock, Predicate done) {
+    while (!done()) pthread_cond_wait(&cond_, lock.mutex()->native_handle());
+  }
+
+  // Waits until `done()` or `timeout` has passed; returns `done()`.
+  template <typename Predicate>
+  bool WaitFor(std::unique_lock<std::mutex>& lock, std::chrono::nanoseconds timeout, Predicate done) {
+    timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    int64_t ns = deadline.tv_nsec + timeout.count();
+    deadline.tv_sec += static_cast<decltype(deadline.tv_sec)>(ns / 1000000000);
+    deadline.tv_nsec = static_cast<decltype(deadline.tv_nsec)>(ns % 1000000000);
+    while (!done()) {
+      if (pthread_cond_timedwait(&cond_, lock.mutex()->native_handle(), &deadline) == ETIMEDOUT) return done();
+    }
+    return true;
+  }
+
+ private:
+  pthread_cond_t cond_;
+};
 
 struct Pending {
   Pending(Napi::Env env, uint32_t id, CUcontext ctx, CUevent event, bool pooled, const char* api)
@@ -52,7 +98,7 @@ struct Waiter {
   std::thread thread;     // polls events
   std::thread ctxThread;  // blocks in cuCtxSynchronize
   std::mutex mu;
-  std::condition_variable cv;
+  MonotonicCondition cv;  // the event thread: waits with a timeout
   std::condition_variable ctxCv;
   std::deque<Pending*> incoming;
   std::deque<Pending*> ctxIncoming;
@@ -77,7 +123,7 @@ struct Waiter {
       }
       {
         std::unique_lock<std::mutex> lock(mu);
-        if (active.empty()) cv.wait(lock, [&] { return stop || !incoming.empty(); });
+        if (active.empty()) cv.Wait(lock, [&] { return stop || !incoming.empty(); });
         if (stop) break;
         while (!incoming.empty()) {
           active.push_back(incoming.front());
@@ -110,7 +156,7 @@ struct Waiter {
         std::this_thread::yield();
       } else {
         std::unique_lock<std::mutex> lock(mu);
-        cv.wait_for(lock, std::chrono::microseconds(200), [&] { return stop || !incoming.empty(); });
+        cv.WaitFor(lock, std::chrono::microseconds(200), [&] { return stop || !incoming.empty(); });
       }
     }
   }
@@ -202,7 +248,11 @@ static Napi::Promise Enqueue(Napi::Env env, uint32_t id, CUcontext ctx, CUevent 
     std::lock_guard<std::mutex> lock(w->mu);
     (ev == nullptr ? w->ctxIncoming : w->incoming).push_back(p);
   }
-  (ev == nullptr ? w->ctxCv : w->cv).notify_one();
+  if (ev == nullptr) {
+    w->ctxCv.notify_one();
+  } else {
+    w->cv.NotifyOne();
+  }
   return promise;
 }
 
@@ -215,7 +265,7 @@ void StopWaiter(Addon& addon) {
     w->stop = true;
     ctxBusy = w->ctxBusy;
   }
-  w->cv.notify_one();
+  w->cv.NotifyOne();
   w->ctxCv.notify_one();
   if (w->thread.joinable()) w->thread.join();
   // A context thread inside cuCtxSynchronize may wait for a kernel that never ends: leave it, never join it.

@@ -27,8 +27,8 @@ import {
   CHECK_FAILED,
   OK,
   USAGE,
-  USAGE_TEXT,
   UsageError,
+  commandHelp,
   commonBenchOptions,
   compileOptionsFrom,
   defined,
@@ -69,7 +69,7 @@ export const SPEC_EXT = new Set(['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs', '
 export async function benchCommand(args: string[], o: Output): Promise<number> {
   const { values, positionals } = parseCommand('bench', args, BENCH_FLAGS);
   if (values.help === true) {
-    o.out(USAGE_TEXT);
+    o.out(commandHelp('bench'));
     return OK;
   }
   if (positionals.length !== 1) {
@@ -78,9 +78,24 @@ export async function benchCommand(args: string[], o: Output): Promise<number> {
   const file = positionals[0]!;
   // Everything that can be checked without a GPU is checked first, so a typo is reported as itself.
   const plan = SPEC_EXT.has(extname(file)) ? await planFromSpec(file, values) : planFromCommandLine(file, values);
+  return (await compileWithoutGpu(plan, 'bench', o)) ?? runBench(plan, o);
+}
+
+/**
+ * Without a usable GPU: compiles the job's kernels all the same (PTX, unless --arch names the target) so that a
+ * compile error or an unknown kernel is reported as itself, then says the GPU is missing. Undefined with a GPU.
+ */
+export async function compileWithoutGpu(plan: BenchPlan, command: string, o: Output): Promise<number | undefined> {
   const p = probe();
-  if (!p.ok) throw new UsageError(`bench needs a CUDA GPU and none is usable: ${firstLine(p.reason)}`);
-  return runBench(plan, o);
+  if (p.ok) return undefined;
+  if (p.nvrtcVersion !== undefined) {
+    const compile = { ...plan.job.compile };
+    if (compile.arch === undefined) compile.target = 'ptx';
+    // Compiling is the phase before the GPU is asked for: a report that gets past it fails for the missing GPU.
+    const report = await evaluate({ ...plan.job, compile }, defined({ baseDir: plan.baseDir }));
+    if (report.phase === 'validate' || report.phase === 'compile') return reportFailure(report, plan, o);
+  }
+  throw new UsageError(`${command} needs a CUDA GPU and none is usable: ${firstLine(p.reason)}`);
 }
 
 /** `cudakit bench file.cu --kernel ... --arg ...`: the job from the flags (see jobFromFlags). */
@@ -303,7 +318,6 @@ export async function runBench(plan: BenchPlan, o: Output): Promise<number> {
     writeJson({ ...(t ?? c), check });
     return OK;
   }
-  const e = report.error!;
   if (check !== undefined && 'before' in check) {
     if (report.phase === 'check' && !check.before.passed) {
       o.err(`cudakit: check failed against ${check.reference}: ${check.before.summary}\n`);
@@ -316,6 +330,12 @@ export async function runBench(plan: BenchPlan, o: Output): Promise<number> {
       return CHECK_FAILED;
     }
   }
+  return reportFailure(report, plan, o);
+}
+
+/** A failed report (not a failed check): a usage error, the compile errors with their source lines, or why. */
+function reportFailure(report: EvalReport, plan: BenchPlan, o: Output): number {
+  const e = report.error!;
   if (report.phase === 'validate') {
     throw new UsageError((e.problems ?? []).map((p) => `${plan.what}: ${p.message}`).join('\n') || e.message);
   }

@@ -19,17 +19,24 @@ export const OK = 0;
 export const CHECK_FAILED = 1;
 export const USAGE = 2;
 
-export const USAGE_TEXT = `Usage: cudakit <command> [options]
+/** One line per command: what `cudakit --help` lists, and the head of the command's own help. */
+const COMMANDS = {
+  info: ['info', 'CUDA devices, driver and NVRTC versions (or why no GPU is usable)'],
+  compile: ['compile <file.cu>', 'compile with NVRTC; per kernel: registers, spills, shared/const memory, occupancy'],
+  bench: ['bench <file.cu | spec.ts>', 'check a kernel against a reference, then time it (or compare it with another)'],
+  profile: [
+    'profile <file.cu | spec.ts>',
+    'device metrics of one launch from Nsight Compute (ncu): throughput, memory, occupancy,\n' +
+      `${' '.repeat(30)}warp stalls ... (nothing is timed under ncu)`,
+  ],
+} as const satisfies Record<string, readonly [usage: string, summary: string]>;
 
-Commands
-  info                        CUDA devices, driver and NVRTC versions (or why no GPU is usable)
-  compile <file.cu>           compile with NVRTC; per kernel: registers, spills, shared/const memory, occupancy
-  bench <file.cu | spec.ts>   check a kernel against a reference, then time it (or compare it with another)
-  profile <file.cu | spec.ts> device metrics of one launch from Nsight Compute (ncu): throughput, memory, occupancy,
-                              warp stalls ... (nothing is timed under ncu)
-  help                        this text
+export type CommandName = keyof typeof COMMANDS;
+export const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];
 
-compile options
+const commandLine = (name: CommandName): string => `  ${COMMANDS[name][0].padEnd(27)} ${COMMANDS[name][1]}\n`;
+
+const COMPILE_OPTIONS = `\
   --arch <sm_XX>              target architecture (default: the GPU's; needed without a GPU unless --ptx)
   --ptx                       emit PTX instead of CUBIN
   -D, --define <NAME[=VALUE]> preprocessor macro (repeatable)
@@ -38,9 +45,12 @@ compile options
   --name-expression <expr>    C++ kernel or template instance to compile and name, e.g. 'scale<float>' (repeatable)
   --fast-math, --line-info    --use_fast_math, --generate-line-info
   --no-cache                  compile afresh, bypassing the compile cache
-  --out <file>                write the PTX / CUBIN to a file
+`;
 
-bench options (and compile's --arch, --ptx, -D, -I, --std, --fast-math, --no-cache)
+const OUT_OPTION = '  --out <file>                write the PTX / CUBIN to a file\n';
+
+/** The launch, as bench and profile take it. */
+const LAUNCH_OPTIONS = `\
   --kernel <name>             the kernel: an extern "C" name, or a C++ name / template instance
   --grid <x[,y[,z]]>          blocks per grid, e.g. 65536 or 64,64 (also 64x64)
   --block <x[,y[,z]]>         threads per block, e.g. 256
@@ -53,6 +63,12 @@ bench options (and compile's --arch, --ptx, -D, -I, --std, --fast-math, --no-cac
                                 fills    uniform(lo,hi) normal(mean,std) randint(lo,hi) const(v) zeros ones
                                          arange seq(start,step)
   --shared-mem <bytes>        dynamic shared memory per block
+`;
+
+const JSON_OPTION =
+  "  --json <file | ->           write the result as JSON; '-' prints it to stdout instead of the text\n";
+
+const BENCH_OPTIONS = `${LAUNCH_OPTIONS}\
   --ref <file.cu>             reference kernel for the correctness check (--ref-kernel <name>; default: --kernel;
                               --ref-grid / --ref-block: its own launch geometry; default: --grid / --block)
   --compare <file.cu>         time against this file's kernel: it is A, <file> is B; also the check's reference
@@ -60,35 +76,108 @@ bench options (and compile's --arch, --ptx, -D, -I, --std, --fast-math, --no-cac
   --mode <cold|hot|graph>     L2 flushed before each sample (cold, default), not flushed (hot), CUDA graph replays
   --preset <quick|default|rigorous>   how long to sample (precision target and timeout)
   --bytes <N>, --flops <N>    work per launch, for GB/s, % of peak bandwidth and TFLOP/s (N may be a product: 12*1M)
-  --json <file | ->           write the result as JSON; '-' prints it to stdout instead of the text
-  --atol, --rtol, --trials, --seed   correctness check tolerances, trials and input seed
+${JSON_OPTION}  --atol, --rtol, --trials, --seed   correctness check tolerances, trials and input seed
   --require-determinism       fail the check when two runs on the same inputs differ at all (default: fail only
                               beyond the tolerance; differences within it, e.g. float atomics, are reported)
   --no-check                  skip the correctness check
+`;
 
-profile options (and bench's --kernel, --grid, --block, --arg, --shared-mem, --seed, --json; compile's options)
+const PROFILE_OPTIONS = `\
   --metrics <a,b,...>         ncu metrics to collect, e.g. dram__bytes_read.sum (repeatable; default: a set covering
                               speed of light, memory, compute, pipelines, occupancy, launch, stalls, scheduler ...)
   --section <name>            an ncu section to collect, e.g. SpeedOfLight (repeatable; without --metrics: only these)
   --ncu <path>                Nsight Compute's ncu (default: ncu on PATH)
+`;
 
+const SPEC_FILES = `\
 A spec file default-exports the whole benchmark as an EvalJob and may export a JavaScript \`reference\` beside it
 (see examples/saxpy.bench.ts), or is a JSON file holding the EvalJob (job.json); options given on the command line
 override the job's fields.
+`;
 
+const EXAMPLES: Record<CommandName, string> = {
+  info: '  cudakit info\n',
+  compile: `  cudakit compile saxpy.cu --arch sm_90 -D BLOCK=256
+  cudakit compile kernels.cu --ptx --arch sm_80 --name-expression 'scale<float>' --out kernels.ptx
+`,
+  bench: `  cudakit bench saxpy.cu --kernel saxpy --grid 65536 --block 256 --arg f32=2.5 \\
+      --arg 'ptr:f32[16M]=uniform(-1,1)' --arg 'ptr:f32[16M]=uniform(-1,1):out' --arg i32=16777216 --bytes 12*16M
+  cudakit bench saxpy_v2.cu --compare saxpy.cu --kernel saxpy --grid 65536 --block 256 --arg ... --json ab.json
+  cudakit bench examples/saxpy.bench.ts --mode hot --preset quick
+`,
+  profile:
+    '  cudakit profile examples/saxpy.bench.ts --metrics dram__bytes_read.sum,dram__bytes_write.sum ' +
+    '--json metrics.json\n',
+};
+
+export const USAGE_TEXT = `Usage: cudakit <command> [options]
+       cudakit <command> --help    that command's options alone
+
+Commands
+${COMMAND_NAMES.map(commandLine).join('')}  help [<command>]            this text, or a command's
+
+compile options
+${COMPILE_OPTIONS}${OUT_OPTION}
+bench options (and compile's --arch, --ptx, -D, -I, --std, --fast-math, --no-cache)
+${BENCH_OPTIONS}
+profile options (and bench's --kernel, --grid, --block, --arg, --shared-mem, --seed, --json; compile's options)
+${PROFILE_OPTIONS}
+${SPEC_FILES}
 Exit status: 0 ok, 1 correctness check failed, 2 usage, compile or CUDA error (no usable GPU included; for profile,
 no usable ncu too).
 
 Examples
-  cudakit info
-  cudakit compile saxpy.cu --arch sm_90 -D BLOCK=256
-  cudakit compile kernels.cu --ptx --arch sm_80 --name-expression 'scale<float>' --out kernels.ptx
-  cudakit bench saxpy.cu --kernel saxpy --grid 65536 --block 256 --arg f32=2.5 \\
-      --arg 'ptr:f32[16M]=uniform(-1,1)' --arg 'ptr:f32[16M]=uniform(-1,1):out' --arg i32=16777216 --bytes 12*16M
-  cudakit bench saxpy_v2.cu --compare saxpy.cu --kernel saxpy --grid 65536 --block 256 --arg ... --json ab.json
-  cudakit bench examples/saxpy.bench.ts --mode hot --preset quick
-  cudakit profile examples/saxpy.bench.ts --metrics dram__bytes_read.sum,dram__bytes_write.sum --json metrics.json
-`;
+${COMMAND_NAMES.map((c) => EXAMPLES[c]).join('')}`;
+
+/** Each command's own help after its usage line: what it does, its options, exit status. */
+const COMMAND_HELP: Record<CommandName, string> = {
+  info: `\
+The CUDA devices (name, compute capability, SMs, memory, clocks, L2), the driver and NVRTC versions and, with two
+or more devices, which one can access which one's memory directly; without a usable GPU, why there is none.
+
+Exit status: 0 when a GPU is usable, 2 when none is (the reason is printed) or for a usage error.
+`,
+  compile: `\
+Compiles a CUDA source with NVRTC and reports per kernel its registers, spills, shared and constant memory and
+occupancy, from the GPU; without one, from ptxas (CUBIN only), and no occupancy. Warnings and errors go to stderr
+in the compiler's format.
+
+compile options
+${COMPILE_OPTIONS}${OUT_OPTION}
+Exit status: 0 ok, 2 usage or compile error.
+`,
+  bench: `\
+Checks a kernel against a reference, then times it (or compares it with another kernel: --compare). The kernel
+and its launch come from the options below, or from a spec file.
+
+bench options
+${BENCH_OPTIONS}
+compile options
+${COMPILE_OPTIONS}
+${SPEC_FILES}
+Exit status: 0 ok, 1 correctness check failed, 2 usage, compile or CUDA error (no usable GPU included).
+`,
+  profile: `\
+Device metrics of one launch from Nsight Compute (ncu): throughput, memory, compute, occupancy, warp stalls ...
+(nothing is timed under ncu). The kernel and its launch come from the options below, or from a spec file, as for
+bench.
+
+profile options
+${PROFILE_OPTIONS}
+launch options
+${LAUNCH_OPTIONS}  --seed <n>                  seed of the generated inputs
+${JSON_OPTION}
+compile options
+${COMPILE_OPTIONS}
+Exit status: 0 ok, 2 usage, compile or CUDA error, no usable GPU or no usable ncu.
+`,
+};
+
+/** `cudakit <command> --help` and `cudakit help <command>`: that command's help alone. */
+export function commandHelp(name: CommandName): string {
+  const options = name === 'info' ? '' : ' [options]';
+  return `Usage: cudakit ${COMMANDS[name][0]}${options}\n\n${COMMAND_HELP[name]}\nExamples\n${EXAMPLES[name]}`;
+}
 
 /** A bad command line or input: printed as one line (a line each, for several), exit code 2. */
 export class UsageError extends Error {}

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // `cudakit info`: the devices, driver and NVRTC versions and, with two or more devices, which can access which one's
-// memory directly; or why no GPU is usable (not an error: saying so is the command's job).
+// memory directly; or why no GPU is usable, in short lines, with exit status 2 (scripts can test for a GPU with it).
 import { Device, probe } from '../index.js';
-import { OK, USAGE_TEXT, UsageError, parseCommand } from './flags.js';
-import { type Output, formatBytes, row, table } from './output.js';
+import { OK, USAGE, UsageError, commandHelp, parseCommand } from './flags.js';
+import { type Output, formatBytes, reasonLines, row, table } from './output.js';
 
 /** A device property as text, or 'n/a' where the driver could not give it. */
 const safe = (f: () => number | string): string => {
@@ -17,7 +17,7 @@ const safe = (f: () => number | string): string => {
 export function infoCommand(args: string[], o: Output): number {
   const { values, positionals } = parseCommand('info', args, { help: { type: 'boolean', short: 'h' } });
   if (values.help === true) {
-    o.out(USAGE_TEXT);
+    o.out(commandHelp('info'));
     return OK;
   }
   if (positionals.length > 0) throw new UsageError(`info takes no arguments, got '${positionals[0]}'`);
@@ -26,10 +26,11 @@ export function infoCommand(args: string[], o: Output): number {
   const nvrtc = p.nvrtcVersion ?? 'not found';
   if (!p.ok) {
     o.out(`No usable CUDA GPU.\n${row('driver', driver, 8)}${row('NVRTC', nvrtc, 8)}`);
-    const [head, ...more] = (p.reason ?? 'unknown reason').split('\n');
+    // Label and value columns take 10 of the 80.
+    const [head, ...more] = reasonLines(p.reason ?? 'unknown reason', 70);
     o.out(row('reason', head!, 8));
     for (const line of more) o.out(row('', line, 8));
-    return OK;
+    return USAGE;
   }
   const devices = Device.all();
   const rows = devices.map((d) => [

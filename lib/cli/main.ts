@@ -8,12 +8,14 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { benchCommand } from './bench.js';
 import { compileCommand } from './compile.js';
-import { OK, USAGE, USAGE_TEXT, UsageError } from './flags.js';
+import { COMMAND_NAMES, type CommandName, OK, USAGE, USAGE_TEXT, UsageError, commandHelp } from './flags.js';
 import { infoCommand } from './info.js';
 import { type CliIO, Output } from './output.js';
 import { profileCommand } from './profile.js';
 
 export type { CliIO } from './output.js';
+
+const isCommand = (name: string): name is CommandName => (COMMAND_NAMES as string[]).includes(name);
 
 function version(): string {
   return (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
@@ -34,7 +36,19 @@ export async function main(argv: string[], io?: CliIO): Promise<number> {
   const [command, ...rest] = argv;
   try {
     switch (command) {
-      case 'help':
+      case 'help': {
+        // `cudakit help bench` is `cudakit bench --help`.
+        const [topic, ...extra] = rest;
+        if (topic === undefined) {
+          o.out(USAGE_TEXT);
+          return OK;
+        }
+        if (!isCommand(topic) || extra.length > 0) {
+          throw new UsageError(`help takes one command (${COMMAND_NAMES.join(', ')}), got '${rest.join(' ')}'`);
+        }
+        o.out(commandHelp(topic));
+        return OK;
+      }
       case '--help':
       case '-h':
         o.out(USAGE_TEXT);
@@ -55,7 +69,7 @@ export async function main(argv: string[], io?: CliIO): Promise<number> {
         o.err(USAGE_TEXT);
         return USAGE;
       default:
-        throw new UsageError(`unknown command '${command}' (commands: info, compile, bench, profile, help)`);
+        throw new UsageError(`unknown command '${command}' (commands: ${[...COMMAND_NAMES, 'help'].join(', ')})`);
     }
   } catch (e) {
     o.clearProgress();

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Diagnostic, parseDiagnostics } from '../index.js';
-import { paint, row as reportRow } from '../eval/index.js';
+import { externCKernels, paint, row as reportRow } from '../eval/index.js';
 
 /** Where main() writes. Defaults to the process's streams. */
 export interface CliIO {
@@ -95,6 +95,36 @@ export function firstLine(text: string | undefined): string {
   return (text ?? 'unknown reason').split('\n')[0]!;
 }
 
+const TRIED = / \(tried: (.*)\)$/;
+
+/** A reason's first line without the loader's list of paths tried (that list belongs to `cudakit info`). */
+export const shortReason = (reason: string | undefined): string => firstLine(reason).replace(TRIED, '');
+
+/** `text` as lines of at most `width` columns, broken at spaces (a longer word stays whole); later lines indented. */
+export function wrap(text: string, width: number, indent = ''): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = indent + word;
+    } else line = line === '' ? word : `${line} ${word}`;
+  }
+  return [...lines, line];
+}
+
+/**
+ * A reason (probe()'s, a loader's) as short lines for a terminal: each of its lines wrapped at `width` columns, and
+ * its "(tried: a; b)" list one attempt a line.
+ */
+export function reasonLines(reason: string, width: number): string[] {
+  return reason.split('\n').flatMap((line) => {
+    const m = TRIED.exec(line);
+    const tried = m === null ? [] : m[1]!.split('; ').map((attempt) => `tried ${attempt}`);
+    return [m === null ? line : line.slice(0, m.index), ...tried].flatMap((l) => wrap(l, width, '  '));
+  });
+}
+
 /** ', got 3' for a command that takes one file and was given three. */
 export const gotCount = (positionals: string[]): string =>
   positionals.length > 1 ? `, got ${positionals.length}` : '';
@@ -140,20 +170,38 @@ export function formatDiagnostic(d: Diagnostic, src: ShownSource, color: boolean
   return out;
 }
 
-/** A failed compile: every diagnostic with its source line, then one line saying how many errors, on stderr. */
+/**
+ * Kernels NVRTC could not find (name expressions it could not look up, in its `__nv_name_map` pseudo-file): what
+ * `--kernel nope` gives, since a name that is not an extern "C" kernel is compiled as a name expression.
+ */
+function unknownKernels(log: string): string[] {
+  return [...log.matchAll(/Input name expression was: "\s*(.*?)"\s*$/gm)].map((m) => m[1]!);
+}
+
+/**
+ * A failed compile: every diagnostic with its source line (a kernel that is not there as one line naming it), then
+ * one line saying how many errors, then what cudakit adds (CompileError.note), on stderr.
+ */
 export function reportCompileFailure(
-  f: { code: string; log: string; diagnostics: readonly Diagnostic[] },
+  f: { code: string; log: string; diagnostics: readonly Diagnostic[]; note?: string | undefined },
   src: ShownSource,
   o: Output,
 ): void {
-  const diagnostics = f.diagnostics.length > 0 ? f.diagnostics : parseDiagnostics(f.log, src.text);
+  const all = f.diagnostics.length > 0 ? f.diagnostics : parseDiagnostics(f.log, src.text);
+  const unknown = unknownKernels(f.log);
+  const diagnostics = unknown.length > 0 ? all.filter((d) => d.file !== '__nv_name_map') : all;
   for (const d of diagnostics) o.err(formatDiagnostic(d, src, o.errColor));
   const errors = diagnostics.filter((d) => d.severity === 'error' || d.severity === 'catastrophic error').length;
   if (errors > 0) {
     o.err(`cudakit: compile failed: ${errors} error${errors === 1 ? '' : 's'} in ${src.name}\n`);
-  } else {
+  }
+  const found = externCKernels(src.text);
+  const known = found.length > 0 ? ` (extern "C" kernels in it: ${found.join(', ')})` : '';
+  for (const name of unknown) o.err(`cudakit: no kernel named '${name}' in ${src.name}${known}\n`);
+  if (errors === 0 && unknown.length === 0) {
     // No diagnostics to point at (a bad option, an NVRTC failure): NVRTC's own words.
     const log = f.log.trim() === '' ? '' : `:\n${f.log.trim().replace(/^/gm, '  ')}`;
     o.err(`cudakit: compile failed: ${f.code} compiling ${src.name}${log}\n`);
   }
+  if (f.note !== undefined) o.err(`${f.note.replace(/^/gm, '  ')}\n`); // e.g. where CUDA's headers were looked for
 }

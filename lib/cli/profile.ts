@@ -10,26 +10,32 @@ import {
   type ProfileResult,
   formatDeviceMetrics,
   formatJson,
-  probe,
   profileJob,
 } from '../index.js';
-import { type BenchPlan, SPEC_EXT, planFromCommandLine, planFromSpec, shownSource } from './bench.js';
+import {
+  type BenchPlan,
+  SPEC_EXT,
+  compileWithoutGpu,
+  planFromCommandLine,
+  planFromSpec,
+  shownSource,
+} from './bench.js';
 import {
   OK,
   PROFILE_FLAGS,
   type ProfileValues,
   USAGE,
-  USAGE_TEXT,
   UsageError,
+  commandHelp,
   defined,
   parseCommand,
 } from './flags.js';
-import { type Output, firstLine, gotCount, paint, reportCompileFailure, systemMessage } from './output.js';
+import { type Output, gotCount, paint, reportCompileFailure, systemMessage } from './output.js';
 
 export async function profileCommand(args: string[], o: Output): Promise<number> {
   const { values, positionals } = parseCommand('profile', args, PROFILE_FLAGS);
   if (values.help === true) {
-    o.out(USAGE_TEXT);
+    o.out(commandHelp('profile'));
     return OK;
   }
   if (positionals.length !== 1) {
@@ -41,9 +47,7 @@ export async function profileCommand(args: string[], o: Output): Promise<number>
   const plan = SPEC_EXT.has(extname(file))
     ? await planFromSpec(file, values)
     : planFromCommandLine(file, values, 'profile');
-  const p = probe();
-  if (!p.ok) throw new UsageError(`profile needs a CUDA GPU and none is usable: ${firstLine(p.reason)}`);
-  return runProfile(plan, options, values.json, o);
+  return (await compileWithoutGpu(plan, 'profile', o)) ?? runProfile(plan, options, values.json, o);
 }
 
 /** --metrics (each may list several, comma-separated), --section and --ncu as profileJob's options. */

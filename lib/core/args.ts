@@ -30,16 +30,24 @@ export type VectorType = `${VectorElement}x${2 | 3 | 4}` | 'f16x2' | 'bf16x2';
  * `align` and its members' alignments, and its size is rounded up to it.
  */
 export interface StructType {
+  /** The fields' types, in declaration order. */
   readonly struct: readonly ParamType[];
   /** A power of two up to 256. */
   readonly align?: number;
 }
 /** Raw bytes passed by value (any POD type); its argument is an ArrayBuffer or a view of exactly `bytes` bytes. */
 export interface BytesType {
+  /** Size of the value in bytes. */
   readonly bytes: number;
+  /** Its alignment, a power of two up to 256. Default: the largest power of two that divides `bytes`, at most 8. */
   readonly align?: number;
 }
+/** One kernel parameter type: a scalar ('f32', 'ptr' ...), a CUDA vector type ('f32x4' ...), a struct or raw bytes. */
 export type ParamType = ScalarType | VectorType | StructType | BytesType;
+/**
+ * A kernel's parameter types in order, as `module.getKernel(name, signature)` takes them: `['f32', 'ptr', 'ptr',
+ * 'i32']`.
+ */
 export type Signature = readonly ParamType[];
 
 /** The JavaScript value for one parameter type (structs nest up to 4 levels deep in the types). */
@@ -60,6 +68,10 @@ export type ArgFor<P, Depth extends number = 4> = [Depth] extends [never]
               : P extends { readonly bytes: number }
                 ? ArrayBufferView | ArrayBuffer
                 : never;
+/**
+ * One less than each depth: bounds how deep ArgFor recurses into nested structs.
+ * @inline
+ */
 type PrevDepth = [never, 0, 1, 2, 3];
 /** The components of a vector argument, [x, y, z?, w?]. */
 type VectorArg<T, N> = N extends '2'

@@ -157,4 +157,9 @@ export const DEVICE_ATTRIBUTES = {
   ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED: 147,
 } as const;
 
+/**
+ * The name of a device attribute, as `device.attribute(name)` takes it: CUDA's `CUdevice_attribute` without the
+ * `CU_DEVICE_ATTRIBUTE_` prefix, such as 'MAX_BLOCK_DIM_X', 'MULTIPROCESSOR_COUNT' or 'L2_CACHE_SIZE'.
+ * @useDeclaredType
+ */
 export type DeviceAttributeName = keyof typeof DEVICE_ATTRIBUTES;

@@ -14,14 +14,19 @@ import { Stream, type StreamOptions, createStream, defaultStream } from './strea
 import { checkSize, rangeError, typeError } from './validate.js';
 import { type WaitOptions, waitWithLimit } from './wait.js';
 
+/** A device's compute capability, 9.0 for an H100 or H200: `{ major: 9, minor: 0 }`. */
 export interface ComputeCapability {
+  /** The major version: 9 for Hopper, 8 for Ampere and Ada, 10 and 12 for Blackwell. */
   major: number;
+  /** The minor version. */
   minor: number;
 }
 
+/** What `device.memoryInfo()` reports: the device's free and total memory, and this process's memory pool. */
 export interface MemoryInfo {
   /** Free on the device, for every process (cuMemGetInfo). */
   freeBytes: number;
+  /** Total memory of the device (cuMemGetInfo). */
   totalBytes: number;
   /** Held by this process's memory pool for the device: in use plus cached. 0 without memory pools. */
   poolReservedBytes: number;
@@ -47,9 +52,13 @@ const MEM_ACCESS_READ_WRITE = 3;
 
 /** Launch limits, read once per device; used to validate launches before the driver sees them. */
 export interface LaunchLimits {
+  /** Most threads a block may have (MAX_THREADS_PER_BLOCK), 1024 on current GPUs. */
   maxThreadsPerBlock: number;
+  /** Most threads a block may have along x, y and z (MAX_BLOCK_DIM_X/Y/Z). */
   maxBlockDim: readonly [number, number, number];
+  /** Most blocks a grid may have along x, y and z (MAX_GRID_DIM_X/Y/Z). */
   maxGridDim: readonly [number, number, number];
+  /** Most shared memory a block may use once the kernel opts in (MAX_SHARED_MEMORY_PER_BLOCK_OPTIN). */
   maxSharedMemoryPerBlockOptinBytes: number;
 }
 
@@ -57,6 +66,7 @@ const devices = new Map<number, Device>();
 
 /** A CUDA device and its primary context. Get one with `Device.get(ordinal)`. */
 export class Device {
+  /** The device's ordinal, as `Device.get(ordinal)` takes it: 0 for the first device. */
   readonly ordinal: number;
   readonly #cuDevice: number;
   #ctx: Handle | undefined;
@@ -127,6 +137,7 @@ export class Device {
     this.#ctx ??= ctx;
   }
 
+  /** The product name, e.g. 'NVIDIA H200' (cuDeviceGetName). */
   get name(): string {
     this.#name ??= getNative().deviceGetName(this.#cuDevice);
     return this.#name;
@@ -137,10 +148,12 @@ export class Device {
     return getNative().deviceGetUuid(this.#cuDevice);
   }
 
+  /** The PCI bus id, '0000:19:00.0', as nvidia-smi prints it (cuDeviceGetPCIBusId). */
   get pciBusId(): string {
     return getNative().deviceGetPCIBusId(this.#cuDevice);
   }
 
+  /** The compute capability: `{ major: 9, minor: 0 }` on an H100 or H200. */
   get computeCapability(): ComputeCapability {
     return { major: this.attribute('COMPUTE_CAPABILITY_MAJOR'), minor: this.attribute('COMPUTE_CAPABILITY_MINOR') };
   }
@@ -151,18 +164,22 @@ export class Device {
     return `sm_${major}${minor}`;
   }
 
+  /** Number of streaming multiprocessors (SMs). */
   get multiprocessorCount(): number {
     return this.attribute('MULTIPROCESSOR_COUNT');
   }
 
+  /** Total device memory in bytes (cuDeviceTotalMem). */
   get totalMemoryBytes(): number {
     return getNative().deviceTotalMem(this.#cuDevice);
   }
 
+  /** Size of the L2 cache in bytes. */
   get l2CacheBytes(): number {
     return this.attribute('L2_CACHE_SIZE');
   }
 
+  /** Most threads a block may have, 1024 on current GPUs. */
   get maxThreadsPerBlock(): number {
     return this.attribute('MAX_THREADS_PER_BLOCK');
   }
@@ -172,10 +189,12 @@ export class Device {
     return this.attribute('MAX_SHARED_MEMORY_PER_BLOCK');
   }
 
+  /** Threads per warp (32). */
   get warpSize(): number {
     return this.attribute('WARP_SIZE');
   }
 
+  /** The SM clock's peak rate in kHz, as the driver reports it. */
   get clockRateKHz(): number {
     return this.attribute('CLOCK_RATE');
   }
@@ -305,6 +324,10 @@ export class Device {
     return this.#defaultStream;
   }
 
+  /**
+   * A new stream on this device: `{ nonBlocking: true }` for one not ordered with the legacy default stream, `priority`
+   * for its scheduling priority (streamPriorityRange()).
+   */
   createStream(options?: StreamOptions): Stream {
     return createStream(this, options);
   }
@@ -382,11 +405,17 @@ export class Device {
   }
 
   /** Stream priorities this device accepts: lower numbers are higher priority. */
-  streamPriorityRange(): { least: number; greatest: number } {
+  streamPriorityRange(): {
+    /** The lowest priority, the default (0). */
+    least: number;
+    /** The highest priority: numerically the smallest (lower numbers are higher priority). */
+    greatest: number;
+  } {
     const [least, greatest] = getNative().ctxGetStreamPriorityRange(this.ctx);
     return { least, greatest };
   }
 
+  /** 'Device(0: NVIDIA H200, sm_90)'. */
   toString(): string {
     return `Device(${this.ordinal}: ${this.name}, ${this.arch})`;
   }

@@ -9,6 +9,7 @@ export type DType = 'i8' | 'u8' | 'i16' | 'u16' | 'i32' | 'u32' | 'i64' | 'u64' 
 /** Scalar kernel parameter types: the element types, a device pointer and a C++ bool. */
 export type ScalarType = DType | 'ptr' | 'bool';
 
+/** The TypedArray classes that typed device and host memory take: `device.allocArray(Float32Array, n)`. */
 export type TypedArrayConstructor =
   | Int8ArrayConstructor
   | Uint8ArrayConstructor

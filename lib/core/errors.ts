@@ -100,7 +100,9 @@ export class CudaError extends Error {
   readonly result: number;
   /** The API that failed, e.g. 'cuLaunchKernel'. */
   readonly api: string;
+  /** What the error means, from CUDA's documentation of the code. */
   readonly explanation: string;
+  /** What to do about it ('' when there is no advice for this code). */
   readonly remedy: string;
   /** Loader errors: every place that was tried, with why it failed. */
   readonly tried: readonly string[];
@@ -111,6 +113,7 @@ export class CudaError extends Error {
   /** Text the driver gave beside the code, e.g. the JIT's error log of a PTX that did not assemble. */
   readonly detail: string | undefined;
 
+  /** @internal Made by cudakit itself (the native layer's error factory), not by users. */
   constructor(f: CudaErrorFields) {
     const remedy = f.remedy ?? REMEDIES[f.code] ?? '';
     const isSticky = STICKY.has(f.code);
@@ -168,6 +171,7 @@ const STILL_RUNNING =
 
 /** A wait given `timeoutMs` ran out before the GPU got there. */
 export class TimeoutError extends Error {
+  /** Always 'ERR_CUDA_WAIT_TIMEOUT'. */
   readonly code = 'ERR_CUDA_WAIT_TIMEOUT';
   /** The limit that ran out, in milliseconds. */
   readonly timeoutMs: number;
@@ -181,6 +185,7 @@ export class TimeoutError extends Error {
 
 /** A wait given an AbortSignal was aborted; `cause` is the signal's reason. */
 export class AbortError extends Error {
+  /** Always 'ABORT_ERR', as Node's own AbortError. */
   readonly code = 'ABORT_ERR';
 
   constructor(what: string, reason: unknown) {
@@ -191,10 +196,15 @@ export class AbortError extends Error {
 
 /** One diagnostic from the NVRTC log. `column` is undefined when NVRTC printed none. */
 export interface Diagnostic {
+  /** The file NVRTC named: the program's name, or a header's. */
   file: string;
+  /** The line, from 1. */
   line: number;
+  /** The column, from 1, when NVRTC printed one. */
   column: number | undefined;
+  /** How NVRTC classed it; 'error' and 'catastrophic error' fail the compile. */
   severity: 'error' | 'warning' | 'remark' | 'catastrophic error';
+  /** The message text, without the location. */
   message: string;
 }
 
@@ -206,19 +216,35 @@ export interface CompileErrorFields {
   options: readonly string[];
   diagnostics: readonly Diagnostic[];
   name: string;
+  /** What cudakit adds to NVRTC's log (lines of text), e.g. where the toolkit's headers were looked for. */
+  note?: string | undefined;
+  /** The remedy, where cudakit knows a better one than fixing the reported lines. */
+  remedy?: string | undefined;
 }
+
+const FIX_THE_LINES = 'fix the reported lines; error.diagnostics has them parsed, error.log has the full NVRTC output.';
 
 /** NVRTC rejected the program (or an option). Carries the full log, the exact flags and parsed diagnostics. */
 export class CompileError extends Error {
   /** 'NVRTC_ERROR_COMPILATION', 'NVRTC_ERROR_INVALID_OPTION', ... */
   readonly code: string;
+  /** The NVRTC call that failed, e.g. 'nvrtcCompileProgram'. */
   readonly api: string;
+  /** The nvrtcResult number. */
   readonly result: number;
+  /** NVRTC's whole log. */
   readonly log: string;
   /** The exact flags given to NVRTC. */
   readonly options: readonly string[];
+  /** The log's diagnostics, parsed (parseDiagnostics()). */
   readonly diagnostics: readonly Diagnostic[];
+  /**
+   * What cudakit adds to NVRTC's log, also in the message: for a missing #include, where the CUDA toolkit's headers
+   * were looked for and why each place was passed over. Undefined when there is nothing to add.
+   */
+  readonly note: string | undefined;
 
+  /** @internal Made by cudakit itself (the native layer's error factory), not by users. */
   constructor(f: CompileErrorFields) {
     const first = f.diagnostics.find((d) => d.severity === 'error' || d.severity === 'catastrophic error');
     const head = first
@@ -228,7 +254,8 @@ export class CompileError extends Error {
       `${f.api} failed: ${f.code} (${f.result}) compiling ${f.name}: ${head}\n` +
         `  options: ${f.options.join(' ')}\n` +
         (f.log.trim() ? `  log:\n${f.log.trimEnd().replace(/^/gm, '    ')}\n` : '') +
-        '  Remedy: fix the reported lines; error.diagnostics has them parsed, error.log has the full NVRTC output.',
+        (f.note !== undefined ? `${f.note.replace(/^/gm, '  ')}\n` : '') +
+        `  Remedy: ${f.remedy ?? FIX_THE_LINES}`,
     );
     this.name = 'CompileError';
     this.code = f.code;
@@ -237,6 +264,7 @@ export class CompileError extends Error {
     this.log = f.log;
     this.options = f.options;
     this.diagnostics = f.diagnostics;
+    this.note = f.note;
   }
 }
 
@@ -254,7 +282,14 @@ export function assertUsable(api: string): void {
 }
 
 /** The sticky error that made the context unusable, if any. */
-export function contextLostBy(): { code: string; api: string } | undefined {
+export function contextLostBy():
+  | {
+      /** The sticky error's code, e.g. 'CUDA_ERROR_ILLEGAL_ADDRESS'. */
+      code: string;
+      /** The call that reported it, e.g. 'cuStreamSynchronize'. */
+      api: string;
+    }
+  | undefined {
   return sticky === undefined ? undefined : { code: sticky.code, api: sticky.api };
 }
 

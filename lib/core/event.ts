@@ -9,6 +9,7 @@ import { type WaitOptions, waitWithLimit } from './wait.js';
 
 const CU_EVENT_DISABLE_TIMING = 2;
 
+/** Options of `stream.record(options)`. */
 export interface RecordOptions {
   /** Record a timestamp, so Event.elapsedMs works. Default true. Without timing, events are cheaper to wait on. */
   timing?: boolean;
@@ -27,7 +28,9 @@ export interface RecordOptions {
  * console.log(Event.elapsedMs(start, end), 'ms');
  */
 export class Event extends HandleOwner {
+  /** The stream that made the event (`stream.record()`), and the default stream of `event.record()`. */
   readonly stream: Stream;
+  /** Whether the event records a timestamp (RecordOptions.timing), which Event.elapsedMs needs. */
   readonly timing: boolean;
 
   /** @internal */

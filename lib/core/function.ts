@@ -8,20 +8,34 @@ import { INTERNAL, checkInternal, disposedError } from './lifetime.js';
 import { getNative, type Handle, type Native } from './native.js';
 import { checkSize, rangeError, typeError } from './validate.js';
 
+/** What the driver reports about a compiled kernel (cuFuncGetAttribute), as `kernel.attributes` gives it. */
 export interface KernelAttributes {
+  /** Registers per thread. */
   numRegs: number;
+  /** Static shared memory per block, in bytes (`__shared__` arrays of fixed size). */
   sharedSizeBytes: number;
+  /** User `__constant__` memory, in bytes. */
   constSizeBytes: number;
+  /** Local memory per thread, in bytes: register spills and arrays the compiler could not keep in registers. */
   localSizeBytes: number;
+  /**
+   * The most threads per block a launch of this kernel may have (its registers and `__launch_bounds__` can make it less
+   * than the device's).
+   */
   maxThreadsPerBlock: number;
+  /** The PTX virtual architecture it was compiled for, as major × 10 + minor (90 for compute_90). */
   ptxVersion: number;
+  /** The architecture of its binary code, as major × 10 + minor (90 for sm_90). */
   binaryVersion: number;
+  /** The most dynamic shared memory a launch may ask for now (setMaxDynamicSharedMemory() raises it). */
   maxDynamicSharedSizeBytes: number;
 }
 
 /** One compiled parameter: where it starts in the parameter buffer and how many bytes it takes. */
 export interface CompiledParam {
+  /** Byte offset of the parameter in the kernel's parameter buffer. */
   offset: number;
+  /** Size of the parameter in bytes. */
   size: number;
 }
 
@@ -51,6 +65,7 @@ const FUNC_ATTR = {
 export class KernelFunction {
   /** The name it was asked for by (extern "C" name, mangled name or name expression). */
   readonly name: string;
+  /** The device the kernel was loaded on. */
   readonly device: Device;
   /** The module this kernel lives in (kept alive by this object). */
   readonly module: Module;
@@ -154,7 +169,12 @@ export class KernelFunction {
   }
 
   /** The block size with the best occupancy, and the smallest grid that reaches it. */
-  suggestedBlockSize(dynamicSharedMemBytes = 0): { blockSize: number; minGridSize: number } {
+  suggestedBlockSize(dynamicSharedMemBytes = 0): {
+    /** Threads per block that give the highest occupancy (cuOccupancyMaxPotentialBlockSize). */
+    blockSize: number;
+    /** The fewest blocks that fill the device at that block size. */
+    minGridSize: number;
+  } {
     checkSize('dynamicSharedMemBytes', dynamicSharedMemBytes);
     const [minGridSize, blockSize] = this.#native.occupancyMaxPotentialBlockSize(
       this.#ctx,
@@ -165,6 +185,7 @@ export class KernelFunction {
     return { blockSize, minGridSize };
   }
 
+  /** 'KernelFunction(saxpy)'. */
   toString(): string {
     return `KernelFunction(${this.name})`;
   }

@@ -12,6 +12,7 @@ import type { Stream } from './stream.js';
  * `instantiate()` makes a GraphExec that replays it; the Graph may then be disposed.
  */
 export class Graph extends HandleOwner {
+  /** The device the graph belongs to. */
   readonly device: Device;
 
   /** @internal */
@@ -39,6 +40,7 @@ export class Graph extends HandleOwner {
  * buffers' current contents.
  */
 export class GraphExec extends HandleOwner {
+  /** The device the executable graph runs on. */
   readonly device: Device;
 
   /** @internal */

@@ -57,6 +57,7 @@ export function isPinned(array: ArrayBufferView | ArrayBuffer): boolean {
  * `unregister()` (or dispose) unpins it; the memory stays JavaScript's.
  */
 export class HostRegistration implements Disposable {
+  /** The pinned memory (the ArrayBuffer under the view that was registered). */
   readonly buffer: ArrayBuffer;
   readonly #device: Device;
   #active = true;
@@ -68,6 +69,7 @@ export class HostRegistration implements Disposable {
     this.buffer = buffer;
   }
 
+  /** True until unregister() (or dispose()) unpins the memory. */
   get active(): boolean {
     return this.#active;
   }
@@ -85,10 +87,12 @@ export class HostRegistration implements Disposable {
     }
   }
 
+  /** unregister(). */
   dispose(): void {
     this.unregister();
   }
 
+  /** unregister(), for `using`. */
   [Symbol.dispose](): void {
     this.unregister();
   }

@@ -23,10 +23,17 @@ import { getNative, type Handle, type Native } from './native.js';
 import type { Stream } from './stream.js';
 import { rangeError, typeError } from './validate.js';
 
+/** Grid or block dimensions: `n` for (n, 1, 1), or `[x]`, `[x, y]`, `[x, y, z]`; missing dimensions are 1. */
 export type Dim3 = number | readonly [number] | readonly [number, number] | readonly [number, number, number];
 
+/**
+ * How to launch a kernel: `kernel.launch({ grid, block, sharedMemBytes?, stream?, cooperative?, clusterDim? },
+ * ...args)`. An unknown key is a TypeError naming the closest known one.
+ */
 export interface LaunchConfig {
+  /** Blocks in the grid. */
   grid: Dim3;
+  /** Threads per block. */
   block: Dim3;
   /** Dynamic shared memory per block. Default 0. */
   sharedMemBytes?: number;
@@ -229,6 +236,7 @@ class LaunchHeader {
  * signature)`. Launches are synchronous enqueues: cheap, no Promise, no allocation.
  */
 export class Kernel<S extends Signature = Signature> extends KernelFunction implements Disposable {
+  /** The parameter types the kernel was got with, checked against the compiled kernel. */
   readonly signature: S;
   readonly #native: Native;
   readonly #fn: Handle;
@@ -345,10 +353,12 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
     this.#slot = -1;
   }
 
+  /** dispose(), for `using`. */
   [Symbol.dispose](): void {
     this.dispose();
   }
 
+  /** 'Kernel(saxpy(f32, ptr, ptr, i32))'. */
   override toString(): string {
     return `Kernel(${this.name}(${this.signature.map(formatParam).join(', ')}))`;
   }

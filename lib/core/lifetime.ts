@@ -70,6 +70,7 @@ export abstract class HandleOwner implements Disposable {
     return this.#handle;
   }
 
+  /** True once dispose() has run (or the object was given back another way); every use then throws ERR_DISPOSED. */
   get disposed(): boolean {
     return this.#handle === undefined;
   }
@@ -90,6 +91,7 @@ export abstract class HandleOwner implements Disposable {
     }
   }
 
+  /** dispose(), for `using`: the resource is released when the block that declared it ends. */
   [Symbol.dispose](): void {
     this.dispose();
   }

@@ -11,11 +11,13 @@ import { getNative, type Handle } from './native.js';
 import { Stream } from './stream.js';
 import { checkOptions, checkSize, isBufferSource, rangeError, typeError } from './validate.js';
 
+/** Options of `device.alloc()` and `device.allocArray()`. */
 export interface AllocOptions {
   /** Stream the allocation is ordered on (and freed on). Default: the device's legacy default stream. */
   stream?: Stream;
 }
 
+/** Options of `copyFromHost()`, `copyToHost()` and `copyFrom()`. */
 export interface CopyOptions {
   /** Where in the device buffer to start: bytes for DeviceBuffer, elements for DeviceArray. Default 0. */
   offset?: number;
@@ -28,6 +30,10 @@ export interface CopyOptions {
 
 /** How `copyFrom()` copied: within one device, between two devices directly, or through host memory. */
 export interface DeviceCopy {
+  /**
+   * 'device': within one device; 'peer': directly from another device (peer access); 'host': from another device
+   * through host memory.
+   */
   readonly via: 'device' | 'peer' | 'host';
 }
 const VIA_DEVICE: DeviceCopy = Object.freeze({ via: 'device' });
@@ -95,7 +101,9 @@ function releaseAllocation(a: Allocation): void {
 
 /** Device memory: `ptr` (a bigint address, for interop) and `byteLength`. */
 export class DeviceBuffer implements Disposable {
+  /** The device the memory is on. */
   readonly device: Device;
+  /** Size in bytes. */
   readonly byteLength: number;
   readonly #ptr: Handle;
   readonly #alloc: Allocation | undefined; // undefined: memory owned elsewhere (fromPointer)
@@ -140,6 +148,7 @@ export class DeviceBuffer implements Disposable {
     return this.#ptr;
   }
 
+  /** True once dispose() has run (or the memory was freed with its stream); every use then throws ERR_DISPOSED. */
   get disposed(): boolean {
     return this.#disposed || this.#alloc?.freed === true;
   }
@@ -331,6 +340,7 @@ export class DeviceBuffer implements Disposable {
     }
   }
 
+  /** dispose(), for `using`. */
   [Symbol.dispose](): void {
     this.dispose();
   }
@@ -342,7 +352,9 @@ export class DeviceBuffer implements Disposable {
 
 /** Typed device memory from device.allocArray(T, length): offsets and lengths count elements of T. */
 export class DeviceArray<T extends TypedArrayConstructor> extends DeviceBuffer {
+  /** The TypedArray class of its elements, e.g. Float32Array: copyToHost() returns one. */
   readonly type: T;
+  /** Number of elements. */
   readonly length: number;
 
   /** @internal */

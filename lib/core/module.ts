@@ -14,14 +14,19 @@ import { checkBoolean, checkInt, checkOptions, checkPositiveInt, checkString, ty
 
 /** Options for the driver's PTX JIT (ignored for CUBIN). */
 export interface JitOptions {
+  /** Most registers per thread the JIT may use (CU_JIT_MAX_REGISTERS). Default: the JIT's own choice. */
   maxRegisters?: number;
   /** 0-4; default 4. */
   optimizationLevel?: number;
+  /** Keep line information, for profilers (CU_JIT_GENERATE_LINE_INFO). Default false. */
   lineInfo?: boolean;
+  /** Generate debug information (CU_JIT_GENERATE_DEBUG_INFO). Default false. */
   debugInfo?: boolean;
 }
 
+/** Options of `device.loadModule(code, options)`. */
 export interface LoadModuleOptions {
+  /** How the driver's JIT compiles PTX; ignored for CUBIN. */
   jitOptions?: JitOptions;
 }
 
@@ -52,6 +57,7 @@ function jitPairs(options: JitOptions | undefined): [number, number][] {
  * as buffers (`getGlobal`). Disposing it unloads the code; its kernels and globals become unusable.
  */
 export class Module extends HandleOwner {
+  /** The device the module is loaded on. */
   readonly device: Device;
   /** The JIT's informational log (PTX only; empty for CUBIN). */
   readonly infoLog: string;
@@ -130,7 +136,14 @@ export class Module extends HandleOwner {
    * The compiled parameter list of a kernel ({ offset, size } in bytes, in order), from the driver (CUDA >= 12.4)
    * or the module image; undefined when neither can tell. The same as `getFunction(name).parameters()`.
    */
-  parameters(name: string): { offset: number; size: number }[] | undefined {
+  parameters(name: string):
+    | {
+        /** Byte offset of the parameter in the kernel's parameter buffer. */
+        offset: number;
+        /** Size of the parameter in bytes. */
+        size: number;
+      }[]
+    | undefined {
     return this.getFunction(name).parameters();
   }
 

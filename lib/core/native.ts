@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Loads the addon (no CUDA needed for that) and types every native export. This is also the raw layer:
 // `import { native } from 'cudakit'` gives one-to-one CUDA calls with bigint handles and no policy.
+import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** A CUDA handle (context, stream, event, module, function, graph) or a device address. */
 export type Handle = bigint;
 
+/** Whether libcuda or libnvrtc loaded, from where, and why not (driverStatus(), nvrtcStatus()). */
 export interface LibraryStatus {
   loaded: boolean;
   path: string;
@@ -64,17 +67,32 @@ export interface BenchSpec {
   timeoutNs: number;
 }
 
+/**
+ * Live resources the addon holds for this thread (the main thread or a worker), as `native().stats()` reports them: for
+ * leak tests and diagnostics.
+ */
 export interface NativeStats {
+  /** Device allocations not yet freed. */
   deviceAllocations: number;
+  /** Their size in bytes. */
   deviceBytes: number;
+  /** Pinned host allocations (memHostAlloc) not yet freed. */
   hostAllocations: number;
+  /** Their size in bytes. */
   hostBytes: number;
+  /** Host memory registrations (memHostRegister) not yet unregistered. */
   hostRegistrations: number;
+  /** Loaded modules. */
   modules: number;
+  /** Streams not yet destroyed. */
   streams: number;
+  /** Events not yet destroyed. */
   events: number;
+  /** Captured graphs not yet destroyed. */
   graphs: number;
+  /** Executable graphs not yet destroyed. */
   graphExecs: number;
+  /** Launch slots (one per Kernel) not yet destroyed. */
   kernelSlots: number;
 }
 
@@ -89,58 +107,100 @@ type ErrorFactory = (
 
 /** Every native export; names copy the CUDA symbol without its prefix. */
 export interface Native {
+  /** Registers how the addon builds its errors (cudakit's own error classes do this at load). */
   setErrorFactory(fn: ErrorFactory): void;
+  /** Loads libcuda (once) and reports whether it loaded, from where, and why not; never throws. */
   driverStatus(): LibraryStatus;
+  /** Loads libnvrtc (once) and reports whether it loaded, from where, and why not; never throws. */
   nvrtcStatus(): LibraryStatus;
+  /** cuGetErrorName: 'CUDA_ERROR_OUT_OF_MEMORY' for 2. */
   getErrorName(result: number): string;
+  /** cuGetErrorString: the driver's description of a CUresult. */
   getErrorString(result: number): string;
+  /** Live resources the addon holds for this thread. */
   stats(): NativeStats;
   /** Does nothing: the cost of one N-API call, for benchmarks. */
   nop(): void;
   // device.cc
+  /** cuDriverGetVersion: the driver's CUDA version, 1000 × major + 10 × minor (13000 for 13.0). */
   driverGetVersion(): number;
+  /** cuDeviceGetCount: the number of CUDA devices. */
   deviceGetCount(): number;
+  /** cuDeviceGet: the CUdevice of an ordinal. */
   deviceGet(ordinal: number): number;
+  /** cuDeviceGetName: the product name. */
   deviceGetName(device: number): string;
+  /** cuDeviceGetUuid, as nvidia-smi spells it: 'GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'. */
   deviceGetUuid(device: number): string;
+  /** cuDeviceGetPCIBusId: '0000:19:00.0'. */
   deviceGetPCIBusId(device: number): string;
+  /** cuDeviceGetAttribute, by CUdevice_attribute number. */
   deviceGetAttribute(device: number, attribute: number): number;
+  /** cuDeviceTotalMem: total device memory in bytes. */
   deviceTotalMem(device: number): number;
   /** cuDeviceCanAccessPeer: whether `device` can access `peerDevice`'s memory directly. */
   deviceCanAccessPeer(device: number, peerDevice: number): boolean;
+  /** cuDevicePrimaryCtxRetain: the device's primary context, retained once per thread and released at its exit. */
   devicePrimaryCtxRetain(device: number): Handle;
+  /** cuDevicePrimaryCtxRetain on a libuv pool thread, so creating the context (about 0.1 s) overlaps other work. */
   devicePrimaryCtxRetainAsync(device: number): Promise<Handle>;
+  /** cuCtxSynchronize, with `ctx` bound first. */
   ctxSynchronize(ctx: Handle): void;
+  /** cuMemGetInfo: [freeBytes, totalBytes]. */
   memGetInfo(ctx: Handle): [number, number];
+  /** cuCtxSetLimit, by CUlimit number. */
   ctxSetLimit(ctx: Handle, limit: number, value: number | bigint): void;
+  /** cuCtxGetLimit, by CUlimit number. */
   ctxGetLimit(ctx: Handle, limit: number): number;
+  /** cuCtxResetPersistingL2Cache: returns persisting L2 cache lines to normal. */
   ctxResetPersistingL2Cache(ctx: Handle): void;
+  /** cuCtxGetStreamPriorityRange: [least, greatest]. */
   ctxGetStreamPriorityRange(ctx: Handle): [number, number];
   /** cuCtxEnablePeerAccess with `ctx` current: `ctx` may then access memory allocated in `peerCtx`. */
   ctxEnablePeerAccess(ctx: Handle, peerCtx: Handle): void;
+  /** cuDeviceGetDefaultMemPool: the device's default memory pool. */
   deviceGetDefaultMemPool(device: number): Handle;
   /** 64-bit attributes (RELEASE_THRESHOLD = 4 and the byte counters after it) take and return bigint. */
   memPoolSetAttribute(pool: Handle, attribute: number, value: number | bigint): void;
+  /** cuMemPoolGetAttribute: a bigint for the 64-bit attributes (RELEASE_THRESHOLD = 4 on), else a number. */
   memPoolGetAttribute(pool: Handle, attribute: number): number | bigint;
+  /** cuMemPoolTrimTo: returns cached memory beyond `minBytesToKeep` to the driver. */
   memPoolTrimTo(pool: Handle, minBytesToKeep: number | bigint): void;
   /** cuMemPoolSetAccess with one descriptor: `device`'s access to the pool's allocations (0 none, 1 read, 3 rw). */
   memPoolSetAccess(pool: Handle, device: number, flags: number): void;
   // memory.cc
+  /** cuMemAlloc: a device address. */
   memAlloc(ctx: Handle, bytes: number): Handle;
+  /** cuMemAllocAsync: a device address, from the pool, ordered on `stream`. */
   memAllocAsync(ctx: Handle, bytes: number, stream: Handle): Handle;
+  /** cuMemFree. Only memory this thread allocated; a second free is an error, never a crash. */
   memFree(ptr: Handle): void;
+  /** cuMemFreeAsync: frees pool memory, ordered on `stream`. */
   memFreeAsync(ptr: Handle, stream: Handle): void;
+  /** cuMemcpyHtoD, or cuMemcpyHtoDAsync on `stream`: all of `src` to `dst`. */
   memcpyHtoD(ctx: Handle, dst: Handle, src: ArrayBufferView | ArrayBuffer, stream?: Handle): void;
+  /** cuMemcpyDtoH, or cuMemcpyDtoHAsync on `stream`: fills all of `dst` from `src`. */
   memcpyDtoH(ctx: Handle, dst: ArrayBufferView | ArrayBuffer, src: Handle, stream?: Handle): void;
+  /** cuMemcpyDtoD, or cuMemcpyDtoDAsync on `stream`. */
   memcpyDtoD(ctx: Handle, dst: Handle, src: Handle, bytes: number, stream?: Handle): void;
   /** cuMemcpyPeer, or cuMemcpyPeerAsync on `stream` (a stream of dstCtx); dstCtx is bound first. */
   memcpyPeer(dstCtx: Handle, dst: Handle, srcCtx: Handle, src: Handle, bytes: number, stream?: Handle): void;
+  /** cuMemsetD8Async, cuMemsetD16Async or cuMemsetD32Async, by `elementBytes`: `count` elements set to `value`. */
   memsetAsync(ctx: Handle, dst: Handle, value: number, count: number, stream: Handle, elementBytes: 1 | 2 | 4): void;
+  /** cuMemHostAlloc: an ArrayBuffer over page-locked host memory. */
   memHostAlloc(ctx: Handle, bytes: number, flags: number): ArrayBuffer;
+  /** cuMemFreeHost; detaches the ArrayBuffer first, so no view can reach freed memory. */
   memFreeHost(buffer: ArrayBuffer): void;
+  /** cuMemHostRegister: pins memory JavaScript already owns. */
   memHostRegister(ctx: Handle, view: ArrayBufferView | ArrayBuffer): void;
+  /** cuMemHostGetDevicePointer: the device address of mapped pinned host memory. */
   memHostGetDevicePointer(ctx: Handle, buffer: ArrayBuffer | ArrayBufferView): Handle;
+  /** cuMemHostUnregister: unpins memory pinned with memHostRegister. */
   memHostUnregister(ctx: Handle, view: ArrayBufferView | ArrayBuffer): void;
+  /**
+   * A host-to-device copy of pageable memory through pinned staging buffers, `chunkBytes` at a time on `threads`
+   * threads (more than one CUDA call).
+   */
   memcpyHtoDStaged(
     ctx: Handle,
     dst: Handle,
@@ -149,6 +209,10 @@ export interface Native {
     chunkBytes: number,
     threads: number,
   ): void;
+  /**
+   * A device-to-host copy into pageable memory through pinned staging buffers, `chunkBytes` at a time on `threads`
+   * threads (more than one CUDA call).
+   */
   memcpyDtoHStaged(
     ctx: Handle,
     dst: ArrayBufferView,
@@ -158,22 +222,45 @@ export interface Native {
     threads: number,
   ): void;
   // program.cc
+  /** nvrtcVersion: [major, minor]. */
   nvrtcVersion(): [number, number];
+  /**
+   * nvrtcGetSupportedArchs: the architectures this NVRTC compiles for (90 for sm_90); empty when it predates the call.
+   */
   nvrtcGetSupportedArchs(): number[];
+  /**
+   * A whole NVRTC compile (create, add name expressions, compile, get the code, the log and the lowered names,
+   * destroy); an NVRTC failure is reported in the result, not thrown.
+   */
   compileProgram(spec: CompileSpec): CompileOutput;
+  /** compileProgram on a libuv pool thread. */
   compileProgramAsync(spec: CompileSpec): Promise<CompileOutput>;
   // module.cc
+  /** cuModuleLoadDataEx with [CUjit_option, value] pairs: [module, the JIT's info log]. */
   moduleLoadData(ctx: Handle, image: ArrayBufferView, jitOptions: [number, number][]): [Handle, string];
+  /** cuModuleUnload. */
   moduleUnload(module: Handle): void;
+  /** cuModuleGetFunction: the kernel of that (lowered) name. */
   moduleGetFunction(ctx: Handle, module: Handle, name: string): Handle;
+  /** cuModuleGetGlobal: [address, bytes] of a `__device__` or `__constant__` variable. */
   moduleGetGlobal(ctx: Handle, module: Handle, name: string): [Handle, number];
+  /** cuFuncGetAttribute, by CUfunction_attribute number. */
   funcGetAttribute(ctx: Handle, fn: Handle, attribute: number): number;
+  /** cuFuncSetAttribute, by CUfunction_attribute number. */
   funcSetAttribute(ctx: Handle, fn: Handle, attribute: number, value: number): void;
+  /** cuFuncGetParamInfo for parameters 0 to count - 1: [offset, size] each, or null where the driver lacks the call. */
   funcGetParamInfo(ctx: Handle, fn: Handle, count: number): [number, number][] | null;
+  /** cuOccupancyMaxActiveBlocksPerMultiprocessor. */
   occupancyMaxActiveBlocksPerMultiprocessor(ctx: Handle, fn: Handle, blockSize: number, smemBytes: number): number;
+  /** cuOccupancyMaxPotentialBlockSize: [minGridSize, blockSize]. */
   occupancyMaxPotentialBlockSize(ctx: Handle, fn: Handle, smemBytes: number, blockSizeLimit: number): [number, number];
   // kernel.cc
+  /**
+   * A launch slot for `fn`: its parameters are read from `buffer` at `paramOffsets` at every launch (layout:
+   * native/common.h). Returns the slot's id.
+   */
   kernelSlotCreate(ctx: Handle, fn: Handle, buffer: ArrayBuffer, paramOffsets: number[]): number;
+  /** Releases a launch slot. */
   kernelSlotDestroy(slot: number): void;
   /**
    * The slot's launch as its header says (layout: native/common.h): cuLaunchKernel, or cuLaunchKernelEx when the
@@ -183,21 +270,35 @@ export interface Native {
   /** cuLaunchKernelEx with these launch attributes instead of the header's. */
   launchKernelEx(slot: number, cooperative: boolean, clusterX: number, clusterY: number, clusterZ: number): void;
   // bench.cc
+  /** Takes one batch of benchmark samples (more than one CUDA call): [gpuMs, launchUs, clockMHz] per sample. */
   benchSamples(spec: BenchSpec, flagHost: Int32Array): Float64Array;
   // stream.cc
+  /** cuStreamCreateWithPriority. */
   streamCreate(ctx: Handle, flags: number, priority: number): Handle;
+  /** cuStreamDestroy. */
   streamDestroy(stream: Handle): void;
+  /** cuStreamSynchronize. */
   streamSynchronize(ctx: Handle, stream: Handle): void;
+  /** cuStreamQuery: true when all work is done, false while some is pending. */
   streamQuery(ctx: Handle, stream: Handle): boolean;
+  /** cuStreamWaitEvent. */
   streamWaitEvent(ctx: Handle, stream: Handle, event: Handle): void;
+  /** cuStreamBeginCapture, by CUstreamCaptureMode number. */
   streamBeginCapture(ctx: Handle, stream: Handle, mode: number): void;
+  /** cuStreamEndCapture: the captured graph. */
   streamEndCapture(ctx: Handle, stream: Handle): Handle;
   // event.cc
+  /** cuEventCreate, by CUevent_flags. */
   eventCreate(ctx: Handle, flags: number): Handle;
+  /** cuEventDestroy. */
   eventDestroy(event: Handle): void;
+  /** cuEventRecord. */
   eventRecord(ctx: Handle, event: Handle, stream: Handle): void;
+  /** cuEventSynchronize. */
   eventSynchronize(ctx: Handle, event: Handle): void;
+  /** cuEventQuery: true when the event has completed. */
   eventQuery(ctx: Handle, event: Handle): boolean;
+  /** cuEventElapsedTime: milliseconds between two recorded events. */
   eventElapsedTime(ctx: Handle, start: Handle, end: Handle): number;
   /**
    * Promise waits never block a libuv pool thread. With a `waitId` (a positive integer of the caller's, unique
@@ -205,15 +306,24 @@ export interface Native {
    * whenever the GPU gets there, and no longer keeps the process alive.
    */
   eventWaitAsync(ctx: Handle, event: Handle, waitId?: number): Promise<void>;
+  /**
+   * Resolves when all work queued on `stream` so far is done (an event recorded on it, waited for like eventWaitAsync).
+   */
   streamSynchronizeAsync(ctx: Handle, stream: Handle, waitId?: number): Promise<void>;
   /** cuCtxSynchronize on a thread of cudakit's own (one per thread that uses cudakit), not a libuv pool thread. */
   ctxSynchronizeAsync(ctx: Handle, waitId?: number): Promise<void>;
+  /** Lets a wait go (see eventWaitAsync): true when it was still in flight. */
   waitAbandon(waitId: number): boolean;
   // graph.cc
+  /** cuGraphInstantiateWithFlags: an executable graph. */
   graphInstantiate(ctx: Handle, graph: Handle): Handle;
+  /** cuGraphLaunch. */
   graphLaunch(ctx: Handle, exec: Handle, stream: Handle): void;
+  /** cuGraphGetNodes: the number of nodes. */
   graphGetNodeCount(ctx: Handle, graph: Handle): number;
+  /** cuGraphDestroy. */
   graphDestroy(graph: Handle): void;
+  /** cuGraphExecDestroy. */
   graphExecDestroy(exec: Handle): void;
 }
 
@@ -221,14 +331,26 @@ const packageRoot = fileURLToPath(new URL('../..', import.meta.url));
 let loaded: Native | undefined;
 let loadFailure: Error | undefined;
 
-/** Why the addon itself (not CUDA) could not be loaded, with what to do about it. */
+/**
+ * Why the addon itself (not CUDA) could not be loaded: where node-gyp-build looked, why it failed, and what to
+ * install.
+ */
 function addonError(cause: unknown): Error {
   const reason = cause instanceof Error ? cause.message : String(cause);
+  const platform = `${process.platform}-${process.arch}`;
+  const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
+  const glibc = report?.header?.glibcVersionRuntime;
+  const prebuilds = join(packageRoot, 'prebuilds');
+  const shipped = existsSync(prebuilds) ? readdirSync(prebuilds).filter((d) => !d.startsWith('.')) : [];
   const err = new Error(
-    `cudakit: the native addon could not be loaded (${process.platform}-${process.arch}, Node ${process.version}).\n` +
-      `  ${reason.split('\n')[0]}\n` +
-      '  Remedy: build it from source with `npm run build:native` in the cudakit folder (needs a C++17 compiler and\n' +
-      '  Node headers; no CUDA toolkit), or install a cudakit package that ships prebuilds for this platform.',
+    `cudakit: the native addon could not be loaded (${platform}, ${glibc ? `glibc ${glibc}, ` : ''}` +
+      `Node ${process.version}).\n` +
+      `  Tried: ${join(packageRoot, 'build', 'Release')} (a build from source), then ` +
+      `${join(prebuilds, platform)} (the prebuild).\n` +
+      `  Failed: ${reason.split('\n')[0]}\n` +
+      '  Remedy: with a C++17 compiler, make and python3 on PATH, run `npm rebuild cudakit` (it compiles the addon;\n' +
+      '  no CUDA toolkit is needed), or `npm run build:native` in its folder. This package has prebuilds for: ' +
+      `${shipped.length > 0 ? shipped.join(', ') : 'none'} (glibc 2.28 or newer).`,
     { cause },
   );
   (err as Error & { code: string }).code = 'ADDON_NOT_LOADED';

@@ -2,6 +2,7 @@
 // probe(): what this machine can do, without ever throwing.
 import { getNative } from './native.js';
 
+/** What `probe()` found: the driver, NVRTC and the devices, and why something is missing. */
 export interface ProbeResult {
   /** True when a driver loaded and at least one device is present. */
   ok: boolean;
@@ -9,6 +10,7 @@ export interface ProbeResult {
   driverVersion: string | undefined;
   /** NVRTC's version, e.g. '12.8'; undefined without NVRTC. */
   nvrtcVersion: string | undefined;
+  /** CUDA devices the driver reports; 0 without a driver. */
   deviceCount: number;
   /** Why `ok` is false (or what is missing, such as NVRTC), with what was tried; undefined when all is there. */
   reason: string | undefined;
@@ -16,6 +18,13 @@ export interface ProbeResult {
 
 const version = (v: number): string => `${Math.floor(v / 1000)}.${(v % 1000) / 10}`;
 
+/**
+ * What this machine can do: whether a driver loaded, its version, the number of devices and NVRTC's version. Never
+ * throws, so it works on any machine, with or without a GPU: `reason` says what is missing and what was tried.
+ * @example
+ * const p = probe();
+ * if (!p.ok) console.log(p.reason);
+ */
 export function probe(): ProbeResult {
   const reasons: string[] = [];
   let driverVersion: string | undefined;

@@ -15,7 +15,7 @@ import {
 import { Device } from './device.js';
 import { CompileError, type Diagnostic } from './errors.js';
 import { getNative, type CompileOutput, type CompileSpec } from './native.js';
-import { cudaIncludeDirs } from './toolkit.js';
+import { cudaIncludeDirs, cudaIncludeSearch } from './toolkit.js';
 import {
   checkBoolean,
   checkObject,
@@ -26,9 +26,18 @@ import {
   typeError,
 } from './validate.js';
 
+/**
+ * What NVRTC produces: 'cubin', machine code for one architecture, or 'ptx', portable assembly the driver JIT-compiles
+ * at load.
+ */
 export type CompileTarget = 'ptx' | 'cubin';
+/** A C++ dialect NVRTC accepts (`--std`). */
 export type CppStandard = 'c++03' | 'c++11' | 'c++14' | 'c++17' | 'c++20';
 
+/**
+ * Options of `program.compile(options)` and `compileAsync(options)`: each field is one NVRTC flag (compileFlags() shows
+ * them), undefined leaves the flag out.
+ */
 export interface CompileOptions {
   /** 'cubin' (default): machine code for one architecture; 'ptx': portable assembly the driver JIT-compiles. */
   target?: CompileTarget;
@@ -56,11 +65,21 @@ export interface CompileOptions {
   /** Template instantiations to compile and name: ['scale<float>'] → objectCode.loweredNames['scale<float>']. */
   nameExpressions?: readonly string[];
   /** Compile cache: true (default: memory + disk), false, or { memory, disk, dir }. Also CUDAKIT_CACHE=0. */
-  cache?: boolean | { memory?: boolean; disk?: boolean; dir?: string };
+  cache?:
+    | boolean
+    | {
+        /** Keep compiled code in this process's memory. Default true. */
+        memory?: boolean;
+        /** Keep compiled code on disk, in `dir`. Default true. */
+        disk?: boolean;
+        /** The disk cache's folder. Default: defaultCacheDir() (CUDAKIT_CACHE_DIR, else ~/.cache/cudakit). */
+        dir?: string;
+      };
   /** Add the CUDA toolkit's include directory (cuda_fp16.h ...) when one matching NVRTC is found. Default true. */
   cudaIncludes?: boolean;
 }
 
+/** Options of `new Program(source, options)`: the name in diagnostics and in-memory headers. */
 export interface ProgramOptions {
   /** File name used in diagnostics. Default 'program.cu'. */
   name?: string;
@@ -86,13 +105,17 @@ const COMPILE_OPTION_KEYS = [
 
 /** The result of a compile: PTX text bytes or a CUBIN, with the log (warnings) and lowered template names. */
 export class ObjectCode {
+  /** 'ptx' or 'cubin'. */
   readonly target: CompileTarget;
+  /** The architecture compiled for, 'sm_90'; undefined when NVRTC chose (PTX without an arch). */
   readonly arch: string | undefined;
+  /** The code: PTX text as bytes, or the CUBIN; `device.loadModule(objectCode)` loads it. */
   readonly bytes: Uint8Array;
   /** NVRTC's log, kept on success so warnings are visible. */
   readonly log: string;
   /** Name expression → mangled name, for module.getKernel('scale<float>'). */
   readonly loweredNames: Readonly<Record<string, string>>;
+  /** The version of NVRTC that compiled it, e.g. '12.8'. */
   readonly nvrtcVersion: string;
   /** Where this came from when it was not compiled now. */
   readonly cached: 'memory' | 'disk' | undefined;
@@ -113,7 +136,7 @@ export class ObjectCode {
     this.target = entry.target;
     this.arch = entry.arch;
     this.bytes = entry.bytes;
-    this.log = entry.log;
+    this.log = withoutNul(entry.log);
     this.loweredNames = Object.freeze({ ...entry.loweredNames });
     this.nvrtcVersion = entry.nvrtcVersion;
     this.cached = cached;
@@ -132,12 +155,29 @@ export function nvrtcVersion(): string {
   return `${major}.${minor}`;
 }
 
+let supportedMemo: number[] | undefined;
 /** Architectures this NVRTC can target, e.g. [50, 52, ..., 90]. */
 export function supportedArchs(): number[] {
-  return getNative().nvrtcGetSupportedArchs();
+  supportedMemo ??= getNative().nvrtcGetSupportedArchs();
+  return [...supportedMemo];
 }
 
 const ARCH_RE = /^(sm|compute)_(\d{2,3})([af]?)$/;
+
+/** NVRTC's log ends with the C string's NUL. */
+const withoutNul = (log: string): string => log.replace(/\0+$/, '');
+
+/**
+ * A RangeError, before NVRTC runs, for an architecture this NVRTC does not know (NVRTC itself says only "invalid
+ * value for --gpu-architecture"): the message lists those it supports.
+ */
+function checkSupportedArch(arch: string): void {
+  const [, kind, num] = ARCH_RE.exec(arch)!;
+  const supported = supportedArchs();
+  if (supported.length === 0 || supported.includes(Number(num))) return;
+  const list = supported.map((n) => `${kind}_${n}`).join(', ');
+  throw rangeError('options.arch', `an architecture NVRTC ${nvrtcVersion()} supports (${list})`, arch);
+}
 
 interface Resolved {
   target: CompileTarget;
@@ -145,6 +185,8 @@ interface Resolved {
   flags: string[];
   nameExpressions: string[];
   cache: { memory: boolean; disk: boolean; dir: string };
+  /** Whether the CUDA toolkit's include directories were searched for (options.cudaIncludes). */
+  cudaIncludes: boolean;
 }
 
 /**
@@ -239,7 +281,8 @@ function resolve(options: CompileOptions | undefined): Resolved {
   const o = checkCompileOptions(options);
   const target = o.target ?? 'cubin';
   let arch = o.arch;
-  if (arch === undefined) {
+  if (arch !== undefined) checkSupportedArch(arch);
+  else {
     arch = deviceArch();
     if (arch !== undefined) {
       const supported = supportedArchs();
@@ -265,7 +308,8 @@ function resolve(options: CompileOptions | undefined): Resolved {
   if (target === 'cubin' && arch?.startsWith('compute_')) {
     throw rangeError('options.arch', "a real architecture ('sm_XX') for target 'cubin'", arch);
   }
-  const include = o.cudaIncludes === false ? [] : cudaIncludeDirs();
+  const cudaIncludes = o.cudaIncludes !== false;
+  const include = cudaIncludes ? cudaIncludeDirs() : [];
   const envOff = process.env.CUDAKIT_CACHE === '0';
   const c = o.cache;
   const cache = {
@@ -279,6 +323,7 @@ function resolve(options: CompileOptions | undefined): Resolved {
     flags: compileFlags(o, arch, include),
     nameExpressions: [...(o.nameExpressions ?? [])],
     cache,
+    cudaIncludes,
   };
 }
 
@@ -314,10 +359,30 @@ export function parseDiagnostics(log: string, source?: string): Diagnostic[] {
   return out;
 }
 
+const MISSING_INCLUDE = /^(cannot|could not) open source file /;
+
+/**
+ * For a missing #include: where the CUDA toolkit's headers were looked for and why each place was passed over (a
+ * toolkit of another major release than NVRTC's ...), and what to do.
+ */
+function includeSearchNote(searched: boolean): { note: string; remedy: string } {
+  const remedy =
+    "add the header's directory to includePaths (or the header to headers); for the CUDA toolkit's own headers " +
+    `(cuda_fp16.h ...), point CUDA_PATH at a CUDA ${nvrtcVersion().split('.')[0]}.x toolkit, NVRTC's major version.`;
+  if (!searched) return { note: 'CUDA toolkit headers: not searched for (options.cudaIncludes is false)', remedy };
+  const s = cudaIncludeSearch();
+  const found = s.dir !== undefined ? `${s.dir} is on the include path` : 'none found';
+  const head = `CUDA toolkit headers for NVRTC ${s.nvrtc}: ${found}; looked at:`;
+  return { note: [head, ...s.tried.map((t) => `  ${t}`)].join('\n'), remedy };
+}
+
 /** CUDA C++ source to compile at run time. */
 export class Program {
+  /** The CUDA C++ source. */
   readonly source: string;
+  /** The file name in diagnostics (ProgramOptions.name, default 'program.cu'). */
   readonly name: string;
+  /** In-memory headers, by the name #include uses. */
   readonly headers: Readonly<Record<string, string>>;
 
   constructor(source: string, options?: ProgramOptions) {
@@ -389,14 +454,18 @@ export class Program {
 
   private finish(r: Resolved, key: string, spec: CompileSpec, out: CompileOutput): ObjectCode {
     if (out.result !== 0 || out.code === undefined) {
+      const log = withoutNul(out.log);
+      const diagnostics = parseDiagnostics(log, this.source);
+      const missing = diagnostics.some((d) => MISSING_INCLUDE.test(d.message));
       throw new CompileError({
         code: out.resultName || `NVRTC_ERROR_${out.result}`,
         api: out.failedCall || 'nvrtcCompileProgram',
         result: out.result,
-        log: out.log,
+        log,
         options: spec.options,
-        diagnostics: parseDiagnostics(out.log, this.source),
+        diagnostics,
         name: this.name,
+        ...(missing ? includeSearchNote(r.cudaIncludes) : {}),
       });
     }
     const loweredNames: Record<string, string> = {};

@@ -10,6 +10,7 @@ import { getNative, type Handle } from './native.js';
 import { checkBoolean, checkInt, checkOptions, typeError } from './validate.js';
 import { type WaitOptions, waitWithLimit } from './wait.js';
 
+/** Options of `device.createStream(options)`. */
 export interface StreamOptions {
   /** Do not synchronize with the legacy default stream (CU_STREAM_NON_BLOCKING). Default false. */
   nonBlocking?: boolean;
@@ -17,6 +18,10 @@ export interface StreamOptions {
   priority?: number;
 }
 
+/**
+ * How a stream capture interacts with other threads' CUDA calls (CUstreamCaptureMode): 'global' (the default) forbids
+ * unsafe calls in any thread, 'threadLocal' only in this thread, 'relaxed' nowhere.
+ */
 export type CaptureMode = 'global' | 'threadLocal' | 'relaxed';
 const CAPTURE_MODES: Record<CaptureMode, number> = { global: 0, threadLocal: 1, relaxed: 2 };
 
@@ -30,8 +35,11 @@ const CAPTURE_MODES: Record<CaptureMode, number> = { global: 0, threadLocal: 1, 
  * Dispose it when done; work already queued still runs.
  */
 export class Stream extends HandleOwner {
+  /** The device the stream belongs to. */
   readonly device: Device;
+  /** Whether the stream runs independently of the legacy default stream (StreamOptions.nonBlocking). */
   readonly nonBlocking: boolean;
+  /** The stream's priority (StreamOptions.priority): lower numbers are higher priority. */
   readonly priority: number;
 
   /** @internal */

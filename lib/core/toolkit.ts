@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Finding the CUDA toolkit's headers (cuda_fp16.h, cooperative_groups.h, cuda/std ...) for NVRTC: a toolkit whose
-// major version matches NVRTC's, in $CUDA_PATH, $CUDA_HOME, beside libnvrtc, /usr/local/cuda or /usr.
+// major version matches NVRTC's, in $CUDA_PATH, $CUDA_HOME, beside libnvrtc, /usr/local/cuda or /usr. What was
+// looked at, and why each place was passed over, is kept for the CompileError of a missing #include.
 import { closeSync, existsSync, openSync, readSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { getNative } from './native.js';
 
 /** The first `bytes` of a file: cuda.h is over 1 MB and CUDA_VERSION is defined near its top. */
@@ -16,45 +17,84 @@ function readHead(path: string, bytes: number): string {
   }
 }
 
+/** Where the toolkit's headers were looked for. */
+export interface IncludeSearch {
+  /** The include directory taken, or undefined when none fits. */
+  dir: string | undefined;
+  /** One line per place looked at, in order: 'the directory: why it was passed over (or taken)'. */
+  tried: string[];
+}
+
+/** CUDA_VERSION 11080 as '11.8'. */
+const cudaVersion = (v: number): string => `${Math.floor(v / 1000)}.${(v % 1000) / 10}`;
+
 /**
  * A CUDA toolkit include directory whose version matches NVRTC's major version (cuda_fp16.h from another major
- * release does not compile), searched in $CUDA_PATH, $CUDA_HOME, beside libnvrtc, /usr/local/cuda, /usr.
+ * release does not compile), searched in $CUDA_PATH, $CUDA_HOME, beside libnvrtc, /usr/local/cuda, /usr; with
+ * every place looked at and why it was passed over.
+ *
+ * @param nvrtc NVRTC's version, 'major.minor', and the path it was loaded from ('' when unknown).
  */
-export function findCudaIncludeDir(nvrtcMajor: number, nvrtcPath: string, env = process.env): string | undefined {
-  const roots = [
-    env.CUDA_PATH,
-    env.CUDA_HOME,
-    nvrtcPath ? join(dirname(nvrtcPath), '..') : undefined,
-    '/usr/local/cuda',
-    '/usr',
+export function searchCudaIncludeDir(
+  nvrtc: { version: string; path: string },
+  env: NodeJS.ProcessEnv = process.env,
+): IncludeSearch {
+  const major = Number(nvrtc.version.split('.')[0]);
+  const roots: [root: string | undefined, from: string][] = [
+    [env.CUDA_PATH, ' (CUDA_PATH)'],
+    [env.CUDA_HOME, ' (CUDA_HOME)'],
+    [nvrtc.path ? join(dirname(nvrtc.path), '..') : undefined, ' (beside libnvrtc)'],
+    ['/usr/local/cuda', ''],
+    ['/usr', ''],
   ];
-  for (const root of roots) {
+  const tried: string[] = [];
+  const seen = new Set<string>();
+  for (const [root, from] of roots) {
     if (!root) continue;
     const dir = join(root, 'include');
-    if (!existsSync(join(dir, 'cuda_fp16.h'))) continue;
+    if (seen.has(resolve(dir))) continue;
+    seen.add(resolve(dir));
+    const where = `${dir}${from}`;
+    if (!existsSync(join(dir, 'cuda_fp16.h'))) {
+      tried.push(`${where}: ${existsSync(dir) ? 'no cuda_fp16.h' : 'no such directory'}`);
+      continue;
+    }
+    let version: number | undefined;
     try {
       const m = /#define\s+CUDA_VERSION\s+(\d+)/.exec(readHead(join(dir, 'cuda.h'), 64 << 10));
-      if (m && Math.floor(Number(m[1]) / 1000) !== nvrtcMajor) continue;
+      if (m) version = Number(m[1]);
     } catch {
       // no cuda.h: cannot tell the version; take it
     }
-    return dir;
+    if (version !== undefined && Math.floor(version / 1000) !== major) {
+      tried.push(`${where}: toolkit ${cudaVersion(version)} beside NVRTC ${nvrtc.version}`);
+      continue;
+    }
+    tried.push(`${where}: taken (${version !== undefined ? `toolkit ${cudaVersion(version)}` : 'no cuda.h to tell'})`);
+    return { dir, tried };
   }
-  return undefined;
+  return { dir: undefined, tried };
 }
 
-let includeDirsMemo: string[] | undefined;
+let searchMemo: (IncludeSearch & { dirs: string[]; nvrtc: string }) | undefined;
 
 /**
- * The toolkit include directory and, where present, its CCCL directory (cooperative_groups needs cuda/std), for
- * NVRTC's include path; found once per process, [] when there is none.
+ * This process's search (done once): the toolkit include directory and, where present, its CCCL directory
+ * (cooperative_groups needs cuda/std) for NVRTC's include path ([] when there is none), and what was tried.
  */
-export function cudaIncludeDirs(): string[] {
-  if (includeDirsMemo === undefined) {
+export function cudaIncludeSearch(): IncludeSearch & { dirs: string[]; nvrtc: string } {
+  if (searchMemo === undefined) {
     const n = getNative();
-    const [major] = n.nvrtcVersion();
-    const dir = findCudaIncludeDir(major, n.nvrtcStatus().path);
-    includeDirsMemo = dir === undefined ? [] : [dir, join(dir, 'cccl')].filter((d) => existsSync(d));
+    const [major, minor] = n.nvrtcVersion();
+    const nvrtc = `${major}.${minor}`;
+    const found = searchCudaIncludeDir({ version: nvrtc, path: n.nvrtcStatus().path });
+    const dirs = found.dir === undefined ? [] : [found.dir, join(found.dir, 'cccl')].filter((d) => existsSync(d));
+    searchMemo = { ...found, dirs, nvrtc };
   }
-  return includeDirsMemo;
+  return searchMemo;
+}
+
+/** The toolkit's include directories for NVRTC's include path (cudaIncludeSearch), [] when there is none. */
+export function cudaIncludeDirs(): string[] {
+  return cudaIncludeSearch().dirs;
 }

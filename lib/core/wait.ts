@@ -6,6 +6,7 @@ import { AbortError, TimeoutError } from './errors.js';
 import { getNative } from './native.js';
 import { checkOptions, rangeError, typeError } from './validate.js';
 
+/** Options of the `synchronizeAsync()` waits (stream, event, device): a time limit and an AbortSignal. */
 export interface WaitOptions {
   /** Reject with a TimeoutError after this many milliseconds. The GPU work keeps running. */
   timeoutMs?: number;

@@ -19,7 +19,20 @@ import type {
  * read from EvalOptions.baseDir; its own directory is searched first for `#include "..."` (baseDir for text).
  * `name` defaults to the path as given, and for text to 'candidate.cu', 'reference.cu' or 'baseline.cu'.
  */
-export type EvalSource = string | { file: string; name?: string } | { text: string; name?: string };
+export type EvalSource =
+  | string
+  | {
+      /** A path to a .cu file, relative to EvalOptions.baseDir. */
+      file: string;
+      /** The name diagnostics and reports give it. Default: the path as given. */
+      name?: string;
+    }
+  | {
+      /** The CUDA source itself. */
+      text: string;
+      /** The name diagnostics and reports give it. Default: 'candidate.cu', 'reference.cu' or 'baseline.cu'. */
+      name?: string;
+    };
 
 /** By-value scalar types of an argument (argspec's `i32=1024`). */
 export type EvalScalarType = Extract<ArgSpec, { kind: 'scalar' }>['type'];
@@ -29,6 +42,7 @@ export type EvalScalarType = Extract<ArgSpec, { kind: 'scalar' }>['type'];
  * optionally zlib-compressed. validateJob checks that it decodes to exactly the buffer's size.
  */
 export interface EvalData {
+  /** The bytes, base64-encoded (zlib-deflated first with `compress: 'zlib'`). */
   base64: string;
   /** 'zlib': base64 of zlib-deflated bytes. Default 'none'. */
   compress?: 'none' | 'zlib';
@@ -45,8 +59,11 @@ export type EvalInit = Exclude<InitSpec, { kind: 'data' }> | ({ kind: 'data' } &
 /** An argument as an object: the JSON form of an argspec, with what the string form cannot say. */
 export type EvalArgObject = EvalScalarArg | EvalBufferArg;
 
+/** A by-value scalar argument as an object: `{ kind: 'scalar', type: 'i32', value: 1024 }`. */
 export interface EvalScalarArg {
+  /** Selects this form. */
   kind: 'scalar';
+  /** The C type: 'i32', 'f32', 'bool' ... */
   type: EvalScalarType;
   /** A number; i64 / u64 beyond 2^53 as a decimal string ('9007199254740993'); bool as true / false. */
   value: number | string | boolean;
@@ -54,8 +71,14 @@ export interface EvalScalarArg {
   name?: string;
 }
 
+/**
+ * A device buffer argument as an object: `{ kind: 'buffer', dtype: 'f32', length: 1048576, init: { kind: 'uniform', lo:
+ * -1, hi: 1 } }`.
+ */
 export interface EvalBufferArg {
+  /** Selects this form. */
   kind: 'buffer';
+  /** The element type: 'f32', 'i32', 'u8' ... */
   dtype: BufferDType;
   /** Elements (not bytes). Give this or shape. */
   length?: number;
@@ -63,6 +86,10 @@ export interface EvalBufferArg {
   shape?: readonly number[];
   /** 'in': filled before every launch; 'out': written by the kernel. Default 'in' with an init, 'out' without. */
   role?: 'in' | 'out';
+  /**
+   * How to fill the buffer before the launch. Default: none (an input then holds uniform(-1,1) for floats or randint
+   * over ±100; an output is poisoned).
+   */
   init?: EvalInit;
   /** A C identifier, for matching a reference kernel's arguments and expected outputs by name (text: `x@ptr:...`). */
   name?: string;
@@ -80,15 +107,21 @@ export type EvalArg = string | EvalArgObject;
  * job's, with its own added.
  */
 export interface EvalKernelRef {
+  /** Its CUDA source. */
   source: EvalSource;
   /** extern "C" name, or a C++ kernel / template instance. */
   kernel: string;
   /** Label in reports. Default: the kernel's name. */
   name?: string;
+  /** In-memory headers for #include "name". Default: the job's. */
   headers?: Readonly<Record<string, string>>;
+  /** Compile options added to the job's (where both set one, its own). */
   compile?: CompileOptions;
+  /** Its grid. Default: the job's. */
   grid?: Dim3;
+  /** Its block. Default: the job's. */
   block?: Dim3;
+  /** Its dynamic shared memory per block. Default: the job's. */
   sharedMemBytes?: number;
   /**
    * A reference kernel whose parameters differ from the candidate's (another order, other scalars, scratch space):
@@ -153,6 +186,7 @@ export interface EvalTimingOptions {
 export interface EvalJob {
   /** Label in reports. Default: the kernel's name. */
   name?: string;
+  /** The kernel's CUDA source. */
   source: EvalSource;
   /** extern "C" name, or a C++ kernel / template instance such as 'scale<float>' (compiled as a name expression). */
   kernel: string;
@@ -160,7 +194,9 @@ export interface EvalJob {
   headers?: Readonly<Record<string, string>>;
   /** Compile options for every kernel of the job. arch defaults to the device's. */
   compile?: CompileOptions;
+  /** Blocks in the grid. */
   grid: Dim3;
+  /** Threads per block. */
   block: Dim3;
   /** Dynamic shared memory per block. Default 0. */
   sharedMemBytes?: number;
@@ -176,7 +212,9 @@ export interface EvalJob {
   reference?: EvalKernelRef | EvalExpected;
   /** A kernel to time this one against: it is A (the baseline), the job's kernel B. Also the check's reference. */
   compare?: EvalKernelRef;
+  /** How to check correctness (check()'s options, plus skip and withoutReference). */
   check?: EvalCheckOptions;
+  /** How to time (bench()'s and compare()'s options, plus skip). */
   timing?: EvalTimingOptions;
   /**
    * Set every device buffer to zero before it is freed (the check's, the timing's input sets, a reference kernel's),
@@ -206,29 +244,65 @@ export type JsReference = (args: HostValue[]) => void | Promise<void>;
  * @deprecated Default-export an EvalJob (`satisfies EvalJob`) and export the JavaScript reference beside it:
  *   `export const reference: JsReference = (args) => { ... }`.
  */
-export type BenchSpec = Omit<EvalJob, 'reference'> & { reference?: EvalJob['reference'] | JsReference };
+export type BenchSpec = Omit<EvalJob, 'reference'> & {
+  /** The job's reference, or a JavaScript one. */
+  reference?: EvalJob['reference'] | JsReference;
+};
 
 /** Progress of evaluate(), in order: each phase as it starts, the check's outcome, timing progress. */
 export type EvalProgress =
-  | { kind: 'phase'; phase: EvalPhase }
+  | {
+      /** A phase starts. */
+      kind: 'phase';
+      /** The phase. */
+      phase: EvalPhase;
+    }
   /** The check before timing is done (or skipped); the report has it too. */
-  | { kind: 'checked'; check: EvalCheck }
+  | {
+      /** The check before timing is done. */
+      kind: 'checked';
+      /** Its outcome, as the report gives it. */
+      check: EvalCheck;
+    }
   /** bench(): after every batch of samples. */
   | {
+      /** bench() took a batch of samples. */
       kind: 'samples';
+      /** The label of what is timed. */
       name: string;
+      /** The timing mode. */
       mode: BenchMode;
+      /** Accepted samples so far. */
       samples: number;
+      /** Rejected samples so far (clock throttled). */
       rejected: number;
+      /** Time spent sampling so far, ms. */
       elapsedMs: number;
+      /** Half-width of the median's confidence interval, relative to the median, so far. */
       relCI: number;
     }
   /** compare(): after every ABBA round, naming A and B as the report does. */
-  | { kind: 'rounds'; a: string; b: string; round: number; rounds: number };
+  | {
+      /** compare() finished a round. */
+      kind: 'rounds';
+      /** A's label (the baseline). */
+      a: string;
+      /** B's label (the job's kernel). */
+      b: string;
+      /** The round just finished, from 1. */
+      round: number;
+      /** Rounds in all. */
+      rounds: number;
+    };
 
+/**
+ * Options of evaluate() that JSON cannot carry: a JavaScript reference, a progress callback, an AbortSignal, the base
+ * directory and the device.
+ */
 export interface EvalOptions {
   /** A JavaScript reference (see JsReference); takes the place of the job's reference. */
   reference?: JsReference;
+  /** Called as the evaluation goes: each phase as it starts, the check's outcome, timing progress. */
   onProgress?: (progress: EvalProgress) => void;
   /** Stops the evaluation between phases (a running kernel cannot be stopped: see docs/errors.md). */
   signal?: AbortSignal;
@@ -261,9 +335,13 @@ export type EvalCheck =
        * 'the JavaScript reference', 'saxpy in ref.cu', 'the expected outputs', 'no reference (reference-free check)'.
        */
       reference: string;
+      /** Whether the check passed: the re-check's verdict when there was one, else the check before timing's. */
       passed: boolean;
+      /** Whether two runs on the same inputs had to agree bit for bit (check.requireDeterminism). */
       requireDeterminism: boolean;
+      /** The check before timing. */
       before: CheckResult;
+      /** The re-check of the timed launches' outputs, when timing ran. */
       afterTiming?: CheckResult;
     }
   | {

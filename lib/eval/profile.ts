@@ -11,6 +11,7 @@ import { launchConfigOf } from './pipeline.js';
 import { compileSource, readSource } from './source.js';
 import { InvalidJobError, prepareJob } from './validate.js';
 
+/** Options of profileJob(): profile()'s, and where relative source files are read from. */
 export interface ProfileJobOptions extends ProfileOptions {
   /** Where relative source files are read from, as EvalOptions.baseDir. Default: the working directory. */
   baseDir?: string;

@@ -19,6 +19,7 @@ import { InvalidJobError, type JobProblem } from './validate.js';
  *   the kernel refuses (a TypeError or RangeError from the layers below).
  */
 export interface EvalError {
+  /** What sort of failure it is (see above). */
   kind: 'invalid-job' | 'compile' | 'cuda' | 'verdict' | 'aborted' | 'exception';
   /**
    * 'CUDA_ERROR_ILLEGAL_ADDRESS', 'NVRTC_ERROR_COMPILATION', 'ERR_INVALID_JOB', 'ABORT_ERR', the defence of a
@@ -29,18 +30,23 @@ export interface EvalError {
   message: string;
   /** The kernel it concerns (compile, load, a fault). */
   kernel?: EvalKernelRole;
-  /** 'cuda': the call that failed, the CUresult, and whether the CUDA context is lost. */
+  /** 'cuda' and 'compile': the call that failed ('cuLaunchKernel', 'nvrtcCompileProgram' ...). */
   api?: string;
+  /** 'cuda' and 'compile': the CUresult or nvrtcResult number. */
   result?: number;
+  /** 'cuda': whether the CUDA context is lost (the worker must restart to use the GPU again). */
   sticky?: boolean;
   /** 'cuda' from bench() / compare(): where, e.g. 'bench(): warm-up'. */
   where?: string;
   /** 'verdict', and a 'cuda' fault in the check: the defence that fired. */
   defence?: Defence;
-  /** 'compile': the source's name in the diagnostics, the parsed diagnostics, NVRTC's log and the exact flags. */
+  /** 'compile': the source's name in the diagnostics. */
   source?: string;
+  /** 'compile': the parsed diagnostics. */
   diagnostics?: Diagnostic[];
+  /** 'compile': NVRTC's whole log. */
   log?: string;
+  /** 'compile': the exact NVRTC flags. */
   flags?: string[];
   /** 'invalid-job': every problem (see validateJob). */
   problems?: JobProblem[];
@@ -54,8 +60,11 @@ export interface EvalCompileFacts {
   loweredName: string;
   /** The source's name in diagnostics. */
   source: string;
+  /** What NVRTC produced: PTX (the driver's JIT compiles it at load) or CUBIN. */
   target: 'ptx' | 'cubin';
+  /** The architecture compiled for, 'sm_90'; undefined when NVRTC chose (PTX without an arch). */
   arch: string | undefined;
+  /** NVRTC's version, e.g. '12.8'. */
   nvrtcVersion: string;
   /** NVRTC's time, ms; undefined when the code came from the cache. */
   compileMs: number | undefined;
@@ -63,18 +72,27 @@ export interface EvalCompileFacts {
   cached: 'memory' | 'disk' | false;
   /** The exact NVRTC flags. */
   flags: string[];
-  /** NVRTC's log (warnings) and its parsed diagnostics. */
+  /** NVRTC's log (warnings). */
   log: string;
+  /** The log's diagnostics, parsed. */
   diagnostics: Diagnostic[];
   /** From the loaded kernel (absent when loading failed). */
   registers?: number;
   /** Local memory per thread, bytes: register spills (and local arrays). */
   spillBytes?: number;
+  /** Static shared memory per block, bytes. */
   sharedSizeBytes?: number;
+  /** User `__constant__` memory, bytes. */
   constSizeBytes?: number;
+  /** The most threads per block a launch of this kernel may have. */
   maxThreadsPerBlock?: number;
 }
 
+/**
+ * What evaluate() resolves to, for every job, passed or not: the phase that failed and why, every kernel's compile
+ * facts, the check, the timing or comparison, and warnings. Plain data: serialize it with formatJson() (64-bit
+ * mismatch values are bigints); the evaluation service stores and sends it as it is.
+ */
 export interface EvalReport {
   /** The job's label: its name, or the kernel's. */
   name: string;
@@ -85,7 +103,12 @@ export interface EvalReport {
   /** Why it failed; undefined when passed. */
   error: EvalError | undefined;
   /** The phases that ran, in order, with their wall time. */
-  phases: { phase: EvalPhase; ms: number }[];
+  phases: {
+    /** The phase. */
+    phase: EvalPhase;
+    /** Its wall time, ms. */
+    ms: number;
+  }[];
   /** Per kernel, as far as the pipeline got. */
   compile: Partial<Record<EvalKernelRole, EvalCompileFacts>>;
   /** The check before timing and the re-check after it; undefined when the pipeline stopped before checking. */

@@ -31,9 +31,12 @@ export interface JobProblem {
  * whole is an argument of the wrong shape) also when some problems are RangeErrors; each problem says which.
  */
 export class InvalidJobError extends TypeError {
+  /** Always 'ERR_INVALID_JOB'. */
   readonly code = 'ERR_INVALID_JOB';
+  /** Every problem found. */
   readonly problems: readonly JobProblem[];
 
+  /** An error listing `problems` (at least one), as validateJob() throws it. */
   constructor(problems: readonly JobProblem[]) {
     const n = problems.length;
     const list = problems.map((p) => `  ${p.message}`).join('\n');

@@ -30,35 +30,98 @@ export type SequenceAxis = 'all' | 'last';
  */
 export type InitSpec =
   /** Uniform reals in [lo, hi). Float buffers only. Text: uniform(lo,hi) or uniform(lo,hi,seed=7). */
-  | { kind: 'uniform'; lo: number; hi: number; seed?: number }
+  | {
+      /** Selects this form. */
+      kind: 'uniform';
+      /** Lower bound, inclusive. */
+      lo: number;
+      /** Upper bound, exclusive. */
+      hi: number;
+      /** The buffer's own generator's seed; without it, the trial's generator is used. */
+      seed?: number;
+    }
   /** Normal reals. Float buffers only. Text: normal(mean,std) or normal(mean,std,seed=7). */
-  | { kind: 'normal'; mean: number; std: number; seed?: number }
+  | {
+      /** Selects this form. */
+      kind: 'normal';
+      /** The distribution's mean. */
+      mean: number;
+      /** Its standard deviation. */
+      std: number;
+      /** The buffer's own generator's seed; without it, the trial's generator is used. */
+      seed?: number;
+    }
   /** Uniform integers in [lo, hi): lo inclusive, hi exclusive. Text: randint(lo,hi) or randint(lo,hi,seed=7). */
-  | { kind: 'randint'; lo: number; hi: number; seed?: number }
-  | { kind: 'const'; value: number }
-  | { kind: 'zeros' }
-  | { kind: 'ones' }
+  | {
+      /** Selects this form. */
+      kind: 'randint';
+      /** Lower bound, inclusive. */
+      lo: number;
+      /** Upper bound, exclusive. */
+      hi: number;
+      /** The buffer's own generator's seed; without it, the trial's generator is used. */
+      seed?: number;
+    }
+  /** Every element `value`. Text: const(v). */
+  | {
+      /** Selects this form. */
+      kind: 'const';
+      /** The value of every element. */
+      value: number;
+    }
+  /** Every element 0. Text: zeros. */
+  | {
+      /** Selects this form. */
+      kind: 'zeros';
+    }
+  /** Every element 1. Text: ones. */
+  | {
+      /** Selects this form. */
+      kind: 'ones';
+    }
   /**
    * 0, 1, 2, … (wraps or rounds as the element type's conversion does); `along` as for seq. Text: arange(along=last).
    */
-  | { kind: 'arange'; along?: SequenceAxis }
+  | {
+      /** Selects this form. */
+      kind: 'arange';
+      /** Over the whole buffer ('all', the default) or along its last dimension ('last'). */
+      along?: SequenceAxis;
+    }
   /**
    * start, start + step, start + 2·step, … over the whole buffer (`along: 'all'`, the default), or along the last
    * dimension, repeated over the leading ones (`along: 'last'`): element i is start + (i mod lastDim)·step, what an
    * arange over a shaped tensor gives. Without a shape the last dimension is the whole buffer.
    * Text: seq(start,step) or seq(start,step,along=last).
    */
-  | { kind: 'seq'; start: number; step: number; along?: SequenceAxis }
+  | {
+      /** Selects this form. */
+      kind: 'seq';
+      /** The first value. */
+      start: number;
+      /** The difference between neighbours. */
+      step: number;
+      /** Over the whole buffer ('all', the default) or along its last dimension ('last'). */
+      along?: SequenceAxis;
+    }
   /**
    * Exact device bytes, little-endian, as many as the buffer holds (length × the element's size): data a service
    * decoded from base64, say. Text: data(<base64>).
    */
-  | { kind: 'data'; bytes: Uint8Array };
+  | {
+      /** Selects this form. */
+      kind: 'data';
+      /** The bytes, exactly the buffer's size. */
+      bytes: Uint8Array;
+    };
 
 /** A by-value scalar: `i32=1024`. i64/u64 values are always bigint, bool values boolean, others number. */
 export interface ScalarArgSpec {
+  /** Selects this form. */
   kind: 'scalar';
+  /** The C type: 'i32', 'f32', 'bool' ... */
   type: ArgScalarType;
+  /** The value passed to the kernel. */
   value: number | bigint | boolean;
   /** The argument's name (`n@i32=1024`). */
   name?: string;
@@ -66,7 +129,9 @@ export interface ScalarArgSpec {
 
 /** A device buffer passed as a pointer: `ptr:f32[1024]=uniform(-1,1)`. */
 export interface BufferArgSpec {
+  /** Selects this form. */
   kind: 'buffer';
+  /** The element type: 'f32', 'i32', 'u8' ... */
   dtype: BufferDType;
   /** Elements, not bytes (for a shape, the product of its dimensions). */
   length: number;
@@ -74,11 +139,19 @@ export interface BufferArgSpec {
   shape?: number[];
   /** 'in': filled before launch; 'out': written by the kernel (default 'in' with an init, 'out' without). */
   role: 'in' | 'out';
+  /**
+   * How the buffer is filled before the launch; undefined when the spec gives none (an input then holds
+   * uniform(-1,1) for floats or randint over ±100, an output is poisoned).
+   */
   init: InitSpec | undefined;
   /** The argument's name (`x@ptr:f32[N]`), for matching a reference's arguments to the candidate's. */
   name?: string;
 }
 
+/**
+ * One kernel argument and how to make it: a by-value scalar or a device buffer. parseArgSpec() reads the text form
+ * (`i32=1024`, `ptr:f32[1M]=uniform(-1,1)`).
+ */
 export type ArgSpec = ScalarArgSpec | BufferArgSpec;
 
 const INIT_FORMS =

@@ -53,6 +53,7 @@ export type { BenchMode, BenchResult, CompareResult, PresetName } from './types.
  */
 export type BenchArgs<S extends Signature> = ArgsFor<S> | ((set: number) => ArgsFor<S> | readonly unknown[]);
 
+/** Options of bench(): the timing mode, the stopping rule, input rotation, and the bytes and FLOPs for throughput. */
 export interface BenchOptions {
   /**
    * 'cold' (default): L2 flushed before every sample; 'hot': no flush; 'graph': N launches per CUDA graph replay

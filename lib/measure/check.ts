@@ -40,6 +40,7 @@ import {
   newRunComparison,
 } from './determinism.js';
 
+/** Options of check(): trials, seeds, tolerances, the determinism run, guard zones. */
 export interface CheckOptions {
   /** Seeded trials with fresh inputs. Default 5. */
   trials?: number;
@@ -47,6 +48,10 @@ export interface CheckOptions {
   seed?: number;
   /** Override the per-dtype absolute / relative tolerance. */
   atol?: number;
+  /**
+   * Relative tolerance, overriding the dtype's default: an element passes when |actual − expected| ≤ atol +
+   * rtol·|expected|.
+   */
   rtol?: number;
   /**
    * Run the candidate twice on the same inputs (first trial). A difference beyond the tolerance (atol + rtol·|first
@@ -81,9 +86,11 @@ export type Defence =
   | 'mismatch'
   | 'nondeterministic';
 
+/** One output element that failed a defence: where it is, what was expected and what the kernel wrote. */
 export interface Mismatch {
   /** Argument index of the output buffer. */
   arg: number;
+  /** Element index in that buffer. */
   index: number;
   /**
    * The reference's value; for 'nondeterministic', the candidate's first run; NaN in a check without a reference
@@ -114,6 +121,7 @@ export interface CheckFault {
  * reference the distances are 0 and matchedRatio is the fraction of output elements that passed the defences.
  */
 export interface ErrorFigures {
+  /** Largest |out − ref| over all output elements. */
   maxAbsError: number;
   /** Largest |out − ref| / |ref| over elements with ref ≠ 0 (large near zero, where atol governs). */
   maxRelError: number;
@@ -125,21 +133,34 @@ export interface ErrorFigures {
   matchedRatio: number;
 }
 
+/** One trial of check(): its seed, whether it passed, the defence that fired and the worst elements. */
 export interface TrialResult extends ErrorFigures {
+  /** The trial's number, from 0. */
   trial: number;
+  /** The trial's seed, in hexadecimal ('0x…'): splitmix64(seed + trial). */
   seed: string;
+  /** Whether every defence held. */
   passed: boolean;
+  /** The defence that fired, if any. */
   defence: Defence | undefined;
+  /** Up to 8 failing elements. */
   mismatches: Mismatch[];
+  /** What the defence that fired found, in words: 'argument 2 (an input) changed at element 7'. */
   detail: string | undefined;
   /** The driver error, for 'fault' and 'reference-fault'. */
   error: CheckFault | undefined;
 }
 
+/**
+ * What check() returns: the verdict over all trials (the worst error figures over trials), the first defence that fired
+ * and each trial's result. Plain data: it serializes to JSON.
+ */
 export interface CheckResult extends ErrorFigures {
+  /** Whether every trial passed. */
   passed: boolean;
   /** The first defence that fired, if any. */
   defence: Defence | undefined;
+  /** Each trial's result, in order. */
   trials: TrialResult[];
   /** Up to 8 mismatching elements, from the first failing trial. */
   mismatches: Mismatch[];

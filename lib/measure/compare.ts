@@ -19,15 +19,23 @@ import { type StoppingRule, bootstrapRatio, verdict } from './stats.js';
 
 /** One side of a comparison: a kernel, its launch and arguments (as bench() takes them), and a label. */
 export interface CompareTarget<S extends Signature = Signature> {
+  /** The kernel to time. */
   kernel: Kernel<S>;
+  /** Its launch configuration. */
   config: LaunchConfig;
+  /** Its arguments, or a generator of input sets, as bench() takes them. */
   args: BenchArgs<S>;
+  /** Its label in reports. Default: the kernel's name. */
   name?: string;
 }
 
+/**
+ * Options of compare(): bench()'s options (but `name`, which each side has, and `onProgress`) and the number of rounds.
+ */
 export interface CompareOptions extends Omit<BenchOptions, 'name' | 'onProgress'> {
   /** ABBA rounds (default 5); each runs the stopping rule with 1/rounds of the preset's budget. */
   rounds?: number;
+  /** Called after each round with the round just finished (from 1) and the number of rounds. */
   onProgress?: (p: { round: number; rounds: number }) => void;
 }
 

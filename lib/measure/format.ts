@@ -13,7 +13,10 @@ import {
   typeError,
 } from '../core/index.js';
 
-/** Options of the text formatters. */
+/**
+ * Options of the text formatters.
+ * @inline
+ */
 export interface FormatOptions {
   /** Use ANSI colours. Default false; the CLI passes process.stdout.isTTY. */
   color?: boolean;

@@ -19,6 +19,7 @@ export type DeviceMetricGroup =
 
 /** One metric as ncu printed it: a number (thousands separators removed), or text where it is not one. */
 export interface DeviceMetric {
+  /** The value: a number, or ncu's text where it is not one. */
   value: number | string;
   /** ncu's unit in base units (`--print-units base`): 'byte', '%', 'nsecond', 'cycle', '' ... */
   unit: string;

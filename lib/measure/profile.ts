@@ -69,6 +69,7 @@ export interface ProfileLaunch {
   seed?: number;
 }
 
+/** Options of profile(): which ncu metrics or sections to collect, where ncu is, how long it may take. */
 export interface ProfileOptions {
   /**
    * ncu metrics to collect, by name (`dram__bytes_read.sum`). Default: DEFAULT_DEVICE_METRICS, unless `sections` are
@@ -125,8 +126,22 @@ export type ProfileFailure =
  * `deviceMetrics: null` with `failure` saying why and `warnings[0]` saying it in words, with the remedy.
  */
 export type ProfileResult =
-  | { deviceMetrics: DeviceMetrics; failure: undefined; warnings: string[] }
-  | { deviceMetrics: null; failure: ProfileFailure; warnings: string[] };
+  | {
+      /** What ncu measured. */
+      deviceMetrics: DeviceMetrics;
+      /** Nothing failed. */
+      failure: undefined;
+      /** Warnings for the reader, such as metrics ncu cannot collect on this GPU. */
+      warnings: string[];
+    }
+  | {
+      /** No metrics. */
+      deviceMetrics: null;
+      /** Why there are none. */
+      failure: ProfileFailure;
+      /** The failure in words, with the remedy, first. */
+      warnings: string[];
+    };
 
 export const DEFAULT_PROFILE_TIMEOUT_MS = 120_000;
 const VERSION_TIMEOUT_MS = 15_000;

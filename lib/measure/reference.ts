@@ -24,7 +24,9 @@ export type HostValue = ArrayBufferView | number | bigint | boolean;
  * A reference kernel, launched with `config`; `io` declares its own arguments when they differ from the candidate's.
  */
 export interface ReferenceKernel {
+  /** The reference kernel, loaded and with its signature. */
   kernel: Kernel;
+  /** Its launch configuration (grid, block ...). */
   config: LaunchConfig;
   /**
    * The reference kernel's own arguments, in its parameter order, when they differ from the candidate's (another

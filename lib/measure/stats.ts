@@ -176,13 +176,23 @@ export function medianCI(sorted: readonly number[], confidence = 0.95): [number,
 // ---------------------------------------------------------------------------------------------------------------
 // A/B comparison
 
-/** A ratio of medians with its confidence interval. */
+/**
+ * A ratio of medians with its confidence interval.
+ * @inline
+ */
 export interface RatioInterval {
+  /** The ratio of the medians. */
   ratio: number;
+  /** Lower bound of its confidence interval. */
   low: number;
+  /** Upper bound of its confidence interval. */
   high: number;
 }
 
+/**
+ * Options of {@link bootstrapRatio}.
+ * @inline
+ */
 export interface BootstrapOptions {
   /** Bootstrap resamples (default 2000; docs/benchmarking.md, 'Comparing two kernels'). */
   resamples?: number;
@@ -226,7 +236,7 @@ function medianRatio(a: number, b: number): number {
 /**
  * ratio = median(a) / median(b) with a percentile-bootstrap interval: each of `resamples` rounds resamples a and b
  * independently with replacement (a's n_a draws, then b's n_b draws, from the sorted copies, using
- * {@link createRng}(seed)), and [low, high] are the type-7 (1 - confidence)/2 and (1 + confidence)/2 quantiles of the
+ * cudakit's seeded PRNG), and [low, high] are the type-7 (1 - confidence)/2 and (1 + confidence)/2 quantiles of the
  * resampled ratios. With a = reference and b = candidate, a ratio above 1 means the candidate is faster
  * (docs/benchmarking.md, 'Comparing two kernels').
  * Cost O(resamples·(n_a + n_b)).
@@ -260,6 +270,10 @@ export function bootstrapRatio(a: readonly number[], b: readonly number[], optio
   return { ratio, low: quantileOf(ratios, tail), high: quantileOf(ratios, 1 - tail) };
 }
 
+/**
+ * Options of {@link verdict}.
+ * @inline
+ */
 export interface VerdictOptions {
   /** Smallest speedup or slowdown worth a FASTER/SLOWER call, relative (default 0.01: 1 %). */
   minEffect?: number;

@@ -6,16 +6,25 @@
  * Statistics over one set of samples (measure/stats.ts `summarize`). Times are in the samples' unit (ms for GPU time).
  */
 export interface Summary {
+  /** Number of samples. */
   n: number;
+  /** The smallest sample. */
   min: number;
+  /** The largest sample. */
   max: number;
+  /** The arithmetic mean. */
   mean: number;
   /** The headline figure. */
   median: number;
+  /** 10th percentile (type-7 quantile, like every percentile here). */
   p10: number;
+  /** 25th percentile (first quartile). */
   p25: number;
+  /** 75th percentile (third quartile). */
   p75: number;
+  /** 90th percentile. */
   p90: number;
+  /** 99th percentile. */
   p99: number;
   /** Sample standard deviation (Bessel). */
   stdev: number;
@@ -27,10 +36,16 @@ export interface Summary {
   mad: number;
   /** 95 % confidence interval of the median (distribution-free, from order statistics). */
   ciLow: number;
+  /** Upper bound of that interval (`ciLow` is the lower one). */
   ciHigh: number;
 }
 
+/**
+ * How bench() times a kernel: 'cold' flushes L2 before every sample, 'hot' does not, 'graph' replays N launches as one
+ * CUDA graph (docs/benchmarking.md, 'Timing modes').
+ */
 export type BenchMode = 'cold' | 'hot' | 'graph';
+/** A stopping-rule preset: how long bench() samples and how precise the median must get (PRESETS has their rules). */
 export type PresetName = 'quick' | 'default' | 'rigorous';
 
 /** One timed sample. */
@@ -56,6 +71,7 @@ export interface PeakBandwidth {
   gbPerS: number;
   /** 95 % confidence interval of that median (distribution-free), GB/s. */
   lowGbPerS: number;
+  /** Upper bound of that interval, GB/s (`lowGbPerS` is the lower one). */
   highGbPerS: number;
   /** The method that was fastest. */
   method: PeakBandwidthMethod;
@@ -63,6 +79,7 @@ export interface PeakBandwidth {
   repetitions: number;
 }
 
+/** The rates a benchmark reached, from the `bytes` and `flops` options of bench(). */
 export interface Throughput {
   /** Bytes moved per second, GB/s (10^9), from the `bytes` option. */
   gbPerS?: number;
@@ -78,20 +95,31 @@ export interface Throughput {
    * 95 % interval, taken at their worst pairing (low: the slowest rate against the highest peak).
    */
   percentOfPeakBandwidthLow?: number;
+  /** Upper bound of that interval (the fastest rate against the lowest peak). */
   percentOfPeakBandwidthHigh?: number;
   /** The peak the percentage is against. */
   peakBandwidth?: PeakBandwidth;
 }
 
+/** Where a benchmark ran: the device, the driver, NVRTC, cudakit and Node versions. */
 export interface BenchEnvironment {
+  /** The device's name, e.g. 'NVIDIA H200'. */
   device: string;
+  /** Its architecture, e.g. 'sm_90'. */
   arch: string;
+  /** Its number of streaming multiprocessors. */
   smCount: number;
+  /** Its L2 cache size in bytes (what cold mode flushes). */
   l2Bytes: number;
+  /** Its SM clock's peak rate, MHz. */
   maxClockMHz: number;
+  /** The driver's CUDA version, e.g. '13.0'. */
   driverVersion: string;
+  /** NVRTC's version, e.g. '12.8'; undefined without NVRTC. */
   nvrtcVersion: string | undefined;
+  /** The cudakit version that took the measurement. */
   cudakitVersion: string;
+  /** Node's version, as `process.version` gives it ('v20.19.5'). */
   node: string;
   /**
    * GPU time of an empty start/stop event pair queued the same way (median, ms): the floor under every sample.
@@ -100,15 +128,24 @@ export interface BenchEnvironment {
   eventOverheadMs: number;
 }
 
+/**
+ * What bench() returns: every sample, their statistics, how sampling stopped, the throughput and the environment. Plain
+ * data: it serializes to JSON as it is (formatJson()).
+ */
 export interface BenchResult {
+  /** The label in reports: BenchOptions.name, or the kernel's name. */
   name: string;
+  /** The timing mode it ran in. */
   mode: BenchMode;
+  /** The stopping-rule preset it ran under. */
   preset: PresetName;
   /** Every sample, accepted and rejected, in the order taken. */
   samples: BenchSample[];
   /** Over accepted samples' gpuMs. */
   stats: Summary;
+  /** Number of rejected samples (clock below the throttle threshold). */
   rejected: number;
+  /** Launches run to warm up before the first sample. */
   warmupRuns: number;
   /** Wall time the measurement took, ms. */
   wallMs: number;
@@ -118,23 +155,36 @@ export interface BenchResult {
   stopReason: string;
   /** Median SM clock over accepted samples, MHz. */
   clockMHz: number;
+  /** GB/s, TFLOP/s and percentage of peak bandwidth, when `bytes` or `flops` was given. */
   throughput?: Throughput;
+  /** The device and versions it ran on. */
   env: BenchEnvironment;
   /** Warnings for the reader (many rejected samples, no convergence ...). */
   warnings: string[];
 }
 
+/**
+ * The call on a comparison: B (the candidate) is 'FASTER' or 'SLOWER' than A, the 'SAME' (within ±2 % by default),
+ * or 'UNCERTAIN' when the interval is too wide to decide (verdict() has the rules).
+ */
 export type Verdict = 'FASTER' | 'SLOWER' | 'SAME' | 'UNCERTAIN';
 
+/**
+ * What compare() returns: both kernels' results from interleaved ABBA rounds, the speedup with its bootstrap interval,
+ * and the verdict.
+ */
 export interface CompareResult {
-  /** The reference (A) and the candidate (B). */
+  /** The reference (A)'s result. */
   a: BenchResult;
+  /** The candidate (B)'s result. */
   b: BenchResult;
   /** median(A) / median(B): above 1 means B is faster. */
   speedup: number;
   /** 95 % bootstrap interval of the speedup. */
   speedupLow: number;
+  /** Upper bound of that interval (`speedupLow` is the lower one). */
   speedupHigh: number;
+  /** FASTER, SLOWER, SAME or UNCERTAIN, from the interval (verdict()). */
   verdict: Verdict;
   /** Interleaved ABBA rounds run. */
   rounds: number;

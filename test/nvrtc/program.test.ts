@@ -92,6 +92,41 @@ describeNvrtc('NVRTC compile', () => {
     expect(() => new Program(42 as never)).toThrow(TypeError);
   });
 
+  it('rejects an architecture this NVRTC does not know before NVRTC runs, listing those it knows', async () => {
+    const unknown = supportedArchs().includes(100) ? 99 : 100; // sm_100 where this NVRTC predates it
+    const known = (kind: string): string =>
+      supportedArchs()
+        .map((n) => `${kind}_${n}`)
+        .join(', ');
+    const message = (kind: string): string =>
+      `Expected an architecture NVRTC ${nvrtcVersion()} supports (${known(kind)}) for options.arch ` +
+      `but received '${kind}_${unknown}' of type string`;
+    const p = new Program(SAXPY);
+    // A RangeError, not NVRTC's CompileError NVRTC_ERROR_INVALID_OPTION ("invalid value for --gpu-architecture").
+    expect(() => p.compile({ arch: `sm_${unknown}`, ...noCache })).toThrow(new RangeError(message('sm')));
+    expect(() => p.compile({ target: 'ptx', arch: `compute_${unknown}`, ...noCache })).toThrow(
+      new RangeError(message('compute')),
+    );
+    await expect(p.compileAsync({ arch: `sm_${unknown}`, ...noCache })).rejects.toThrow(new RangeError(message('sm')));
+    expect(p.compile({ arch: `sm_${Math.max(...supportedArchs())}`, ...noCache }).target).toBe('cubin');
+  });
+
+  it('keeps no trailing NUL in the log, compiled or failed', () => {
+    const ptxasVerbose = { arch, extraFlags: ['--ptxas-options=-v'] };
+    const code = new Program(SAXPY + '\n// log').compile({ ...ptxasVerbose, ...noCache });
+    expect(code.log).toMatch(/ptxas info {4}: Used \d+ registers/);
+    expect(code.log).not.toContain('\0');
+    expect(code.log.endsWith('\n')).toBe(true);
+    let failed: unknown;
+    try {
+      new Program('extern "C" __global__ void k() { nope; }').compile({ ...ptxasVerbose, ...noCache });
+    } catch (e) {
+      failed = e;
+    }
+    expect((failed as CompileError).log).toMatch(/error: identifier "nope" is undefined/);
+    expect((failed as CompileError).log).not.toContain('\0');
+  });
+
   it('compileAsync gives the same result without blocking the event loop', async () => {
     const p = new Program(SAXPY + '\n// async');
     let ticks = 0;

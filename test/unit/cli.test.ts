@@ -1,21 +1,25 @@
 // SPDX-License-Identifier: MIT
 // The cudakit command line, run in-process through main() with captured output. Compiling needs NVRTC only; the GPU
 // commands are tested for what they do without a GPU (where there is one, `info` is tested for its table instead).
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseArgSpec } from '../../lib/measure/argspec.js';
 import { planFromCommandLine, planFromSpec } from '../../lib/cli/bench.js';
+import { ptxasFacts } from '../../lib/cli/compile.js';
 import { BENCH_FLAGS, jobFromFlags, parseCommand, parseDim } from '../../lib/cli/flags.js';
+import { reasonLines } from '../../lib/cli/output.js';
 import { externCKernels } from '../../lib/eval/source.js';
-import { Device, nvrtcVersion, validateJob } from '../../lib/index.js';
+import { Device, nvrtcVersion, supportedArchs, validateJob } from '../../lib/index.js';
 import { cli, describeNvrtc, machine } from '../helpers.js';
 
 const ANSI = /\x1b\[/;
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 const STACK = /\n\s+at /;
 const driverReason = (machine.reason ?? '').split('\n')[0]!;
+const shortReason = driverReason.replace(/ \(tried: .*\)$/, '');
 
 let dir = '';
 const file = (name: string): string => join(dir, name);
@@ -37,6 +41,41 @@ beforeAll(() => {
     ].join('\n'),
   );
   writeFileSync(file('scale.h'), '#define SCALE 1.0f\n'); // found beside the source, with no -I
+  // ptxas's figures: 48 floats live in registers under a 32-register cap spill; an array indexed at run time in a loop
+  // is in local memory (a stack frame) without spilling; a static shared array.
+  writeFileSync(
+    file('ptxas.cu'),
+    [
+      'extern "C" __global__ void __launch_bounds__(1024, 2) spill(float* x) {',
+      '  float v[48];',
+      '#pragma unroll',
+      '  for (int i = 0; i < 48; i++) v[i] = x[i * 1024 + threadIdx.x];',
+      '#pragma unroll',
+      '  for (int r = 0; r < 4; r++)',
+      '#pragma unroll',
+      '    for (int i = 0; i < 48; i++) v[i] = v[i] * v[(i + 1) % 48] + 1.0f;',
+      '  float s = 0;',
+      '#pragma unroll',
+      '  for (int i = 0; i < 48; i++) s += v[i] * (float)i;',
+      '  x[threadIdx.x] = s;',
+      '}',
+      'extern "C" __global__ void frame(float* x) {',
+      '  float v[64];',
+      '  for (int i = 0; i < 64; i++) v[i] = x[i * blockDim.x + threadIdx.x];',
+      '  float s = 0;',
+      '  for (int i = 0; i < 64; i++)',
+      '    for (int j = 0; j < 64; j++) s += v[i] * v[(j * 7 + i) & 63] * (float)j;',
+      '  x[threadIdx.x] = s;',
+      '}',
+      'extern "C" __global__ void shared(float* x) {',
+      '  __shared__ float s[256];',
+      '  s[threadIdx.x] = x[threadIdx.x];',
+      '  __syncthreads();',
+      '  x[threadIdx.x] = s[255 - threadIdx.x];',
+      '}',
+      '',
+    ].join('\n'),
+  );
   writeFileSync(file('bad.cu'), 'extern "C" __global__ void k(float* x) {\n  x[0] = y;\n}\n');
   writeFileSync(
     file('defines.cu'),
@@ -54,7 +93,7 @@ afterAll(() => {
 
 describe('cudakit help and usage errors', () => {
   it('prints usage with examples for --help and help, exit 0', async () => {
-    for (const args of [['--help'], ['help'], ['bench', '--help']]) {
+    for (const args of [['--help'], ['help']]) {
       const r = await cli(args);
       expect(r.code).toBe(0);
       expect(r.stderr).toBe('');
@@ -65,6 +104,34 @@ describe('cudakit help and usage errors', () => {
       expect(r.stdout).toContain('\nExamples\n');
       expect(r.stdout).toContain('cudakit bench examples/saxpy.bench.ts');
     }
+  });
+
+  it("prints a command's own help for <command> --help, -h and help <command>, exit 0", async () => {
+    const own: Record<string, { has: string[]; hasNot: string[] }> = {
+      info: { has: ['Exit status: 0 when a GPU is usable, 2 when none is'], hasNot: ['--arch', '--kernel'] },
+      compile: { has: ['--arch <sm_XX>', '--out <file>', 'from ptxas'], hasNot: ['--kernel', '--metrics'] },
+      bench: { has: ['--kernel <name>', '--require-determinism', '--arch <sm_XX>', 'A spec file'], hasNot: ['--ncu'] },
+      profile: { has: ['--metrics <a,b,...>', '--kernel <name>', '--seed <n>', '--std <c++17>'], hasNot: ['--ref '] },
+    };
+    for (const [command, { has, hasNot }] of Object.entries(own)) {
+      const r = await cli([command, '--help']);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe('');
+      expect(r.stdout.split('\n')[0]).toMatch(
+        new RegExp(`^Usage: cudakit ${command}( <file\\.cu[^>]*>)?( \\[options\\])?$`),
+      );
+      expect(r.stdout).not.toContain('\nCommands\n'); // not the global page
+      for (const text of has) expect(r.stdout).toContain(text);
+      for (const text of hasNot) expect(r.stdout).not.toContain(text);
+      expect(r.stdout.match(/^ {2}cudakit \w+/gm)!.every((line) => line === `  cudakit ${command}`)).toBe(true);
+      expect(await cli([command, '-h'])).toEqual(r);
+      expect(await cli(['help', command])).toEqual(r);
+    }
+    expect(await cli(['help', 'frobnicate'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "cudakit: help takes one command (info, compile, bench, profile), got 'frobnicate'\n",
+    });
   });
 
   it('prints its version', async () => {
@@ -227,20 +294,82 @@ describe('cudakit bench: what is checked before the GPU', () => {
   });
 });
 
+describeNvrtc('cudakit bench and profile: compiling comes before the GPU', () => {
+  const launch = ['--grid', '1', '--block', '1'];
+  const notThere = (path: string): string =>
+    `cudakit: no kernel named 'nope' in ${path} (extern "C" kernels in it: saxpy, zero)\n`;
+
+  it('names a kernel that is not in the source, with or without a GPU', async () => {
+    const r = await cli(['bench', file('good.cu'), '--kernel', 'nope', ...launch]);
+    expect(r).toEqual({ code: 2, stdout: '', stderr: notThere(file('good.cu')) });
+  });
+
+  // With a GPU, the compile error and the unknown kernel come from the run itself (the test above, and test/gpu).
+  it.skipIf(machine.ok)(
+    'without a GPU, reports a compile error or an unknown kernel before the missing GPU (skipped with one)',
+    async () => {
+      expect(await cli(['profile', file('good.cu'), '--kernel', 'nope', ...launch])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: notThere(file('good.cu')),
+      });
+      for (const command of ['bench', 'profile']) {
+        const r = await cli([command, file('bad.cu'), '--kernel', 'k', ...launch, '--arg', 'ptr:f32[1]:out']);
+        expect(r.code).toBe(2);
+        expect(r.stderr).toMatch(/:2:(\d+:)? error: identifier "y" is undefined\n {2}x\[0\] = y;\n/);
+        expect(r.stderr).toMatch(/\ncudakit: compile failed: 1 error in .*bad\.cu\n$/);
+      }
+    },
+  );
+});
+
 describe('cudakit info', () => {
-  it('exits 0 and prints the devices, or why there are none', async () => {
+  // Skipped without a GPU: the next test forces that case, on any machine.
+  it.skipIf(!machine.ok)('exits 0 and prints the devices (skipped without a GPU)', async () => {
     const r = await cli(['info']);
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
-    if (machine.ok) {
-      expect(r.stdout).toMatch(/^driver CUDA \d+\.\d+ · NVRTC /);
-      expect(r.stdout).toMatch(/#\s+name\s+CC\s+SMs\s+memory\s+SM clock\s+mem clock\s+L2/);
-      expect(r.stdout).toContain(Device.get(0).name);
-    } else {
-      expect(r.stdout).toMatch(/^No usable CUDA GPU\.\n/);
-      expect(r.stdout).toContain(`NVRTC   ${machine.nvrtcVersion ?? 'not found'}\n`);
-      expect(r.stdout).toContain(`reason  ${driverReason}`);
-    }
+    expect(r.stdout).toMatch(/^driver CUDA \d+\.\d+ · NVRTC /);
+    expect(r.stdout).toMatch(/#\s+name\s+CC\s+SMs\s+memory\s+SM clock\s+mem clock\s+L2/);
+    expect(r.stdout).toContain(Device.get(0).name);
+  });
+
+  it('exits 2 where no GPU is usable, and says why in lines of at most 80 columns (no driver, in a child)', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'lib/cli/main.ts', 'info'], {
+      cwd: new URL('../..', import.meta.url).pathname,
+      env: { ...process.env, CUDAKIT_LIBCUDA_PATH: '/nonexistent/libcuda.so.1' },
+      encoding: 'utf8',
+    });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(2);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines.slice(0, 5)).toEqual([
+      'No usable CUDA GPU.',
+      '  driver  not found',
+      `  NVRTC   ${machine.nvrtcVersion ?? 'not found'}`,
+      '  reason  CUDA_DRIVER_NOT_FOUND: The NVIDIA driver library (libcuda.so.1) could',
+      '            not be loaded.',
+    ]);
+    expect(lines[5]).toMatch(/^ {10}tried \/nonexistent\/libcuda\.so\.1: /);
+    expect(lines.filter((line) => line.length > 80)).toEqual([]);
+  });
+
+  it('wraps a reason at the width, its paths tried one a line, a long word whole', () => {
+    const reason =
+      'CUDA_DRIVER_NOT_FOUND: The NVIDIA driver library (libcuda.so.1) could not be loaded. ' +
+      '(tried: libcuda.so.1: not found; /a/very/long/path/that/does/not/fit/in/the/width/libcuda.so: not found)\n' +
+      'NVRTC_NOT_FOUND: The NVRTC library (libnvrtc) could not be loaded.';
+    expect(reasonLines(reason, 40)).toEqual([
+      'CUDA_DRIVER_NOT_FOUND: The NVIDIA driver',
+      '  library (libcuda.so.1) could not be',
+      '  loaded.',
+      'tried libcuda.so.1: not found',
+      'tried',
+      '  /a/very/long/path/that/does/not/fit/in/the/width/libcuda.so:',
+      '  not found',
+      'NVRTC_NOT_FOUND: The NVRTC library',
+      '  (libnvrtc) could not be loaded.',
+    ]);
   });
 
   it('rejects arguments', async () => {
@@ -285,7 +414,9 @@ describeNvrtc('cudakit compile', () => {
       expect(r.stdout).toMatch(/\nsaxpy\n {2}registers +\d+ per thread\n/);
       expect(r.stdout).toMatch(/ {2}occupancy +\d+ blocks?\/SM at the suggested \d+ threads\/block · \d+% of \d+ thr/);
     } else {
-      expect(r.stdout).toMatch(/ {2}not shown +registers, spills, shared\/const memory and occupancy need a GPU: /);
+      expect(r.stdout).toMatch(
+        / {2}not shown +registers, spills and shared memory come from ptxas, for CUBIN \(without --ptx\); occupan/,
+      );
       expect(r.stdout).not.toContain('(tried:');
     }
   });
@@ -308,6 +439,50 @@ describeNvrtc('cudakit compile', () => {
     const arch = Device.get(0).arch;
     expect(r.stdout.split('\n')[0]).toMatch(new RegExp(`^${escape(file('good.cu'))} → CUBIN for ${arch} · `));
     expect(r.stdout).toMatch(new RegExp(`\n {2}flags +--gpu-architecture=${arch}[ \n]`));
+  });
+
+  // Skipped with a GPU, where the driver gives these figures (and occupancy): the test above asserts them there.
+  it.skipIf(machine.ok)(
+    'without a GPU reports registers, spills and shared memory from ptxas (skipped with one)',
+    async () => {
+      const r = await cli(['compile', file('ptxas.cu'), '--arch', 'sm_80', '--no-cache']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/\n {2}flags +--gpu-architecture=sm_80 --include-path=.* --ptxas-options=-v\n/);
+      expect(r.stdout).toContain(
+        `  not shown         occupancy needs a GPU (the figures below are ptxas's): ${shortReason}\n`,
+      );
+      const kernel = (name: string): string =>
+        r.stdout
+          .split('\n\n')
+          .find((part) => part.startsWith(`${name}\n`))!
+          .trimEnd();
+      expect(kernel('spill')).toMatch(
+        new RegExp(
+          /^spill\n {2}registers {9}\d+ per thread\n {2}shared memory {5}0 B static per block\n/.source +
+            / {2}local memory {6}\d+ B per thread, \d+ B stored, \d+ B loaded: spills to local memory \(slow\)$/.source,
+        ),
+      );
+      expect(kernel('frame')).toMatch(/\n {2}local memory {6}\d+ B per thread \(stack frame, no spills\)$/);
+      expect(kernel('shared')).toMatch(
+        /\n {2}shared memory {5}1\.00 KiB static per block\n {2}local memory {6}0 B \(no spills\)$/,
+      );
+      expect(r.stdout).not.toContain('\0');
+    },
+  );
+
+  it('says that --arch is unknown to this NVRTC and lists what it supports, before compiling', async () => {
+    const arch = supportedArchs().includes(100) ? 'sm_99' : 'sm_100';
+    const list = supportedArchs()
+      .map((n) => `sm_${n}`)
+      .join(', ');
+    expect(await cli(['compile', file('good.cu'), '--arch', arch, '--no-cache'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        `cudakit: Expected an architecture NVRTC ${nvrtcVersion()} supports (${list}) for options.arch ` +
+        `but received '${arch}' of type string\n`,
+    });
   });
 
   it('prints a compile error as file:line: error, the source line and a caret; exit 2', async () => {
@@ -354,6 +529,33 @@ describeNvrtc('cudakit compile', () => {
 });
 
 describe('helpers', () => {
+  it("reads ptxas's report per kernel, not per device function", () => {
+    const log = [
+      'ptxas info    : 0 bytes gmem',
+      "ptxas info    : Compiling entry function '_Z5scaleIfEvPT_S0_i' for 'sm_90'",
+      'ptxas info    : Function properties for _Z5scaleIfEvPT_S0_i',
+      'ptxas         .     16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads',
+      'ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem, 368 bytes cmem[0]',
+      'ptxas info    : Function properties for _Z6helperPfi',
+      'ptxas         .     64 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads',
+      "ptxas info    : Compiling entry function 'k' for 'sm_90'",
+      'ptxas info    : Function properties for k',
+      'ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads',
+      'ptxas info    : Used 8 registers, 360 bytes cmem[0]',
+      '',
+    ].join('\n');
+    expect(Object.fromEntries(ptxasFacts(log))).toEqual({
+      _Z5scaleIfEvPT_S0_i: {
+        registers: 40,
+        sharedBytes: 2048,
+        stackFrameBytes: 16,
+        spillStoreBytes: 8,
+        spillLoadBytes: 4,
+      },
+      k: { registers: 8, sharedBytes: 0, stackFrameBytes: 0, spillStoreBytes: 0, spillLoadBytes: 0 },
+    });
+  });
+
   it('parses grid and block sizes', () => {
     expect(parseDim('256', '--block')).toBe(256);
     expect(parseDim('64,64', '--grid')).toEqual([64, 64]);
