@@ -114,6 +114,7 @@ describe('npm package', () => {
       'scripts',
       'tsconfig.json',
       'tsconfig.build.json',
+      'typedoc.json',
       'LICENSE',
       'README.md',
     ];
@@ -195,11 +196,15 @@ describe('npm package', () => {
     return exports;
   }
 
-  it(`npm pack runs prepack, which builds prebuilds/${host}/cudakit.node into the tarball`, () => {
+  it(`npm pack runs prepack: prebuilds/${host}/cudakit.node and the API reference go into the tarball`, () => {
     expect(packed).toContain(`prebuilds/${host}/cudakit.node`);
     expect(packed).toContain('scripts/install.mjs');
     expect(packed).toContain('dist/index.js');
-    expect(packed.filter((f) => f.startsWith('build/'))).toEqual([]);
+    expect(packed).toContain('dist/index.d.ts');
+    expect(packed).toContain('docs/api/index.html');
+    for (const f of ['LICENSE', 'README.md', 'CHANGELOG.md', 'SECURITY.md', 'docs/errors.md', 'docs/benchmarking.md'])
+      expect(packed).toContain(f);
+    expect(packed.filter((f) => f.startsWith('build/') || f.endsWith('.map'))).toEqual([]);
     expect(packed.includes(`prebuilds/linux-${crossArch}/cudakit.node`)).toBe(hasCross);
   });
 
