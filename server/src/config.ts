@@ -6,7 +6,21 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
+export type Role = 'embedded' | 'api' | 'agent';
+
 export interface ServerConfig {
+  /** 'embedded' (one process, SQLite); 'api' and 'agent' are the distributed mode's (Redis + PostgreSQL). */
+  role: Role;
+  /** BullMQ's Redis (api, agent). */
+  redisUrl: string | undefined;
+  /** The PostgreSQL job store (api, agent). */
+  databaseUrl: string | undefined;
+  /** Every Redis key of this deployment starts with it. */
+  redisPrefix: string;
+  /** An agent's classes besides its GPUs' own (model, arch, 'any'). */
+  gpuClasses: string[];
+  /** How long a job's queue lock lasts unrenewed: a dead host's job is redelivered about this long after. */
+  lockSeconds: number;
   host: string;
   port: number;
   /** Where the job store (jobs.sqlite) lives. */
@@ -40,6 +54,15 @@ export class ConfigError extends Error {
 export const USAGE = `Usage: cudakit-server [options]
 
 Options (each also as an environment variable, e.g. --data-dir as CUDAKIT_SERVER_DATA_DIR):
+  --role <role>              embedded (default: API, queue and GPUs in one process, SQLite), or the
+                             distributed mode's api (HTTP, no GPU) or agent (one per GPU host)
+  --redis-url <url>          api, agent: the queue's Redis (redis://host:6379/0)
+  --database-url <url>       api, agent: the PostgreSQL job store (postgres://user@host/db)
+  --redis-prefix <prefix>    api, agent: prefix of every Redis key (default cudakit)
+  --gpu-class <list>         agent: classes its GPUs serve besides their own (model, arch, any),
+                             separated by commas
+  --lock-seconds <n>         api, agent: a job's queue lock; a dead host's job is redelivered about
+                             this long after it died (default 30)
   --host <address>           address to listen on (default 127.0.0.1; another needs --tokens-file)
   --port <n>                 port, 0 for any free one (default 8000)
   --data-dir <dir>           job store directory (default $XDG_DATA_HOME/cudakit-server,
@@ -73,6 +96,12 @@ const OPTIONS = {
   'max-device-bytes': { type: 'string' },
   'problems-dir': { type: 'string' },
   'log-level': { type: 'string' },
+  role: { type: 'string' },
+  'redis-url': { type: 'string' },
+  'database-url': { type: 'string' },
+  'redis-prefix': { type: 'string' },
+  'gpu-class': { type: 'string' },
+  'lock-seconds': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -169,8 +198,47 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   const problemsRaw = get('problems-dir');
   const problemsDir = problemsRaw === undefined ? undefined : resolve(problemsRaw.value);
   const logLevel = choice('log-level', 'info', LOG_LEVELS);
+  const role = choice('role', 'embedded', ['embedded', 'api', 'agent'] as const);
+  const url = (flag: 'redis-url' | 'database-url', schemes: readonly string[]): string | undefined => {
+    const got = get(flag);
+    if (got === undefined) {
+      if (role !== 'embedded') problems.push(`Expected --${flag} (or ${envName(flag)}) with --role ${role}`);
+      return undefined;
+    }
+    if (role === 'embedded') {
+      problems.push(`${got.where} is for --role api or agent; the embedded mode keeps its jobs in --data-dir`);
+    }
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(got.value);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed === undefined || !schemes.includes(parsed.protocol)) {
+      const want = schemes.map((p) => `${p}//…`).join(' or ');
+      problems.push(`Expected a ${want} URL for ${got.where} but received '${got.value}'`);
+    }
+    return got.value;
+  };
+  const redisUrl = url('redis-url', ['redis:', 'rediss:']);
+  const databaseUrl = url('database-url', ['postgres:', 'postgresql:']);
+  const redisPrefix = get('redis-prefix')?.value ?? 'cudakit';
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(redisPrefix)) {
+    problems.push(`Expected letters, digits, '_', '.' or '-' for --redis-prefix but received '${redisPrefix}'`);
+  }
+  const classesRaw = get('gpu-class');
+  const gpuClasses = classesRaw === undefined ? [] : classesRaw.value.split(',').map((c) => c.trim());
+  if (classesRaw !== undefined && gpuClasses.some((c) => !/^[A-Za-z0-9_.-]{1,64}$/.test(c))) {
+    problems.push(
+      `Expected GPU class names (letters, digits, '_', '.', '-') separated by commas for ${classesRaw.where} ` +
+        `but received '${classesRaw.value}'`,
+    );
+  }
+  if (classesRaw !== undefined && role !== 'agent') problems.push(`${classesRaw.where} is for --role agent`);
+  const lockSeconds = number('lock-seconds', 30, 2, 3600, false);
 
-  if (tokensFile === undefined && !isLoopbackHost(host)) {
+  // An agent's HTTP port serves health and metrics only: nothing there runs code.
+  if (tokensFile === undefined && !isLoopbackHost(host) && role !== 'agent') {
     problems.push(
       `Refusing to listen on ${host} without --tokens-file: anyone who reaches it could run code on this host's ` +
         'GPUs. Give --tokens-file (name:sha256hex lines), or listen on 127.0.0.1',
@@ -178,6 +246,12 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   }
   if (problems.length > 0) throw new ConfigError(problems.join('\n'));
   return {
+    role,
+    redisUrl,
+    databaseUrl,
+    redisPrefix,
+    gpuClasses,
+    lockSeconds,
     host,
     port,
     dataDir,

@@ -1,21 +1,32 @@
 #!/usr/bin/env node
 // SPDX-License-Identifier: MIT
-// cudakit-server: the embedded mode, one process for the API and the GPU supervisors. Configuration → the job store
-// (SQLite in the data directory) → the queue, rebuilt from it → the GPU pool (a probe child finds the GPUs; this
-// process never loads the CUDA addon) → the scheduler (start-up recovery; a job's device memory capped relative to
-// the GPUs) → the HTTP app → listen. SIGTERM or SIGINT drains: no new submissions, running jobs get --drain-seconds
-// to finish, then the process exits 0.
+// cudakit-server. The embedded mode (default) is one process for the API and the GPU supervisors: configuration →
+// the job store (SQLite in the data directory) → the queue, rebuilt from it → the GPU pool (a probe child finds the
+// GPUs; this process never loads the CUDA addon) → the scheduler (start-up recovery; a job's device memory capped
+// relative to the GPUs) → the HTTP app → listen. The distributed mode's roles put the same parts on other
+// backends: --role api (PostgreSQL store, BullMQ queue on Redis, the agents' GPUs seen through a registry, no GPU
+// of its own) and --role agent (the same store and queue, this host's GPUs, an HTTP port for health and metrics
+// only). SIGTERM or SIGINT drains: no new submissions, running jobs get --drain-seconds to finish, then the
+// process exits 0.
 import { mkdirSync, realpathSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildApp, type App } from './api/app.js';
 import { loadTokens, type TokenEntry } from './api/auth.js';
-import { ConfigError, USAGE, parseConfig, type ServerConfig } from './config.js';
+import { RedisClusterBus } from './cluster/bus.js';
+import { ClusterPool } from './cluster/pool.js';
+import { AgentQueue, ApiQueue, clusterHorizons } from './cluster/queue.js';
+import { USAGE, parseConfig, type ServerConfig } from './config.js';
+import type { GpuPool } from './gpu/pool.js';
 import { LocalGpuPool } from './gpu/local-pool.js';
 import { EmbeddedQueue } from './queue/embedded.js';
+import type { JobQueue } from './queue/queue.js';
 import { ProblemRegistry } from './problems.js';
 import { EvalService, type ServiceLog } from './service.js';
+import { PostgresJobStore } from './store/postgres.js';
 import { SqliteJobStore } from './store/sqlite.js';
+import type { JobStore } from './store/store.js';
 
 function fail(message: string, code: number): number {
   process.stderr.write(`cudakit-server: ${message}\n`);
@@ -39,17 +50,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     return fail((e as Error).message, 2);
   }
 
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = SqliteJobStore.open(join(config.dataDir, 'jobs.sqlite'));
-  const queue = new EmbeddedQueue();
-  // The worker reads where Nsight Compute is (or 'off') from its environment.
-  const env = { CUDAKIT_SERVER_NCU: config.ncu };
-  const pool = new LocalGpuPool({
-    ...(config.gpus === 'all' ? {} : { gpus: config.gpus.map((g) => (/^\d+$/.test(g) ? Number(g) : g)) }),
-    isolation: config.isolation,
-    env,
-  });
-  const poolStarted = pool.start();
+  let parts: Parts;
+  try {
+    parts = await assemble(config);
+  } catch (e) {
+    return fail((e as Error).message, 1);
+  }
+  const { store, queue, pool, bus, poolStarted } = parts;
   // The service logs through the app's pino logger, which exists only once the app does.
   let app: App | undefined;
   const log: ServiceLog = {
@@ -58,6 +65,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     error: (obj, msg) => app?.log.error(obj, msg),
   };
   const service = new EvalService({
+    role: config.role,
+    ...(bus === undefined ? {} : { bus }),
     store,
     queue,
     pool,
@@ -71,16 +80,29 @@ export async function main(argv: readonly string[]): Promise<number> {
     tokens,
     logger: { level: config.logLevel },
     submitsPerMinute: config.submitsPerMinute,
+    ...(bus === undefined ? {} : { rateLimitRedis: bus.redis }),
+    opsOnly: config.role === 'agent',
+    ...(config.role === 'api'
+      ? { seedSyncWaitMs: (job) => clusterHorizons(job, lockMsOf(config), stalledIntervalMsOf(config)).httpWaitMs }
+      : {}),
   });
 
   await poolStarted;
-  await service.start();
+  const announcer = config.role === 'agent' ? announce(pool as LocalGpuPool, bus!) : undefined;
+  const closeParts = async (): Promise<void> => {
+    announcer?.stop();
+    if (announcer !== undefined) await bus?.withdraw(announcer.agentId).catch(() => {});
+    await queue.close?.();
+    await bus?.close();
+    await store.close();
+  };
   try {
+    await service.start();
     await app.listen({ host: config.host, port: config.port });
   } catch (e) {
     await pool.stop(0);
-    await store.close();
-    return fail(`cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`, 1);
+    await closeParts();
+    return fail(`cannot start on ${config.host}:${config.port}: ${(e as Error).message}`, 1);
   }
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
@@ -89,9 +111,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   const gpuText =
     pool.unavailableReason === undefined ? `${gpus} GPU${gpus === 1 ? '' : 's'}` : `no GPU: ${pool.unavailableReason}`;
   const auth = tokens === undefined ? 'no tokens (loopback only)' : `${tokens.length} tokens`;
-  process.stdout.write(
-    `cudakit-server listening on http://${host}:${port} (${gpuText}; ${auth}; data in ${config.dataDir})\n`,
-  );
+  const where =
+    config.role === 'embedded'
+      ? `data in ${config.dataDir}`
+      : `role ${config.role}; queue ${redactUrl(config.redisUrl!)}; store ${redactUrl(config.databaseUrl!)}`;
+  const gpuPart = config.role === 'api' ? `${gpus} GPU${gpus === 1 ? '' : 's'} on agents` : gpuText;
+  process.stdout.write(`cudakit-server listening on http://${host}:${port} (${gpuPart}; ${auth}; ${where})\n`);
 
   const drainMs = config.drainSeconds * 1000;
   await new Promise<void>((resolve) => {
@@ -107,7 +132,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         try {
           await service.drain(drainMs);
           await app!.close();
-          await store.close();
+          await closeParts();
         } catch (e) {
           app!.log.error({ err: e }, 'drain failed');
           process.exitCode = 1;
@@ -119,6 +144,108 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.on('SIGINT', onSignal);
   });
   return process.exitCode === undefined ? 0 : Number(process.exitCode);
+}
+
+interface Parts {
+  store: JobStore;
+  queue: JobQueue;
+  pool: GpuPool;
+  bus: RedisClusterBus | undefined;
+  /** Resolves once the pool knows its GPUs. */
+  poolStarted: Promise<void>;
+}
+
+/** The store, queue, pool and bus of the configured role. */
+async function assemble(config: ServerConfig): Promise<Parts> {
+  // The worker reads where Nsight Compute is (or 'off') from its environment; the fake worker's kill-agent job
+  // reads the agent's pid.
+  const env = { CUDAKIT_SERVER_NCU: config.ncu, CUDAKIT_SERVER_AGENT_PID: String(process.pid) };
+  const localPool = (): LocalGpuPool =>
+    new LocalGpuPool({
+      ...(config.gpus === 'all' ? {} : { gpus: config.gpus.map((g) => (/^\d+$/.test(g) ? Number(g) : g)) }),
+      isolation: config.isolation,
+      env,
+      extraClasses: config.gpuClasses,
+    });
+  if (config.role === 'embedded') {
+    mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+    const store = SqliteJobStore.open(join(config.dataDir, 'jobs.sqlite'));
+    const pool = localPool();
+    return { store, queue: new EmbeddedQueue(), pool, bus: undefined, poolStarted: pool.start() };
+  }
+  let store: JobStore;
+  try {
+    store = await PostgresJobStore.open(config.databaseUrl!);
+  } catch (e) {
+    throw new Error(`cannot open the job store at ${redactUrl(config.databaseUrl!)}: ${(e as Error).message}`);
+  }
+  const bus = new RedisClusterBus(config.redisUrl!, config.redisPrefix);
+  const lockMs = lockMsOf(config);
+  const timing = {
+    url: config.redisUrl!,
+    prefix: config.redisPrefix,
+    lockMs,
+    stalledIntervalMs: stalledIntervalMsOf(config),
+    lostGraceMs: 2 * lockMs,
+  };
+  if (config.role === 'api') {
+    const pool = new ClusterPool({ bus });
+    const queue = new ApiQueue({ ...timing, store, bus });
+    return { store, queue, pool, bus, poolStarted: pool.start() };
+  }
+  const pool = localPool();
+  const queue = new AgentQueue({ ...timing, agentId: agentIdOf() });
+  const poolStarted = pool.start().then(() => queue.serve([...new Set(pool.slots().flatMap((s) => s.classes))]));
+  return { store, queue, pool, bus, poolStarted };
+}
+
+function lockMsOf(config: ServerConfig): number {
+  return config.lockSeconds * 1000;
+}
+
+/** The stalled-job check runs twice per lock: a dead host's job is back within 1.5 locks. */
+function stalledIntervalMsOf(config: ServerConfig): number {
+  return config.lockSeconds * 500;
+}
+
+function agentIdOf(): string {
+  return `${hostname()}:${process.pid}`;
+}
+
+/** An agent's heartbeat: its entry in the GPU registry, every second, and its GPUs' reprobes asked by API nodes. */
+function announce(pool: LocalGpuPool, bus: RedisClusterBus): { agentId: string; stop(): void } {
+  const agentId = agentIdOf();
+  const classes = [...new Set(pool.slots().flatMap((s) => s.classes))];
+  const beat = (): void => {
+    const entry = {
+      agentId,
+      host: hostname(),
+      pid: process.pid,
+      classes,
+      slots: pool.slots(),
+      unavailableReason: pool.unavailableReason,
+      atMs: Date.now(),
+    };
+    bus.announce(entry).catch(() => {}); // Redis down: the next beat tries again
+  };
+  beat();
+  const timer = setInterval(beat, 1000);
+  timer.unref();
+  bus.onReprobe((uuid) => {
+    if (pool.slots().some((s) => s.uuid === uuid)) void pool.reprobe(uuid).then(beat);
+  });
+  return { agentId, stop: () => clearInterval(timer) };
+}
+
+/** A URL without its password, for logs. */
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return '(not a URL)';
+  }
 }
 
 /** Whether this module is the process's entry (the bin, through its symlink), not a module a test imports. */

@@ -5,12 +5,18 @@
 // a verdict, stored once, and a 'done' event. Cancel, queue expiry, retention, start-up recovery and a drain on
 // shutdown are here too. Nothing in this process loads the CUDA addon: cudakit's validateJob and formatJson are pure
 // JavaScript, and the GPUs are the pool's children's.
+//
+// One class, three roles (ServiceConfig.role): 'embedded' does all of the above in one process; in the distributed
+// mode an 'api' process submits, reads, cancels and expires (its pool is a view of the agents' GPUs, it dispatches
+// nothing), and an 'agent' process dispatches its own GPUs' slots to the jobs it takes from the shared queue. Events
+// and cancels cross processes through the cluster bus.
 import { createHash, randomBytes } from 'node:crypto';
 import { InvalidJobError, formatJson, validateJob } from 'cudakit';
 import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
 import { DEFAULT_ADMISSION_LIMITS, admissionProblems, gpuAdmissionLimits, type AdmissionLimits } from './admission.js';
 import { jobDeadlines } from './gpu/deadlines.js';
 import { ProblemRegistry } from './problems.js';
+import type { ClusterBus } from './cluster/bus.js';
 import type { GpuPool, SlotInfo, SlotLease, SlotOutcome } from './gpu/pool.js';
 import type { Deadlines } from './gpu/protocol.js';
 import { type JobQueue, type QueuedJob, queuedJobOf } from './queue/queue.js';
@@ -65,7 +71,14 @@ export interface ServiceLog {
 
 const silentLog: ServiceLog = { info() {}, warn() {}, error() {} };
 
+/** What a process of the service does: everything ('embedded'), or its part of the distributed mode. */
+export type ServiceRole = 'embedded' | 'api' | 'agent';
+
 export interface ServiceConfig {
+  /** Default 'embedded'. */
+  role?: ServiceRole;
+  /** Events and cancels between the processes of the distributed mode (api and agent roles). */
+  bus?: ClusterBus;
   store: JobStore;
   queue: JobQueue;
   pool: GpuPool;
@@ -114,6 +127,8 @@ export interface FinishedJob {
   gpu: string;
   /** From the lease to the end; undefined for a job that never ran. */
   runMs: number | undefined;
+  /** The worker's phases and how long each took, when it reported. */
+  phases?: ReadonlyArray<{ phase: string; ms: number }>;
 }
 
 /** A job taken from the queue: leased (or about to be), possibly asked to stop. */
@@ -128,10 +143,12 @@ interface Active {
 type FinishOutcome = Parameters<JobStore['finish']>[1];
 
 export class EvalService {
+  readonly role: ServiceRole;
   readonly store: JobStore;
   readonly queue: JobQueue;
   readonly pool: GpuPool;
   readonly limits: ServiceLimits;
+  readonly #bus: ClusterBus | undefined;
   readonly #now: () => number;
   readonly #deadlines: (job: EvalJob, options: ServiceOptions) => Deadlines;
   readonly #retentionMs: number;
@@ -163,6 +180,8 @@ export class EvalService {
   #runSecondsAverage = 10;
 
   constructor(config: ServiceConfig) {
+    this.role = config.role ?? 'embedded';
+    this.#bus = config.bus;
     this.store = config.store;
     this.queue = config.queue;
     this.pool = config.pool;
@@ -191,19 +210,29 @@ export class EvalService {
   async start(): Promise<void> {
     if (this.#started) return;
     const nowMs = this.#now();
-    for (const id of await this.store.interruptRunning(nowMs)) {
-      const record = await this.store.get(id);
-      this.#event(id, 'done', { status: 'failed', verdict: null, error: record?.error ?? null });
+    // Only the embedded server owns every running job; in the distributed mode other hosts run them.
+    if (this.role === 'embedded') {
+      for (const id of await this.store.interruptRunning(nowMs)) {
+        const record = await this.store.get(id);
+        this.#event(id, 'done', { status: 'failed', verdict: null, error: record?.error ?? null });
+      }
+      for (const record of await this.store.queued()) {
+        if ((await this.queue.position(record.id)) === undefined) await this.queue.enqueue(queuedJobOf(record));
+      }
     }
-    for (const record of await this.store.queued()) {
-      if (this.queue.position(record.id) === undefined) this.queue.enqueue(queuedJobOf(record));
+    this.#bus?.onEvent((event) => this.#deliver(event));
+    if (this.role === 'agent') this.#bus?.onCancel((id) => this.#cancelLocal(id));
+    if (this.role !== 'api') {
+      this.pool.onIdle(() => this.#kick());
+      this.queue.onAvailable?.(() => this.#kick());
     }
-    this.pool.onIdle(() => this.#kick());
     this.#started = true;
-    await this.#expire();
-    await this.#sweepRetention();
-    this.#every(this.#expiryIntervalMs, () => this.#expire());
-    this.#every(this.#retentionIntervalMs, () => this.#sweepRetention());
+    if (this.role !== 'agent') {
+      await this.#expire();
+      await this.#sweepRetention();
+      this.#every(this.#expiryIntervalMs, () => this.#expire());
+      this.#every(this.#retentionIntervalMs, () => this.#sweepRetention());
+    }
     this.#kick();
   }
 
@@ -291,7 +320,7 @@ export class EvalService {
             'within the last 24 hours: use a new key for a new evaluation';
           throw new ServiceError(422, 'IDEMPOTENCY_KEY_REUSED', message);
         }
-        return { record: existing, replayed: true, queue: this.queueInfo(existing) };
+        return { record: existing, replayed: true, queue: await this.queueInfo(existing) };
       }
       return this.#admit(principal, job, options, bodyHash, idempotencyKey);
     })();
@@ -310,14 +339,14 @@ export class EvalService {
     bodyHash: string,
     idempotencyKey: string | undefined,
   ): Promise<Submission> {
-    const mine = this.queue.size(principal);
+    const mine = await this.queue.size(principal);
     if (mine >= this.limits.maxQueuedPerPrincipal) {
       const message =
         `${mine} evaluations of yours are queued, the most one client may have: ` +
         'wait for some to start, or cancel some';
       throw new ServiceError(429, 'QUEUE_FULL_FOR_PRINCIPAL', message, this.#retryAfterSeconds(mine));
     }
-    const all = this.queue.size();
+    const all = await this.queue.size();
     if (all >= this.limits.maxQueued) {
       const message = `The queue is full (${all} evaluations): try again later`;
       throw new ServiceError(503, 'QUEUE_FULL', message, this.#retryAfterSeconds(all));
@@ -341,8 +370,8 @@ export class EvalService {
       error: undefined,
     };
     await this.store.insert(record);
-    this.queue.enqueue(queuedJobOf(record));
-    const queue = this.queueInfo(record);
+    await this.queue.enqueue(queuedJobOf(record));
+    const queue = await this.queueInfo(record);
     this.#event(record.id, 'queued', { position: queue.position });
     this.#kick();
     return { record, replayed: false, queue };
@@ -373,8 +402,8 @@ export class EvalService {
   }
 
   /** Where a job stands in the queue, among the GPUs of its class (only counts: nothing of other clients' jobs). */
-  queueInfo(record: JobRecord): QueueInfo {
-    const position = record.status === 'queued' ? (this.queue.position(record.id) ?? 0) : 0;
+  async queueInfo(record: JobRecord): Promise<QueueInfo> {
+    const position = record.status === 'queued' ? ((await this.queue.position(record.id)) ?? 0) : 0;
     const slots = this.pool.slots().filter((s) => s.classes.includes(record.options.gpu) && s.state !== 'quarantined');
     return {
       position,
@@ -453,14 +482,10 @@ export class EvalService {
     const record = await this.store.get(id);
     if (record === undefined) return undefined;
     if (TERMINAL.has(record.status)) return 'finished';
-    const active = this.#active.get(id);
-    if (active !== undefined) {
-      active.cancelRequested = true;
-      if (active.running) active.lease?.cancel();
-      return 'cancelling';
-    }
-    // Queued (or queued in the store only, between a restart and the rebuild): it never ran.
-    this.queue.remove(id);
+    if (this.#cancelLocal(id)) return 'cancelling';
+    // Queued (or queued in the store only, between a restart and the rebuild): it never ran. Only a job still
+    // queued in the store is cancelled here: another process may have started it since it was read.
+    await this.queue.remove(id);
     const finished = await this.#finish(id, record.options.gpu, undefined, {
       status: 'cancelled',
       verdict: undefined,
@@ -468,8 +493,24 @@ export class EvalService {
       report: undefined,
       error: undefined,
       atMs: this.#now(),
+      onlyIfQueued: true,
     });
-    return finished ? 'cancelled' : 'finished';
+    if (finished) return 'cancelled';
+    const now = await this.store.get(id);
+    if (now === undefined || TERMINAL.has(now.status)) return 'finished';
+    // Running on another host: the agent holding it kills its child, and the run ends as cancelled.
+    if (this.#bus === undefined) return 'finished';
+    await this.#bus.requestCancel(id);
+    return 'cancelling';
+  }
+
+  /** Asks this process's run of a job to stop; false when this process is not running it. */
+  #cancelLocal(id: string): boolean {
+    const active = this.#active.get(id);
+    if (active === undefined) return false;
+    active.cancelRequested = true;
+    if (active.running) active.lease?.cancel();
+    return true;
   }
 
   /** Deletes a finished job and its events; false when it is not finished. */
@@ -509,11 +550,11 @@ export class EvalService {
     // Slots tried since the last lease: one whose lease keeps failing cannot spin the loop.
     const tried = new Set<string>();
     for (;;) {
-      if (!this.#started || this.#draining) return;
+      if (!this.#started || this.#draining || this.role === 'api') return;
       const slot = this.pool.slots().find((s) => s.state === 'idle' && !tried.has(s.uuid));
       if (slot === undefined) return;
       tried.add(slot.uuid);
-      const next = this.queue.take(slot.classes);
+      const next = await this.queue.take(slot.classes);
       if (next !== undefined && (await this.#startJob(next))) tried.clear();
     }
   }
@@ -527,29 +568,44 @@ export class EvalService {
       record = await this.store.get(next.id);
     } catch (e) {
       this.#active.delete(next.id);
-      this.queue.enqueue(next);
+      await this.queue.enqueue(next);
       throw e;
     }
-    if (record === undefined || record.status !== 'queued') {
+    // An agent also takes a job another host was running: the queue redelivers it when that host died.
+    const runnable = record?.status === 'queued' || (this.role === 'agent' && record?.status === 'running');
+    if (record === undefined || !runnable) {
       this.#active.delete(next.id);
+      await this.queue.settle?.(next.id);
       return false;
     }
     if (active.cancelRequested || this.#draining) {
       this.#active.delete(next.id);
-      if (this.#draining) this.queue.enqueue(next);
-      else await this.cancel(next.id);
+      if (this.#draining) await this.queue.enqueue(next);
+      else {
+        await this.cancel(next.id);
+        await this.queue.settle?.(next.id);
+      }
+      return false;
+    }
+    if (record.status === 'queued' && next.expiresAtMs <= this.#now()) {
+      // Taken after its deadline, before an expiry pass saw it.
+      this.#active.delete(next.id);
+      await this.#finish(next.id, next.gpu, undefined, { ...queueTimeoutOutcome(next), atMs: this.#now() });
+      await this.queue.settle?.(next.id);
       return false;
     }
     const lease = this.pool.lease(next.gpu);
     if (lease === undefined) {
       // The slot went away between the listing and the lease (a crash, a quarantine): the job keeps its place.
       this.#active.delete(next.id);
-      this.queue.enqueue(next);
+      await this.queue.enqueue(next);
       return false;
     }
     active.lease = lease;
     const run = this.#run(record, lease, active)
       .catch((e: unknown) => this.#log.error({ err: e, id: next.id }, 'run failed'))
+      .then(() => this.queue.settle?.(next.id))
+      .catch((e: unknown) => this.#log.error({ err: e, id: next.id }, 'the queue could not settle the job'))
       .finally(() => {
         this.#active.delete(next.id);
         this.#runs.delete(run);
@@ -564,10 +620,11 @@ export class EvalService {
     const startedAtMs = this.#now();
     let marked = false;
     try {
-      marked = await this.store.markRunning(id, lease.info.uuid, startedAtMs);
+      const takeOver = this.role === 'agent';
+      marked = await this.store.markRunning(id, lease.info.uuid, startedAtMs, { takeOver });
     } catch (e) {
       this.#log.error({ err: e, id }, 'could not mark the job running: it goes back to the queue');
-      this.queue.enqueue(queuedJobOf(record));
+      await this.queue.enqueue(queuedJobOf(record));
     }
     if (marked) {
       this.#event(id, 'started', { gpu: { uuid: lease.info.uuid, name: lease.info.name, arch: lease.info.arch } });
@@ -610,17 +667,25 @@ export class EvalService {
       cancelRequested: active.cancelRequested,
       draining: this.#draining,
     });
-    await this.#finish(id, record.options.gpu, runMs, { ...result, atMs: endMs });
+    const phases = outcome.kind === 'report' ? outcome.report.phases : undefined;
+    await this.#finish(id, record.options.gpu, runMs, { ...result, atMs: endMs }, phases);
   }
 
   /** Stores a job's end (once: a second finish of a job changes nothing) and sends its 'done' event. */
-  async #finish(id: string, gpu: string, runMs: number | undefined, outcome: FinishOutcome): Promise<boolean> {
+  async #finish(
+    id: string,
+    gpu: string,
+    runMs: number | undefined,
+    outcome: FinishOutcome,
+    phases?: FinishedJob['phases'],
+  ): Promise<boolean> {
     await this.#eventTails.get(id)?.catch(() => {}); // its phase writes first
     const finished = await this.store.finish(id, outcome);
     if (!finished) return false;
     const { status, verdict } = outcome;
     this.#event(id, 'done', { status, verdict: verdict ?? null, error: outcome.error ?? null });
-    for (const l of this.#finishListeners) l({ id, status, verdict, gpu, runMs });
+    for (const l of this.#finishListeners)
+      l({ id, status, verdict, gpu, runMs, ...(phases === undefined ? {} : { phases }) });
     return true;
   }
 
@@ -642,14 +707,20 @@ export class EvalService {
   #event(id: string, type: JobEvent['type'], data: unknown): void {
     void this.#after(id, async () => {
       const event = await this.store.appendEvent({ jobId: id, type, data, atMs: this.#now() });
-      for (const l of this.#subscribers.get(id) ?? []) {
-        try {
-          l(event);
-        } catch (e) {
-          this.#log.warn({ err: e, id }, 'event listener failed');
-        }
-      }
+      this.#deliver(event);
+      this.#bus?.publishEvent(event);
     });
+  }
+
+  /** Hands a stored event to this process's subscribers (its own, or another process's through the bus). */
+  #deliver(event: JobEvent): void {
+    for (const l of this.#subscribers.get(event.jobId) ?? []) {
+      try {
+        l(event);
+      } catch (e) {
+        this.#log.warn({ err: e, id: event.jobId }, 'event listener failed');
+      }
+    }
   }
 
   #every(intervalMs: number, task: () => Promise<unknown>): void {
@@ -668,16 +739,15 @@ export class EvalService {
   /** Queued jobs past their maxQueueSeconds fail with QUEUE_TIMEOUT. */
   async #expire(): Promise<void> {
     const nowMs = this.#now();
-    for (const q of this.queue.expire(nowMs)) {
-      const waitedS = Math.round((q.expiresAtMs - q.enqueuedAtMs) / 1000);
-      await this.#finish(q.id, q.gpu, undefined, {
-        status: 'failed',
-        verdict: undefined,
-        phase: undefined,
-        report: undefined,
-        error: { code: 'QUEUE_TIMEOUT', message: `No GPU of class '${q.gpu}' was free within ${waitedS} s` },
-        atMs: nowMs,
-      });
+    for (const q of await this.queue.expire(nowMs)) {
+      await this.#finish(q.id, q.gpu, undefined, { ...queueTimeoutOutcome(q), atMs: nowMs });
+    }
+    for (const lost of (await this.queue.lost?.(nowMs)) ?? []) {
+      const error = lost.error;
+      const outcome = { status: 'failed', verdict: undefined, phase: undefined, report: undefined, error } as const;
+      if (await this.#finish(lost.id, lost.gpu, undefined, { ...outcome, atMs: nowMs })) {
+        this.#log.warn({ id: lost.id, error }, 'the queue lost a running job: it failed');
+      }
     }
   }
 
@@ -685,6 +755,19 @@ export class EvalService {
     const deleted = await this.store.deleteFinishedBefore(this.#now() - this.#retentionMs);
     if (deleted > 0) this.#log.info({ deleted }, 'retention: deleted finished evaluations');
   }
+}
+
+/** A queued job's end when no GPU of its class took it in time (only while it is still queued in the store). */
+function queueTimeoutOutcome(q: QueuedJob): Omit<FinishOutcome, 'atMs'> {
+  const waitedS = Math.round((q.expiresAtMs - q.enqueuedAtMs) / 1000);
+  return {
+    status: 'failed',
+    verdict: undefined,
+    phase: undefined,
+    report: undefined,
+    error: { code: 'QUEUE_TIMEOUT', message: `No GPU of class '${q.gpu}' was free within ${waitedS} s` },
+    onlyIfQueued: true,
+  };
 }
 
 /** What the result of a run depends on besides its outcome. */

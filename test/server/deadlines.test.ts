@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Default deadlines from a job: per phase, timing by preset (or the rule's own timeoutMs) and for a comparison, every
-// phase capped by the job's limit, and the presets kept equal to cudakit's.
+// phase capped by the job's limit, and the presets kept equal to cudakit's; the distributed mode's nesting around
+// them (the queue lock's horizon, the HTTP wait).
 import type { EvalJob } from 'cudakit';
 import { describe, expect, it } from 'vitest';
 import { PRESETS } from '../../lib/index.js';
+import { clusterHorizons } from '../../server/src/cluster/queue.js';
 import { PHASE_DEFAULTS_MS, PRESET_TIMEOUT_MS, jobDeadlines } from '../../server/src/gpu/deadlines.js';
 
 const job = (more: Partial<EvalJob> = {}): EvalJob => ({
@@ -68,5 +70,24 @@ describe('jobDeadlines', () => {
     }
     expect(Object.keys(PRESET_TIMEOUT_MS).sort()).toEqual(Object.keys(PRESETS).sort());
     expect(PHASE_DEFAULTS_MS.compile).toBe(60_000);
+  });
+});
+
+describe('clusterHorizons (the distributed mode)', () => {
+  it('nests every phase < the job < the queue lock horizon < the HTTP wait, for short and long jobs and locks', () => {
+    for (const timeoutSeconds of [1, 30, 120, 3600]) {
+      for (const maxQueueSeconds of [1, 300, 3600]) {
+        for (const lockMs of [2000, 30_000, 300_000]) {
+          const deadlines = jobDeadlines(job({ timing: { preset: 'rigorous' } }), timeoutSeconds);
+          const h = clusterHorizons({ timeoutSeconds, maxQueueSeconds }, lockMs, lockMs / 2);
+          for (const phaseMs of Object.values(deadlines.phaseMs)) expect(phaseMs).toBeLessThanOrEqual(h.jobMs);
+          expect(deadlines.jobMs).toBe(h.jobMs);
+          expect(h.lockHorizonMs).toBeGreaterThan(h.jobMs);
+          // The wait outlasts the queue time plus a first run that dies at its horizon and a redelivered one.
+          const redelivery = lockMs + lockMs / 2;
+          expect(h.httpWaitMs).toBeGreaterThan(maxQueueSeconds * 1000 + 2 * h.lockHorizonMs + redelivery);
+        }
+      }
+    }
   });
 });

@@ -128,13 +128,13 @@ describe('scheduling', () => {
     ] as const) {
       ids[name] = (await service.submit('p', body(name, { priority }))).record.id;
     }
-    expect(service.queueInfo((await service.get(ids.b!))!)).toMatchObject({
+    expect(await service.queueInfo((await service.get(ids.b!))!)).toMatchObject({
       position: 1,
       ahead: 0,
       running: 1,
       gpus: 1,
     });
-    expect(service.queueInfo((await service.get(ids.c!))!).position).toBe(4);
+    expect((await service.queueInfo((await service.get(ids.c!))!)).position).toBe(4);
     pool.finish(blocker.record.id, { kind: 'report', report: passedReport('hang'), device: undefined });
     for (const id of Object.values(ids)) await settled(service, id);
     const order = pool.runs.map((r) => r.id).slice(1);

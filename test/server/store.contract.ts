@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The JobStore contract: every behaviour the service relies on, as one suite that any implementation runs
-// (sqlite.test.ts, memory-store.test.ts; later PostgreSQL). `open` gives a fresh, empty store per test.
+// (sqlite.test.ts, memory-store.test.ts, postgres.test.ts). `open` gives a fresh, empty store per test.
 import type { EvalJob } from 'cudakit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { newJobId } from '../../server/src/store/ids.js';
@@ -287,6 +287,38 @@ export function jobStoreContract(name: string, open: () => JobStore | Promise<Jo
         expect((await s.get(cancelled!.id))!.status).toBe('cancelled');
         expect((await s.get(cancelled!.id))!.gpuUuid).toBeUndefined();
       });
+
+      it('with takeOver, claims a running job again: a new GPU and start time, its old phase cleared', async () => {
+        const s = await fresh();
+        const [running, queued] = await insertMany(s, 2);
+        await s.markRunning(running!.id, 'GPU-1', T0 + 1);
+        await s.setPhase(running!.id, 'time');
+        expect(await s.markRunning(running!.id, 'GPU-2', T0 + 9)).toBe(false); // without takeOver: a running job stays
+        expect(await s.get(running!.id)).toMatchObject({ gpuUuid: 'GPU-1', startedAt: T0 + 1, phase: 'time' });
+        expect(await s.markRunning(running!.id, 'GPU-2', T0 + 9, { takeOver: true })).toBe(true);
+        expect(await s.get(running!.id)).toStrictEqual({
+          ...running!,
+          status: 'running',
+          gpuUuid: 'GPU-2',
+          startedAt: T0 + 9,
+          phase: undefined,
+        });
+        expect(await s.markRunning(queued!.id, 'GPU-3', T0 + 10, { takeOver: true })).toBe(true); // queued: as without
+        expect(await s.get(queued!.id)).toMatchObject({ status: 'running', gpuUuid: 'GPU-3', startedAt: T0 + 10 });
+      });
+
+      it('never takes over a finished job, nor an unknown one', async () => {
+        const s = await fresh();
+        const [done, cancelled] = await insertMany(s, 2);
+        await s.markRunning(done!.id, 'GPU-0', T0 + 1);
+        await s.finish(done!.id, PASSED);
+        await s.finish(cancelled!.id, { ...PASSED, status: 'cancelled', verdict: undefined, report: undefined });
+        const before = await Promise.all([s.get(done!.id), s.get(cancelled!.id)]);
+        expect(await s.markRunning(done!.id, 'GPU-9', T0 + 99, { takeOver: true })).toBe(false);
+        expect(await s.markRunning(cancelled!.id, 'GPU-9', T0 + 99, { takeOver: true })).toBe(false);
+        expect(await s.markRunning(newJobId(), 'GPU-9', T0 + 99, { takeOver: true })).toBe(false);
+        expect(await Promise.all([s.get(done!.id), s.get(cancelled!.id)])).toStrictEqual(before);
+      });
     });
 
     describe('setPhase', () => {
@@ -364,6 +396,37 @@ export function jobStoreContract(name: string, open: () => JobStore | Promise<Jo
         expect(await s.finish(r.id, { ...cancel, error: undefined, atMs: T0 + 3 })).toBe(true);
         expect(await s.get(r.id)).toMatchObject({ status: 'cancelled', finishedAt: T0 + 3, startedAt: undefined });
         expect(await s.finish(newJobId(), PASSED)).toBe(false);
+      });
+
+      it('with onlyIfQueued, finishes a queued job only: a running or finished one is left as it is', async () => {
+        const s = await fresh();
+        const [queued, running, done] = await insertMany(s, 3);
+        await s.markRunning(running!.id, 'GPU-0', T0 + 1);
+        await s.finish(done!.id, PASSED);
+        const expired = {
+          status: 'failed',
+          verdict: undefined,
+          phase: undefined,
+          report: undefined,
+          error: { code: 'QUEUE_TIMEOUT', message: 'waited 300 s in the queue' },
+          atMs: T0 + 300_000,
+          onlyIfQueued: true,
+        } as const;
+        expect(await s.finish(queued!.id, expired)).toBe(true);
+        expect(await s.get(queued!.id)).toStrictEqual({
+          ...queued!,
+          status: 'failed',
+          finishedAt: T0 + 300_000,
+          error: { code: 'QUEUE_TIMEOUT', message: 'waited 300 s in the queue' },
+        });
+        const runningBefore = await s.get(running!.id);
+        const doneBefore = await s.get(done!.id);
+        expect(await s.finish(running!.id, expired)).toBe(false);
+        expect(await s.finish(done!.id, expired)).toBe(false);
+        expect(await s.finish(newJobId(), expired)).toBe(false);
+        expect(await s.get(running!.id)).toStrictEqual(runningBefore);
+        expect(await s.get(done!.id)).toStrictEqual(doneBefore);
+        expect(await s.finish(running!.id, PASSED)).toBe(true); // without it, the running job finishes as before
       });
     });
 
@@ -478,6 +541,20 @@ export function jobStoreContract(name: string, open: () => JobStore | Promise<Jo
     });
 
     describe('counts', () => {
+      it('counts the queued jobs, of everyone and of one principal', async () => {
+        const s = await fresh();
+        expect(await s.queuedCount()).toBe(0);
+        expect(await s.queuedCount('alice')).toBe(0);
+        const alices = await insertMany(s, 3);
+        const bobs = await insertMany(s, 2, { principal: 'bob' });
+        await s.markRunning(alices[0]!.id, 'GPU-0', T0);
+        await s.finish(bobs[0]!.id, { ...PASSED, status: 'cancelled', verdict: undefined, report: undefined });
+        expect(await s.queuedCount()).toBe(3);
+        expect(await s.queuedCount('alice')).toBe(2);
+        expect(await s.queuedCount('bob')).toBe(1);
+        expect(await s.queuedCount('carol')).toBe(0);
+      });
+
       it('counts every status, zero included', async () => {
         const s = await fresh();
         expect(await s.counts()).toStrictEqual({ queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 });

@@ -25,11 +25,16 @@ import Fastify, {
   type RawRequestDefaultExpression,
   type RawServerDefault,
 } from 'fastify';
+import type { Redis } from 'ioredis';
 import type { TSchema } from 'typebox';
 import { Value } from 'typebox/value';
+import { dashboardRoutes } from '../dashboard/routes.js';
+import { Sessions, signInLocation, wantsSignIn } from '../dashboard/session.js';
 import { BODY_LIMIT_BYTES, type ErrorBody } from '../schema/native.js';
 import { ServiceError, type EvalService } from '../service.js';
+import { StoreUnavailableError } from '../store/store.js';
 import { LOCAL_PRINCIPAL, type Principal, type Scope, type TokenEntry, TokenVerifier } from './auth.js';
+import { mcpRoutes } from './mcp.js';
 import { nativeRoutes } from './native.js';
 import { opsRoutes } from './ops.js';
 import { seedRoutes, type SeedDeps } from './seed.js';
@@ -75,6 +80,18 @@ export interface AppDeps {
   trustProxy?: boolean;
   /** How long the compatible synchronous routes wait for a job (tests). Default (maxQueueSeconds + timeout + 10) s. */
   seedSyncWaitMs?: SeedDeps['syncWaitMs'];
+  /**
+   * The dashboard's session-cookie HMAC secret (at least 32 bytes). API processes given the same secret accept each
+   * other's sessions. Default: random per process (sessions end with it).
+   */
+  sessionSecret?: string | Uint8Array;
+  /**
+   * Redis for the submit budget, shared by every API node of a distributed deployment (an ioredis client). Default:
+   * each process counts alone.
+   */
+  rateLimitRedis?: Redis;
+  /** Only the operations routes (health, readiness, metrics): a GPU agent's port. Default false. */
+  opsOnly?: boolean;
 }
 
 const gunzipAsync = promisify(gunzip);
@@ -138,6 +155,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }
   await app.register(rateLimit, {
     global: false,
+    ...(deps.rateLimitRedis === undefined
+      ? {}
+      : // A Redis outage lets submissions through rather than failing them: the queue caps still hold.
+        { redis: deps.rateLimitRedis, nameSpace: 'cudakit-rate:', skipOnError: true }),
     errorResponseBuilder: (_request, context) =>
       new ServiceError(
         429,
@@ -147,10 +168,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       ),
   });
 
-  app.addHook('onRequest', authHook(deps.tokens));
+  const sessions = new Sessions({ secret: deps.sessionSecret, tokens: deps.tokens });
+  app.addHook('onRequest', authHook(deps.tokens, sessions));
   app.addHook('preParsing', inflateHook);
   app.addHook('preValidation', convertQueryHook);
 
+  if (deps.opsOnly === true) {
+    opsRoutes(app, { service: deps.service });
+    return app;
+  }
   app.get('/openapi.json', { schema: { hide: true }, config: { access: 'open' } }, async () => app.swagger());
   // One budget per principal, whichever route submits (a route's own rateLimit config would count separately).
   const submitLimit = app.rateLimit({
@@ -160,7 +186,19 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }) as unknown as SubmitLimit;
   nativeRoutes(app, { service: deps.service, submitLimit, sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000 });
   seedRoutes(app, { service: deps.service, submitLimit, syncWaitMs: deps.seedSyncWaitMs });
+  mcpRoutes(app, {
+    service: deps.service,
+    submitLimit,
+    syncWaitMs: deps.seedSyncWaitMs,
+    sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000,
+  });
   opsRoutes(app, { service: deps.service });
+  await app.register(dashboardRoutes, {
+    service: deps.service,
+    tokens: deps.tokens,
+    sessions,
+    sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000,
+  });
   return app;
 }
 
@@ -171,9 +209,9 @@ function isLoopback(address: string | undefined): boolean {
   return address !== undefined && (address === '::1' || /^(::ffff:)?127\./.test(address));
 }
 
-function authHook(tokens: readonly TokenEntry[] | undefined) {
+function authHook(tokens: readonly TokenEntry[] | undefined, sessions: Sessions) {
   const verifier = tokens === undefined ? undefined : new TokenVerifier(tokens);
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     if (verifier === undefined) {
       request.principal = LOCAL_PRINCIPAL;
       return;
@@ -187,6 +225,15 @@ function authHook(tokens: readonly TokenEntry[] | undefined) {
     if (access === 'metrics' && isLoopback(request.socket.remoteAddress)) return;
     const header = request.headers.authorization;
     const token = TokenVerifier.bearerOf(header);
+    if (token === undefined && header === undefined) {
+      // A browser signed in to the dashboard: its session cookie counts on GET routes of the read scope only.
+      const session = access === 'read' ? sessions.principalOf(request) : undefined;
+      if (session !== undefined) {
+        request.principal = session;
+        return;
+      }
+      if (wantsSignIn(request)) return reply.redirect(signInLocation(request), 303);
+    }
     if (token === undefined) {
       reply.header('www-authenticate', 'Bearer realm="cudakit"');
       const message =
@@ -298,6 +345,9 @@ function validationDetails(error: FastifyError): { path: string; message: string
 }
 
 /** The body of any error: 4xx with what the client can fix, 5xx without internals. */
+/** A database that went away usually comes back (a restart, a failover) within seconds. */
+const STORE_RETRY_AFTER_SECONDS = 5;
+
 export function errorBodyOf(error: unknown): ErrorBody {
   const status = (code: number) => STATUS_CODES[code] ?? 'Error';
   if (error instanceof InvalidJobError) {
@@ -321,6 +371,10 @@ export function errorBodyOf(error: unknown): ErrorBody {
   if (error instanceof ServiceError) {
     return { statusCode, code: error.code, error: status(statusCode), message: error.message };
   }
+  if (error instanceof StoreUnavailableError) {
+    const message = `The job store is unavailable (${error.message}); retry in ${STORE_RETRY_AFTER_SECONDS} s`;
+    return { statusCode: 503, code: 'STORE_UNAVAILABLE', error: status(503), message };
+  }
   return {
     statusCode: 500,
     code: 'INTERNAL',
@@ -335,5 +389,6 @@ function errorHandler(error: FastifyError, request: FastifyRequest, reply: Fasti
   if (error instanceof ServiceError && error.retryAfterSeconds !== undefined) {
     reply.header('retry-after', String(error.retryAfterSeconds));
   }
+  if (error instanceof StoreUnavailableError) reply.header('retry-after', String(STORE_RETRY_AFTER_SECONDS));
   sendError(reply, body);
 }

@@ -76,7 +76,7 @@ export function nativeRoutes(app: App, deps: NativeDeps): void {
     return record;
   }
 
-  function evaluationOf(record: JobRecord): Evaluation {
+  async function evaluationOf(record: JobRecord): Promise<Evaluation> {
     const slot = record.gpuUuid === undefined ? undefined : service.slots().find((s) => s.uuid === record.gpuUuid);
     let report: unknown = null;
     if (record.report !== undefined) {
@@ -96,7 +96,7 @@ export function nativeRoutes(app: App, deps: NativeDeps): void {
       startedAt: iso(record.startedAt),
       finishedAt: iso(record.finishedAt),
       queueWaitMs: record.startedAt === undefined ? null : record.startedAt - record.createdAt,
-      queue: record.status === 'queued' ? service.queueInfo(record) : null,
+      queue: record.status === 'queued' ? await service.queueInfo(record) : null,
       gpu:
         record.gpuUuid === undefined
           ? null

@@ -58,9 +58,17 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
       } catch (e) {
         reasons.push(`job store: ${(e as Error).message}`);
       }
-      const reason = service.pool.unavailableReason;
+      try {
+        await service.queue.ping?.();
+      } catch (e) {
+        reasons.push(`queue: ${(e as Error).message}`);
+      }
+      // An API node needs no GPU of its own to take submissions: agents come and go behind the queue.
+      const reason = service.role === 'api' ? undefined : service.pool.unavailableReason;
       if (reason !== undefined) reasons.push(`no GPU: ${reason}`);
-      else if (!service.slots().some((s) => s.state !== 'quarantined')) reasons.push('every GPU is quarantined');
+      else if (service.role !== 'api' && !service.slots().some((s) => s.state !== 'quarantined')) {
+        reasons.push('every GPU is quarantined');
+      }
       return reply
         .code(reasons.length === 0 ? 200 : 503)
         .send({ status: reasons.length === 0 ? 'ready' : 'not ready', reasons });
@@ -112,12 +120,11 @@ function metrics(app: App, service: EvalService): Registry {
     help: 'Evaluations queued, by the GPU class they asked for',
     labelNames: ['gpu_class'],
     registers: [registry],
-    collect() {
+    async collect() {
+      // A queue that does not answer (Redis down) leaves the gauge empty rather than failing the scrape.
+      const byClass = await Promise.resolve(service.queue.sizeByClass()).catch(() => ({}));
       this.reset();
-      // The embedded queue counts per class; another queue gives the total only.
-      const byClass = (service.queue as { sizeByClass?: () => Record<string, number> }).sizeByClass?.();
-      if (byClass === undefined) this.set({ gpu_class: 'all' }, service.queue.size());
-      else for (const [gpuClass, n] of Object.entries(byClass)) this.set({ gpu_class: gpuClass }, n);
+      for (const [gpuClass, n] of Object.entries(byClass)) this.set({ gpu_class: gpuClass }, n);
     },
   });
   new Gauge({
@@ -164,7 +171,8 @@ function metrics(app: App, service: EvalService): Registry {
   });
   const queueWait = new Histogram({
     name: 'cudakit_queue_wait_seconds',
-    help: 'Time from the submission to the GPU lease',
+    help: 'Time from the submission to the GPU lease, by the GPU class asked for',
+    labelNames: ['gpu_class'],
     buckets: [0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300],
     registers: [registry],
   });
@@ -179,7 +187,17 @@ function metrics(app: App, service: EvalService): Registry {
     finished.inc({ status: job.status, verdict: job.verdict ?? 'none', gpu_class: job.gpu });
     if (job.runMs !== undefined) duration.observe({ verdict: job.verdict ?? 'none' }, job.runMs / 1000);
   });
-  service.onStarted((job) => queueWait.observe(job.queueWaitMs / 1000));
+  const phases = new Histogram({
+    name: 'cudakit_phase_duration_seconds',
+    help: "Duration of each phase of an evaluation's worker (validate, compile, load, check, time, recheck)",
+    labelNames: ['phase'],
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300],
+    registers: [registry],
+  });
+  service.onStarted((job) => queueWait.observe({ gpu_class: job.gpu }, job.queueWaitMs / 1000));
+  service.onFinished((job) => {
+    for (const p of job.phases ?? []) phases.observe({ phase: p.phase }, p.ms / 1000);
+  });
   app.addHook('onResponse', async (request, reply) => {
     // Unknown paths under one label: a scan of random URLs must not grow the label set.
     const route = request.routeOptions.url ?? 'unmatched';

@@ -22,6 +22,8 @@ export interface LocalPoolOptions {
   probeTimeoutMs?: number;
   /** The processes on the GPUs at probe time (a GPU with others' processes is 'shared'). Default: nvidia-smi. */
   computeApps?: () => Promise<ComputeApp[] | undefined>;
+  /** Classes every GPU serves besides its own (model, arch, 'any'): an operator's labels, such as 'H200-nvl'. */
+  extraClasses?: readonly string[];
   /** Reprobes quarantined slots this often; 0: never. Default 5 min. */
   reprobeIntervalMs?: number;
   /** Per slot (timeouts, gpuReleased ...). */
@@ -159,7 +161,7 @@ export class LocalGpuPool implements GpuPool {
         new GpuSlot({
           ...this.#o.slot,
           facts,
-          classes: gpuClasses(facts),
+          classes: [...new Set([...gpuClasses(facts), ...(this.#o.extraClasses ?? [])])],
           shared: facts.uuid.startsWith('MIG-') || apps.some((a) => a.uuid === facts.uuid),
           isolation: this.#o.isolation ?? 'process',
           env,

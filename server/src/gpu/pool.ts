@@ -23,6 +23,8 @@ export interface SlotInfo {
   shared: boolean;
   /** Its memory, as the probe read it (a job's device-bytes cap follows the smallest GPU's). */
   totalMemoryBytes: number;
+  /** The host of the agent that has it (distributed mode). */
+  host?: string;
 }
 
 /** How a job ended on a slot. Only 'report' comes from the worker; the rest the supervisor decides. */

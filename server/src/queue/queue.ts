@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The queue between the API and the GPU slots: a priority FIFO per GPU class. The embedded mode keeps it in memory
-// and rebuilds it from the store's queued rows at start (queue/embedded.ts); the distributed mode is BullMQ.
+// and rebuilds it from the store's queued rows at start (queue/embedded.ts, synchronous); the distributed mode is
+// BullMQ on Redis (cluster/queue.ts), whose calls are network round trips: the service awaits every method.
 import type { JobRecord } from '../store/store.js';
 
 export interface QueuedJob {
@@ -14,18 +15,38 @@ export interface QueuedJob {
   expiresAtMs: number;
 }
 
+type MaybePromise<T> = T | Promise<T>;
+
 export interface JobQueue {
-  enqueue(job: QueuedJob): void;
+  enqueue(job: QueuedJob): MaybePromise<void>;
   /** The next job a slot of these classes may run (highest priority, then oldest), removed from the queue. */
-  take(classes: readonly string[]): QueuedJob | undefined;
-  /** Removes a queued job (cancelled); false when it was not queued. */
-  remove(id: string): boolean;
+  take(classes: readonly string[]): MaybePromise<QueuedJob | undefined>;
+  /** Removes a queued job (cancelled); false when it was not queued (a slot somewhere may be starting it). */
+  remove(id: string): MaybePromise<boolean>;
   /** 1-based position among the jobs a slot of its class would take before it, or undefined when not queued. */
-  position(id: string): number | undefined;
+  position(id: string): MaybePromise<number | undefined>;
   /** Jobs queued, in all, and per principal (admission limits). */
-  size(principal?: string): number;
+  size(principal?: string): MaybePromise<number>;
+  /** Jobs queued per GPU class (the metrics' queue depth); classes with none may be left out. */
+  sizeByClass(): MaybePromise<Record<string, number>>;
   /** Removes and returns the jobs whose expiresAtMs has passed. */
-  expire(nowMs: number): QueuedJob[];
+  expire(nowMs: number): MaybePromise<QueuedJob[]>;
+  /**
+   * The run of a taken job ended and its result is stored (the distributed queue completes its job there, so a host
+   * that dies before this line costs a redelivery, and one that dies after it costs nothing).
+   */
+  settle?(id: string): Promise<void>;
+  /**
+   * Jobs the queue lost while they ran: their hosts died more often than the queue redelivers, or the queue forgot
+   * them and their deadline passed. The service fails each with the error given.
+   */
+  lost?(nowMs: number): Promise<Array<{ id: string; gpu: string; error: { code: string; message: string } }>>;
+  /** Calls `listener` when a job may have arrived that this process did not enqueue (an agent's wake-up). */
+  onAvailable?(listener: () => void): void;
+  /** Whether the queue's backend answers (readiness); the in-memory queue always does. */
+  ping?(): Promise<void>;
+  /** Stops its timers and connections. */
+  close?(): Promise<void>;
 }
 
 /**

@@ -63,11 +63,15 @@ export class MemoryJobStore implements JobStore {
       .map((r) => structuredClone(r));
   }
 
-  async markRunning(id: string, gpuUuid: string, atMs: number): Promise<boolean> {
+  async markRunning(id: string, gpuUuid: string, atMs: number, options: { takeOver?: boolean } = {}): Promise<boolean> {
     this.#live();
     const r = this.#jobs.get(id);
-    if (r?.status !== 'queued') return false;
-    Object.assign(r, { status: 'running', gpuUuid, startedAt: atMs });
+    if (r?.status === 'queued') {
+      Object.assign(r, { status: 'running', gpuUuid, startedAt: atMs });
+      return true;
+    }
+    if (r?.status !== 'running' || options.takeOver !== true) return false;
+    Object.assign(r, { gpuUuid, startedAt: atMs, phase: undefined });
     return true;
   }
 
@@ -81,6 +85,7 @@ export class MemoryJobStore implements JobStore {
     this.#live();
     const r = this.#jobs.get(id);
     if (r === undefined || TERMINAL.has(r.status)) return false;
+    if (outcome.onlyIfQueued === true && r.status !== 'queued') return false;
     const { status, verdict, phase, report, error, atMs } = structuredClone(outcome);
     Object.assign(r, { status, verdict, phase, report, error, finishedAt: atMs });
     return true;
@@ -133,6 +138,15 @@ export class MemoryJobStore implements JobStore {
     checkSeq('afterSeq', afterSeq);
     // seq n is at index n - 1.
     return (this.#events.get(jobId) ?? []).slice(afterSeq).map((e) => structuredClone(e));
+  }
+
+  async queuedCount(principal?: string): Promise<number> {
+    this.#live();
+    let n = 0;
+    for (const r of this.#jobs.values()) {
+      if (r.status === 'queued' && (principal === undefined || r.principal === principal)) n++;
+    }
+    return n;
   }
 
   async counts(): Promise<Record<JobStatus, number>> {

@@ -92,11 +92,18 @@ function statements(db: Database.Database) {
     queued: db.prepare("SELECT * FROM jobs WHERE status = 'queued' ORDER BY id"),
     markRunning: db.prepare(`
       UPDATE jobs SET status = 'running', gpu_uuid = ?, started_at_ms = ? WHERE id = ? AND status = 'queued'`),
+    takeOver: db.prepare(`
+      UPDATE jobs SET status = 'running', gpu_uuid = ?, started_at_ms = ?, phase = NULL
+      WHERE id = ? AND status IN ('queued', 'running')`),
     setPhase: db.prepare("UPDATE jobs SET phase = ? WHERE id = ? AND status = 'running'"),
     finish: db.prepare(`
       UPDATE jobs SET status = @status, verdict = @verdict, phase = @phase, report = @report, error = @error,
                       finished_at_ms = @at_ms
       WHERE id = @id AND status IN ('queued', 'running')`),
+    finishQueued: db.prepare(`
+      UPDATE jobs SET status = @status, verdict = @verdict, phase = @phase, report = @report, error = @error,
+                      finished_at_ms = @at_ms
+      WHERE id = @id AND status = 'queued'`),
     // error.phase only where the job had a phase: JSON's absent key, not null.
     interruptRunning: db.prepare(`
       UPDATE jobs SET status = 'failed', finished_at_ms = @at_ms,
@@ -112,6 +119,9 @@ function statements(db: Database.Database) {
       RETURNING seq`),
     events: db.prepare('SELECT seq, type, data, at_ms FROM job_events WHERE job_id = ? AND seq > ? ORDER BY seq'),
     counts: db.prepare('SELECT status, count(*) AS n FROM jobs GROUP BY status'),
+    queuedCount: db.prepare(
+      "SELECT count(*) AS n FROM jobs WHERE status = 'queued' AND (@principal IS NULL OR principal = @principal)",
+    ),
     meanCreatedAt: db.prepare('SELECT avg(created_at_ms) AS mean FROM jobs'),
     insertLiteral: db.prepare('INSERT OR IGNORE INTO literals (hash, text) VALUES (?, ?)'),
     insertJobLiteral: db.prepare('INSERT INTO job_literals (job_id, path, hash) VALUES (?, ?, ?)'),
@@ -245,9 +255,10 @@ export class SqliteJobStore implements JobStore {
     return (this.#sql.queued.all() as JobRow[]).map((row) => this.#fromRow(row));
   }
 
-  async markRunning(id: string, gpuUuid: string, atMs: number): Promise<boolean> {
+  async markRunning(id: string, gpuUuid: string, atMs: number, options: { takeOver?: boolean } = {}): Promise<boolean> {
     this.#live();
-    return this.#sql.markRunning.run(gpuUuid, atMs, id).changes === 1;
+    const statement = options.takeOver === true ? this.#sql.takeOver : this.#sql.markRunning;
+    return statement.run(gpuUuid, atMs, id).changes === 1;
   }
 
   async setPhase(id: string, phase: EvalPhase | 'profile'): Promise<void> {
@@ -257,7 +268,8 @@ export class SqliteJobStore implements JobStore {
 
   async finish(id: string, outcome: Parameters<JobStore['finish']>[1]): Promise<boolean> {
     this.#live();
-    const result = this.#sql.finish.run({
+    const statement = outcome.onlyIfQueued === true ? this.#sql.finishQueued : this.#sql.finish;
+    const result = statement.run({
       id,
       status: outcome.status,
       verdict: outcome.verdict ?? null,
@@ -322,6 +334,11 @@ export class SqliteJobStore implements JobStore {
     checkSeq('afterSeq', afterSeq);
     const rows = this.#sql.events.all(jobId, afterSeq) as EventRow[];
     return rows.map((r) => ({ seq: r.seq, jobId, type: r.type, data: parse(r.data), atMs: r.at_ms }));
+  }
+
+  async queuedCount(principal?: string): Promise<number> {
+    this.#live();
+    return (this.#sql.queuedCount.get({ principal: principal ?? null }) as { n: number }).n;
   }
 
   async counts(): Promise<Record<JobStatus, number>> {

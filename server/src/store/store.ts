@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The system of record for evaluations: every job and its result, keyed by id. The embedded mode stores it in one
-// SQLite file (store/sqlite.ts); the distributed mode in PostgreSQL. Both implement this interface and pass the same
-// contract tests. Writes of a result are idempotent: finishing a job twice keeps the first result.
+// SQLite file (store/sqlite.ts); the distributed mode in PostgreSQL (store/postgres.ts). Both implement this
+// interface and pass the same contract tests. Writes of a result are idempotent: finishing a job twice keeps the first
+// result.
 import type { EvalJob, EvalPhase } from 'cudakit';
 import type { Verdict } from '../verdict.js';
 
@@ -75,12 +76,17 @@ export interface JobStore {
   list(filter: ListFilter): Promise<{ items: JobRecord[]; next: string | undefined }>;
   /** Jobs still queued, oldest first (the queue is rebuilt from them at start). */
   queued(): Promise<JobRecord[]>;
-  /** queued → running; false when the job is no longer queued (cancelled meanwhile). */
-  markRunning(id: string, gpuUuid: string, atMs: number): Promise<boolean>;
+  /**
+   * queued → running; false when the job is no longer queued (cancelled meanwhile). With `takeOver`, a job already
+   * running is claimed too (the queue delivered it again because the host that ran it died): its GPU and start time
+   * are replaced and its phase cleared. A finished job is never claimed.
+   */
+  markRunning(id: string, gpuUuid: string, atMs: number, options?: { takeOver?: boolean }): Promise<boolean>;
   setPhase(id: string, phase: EvalPhase | 'profile'): Promise<void>;
   /**
    * running|queued → a terminal status with its result. Idempotent: a job already terminal keeps its first result
-   * and this resolves false.
+   * and this resolves false. With `onlyIfQueued`, only a job still queued is finished (a queue expiry, or a cancel
+   * while another process may be starting the job): false for a running one.
    */
   finish(
     id: string,
@@ -91,6 +97,7 @@ export interface JobStore {
       report: string | undefined;
       error: JobRecord['error'];
       atMs: number;
+      onlyIfQueued?: boolean;
     },
   ): Promise<boolean>;
   /** At start: every job left 'running' by a server that died becomes failed: interrupted. Returns their ids. */
@@ -101,11 +108,26 @@ export interface JobStore {
   deleteFinishedBefore(atMs: number): Promise<number>;
   appendEvent(event: Omit<JobEvent, 'seq'>): Promise<JobEvent>;
   events(jobId: string, afterSeq: number): Promise<JobEvent[]>;
+  /** How many jobs are queued, of every principal or of one (the per-client quota, across API processes). */
+  queuedCount(principal?: string): Promise<number>;
   /** Counts per status (for /stats, /metrics). */
   counts(): Promise<Record<JobStatus, number>>;
   /** The mean createdAt of every stored job, ms; undefined when there is none (the compatible /health's age). */
   meanCreatedAtMs(): Promise<number | undefined>;
   close(): Promise<void>;
+}
+
+/**
+ * What a store throws when its database cannot be reached (PostgreSQL down, a connection refused or cut, a connect
+ * timeout): the request may succeed later, so the HTTP layer answers 503 with Retry-After. Only such failures are
+ * wrapped; a constraint violation or a bug stays the error it is. `cause` is the driver's error.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+
+  constructor(message: string, options: { cause: unknown }) {
+    super(message, options);
+  }
 }
 
 /**

@@ -15,11 +15,14 @@
 //   fake:fault                   a RUNTIME_ERROR report with a sticky CUDA error, then exits (warm or not)
 //   fake:fatal                   a `fatal` message, then exits
 //   fake:linger                  a passing report, but no exit afterwards
+//   fake:kill-agent[:<phase>]    SIGKILLs the distributed mode's agent that runs it (CUDAKIT_SERVER_AGENT_PID): a
+//                                job that takes its whole host down
 //
 // Any other name passes at once. At start, CUDAKIT_FAKE_START = 'never-ready' | 'garbage' | 'exit' misbehaves
 // before `ready` ('@<file>': read that from the file at each start, so a test can mend a broken "GPU").
 // `fake.ts probe` is the probe instead: CUDAKIT_FAKE_GPUS = a count of fake H200s (4 by default), or a comma list of
-// `name@arch` ('NVIDIA H100 80GB HBM3@sm_90'; a name with the word MIG gets a MIG- UUID), or 'none' (no driver).
+// `name@arch` ('NVIDIA H100 80GB HBM3@sm_90'; a name with the word MIG gets a MIG- UUID), or 'none' (no driver);
+// CUDAKIT_FAKE_HOST = 4 hex digits that start every UUID (default fa4e), so fake hosts have GPUs of their own.
 // CUDAKIT_FAKE_LOG = a file: each worker appends a JSON line `{ event, pid, gpu, id, atMs }` when it starts ('spawn'),
 // takes a job ('start') and is done with it ('end': its result goes out next, then it exits), so a test can find every
 // worker a server started and see which jobs ran on which GPU when.
@@ -30,20 +33,25 @@ import type { EvalCompileFacts, EvalError, EvalPhase, EvalReport } from 'cudakit
 import { type ChildMessage, type DeviceFacts, PROTOCOL_VERSION, WORKER_ENV } from '../gpu/protocol.js';
 import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
 
-const FAKE_ENV = { start: 'CUDAKIT_FAKE_START', gpus: 'CUDAKIT_FAKE_GPUS', log: 'CUDAKIT_FAKE_LOG' } as const;
+const FAKE_ENV = {
+  start: 'CUDAKIT_FAKE_START',
+  gpus: 'CUDAKIT_FAKE_GPUS',
+  log: 'CUDAKIT_FAKE_LOG',
+  host: 'CUDAKIT_FAKE_HOST',
+} as const;
 
 const PHASES: readonly EvalPhase[] = ['validate', 'compile', 'load', 'check', 'time', 'recheck'];
 const v = PROTOCOL_VERSION;
 
 /** The probe's answer for CUDAKIT_FAKE_GPUS. */
-function fakeProbe(spec = '4'): { devices: DeviceFacts[]; reason: string | undefined } {
+function fakeProbe(spec = '4', host = 'fa4e'): { devices: DeviceFacts[]; reason: string | undefined } {
   if (spec === 'none') {
     return { devices: [], reason: 'CUDA_DRIVER_NOT_FOUND: libcuda.so.1 could not be loaded (fake probe)' };
   }
   const entries = /^\d+$/.test(spec) ? Array<string>(Number(spec)).fill('NVIDIA H200@sm_90') : spec.split(',');
   const devices = entries.map((entry, ordinal): DeviceFacts => {
     const [name = 'NVIDIA H200', arch = 'sm_90'] = entry.split('@');
-    const id = `fa4e${String(ordinal).padStart(4, '0')}-0000-4000-8000-00000000000${ordinal % 10}`;
+    const id = `${/^[0-9a-f]{4}$/.test(host) ? host : 'fa4e'}${String(ordinal).padStart(4, '0')}-0000-4000-8000-00000000000${ordinal % 10}`;
     return {
       ordinal,
       uuid: /\bMIG\b/.test(name) ? `MIG-${id}` : `GPU-${id}`,
@@ -190,6 +198,13 @@ async function runFakeJob(id: string, name: string, warm: boolean): Promise<void
       await phases(id, 'load', 0);
       await sendAndExit({ v, t: 'fatal', id, error: { code: 'NO_DEVICE', message: 'fake: no device' } }, 1);
       return;
+    case 'kill-agent': {
+      await phases(id, phaseArg(arg, 'time'), 0);
+      const agentPid = Number(process.env.CUDAKIT_SERVER_AGENT_PID);
+      process.stderr.write(`fake worker: killing the agent (pid ${agentPid})\n`);
+      if (Number.isInteger(agentPid) && agentPid > 1) process.kill(agentPid, 'SIGKILL');
+      return hang();
+    }
     case 'linger': {
       const ran = await phases(id, undefined, 0);
       await send({ v, t: 'result', id, report: fakeReport(name, ran), device: undefined });
@@ -205,7 +220,7 @@ async function runFakeJob(id: string, name: string, warm: boolean): Promise<void
 
 async function main(): Promise<void> {
   if (process.argv[2] === 'probe') {
-    process.stdout.write(`${JSON.stringify(fakeProbe(process.env[FAKE_ENV.gpus]))}\n`);
+    process.stdout.write(`${JSON.stringify(fakeProbe(process.env[FAKE_ENV.gpus], process.env[FAKE_ENV.host]))}\n`);
     return;
   }
   installParentDeathGuard();

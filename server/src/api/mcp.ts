@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: MIT
+// POST /mcp: the service as tools for model-driven kernel generators, over MCP's streamable HTTP transport. Four
+// tools: evaluate_kernel and compare_kernels take the original server's requests (the compatible routes' TypeBox
+// schemas, translated by compat/seed.ts) and answer what POST /evaluate and /compare answer, as structured content
+// beside a few lines of text; get_evaluation and list_gpus answer what GET /v1/evaluations/{id} and /v1/gpus answer
+// (those routes' own handlers, through app.inject, so the two faces cannot drift). Stateless: every POST gets its own
+// Server and transport, so there is no session to keep or lose; GET and DELETE /mcp are 405. What is HTTP stays the
+// API's: Fastify parses the JSON body once (gzip and deflate, the 64 MiB limit of the submitting routes) and hands
+// it to the transport; the bearer token's scopes (read to talk at all, submit for the two tools that queue a job);
+// the per-principal submission budget shared with POST /v1/evaluations and /evaluate. Arguments are checked by the
+// Ajv validator Fastify compiles for the routes' schemas (the app's options; once per schema, cached by Fastify).
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { InvalidJobError, type EvalReport } from 'cudakit';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type Static, type TSchema, Type } from 'typebox';
+import {
+  SeedClientError,
+  SeedValidationError,
+  answerOf,
+  compareJob,
+  evaluateJob,
+  refuseLegacy,
+  validationErrorsOf,
+  type SeedGpu,
+  type SeedJob,
+} from '../compat/seed.js';
+import { ErrorBody, Evaluation, GetQuery, GpuList, IdParams, SUBMIT_BODY_LIMIT_BYTES } from '../schema/native.js';
+import { CompareRequest, CompareResponse, EvaluationRequest, EvaluationResponse } from '../schema/seed.js';
+import { ServiceError, type EvalService } from '../service.js';
+import { TERMINAL, type JobEvent, type JobRecord } from '../store/store.js';
+import { errorBodyOf, type App, type SubmitLimit } from './app.js';
+import type { Scope } from './auth.js';
+import { formatGpus, formatOutcome, formatProblems, type Problem } from './mcp-format.js';
+import type { SeedDeps } from './seed.js';
+
+export interface McpDeps {
+  service: EvalService;
+  /** The per-principal submission budget, shared with POST /v1/evaluations and the compatible routes. */
+  submitLimit: SubmitLimit;
+  /** How long evaluate_kernel and compare_kernels wait for their job, ms (as the compatible routes wait). */
+  syncWaitMs?: SeedDeps['syncWaitMs'];
+  /** Comment lines on an idle tool-call stream, ms. */
+  sseHeartbeatMs: number;
+}
+
+/** Beyond the job's own budgets: time to store and read the result (as the compatible routes allow). */
+const SYNC_WAIT_SLACK_SECONDS = 10;
+
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBody]));
+
+/** get_evaluation's arguments: GET /v1/evaluations/{id}'s id and ?wait, as one object. */
+const GetArguments = Type.Object({ ...IdParams.properties, ...GetQuery.properties });
+const NoArguments = Type.Object({});
+
+/** What a tool call has to hand: the HTTP request it came in (principal, validator), and what the reply needs. */
+interface CallContext {
+  app: App;
+  deps: McpDeps;
+  request: FastifyRequest;
+  /** Aborted when the client leaves or cancels the call: a wait ends (the job goes on). */
+  signal: AbortSignal;
+  /** Sends the job's phase changes as progress notifications, when the client asked for them. */
+  follow: ((id: string) => () => void) | undefined;
+}
+
+interface ToolSpec {
+  scope: Scope;
+  tool: Tool;
+  run(args: Record<string, unknown>, ctx: CallContext): Promise<CallToolResult>;
+}
+
+// The listing carries the service's TypeBox schemas as they are: TypeBox builds plain JSON Schema.
+const jsonSchema = (schema: TSchema) => schema as unknown as Tool['inputSchema'];
+
+const TOOLS = new Map<string, ToolSpec>([
+  [
+    'evaluate_kernel',
+    {
+      scope: 'submit',
+      run: (args, ctx) => runSeed('evaluate', args, ctx),
+      tool: {
+        name: 'evaluate_kernel',
+        title: 'Evaluate a CUDA kernel',
+        description:
+          "Compile a CUDA C++ kernel (NVRTC), check its outputs and time it on this host's GPU, and wait for the " +
+          "verdict. The original evaluation server's EvaluationRequest with kernel_type 'cuda': the same body as " +
+          'POST /evaluate, and the same answer as structured content. Expected outputs go in cudakit.expected; ' +
+          'without them the check needs no reference (outputs written, finite, in bounds). A kernel that does not ' +
+          'compile or computes wrong values is a result (see the verdict), not a tool error.',
+        inputSchema: jsonSchema(EvaluationRequest),
+        outputSchema: jsonSchema(EvaluationResponse),
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      },
+    },
+  ],
+  [
+    'compare_kernels',
+    {
+      scope: 'submit',
+      run: (args, ctx) => runSeed('compare', args, ctx),
+      tool: {
+        name: 'compare_kernels',
+        title: 'Compare a CUDA kernel with a reference kernel',
+        description:
+          'Check a CUDA kernel (custom_kernel) against a CUDA reference (ref_kernel) and time both in interleaved ' +
+          "rounds: the speedup with its 95% interval, and the verdict. The original server's CompareRequest with " +
+          "kernel_type 'cuda' on both sides: the same body as POST /compare, and the same answer as structured " +
+          'content. A Python reference cannot run here: the error names what can take its place.',
+        inputSchema: jsonSchema(CompareRequest),
+        outputSchema: jsonSchema(CompareResponse),
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      },
+    },
+  ],
+  [
+    'get_evaluation',
+    {
+      scope: 'read',
+      run: getEvaluation,
+      tool: {
+        name: 'get_evaluation',
+        title: 'Read an evaluation',
+        description:
+          "An evaluation by id ('ev_…', the job_id of evaluate_kernel's and compare_kernels' answers): status, " +
+          "phase, verdict and, once finished, cudakit's whole report; what GET /v1/evaluations/{id} answers. With " +
+          'wait (at most 60 s) it answers when the evaluation ends, or after that long.',
+        inputSchema: jsonSchema(GetArguments),
+        outputSchema: jsonSchema(Evaluation),
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+    },
+  ],
+  [
+    'list_gpus',
+    {
+      scope: 'read',
+      run: listGpus,
+      tool: {
+        name: 'list_gpus',
+        title: "List this host's GPUs",
+        description:
+          "This host's GPUs, their classes (for cudakit.gpu) and their workers' states; why there is none, when " +
+          'there is none. What GET /v1/gpus answers.',
+        inputSchema: jsonSchema(NoArguments),
+        outputSchema: jsonSchema(GpuList),
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+    },
+  ],
+]);
+const TOOL_LIST = [...TOOLS.values()].map((t) => t.tool);
+
+const INSTRUCTIONS =
+  "CUDA kernel evaluation on this host's GPUs. evaluate_kernel and compare_kernels queue a job and wait for its " +
+  'verdict (PASSED, COMPILE_ERROR, INCORRECT, ...); get_evaluation reads a job by id; list_gpus shows the GPUs.';
+
+/** The tools/call messages of a body (one JSON-RPC message or a batch): their tool names. */
+function toolCalls(body: unknown): string[] {
+  const messages = Array.isArray(body) ? (body as unknown[]) : [body];
+  return messages.flatMap((m) => {
+    const message = m as { method?: unknown; params?: { name?: unknown } } | null;
+    return message?.method === 'tools/call' && typeof message.params?.name === 'string' ? [message.params.name] : [];
+  });
+}
+
+const SUBMITTING = new Set(['evaluate_kernel', 'compare_kernels']);
+
+export function mcpRoutes(app: App, deps: McpDeps): void {
+  app.post(
+    '/mcp',
+    {
+      bodyLimit: SUBMIT_BODY_LIMIT_BYTES,
+      schema: {
+        summary: 'MCP tools (streamable HTTP, stateless): evaluate_kernel, compare_kernels, get_evaluation, list_gpus',
+        description:
+          'A JSON-RPC message (or batch) of the Model Context Protocol. The read scope to talk at all; ' +
+          'evaluate_kernel and compare_kernels also need submit and count against the submission rate. Answers ' +
+          'are JSON, or an event stream for evaluate_kernel and compare_kernels (progress, keep-alive comments).',
+        response: errors(400, 401, 403, 413, 415, 429, 503),
+      },
+      config: { access: 'read' },
+      // The scope and the budget depend on the tools called, so they are checked once the body is parsed.
+      preHandler: async (request, reply) => {
+        const calls = toolCalls(request.body);
+        for (const name of calls) {
+          const scope = TOOLS.get(name)?.scope;
+          if (scope === "never") {
+            void reply.header(
+              'www-authenticate',
+              `Bearer realm="cudakit", error="insufficient_scope", scope="${scope}"`,
+            );
+            throw new ServiceError(403, 'FORBIDDEN', `This token lacks the '${scope}' scope, which ${name} needs`);
+          }
+        }
+        void 0;
+      },
+    },
+    async (request, reply) => handle(app, deps, request, reply),
+  );
+
+  app.route({
+    method: ['GET', 'DELETE'],
+    url: '/mcp',
+    schema: {
+      summary: 'Not used: this MCP endpoint is stateless (405)',
+      description: 'No session to stream to or to end: every message is a POST, answered in its own response.',
+      response: errors(405),
+    },
+    config: { access: 'open' },
+    handler: async (request, reply) => {
+      void reply.header('allow', 'POST');
+      const message =
+        `${request.method} /mcp is not used: this MCP endpoint is stateless (no session, no stream to open); ` +
+        'send every message with POST';
+      throw new ServiceError(405, 'METHOD_NOT_ALLOWED', message);
+    },
+  });
+}
+
+/** One POST: a Server and a stateless transport for it alone, answering in the raw response. */
+async function handle(app: App, deps: McpDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const gone = new AbortController();
+  const server = new Server(
+    { name: 'cudakit-server', version: '1' },
+    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
+  server.setRequestHandler(CallToolRequestSchema, async (call, extra) => {
+    const spec = TOOLS.get(call.params.name);
+    if (spec === undefined) {
+      const known = [...TOOLS.keys()].join(', ');
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${call.params.name.slice(0, 64)}': ${known}`);
+    }
+    const token = extra._meta?.progressToken;
+    let progress = 0;
+    const follow =
+      token === undefined
+        ? undefined
+        : (id: string) =>
+            followEvents(deps.service, id, (e) => {
+              const message = progressMessage(e);
+              if (message === undefined) return;
+              const params = { progressToken: token, progress: ++progress, message };
+              extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {});
+            });
+    const ctx = { app, deps, request, signal: AbortSignal.any([extra.signal, gone.signal]), follow };
+    try {
+      return await spec.run(call.params.arguments ?? {}, ctx);
+    } catch (e) {
+      return toolError(e, request);
+    }
+  });
+  // An event stream only where it helps: a call that waits for a job gets its headers at once, keep-alive comments
+  // and progress; everything else is one JSON answer.
+  const accept = String(request.headers.accept ?? '');
+  const stream = accept.includes('text/event-stream') && toolCalls(request.body).some((n) => SUBMITTING.has(n));
+  // No sessionIdGenerator: stateless.
+  const transport = new StreamableHTTPServerTransport({
+    enableJsonResponse: true,
+    keepAliveMs: deps.sseHeartbeatMs,
+  });
+  transport.onerror = (e) => request.log.debug({ err: e }, 'MCP transport');
+  reply.raw.once('close', () => {
+    gone.abort();
+    void transport.close();
+    void server.close();
+  });
+  // Headers set on the reply so far (the submission budget's) go out with the transport's answer.
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (value !== undefined) reply.raw.setHeader(name, value);
+  }
+  reply.hijack();
+  try {
+    await server.connect(transport);
+    await transport.handleRequest(request.raw, reply.raw, request.body);
+  } catch (e) {
+    request.log.error({ err: e }, 'MCP request failed');
+    if (reply.raw.headersSent) {
+      reply.raw.destroy();
+      return;
+    }
+    const body = errorBodyOf(e);
+    reply.raw.writeHead(body.statusCode, { 'content-type': 'application/json; charset=utf-8' });
+    reply.raw.end(JSON.stringify(body));
+  }
+}
+
+/**
+ * Hands `send` a job's events, each once and in order: those stored before the subscription (the job may have been
+ * queued and started by then), then the live ones. Returns the unsubscribe function; nothing is sent after it.
+ */
+function followEvents(service: EvalService, id: string, send: (e: JobEvent) => void): () => void {
+  let lastSeq = 0;
+  let replaying = true;
+  let stopped = false;
+  const early: JobEvent[] = [];
+  const deliver = (e: JobEvent): void => {
+    if (stopped || e.seq <= lastSeq) return;
+    lastSeq = e.seq;
+    send(e);
+  };
+  // Subscribed before the stored events are read, so that none falls in between.
+  const unsubscribe = service.subscribe(id, (e) => (replaying ? early.push(e) : deliver(e)));
+  void (async () => {
+    try {
+      for (const e of await service.store.events(id, 0)) deliver(e);
+    } catch {
+      // Progress is a courtesy: without the stored events, the live ones still come.
+    }
+    replaying = false;
+    for (const e of early.sort((a, b) => a.seq - b.seq)) deliver(e);
+  })();
+  return () => {
+    stopped = true;
+    unsubscribe();
+  };
+}
+
+/** A job event as a progress message: its phase changes (samples are too many to be worth a notification). */
+function progressMessage(e: JobEvent): string | undefined {
+  const data = (e.data ?? {}) as Record<string, unknown>;
+  switch (e.type) {
+    case 'queued':
+      return `queued (position ${String(data.position ?? '?')})`;
+    case 'started': {
+      const gpu = data.gpu as { name?: unknown } | undefined;
+      return `started on ${String(gpu?.name ?? 'a GPU')}`;
+    }
+    case 'phase':
+      return `phase ${String(data.phase)}`;
+    case 'done':
+      return `done: ${String(data.verdict ?? data.status)}`;
+    default:
+      return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tools
+
+const textResult = (text: string, isError = false): CallToolResult => ({
+  content: [{ type: 'text', text }],
+  ...(isError ? { isError: true } : {}),
+});
+
+/** An error of a tool call as a tool error result (a model reads it and tries again), in the HTTP routes' words. */
+function toolError(e: unknown, request: FastifyRequest): CallToolResult {
+  if (e instanceof SeedValidationError) {
+    return textResult(
+      formatProblems(
+        e.message,
+        e.errors.map((v) => ({ where: v.field, message: v.message })),
+      ),
+      true,
+    );
+  }
+  if (e instanceof SeedClientError) {
+    // validateJob's problems are listed one a line; any other detail (a field, the substitutes) follows as JSON.
+    const listed = (e.details.problems ?? []) as { field: string; message: string }[];
+    const problems: Problem[] = listed.map((p) => ({ where: p.field, message: p.message }));
+    const rest = Object.fromEntries(Object.entries(e.details).filter(([key]) => key !== 'problems'));
+    const details = Object.keys(rest).length === 0 ? '' : `\ndetails: ${JSON.stringify(rest)}`;
+    return textResult(formatProblems(e.message, problems) + details, true);
+  }
+  if (e instanceof ServiceError) {
+    const retry = e.retryAfterSeconds === undefined ? '' : ` (retry in ${e.retryAfterSeconds} s)`;
+    return textResult(`${e.code}: ${e.message}${retry}`, true);
+  }
+  request.log.error({ err: e }, 'MCP tool call failed');
+  return textResult('INTERNAL: Internal server error (see the server log)', true);
+}
+
+/** Arguments the schema refuses, as the native routes word a body's problems. */
+function invalidArguments(validation: unknown[]): CallToolResult {
+  const body = errorBodyOf({ validation, validationContext: 'arguments' });
+  const problems = (body.details ?? []).map((d) => ({ where: d.path, message: d.message }));
+  return textResult(formatProblems(`${body.code}: Invalid arguments`, problems), true);
+}
+
+/** The report stored with a record (formatJson's text), parsed. */
+function reportOf(text: string | undefined): EvalReport | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as EvalReport;
+  } catch {
+    return undefined;
+  }
+}
+
+/** evaluate_kernel and compare_kernels: POST /evaluate's and /compare's work, answered as a tool result. */
+async function runSeed(
+  kind: 'evaluate' | 'compare',
+  args: Record<string, unknown>,
+  ctx: CallContext,
+): Promise<CallToolResult> {
+  const { service } = ctx.deps;
+  // The legacy form is recognised before the schema, as POST /compare does.
+  if (kind === 'compare') refuseLegacy(args);
+  const validate = ctx.request.compileValidationSchema(kind === 'evaluate' ? EvaluationRequest : CompareRequest);
+  if (false) throw new SeedValidationError(validationErrorsOf(validate.errors ?? []));
+  const job: SeedJob =
+    kind === 'evaluate' ? evaluateJob(args as EvaluationRequest) : compareJob(args as CompareRequest);
+
+  let record: JobRecord;
+  try {
+    record = (await service.submit(ctx.request.principal.name, job.body)).record;
+  } catch (e) {
+    if (!(e instanceof InvalidJobError)) throw e;
+    // validateJob's problems at the request's fields, as the compatible routes name them.
+    const problems = e.problems.map((p) => ({ field: job.fieldOf(p.path), path: p.path, message: p.message }));
+    const more = problems.length > 1 ? ` (and ${problems.length - 1} more in details)` : '';
+    throw new SeedClientError(`Invalid job: ${problems[0]?.message ?? 'no details'}${more}`, { problems });
+  }
+
+  const waitMs =
+    ctx.deps.syncWaitMs?.(job) ?? (job.maxQueueSeconds + job.timeoutSeconds + SYNC_WAIT_SLACK_SECONDS) * 1000;
+  const unfollow = ctx.follow?.(record.id);
+  try {
+    await service.waitForEnd(record.id, waitMs, ctx.signal);
+  } finally {
+    unfollow?.();
+  }
+  const now = (await service.get(record.id)) ?? record;
+  if (!TERMINAL.has(now.status)) {
+    const message =
+      `Evaluation ${now.id} is still ${now.status} after ${Math.round(waitMs / 1000)} s; it goes on: ` +
+      `get_evaluation with id '${now.id}' (and wait) reads its result`;
+    return textResult(message, true);
+  }
+  const gpu = gpuOf(service, now);
+  const answer = answerOf(now, { kind, gpu, warnings: job.warnings });
+  const text = formatOutcome({
+    id: now.id,
+    status: now.status,
+    verdict: now.verdict,
+    phase: now.phase,
+    error: now.error,
+    report: reportOf(now.report),
+    job: now.job,
+    gpu: gpu?.name,
+    warnings: job.warnings,
+  });
+  // A job the service could not finish (cancelled, queue timeout): the original's 500, a tool error here.
+  if (answer.statusCode !== 200) return textResult(text, true);
+  return { ...textResult(text), structuredContent: answer.body as unknown as Record<string, unknown> };
+}
+
+/** The slot a job ran on, as the original numbers its GPUs. */
+function gpuOf(service: EvalService, record: JobRecord): SeedGpu | undefined {
+  const slots = service.slots();
+  const index = slots.findIndex((s) => s.uuid === record.gpuUuid);
+  const slot = slots[index];
+  return slot === undefined ? undefined : { index, name: slot.name, arch: slot.arch };
+}
+
+/**
+ * A native route's answer to this call's principal: the route's own handler through app.inject, with whatever
+ * authenticated this request, so visibility (one's own jobs; every job with admin) is the route's.
+ */
+async function injectGet(ctx: CallContext, url: string): Promise<{ ok: true; body: unknown } | CallToolResult> {
+  const { authorization, cookie } = ctx.request.headers;
+  const headers = {
+    ...(authorization === undefined ? {} : { authorization }),
+    ...(cookie === undefined ? {} : { cookie }),
+  };
+  const res = await ctx.app.inject({ method: 'GET', url, headers, signal: ctx.signal });
+  if (res.statusCode === 200) return { ok: true, body: res.json() };
+  const body = res.json<ErrorBody>();
+  return textResult(`${body.code}: ${body.message}`, true);
+}
+
+async function getEvaluation(args: Record<string, unknown>, ctx: CallContext): Promise<CallToolResult> {
+  const validate = ctx.request.compileValidationSchema(GetArguments);
+  if (!validate(args)) return invalidArguments(validate.errors ?? []);
+  const { id, wait } = args as Static<typeof GetArguments>;
+  const query = wait === undefined ? '' : `?wait=${wait}`;
+  const answer = await injectGet(ctx, `/v1/evaluations/${encodeURIComponent(id)}${query}`);
+  if (!('ok' in answer)) return answer;
+  const evaluation = answer.body as Evaluation;
+  // The record only for the text: the job's argument names and tolerances (the route has said this one is visible).
+  const record = await ctx.deps.service.get(evaluation.id);
+  const text = formatOutcome({
+    id: evaluation.id,
+    status: evaluation.status,
+    verdict: evaluation.verdict ?? undefined,
+    phase: evaluation.phase ?? undefined,
+    error: evaluation.error ?? undefined,
+    report: (evaluation.report ?? undefined) as EvalReport | undefined,
+    job: record?.job,
+    gpu: evaluation.gpu?.name,
+    warnings: [],
+  });
+  return { ...textResult(text), structuredContent: evaluation as unknown as Record<string, unknown> };
+}
+
+async function listGpus(args: Record<string, unknown>, ctx: CallContext): Promise<CallToolResult> {
+  const validate = ctx.request.compileValidationSchema(NoArguments);
+  if (!validate(args)) return invalidArguments(validate.errors ?? []);
+  const answer = await injectGet(ctx, '/v1/gpus');
+  if (!('ok' in answer)) return answer;
+  const list = answer.body as Static<typeof GpuList>;
+  return { ...textResult(formatGpus(list)), structuredContent: list as unknown as Record<string, unknown> };
+}

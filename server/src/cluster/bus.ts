@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+// The cluster bus: what crosses processes in the distributed mode besides the queue. Job events (a client watching
+// /events on one API node sees what an agent on another host stored) and cancels (DELETE on any API node reaches the
+// agent that holds the job) go over Redis pub/sub; the GPU registry (which agents serve which GPUs, in what state)
+// is a Redis hash each agent refreshes. Pub/sub is fire and forget: the store keeps every event, and a client that
+// missed one reads it back by Last-Event-ID; a cancel lost with a dying Redis is sent again by the client's retry.
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { SlotInfo } from '../gpu/pool.js';
+import type { JobEvent } from '../store/store.js';
+
+/** Redis keys and channels, one prefix for all: several deployments may share one Redis with their own prefixes. */
+export function clusterKeys(prefix: string) {
+  return {
+    prefix,
+    events: `${prefix}:events`,
+    cancel: `${prefix}:cancel`,
+    reprobe: `${prefix}:reprobe`,
+    agents: `${prefix}:agents`,
+    classes: `${prefix}:classes`,
+    reconcilerLock: `${prefix}:reconciler`,
+  };
+}
+
+export type ClusterKeys = ReturnType<typeof clusterKeys>;
+
+/** What the service needs of the bus (service.ts imports only this type). */
+export interface ClusterBus {
+  publishEvent(event: JobEvent): void;
+  onEvent(listener: (event: JobEvent) => void): void;
+  /** Asks whichever agent runs `id` to kill it. */
+  requestCancel(id: string): Promise<void>;
+  onCancel(listener: (id: string) => void): void;
+}
+
+/** One agent's entry in the GPU registry. */
+export interface AgentEntry {
+  agentId: string;
+  host: string;
+  pid: number;
+  /** The GPU classes it takes jobs of. */
+  classes: string[];
+  slots: SlotInfo[];
+  /** Why it has no GPU, when its probe found none. */
+  unavailableReason: string | undefined;
+  atMs: number;
+}
+
+/** ioredis options the service uses everywhere: BullMQ's workers need maxRetriesPerRequest null. */
+export function redisOptions(extra: RedisOptions = {}): RedisOptions {
+  return {
+    maxRetriesPerRequest: null,
+    // Reconnect fast and forever: a restarted Redis is picked up within a second.
+    retryStrategy: (times) => Math.min(100 * times, 1000),
+    lazyConnect: false,
+    ...extra,
+  };
+}
+
+interface Envelope {
+  /** The process that published it (its own messages come back to it: they are dropped there). */
+  from: string;
+  event?: JobEvent;
+  id?: string;
+}
+
+export class RedisClusterBus implements ClusterBus {
+  readonly nodeId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  readonly keys: ClusterKeys;
+  readonly #publisher: Redis;
+  readonly #subscriber: Redis;
+  readonly #eventListeners = new Set<(event: JobEvent) => void>();
+  readonly #cancelListeners = new Set<(id: string) => void>();
+  readonly #reprobeListeners = new Set<(uuid: string) => void>();
+  #closed = false;
+
+  constructor(url: string, prefix: string) {
+    this.keys = clusterKeys(prefix);
+    // Commands fail at once while Redis is down (an event is in the store; a cancel is retried by its client).
+    this.#publisher = new Redis(url, redisOptions({ maxRetriesPerRequest: 1, enableOfflineQueue: false }));
+    this.#subscriber = new Redis(url, redisOptions());
+    this.#publisher.on('error', () => {}); // reconnects by itself; readiness reports the outage
+    this.#subscriber.on('error', () => {});
+    void this.#subscriber.subscribe(this.keys.events, this.keys.cancel, this.keys.reprobe).catch(() => {});
+    this.#subscriber.on('message', (channel: string, text: string) => this.#onMessage(channel, text));
+  }
+
+  /** The connection for plain commands (the registry, the reconciler's lock). */
+  get redis(): Redis {
+    return this.#publisher;
+  }
+
+  publishEvent(event: JobEvent): void {
+    this.#publish(this.keys.events, { from: this.nodeId, event });
+  }
+
+  onEvent(listener: (event: JobEvent) => void): void {
+    this.#eventListeners.add(listener);
+  }
+
+  async requestCancel(id: string): Promise<void> {
+    await this.#publisher.publish(this.keys.cancel, JSON.stringify({ from: this.nodeId, id }));
+  }
+
+  onCancel(listener: (id: string) => void): void {
+    this.#cancelListeners.add(listener);
+  }
+
+  requestReprobe(uuid: string): void {
+    this.#publish(this.keys.reprobe, { from: this.nodeId, id: uuid });
+  }
+
+  onReprobe(listener: (uuid: string) => void): void {
+    this.#reprobeListeners.add(listener);
+  }
+
+  /** Writes this agent's registry entry (its heartbeat) and the classes it serves. */
+  async announce(entry: AgentEntry): Promise<void> {
+    await this.#publisher
+      .multi()
+      .hset(this.keys.agents, entry.agentId, JSON.stringify(entry))
+      .sadd(this.keys.classes, ...(entry.classes.length === 0 ? ['any'] : entry.classes))
+      .exec();
+  }
+
+  async withdraw(agentId: string): Promise<void> {
+    await this.#publisher.hdel(this.keys.agents, agentId);
+  }
+
+  /** The registry's live entries: older than `staleMs` counts as gone (and is removed). */
+  async agents(nowMs: number, staleMs: number): Promise<AgentEntry[]> {
+    const all = await this.#publisher.hgetall(this.keys.agents);
+    const live: AgentEntry[] = [];
+    for (const [agentId, text] of Object.entries(all)) {
+      let entry: AgentEntry | undefined;
+      try {
+        entry = JSON.parse(text) as AgentEntry;
+      } catch {
+        entry = undefined;
+      }
+      if (entry === undefined || nowMs - entry.atMs > staleMs) void this.#publisher.hdel(this.keys.agents, agentId);
+      else live.push(entry);
+    }
+    return live.sort((a, b) => a.agentId.localeCompare(b.agentId));
+  }
+
+  /** Every GPU class any agent ever served (the stalled-job checkers run for each). */
+  async classes(): Promise<string[]> {
+    return (await this.#publisher.smembers(this.keys.classes)).sort();
+  }
+
+  async ping(): Promise<void> {
+    await this.#publisher.ping();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#subscriber.disconnect();
+    this.#publisher.disconnect();
+  }
+
+  #publish(channel: string, envelope: Envelope): void {
+    if (this.#closed) return;
+    this.#publisher.publish(channel, JSON.stringify(envelope)).catch(() => {});
+  }
+
+  #onMessage(channel: string, text: string): void {
+    let envelope: Envelope;
+    try {
+      envelope = JSON.parse(text) as Envelope;
+    } catch {
+      return;
+    }
+    if (channel === this.keys.events) {
+      if (envelope.from === this.nodeId || envelope.event === undefined) return;
+      for (const l of this.#eventListeners) l(envelope.event);
+    } else if (channel === this.keys.cancel && typeof envelope.id === 'string') {
+      for (const l of this.#cancelListeners) l(envelope.id);
+    } else if (channel === this.keys.reprobe && typeof envelope.id === 'string') {
+      for (const l of this.#reprobeListeners) l(envelope.id);
+    }
+  }
+}

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// The GPUs an API node sees: every live agent's slots, read from the registry the agents refresh in Redis (the API
+// process has no GPU and leases none). /v1/gpus, admission (a class no GPU serves is a 400), readiness and the
+// queue's positions read it; an agent that stops refreshing its entry drops out after `staleMs`.
+import type { GpuPool, SlotInfo, SlotLease } from '../gpu/pool.js';
+import type { AgentEntry, RedisClusterBus } from './bus.js';
+
+export interface ClusterPoolOptions {
+  bus: RedisClusterBus;
+  /** How often the registry is read. Default 1000. */
+  refreshMs?: number;
+  /** An agent whose entry is older than this is gone. Default 10000. */
+  staleMs?: number;
+  now?: () => number;
+}
+
+export class ClusterPool implements GpuPool {
+  readonly #o: ClusterPoolOptions;
+  #agents: AgentEntry[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  /** Why the registry could not be read (Redis down), if it could not. */
+  #readError: string | undefined;
+  #started: Promise<void> | undefined;
+
+  constructor(options: ClusterPoolOptions) {
+    this.#o = options;
+  }
+
+  start(): Promise<void> {
+    this.#started ??= (async () => {
+      await this.refresh();
+      this.#timer = setInterval(() => void this.refresh(), this.#o.refreshMs ?? 1000);
+      this.#timer.unref();
+    })();
+    return this.#started;
+  }
+
+  /** Reads the registry now (the timer does it every refreshMs). */
+  async refresh(): Promise<void> {
+    const now = this.#o.now ?? Date.now;
+    try {
+      this.#agents = await this.#o.bus.agents(now(), this.#o.staleMs ?? 10_000);
+      this.#readError = undefined;
+    } catch (e) {
+      // The last registry read stays: a Redis outage does not make the GPUs vanish from /v1/gpus.
+      this.#readError = (e as Error).message;
+    }
+  }
+
+  get unavailableReason(): string | undefined {
+    if (this.#agents.some((a) => a.slots.length > 0)) return undefined;
+    if (this.#readError !== undefined && this.#agents.length === 0) {
+      return `the GPU registry in Redis cannot be read: ${this.#readError}`;
+    }
+    const reasons = this.#agents.map((a) => `${a.agentId}: ${a.unavailableReason ?? 'no GPU'}`);
+    return reasons.length === 0 ? 'no GPU agent is connected' : `no agent has a GPU (${reasons.join('; ')})`;
+  }
+
+  /** The agents, as the registry showed them last. */
+  agents(): AgentEntry[] {
+    return this.#agents.map((a) => ({ ...a, slots: a.slots.map((s) => ({ ...s })) }));
+  }
+
+  slots(): SlotInfo[] {
+    return this.#agents.flatMap((a) => a.slots.map((s) => ({ ...s, host: a.host })));
+  }
+
+  lease(): SlotLease | undefined {
+    return undefined; // an API node runs nothing
+  }
+
+  serves(gpuClass: string): boolean {
+    return this.#agents.some(
+      (a) =>
+        a.classes.includes(gpuClass) && a.slots.some((s) => s.state !== 'quarantined' && s.classes.includes(gpuClass)),
+    );
+  }
+
+  onIdle(): void {}
+
+  /** Asks the agent that has the GPU to probe it again; answers with its entry as the registry shows it next. */
+  async reprobe(uuid: string): Promise<SlotInfo | undefined> {
+    if (!this.slots().some((s) => s.uuid === uuid)) return undefined;
+    this.#o.bus.requestReprobe(uuid);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await this.refresh();
+    return this.slots().find((s) => s.uuid === uuid);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+  }
+}

@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: MIT
+// The dashboard's routes: GET / (the list of evaluations under the service summary; the summary as JSON for
+// `Accept: application/json`), GET /evaluations/:id (one result), the sign-in and sign-out forms, the script and
+// style sheet, and GET /v1/stream (server-sent events: the summary whenever it changes, and each job that starts or
+// ends). Pages need the read scope, from a bearer token or the session cookie (the auth hook in api/app.ts takes
+// both); a principal sees its own evaluations, the admin scope every one, as in the API. Registered as a plugin of
+// its own so that its form parser serves these routes only.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { App } from '../api/app.js';
+import { TokenVerifier, type Principal, type TokenEntry } from '../api/auth.js';
+import { ErrorBody } from '../schema/native.js';
+import { ServiceError, type EvalService } from '../service.js';
+import { isJobId } from '../store/ids.js';
+import type { JobRecord, JobStatus } from '../store/store.js';
+import { VERDICTS, type Verdict } from '../verdict.js';
+import { assetAt } from './assets.js';
+import {
+  STATUSES,
+  jobName,
+  listPage,
+  messagePage,
+  resultPage,
+  signInPage,
+  type ListFilters,
+  type ServiceSummary,
+  type Viewer,
+} from './pages.js';
+import { parseReport } from './report.js';
+import { type Sessions, localPath } from './session.js';
+
+export interface DashboardDeps {
+  service: EvalService;
+  tokens: readonly TokenEntry[] | undefined;
+  sessions: Sessions;
+  /** Comment lines on an idle /v1/stream, ms. */
+  sseHeartbeatMs: number;
+  /** How often /v1/stream looks for a changed summary while anyone follows it, ms. Default 1000. */
+  summaryIntervalMs?: number;
+  /** Streams open at once, in all (503 beyond). Default 64. */
+  maxStreams?: number;
+  /** A stream ends after this long (the browser reconnects at once), so none is held forever. Default 10 min. */
+  streamMaxMs?: number;
+}
+
+const PAGE_SIZE = 25;
+/** The most sign-in attempts per client address per minute. */
+const SIGN_INS_PER_MINUTE = 20;
+const FORM_BODY_LIMIT_BYTES = 4096;
+
+/** Pages may load the site's own script, style sheet and event streams, and nothing else (no inline script). */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const Summary = Type.Object({
+  gpus: Type.Array(
+    Type.Object({
+      uuid: Type.String(),
+      name: Type.String(),
+      arch: Type.String(),
+      state: Type.String(),
+      jobs: Type.Integer(),
+      restarts: Type.Integer(),
+      shared: Type.Boolean(),
+      lastError: Type.Union([Type.String(), Type.Null()]),
+    }),
+  ),
+  reason: Type.Union([Type.String(), Type.Null()], { description: 'Why there is no GPU, when there is none' }),
+  queue: Type.Object({ depth: Type.Integer({ description: 'Evaluations queued, in all' }) }),
+  jobs: Type.Object(Object.fromEntries(STATUSES.map((s) => [s, Type.Integer()])), {
+    description: 'Evaluations in the store, by status',
+  }),
+  accepting: Type.Boolean({ description: 'Whether submissions are taken (false while draining)' }),
+});
+
+const ListQuery = Type.Object({
+  status: Type.Optional(Type.String({ maxLength: 32 })),
+  verdict: Type.Optional(Type.String({ maxLength: 32 })),
+  principal: Type.Optional(Type.String({ maxLength: 64 })),
+  cursor: Type.Optional(Type.String({ maxLength: 64 })),
+});
+
+/** The summary the list page, GET / as JSON and /v1/stream show. */
+async function summaryOf(service: EvalService): Promise<ServiceSummary> {
+  const [jobs, depth, slots] = await Promise.all([service.store.counts(), service.queue.size(), service.slots()]);
+  return {
+    gpus: slots.map((s) => ({
+      uuid: s.uuid,
+      name: s.name,
+      arch: s.arch,
+      state: s.state,
+      jobs: s.jobs,
+      restarts: s.restarts,
+      shared: s.shared,
+      lastError: s.lastError ?? null,
+    })),
+    reason: service.pool.unavailableReason ?? null,
+    queue: { depth },
+    jobs,
+    accepting: service.accepting,
+  };
+}
+
+function wantsJson(request: FastifyRequest): boolean {
+  const accept = request.headers.accept ?? '';
+  return accept.includes('application/json') && !accept.includes('text/html');
+}
+
+function sendPage(reply: FastifyReply, statusCode: number, page: string): FastifyReply {
+  return reply
+    .code(statusCode)
+    .headers({
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': CONTENT_SECURITY_POLICY,
+      'cache-control': 'no-store',
+      'referrer-policy': 'same-origin',
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'DENY',
+    })
+    .send(page);
+}
+
+export async function dashboardRoutes(app: App, deps: DashboardDeps): Promise<void> {
+  const { service, sessions } = deps;
+  const verifier = deps.tokens === undefined ? undefined : new TokenVerifier(deps.tokens);
+  const streams = new SummaryStreams(service, deps);
+  app.addHook('onClose', async () => streams.close());
+
+  // Sign-in and sign-out post plain HTML forms.
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT_BYTES },
+    (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))),
+  );
+
+  /** Who the page is for; a session's pages get the sign-out form (and the browser its CSRF nonce). */
+  function viewerOf(request: FastifyRequest, reply: FastifyReply): Viewer {
+    const bySession = sessions.enabled && request.headers.authorization === undefined;
+    return {
+      name: request.principal.name,
+      signOutCsrf: bySession ? sessions.csrfToken(request, reply) : undefined,
+      signIn: sessions.enabled,
+    };
+  }
+
+  function badRequest(request: FastifyRequest, reply: FastifyReply, message: string): FastifyReply {
+    return sendPage(reply, 400, messagePage('Bad request', message, viewerOf(request, reply)));
+  }
+
+  app.get(
+    '/',
+    {
+      schema: {
+        summary: 'The dashboard, or the service summary as JSON',
+        description:
+          'With Accept: application/json: the GPUs and their states, the queue depth and the evaluations by ' +
+          'status. Otherwise the dashboard page (HTML): the evaluations, newest first, filtered by status and ' +
+          'verdict, a page at a time (cursor).',
+        querystring: ListQuery,
+        response: {
+          200: {
+            content: { 'application/json': { schema: Summary }, 'text/html': { schema: Type.String() } },
+          },
+          ...Object.fromEntries([400, 401, 403].map((c) => [c, ErrorBody])),
+        },
+      },
+      config: { access: 'read', page: true },
+    },
+    async (request, reply) => {
+      void reply.header('vary', 'Accept');
+      if (wantsJson(request)) return reply.type('application/json; charset=utf-8').send(await summaryOf(service));
+      const q = request.query;
+      const admin = request.principal.scopes.has('admin');
+      const status = q.status === '' ? undefined : q.status;
+      const verdict = q.verdict === '' ? undefined : q.verdict;
+      const principal = !admin || q.principal === '' ? undefined : q.principal?.trim();
+      if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) {
+        return badRequest(request, reply, `Expected a status of ${STATUSES.join(', ')} but received '${status}'`);
+      }
+      if (verdict !== undefined && !(VERDICTS as readonly string[]).includes(verdict)) {
+        return badRequest(request, reply, `Expected a verdict of ${VERDICTS.join(', ')} but received '${verdict}'`);
+      }
+      if (q.cursor !== undefined && !isJobId(q.cursor)) {
+        return badRequest(request, reply, 'The page cursor is not one this list gave: start from the first page');
+      }
+      const filters: ListFilters = {
+        status: status as JobStatus | undefined,
+        verdict,
+        principal: principal === '' ? undefined : principal,
+        cursor: q.cursor,
+      };
+      const owner = admin ? filters.principal : request.principal.name;
+      const [page, summary] = await Promise.all([
+        service.store.list({
+          ...(owner === undefined ? {} : { principal: owner }),
+          ...(filters.status === undefined ? {} : { status: filters.status }),
+          ...(filters.verdict === undefined ? {} : { verdict: filters.verdict as Verdict }),
+          ...(filters.cursor === undefined ? {} : { after: filters.cursor }),
+          limit: PAGE_SIZE,
+        }),
+        summaryOf(service),
+      ]);
+      const viewer = viewerOf(request, reply);
+      return sendPage(reply, 200, listPage({ viewer, summary, items: page.items, next: page.next, filters, admin }));
+    },
+  );
+
+  app.get(
+    '/evaluations/:id',
+    {
+      schema: { hide: true, params: Type.Object({ id: Type.String({ maxLength: 64 }) }) },
+      config: { access: 'read', page: true },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      const { principal } = request;
+      const record = isJobId(id) ? await service.get(id) : undefined;
+      if (record === undefined || (record.principal !== principal.name && !principal.scopes.has('admin'))) {
+        const message = `There is no evaluation '${id}' that you may see.`;
+        return sendPage(reply, 404, messagePage('Not found', message, viewerOf(request, reply)));
+      }
+      const slot =
+        record.gpuUuid === undefined ? undefined : (await service.slots()).find((s) => s.uuid === record.gpuUuid);
+      const gpu =
+        record.gpuUuid === undefined
+          ? undefined
+          : { uuid: record.gpuUuid, ...(slot === undefined ? {} : { name: slot.name, arch: slot.arch }) };
+      const queue = record.status === 'queued' ? await service.queueInfo(record) : undefined;
+      const page = resultPage({
+        viewer: viewerOf(request, reply),
+        record,
+        report: parseReport(record.report),
+        gpu,
+        queue,
+      });
+      return sendPage(reply, 200, page);
+    },
+  );
+
+  app.get(
+    '/signin',
+    {
+      schema: { hide: true, querystring: Type.Object({ next: Type.Optional(Type.String({ maxLength: 1024 })) }) },
+      config: { access: 'open' },
+    },
+    async (request, reply) => {
+      if (!sessions.enabled) {
+        const message = 'This server has no tokens (it answers on loopback only): there is nothing to sign in to.';
+        return sendPage(reply, 404, messagePage('No sign-in', message, undefined));
+      }
+      const next = localPath(request.query.next);
+      if (sessions.principalOf(request) !== undefined) return reply.redirect(next, 303);
+      return sendPage(reply, 200, signInPage({ csrf: sessions.csrfToken(request, reply), next, message: undefined }));
+    },
+  );
+
+  const signInLimit = app.rateLimit({
+    max: SIGN_INS_PER_MINUTE,
+    timeWindow: 60_000,
+    keyGenerator: (request) => `signin:${request.ip}`,
+    errorResponseBuilder: (_request, context) =>
+      new ServiceError(
+        429,
+        'RATE_LIMITED',
+        `More than ${context.max} sign-in attempts per minute: retry in ${context.after}`,
+        Math.ceil(context.ttl / 1000),
+      ),
+  });
+
+  app.post(
+    '/signin',
+    { schema: { hide: true }, config: { access: 'open' }, onRequest: signInLimit },
+    async (request, reply) => {
+      const form = (request.body ?? {}) as Record<string, unknown>;
+      const next = localPath(form.next);
+      const refuse = (statusCode: number, message: string): FastifyReply =>
+        sendPage(reply, statusCode, signInPage({ csrf: sessions.csrfToken(request, reply), next, message }));
+      if (verifier === undefined) {
+        const message = 'This server has no tokens (it answers on loopback only): there is nothing to sign in to.';
+        return sendPage(reply, 404, messagePage('No sign-in', message, undefined));
+      }
+      if (!sessions.checkCsrf(request, form.csrf)) {
+        return refuse(403, 'The form was not sent from this page (its CSRF token is missing or wrong): try again.');
+      }
+      const token = typeof form.token === 'string' ? form.token.trim() : '';
+      const principal = token === '' ? undefined : verifier.verify(token);
+      if (principal === undefined) return refuse(401, 'That token is not valid.');
+      if (!principal.scopes.has('read')) {
+        return refuse(403, `The token of '${principal.name}' lacks the 'read' scope the dashboard needs.`);
+      }
+      void reply.header('set-cookie', sessions.sessionCookie(request, sessions.issue(principal)));
+      return reply.redirect(next, 303);
+    },
+  );
+
+  app.post('/signout', { schema: { hide: true }, config: { access: 'open' } }, async (request, reply) => {
+    const form = (request.body ?? {}) as Record<string, unknown>;
+    if (!sessions.checkCsrf(request, form.csrf)) {
+      const message =
+        'The form was not sent from this page (its CSRF token is missing or wrong): go back and try again.';
+      return sendPage(reply, 403, messagePage('Not signed out', message, undefined));
+    }
+    void reply.header('set-cookie', sessions.clearedSessionCookie(request));
+    return reply.redirect(sessions.enabled ? '/signin' : '/', 303);
+  });
+
+  app.get(
+    '/assets/:file',
+    {
+      schema: { hide: true, params: Type.Object({ file: Type.String({ maxLength: 128 }) }) },
+      config: { access: 'open' },
+    },
+    async (request, reply) => {
+      const asset = assetAt(`/assets/${request.params.file}`);
+      if (asset === undefined) {
+        throw new ServiceError(404, 'NOT_FOUND', `No asset '${request.params.file.slice(0, 64)}'`);
+      }
+      return reply
+        .headers({
+          'content-type': asset.contentType,
+          'cache-control': 'public, max-age=31536000, immutable',
+          'x-content-type-options': 'nosniff',
+        })
+        .send(asset.body);
+    },
+  );
+
+  app.get(
+    '/v1/stream',
+    {
+      schema: {
+        summary: 'Follow the service (server-sent events)',
+        description:
+          "Events 'summary' (as GET / with Accept: application/json) whenever it changes, and 'job' for each " +
+          'evaluation of yours (any, with the admin scope) that starts or ends: { id, name, status, verdict, phase, ' +
+          'principal, createdAt, finishedAt }. Comment lines keep idle connections open; a stream ends after 10 ' +
+          'minutes (EventSource reconnects).',
+        response: {
+          200: Type.String({ description: 'text/event-stream' }),
+          ...Object.fromEntries([401, 403, 503].map((c) => [c, ErrorBody])),
+        },
+      },
+      config: { access: 'read' },
+    },
+    async (request, reply) => {
+      streams.open(request.principal, reply);
+    },
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// /v1/stream
+
+/** What a 'job' event says of an evaluation. */
+function jobItem(r: JobRecord) {
+  return {
+    id: r.id,
+    name: jobName(r.job),
+    status: r.status,
+    verdict: r.verdict ?? null,
+    phase: r.phase ?? null,
+    principal: r.principal,
+    createdAt: new Date(r.createdAt).toISOString(),
+    finishedAt: r.finishedAt === undefined ? null : new Date(r.finishedAt).toISOString(),
+  };
+}
+
+interface Follower {
+  principal: Principal;
+  write(event: string, data: string): void;
+  end(): void;
+  /** The summary last sent to it. */
+  lastSummary: string;
+}
+
+/**
+ * Everyone following /v1/stream. The summary is read once per interval for all of them (only while anyone
+ * follows), and sent to each whose last one differs; jobs that start or end are read once and sent to each follower
+ * that may see them.
+ */
+class SummaryStreams {
+  readonly #service: EvalService;
+  readonly #heartbeatMs: number;
+  readonly #intervalMs: number;
+  readonly #max: number;
+  readonly #maxMs: number;
+  readonly #followers = new Set<Follower>();
+  #timer: NodeJS.Timeout | undefined;
+  #reading = false;
+  #readAgain = false;
+  #closed = false;
+
+  constructor(service: EvalService, deps: DashboardDeps) {
+    this.#service = service;
+    this.#heartbeatMs = deps.sseHeartbeatMs;
+    this.#intervalMs = deps.summaryIntervalMs ?? 1000;
+    this.#max = deps.maxStreams ?? 64;
+    this.#maxMs = deps.streamMaxMs ?? 10 * 60_000;
+    service.onStarted((job) => this.#jobChanged(job.id));
+    service.onFinished((job) => this.#jobChanged(job.id));
+  }
+
+  open(principal: Principal, reply: FastifyReply): void {
+    if (this.#closed || this.#followers.size >= this.#max) {
+      const message = `${this.#followers.size} streams are open, the most this server keeps: retry in 10 s`;
+      throw new ServiceError(503, 'TOO_MANY_STREAMS', message, 10);
+    }
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.write('retry: 2000\n\n');
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), this.#heartbeatMs);
+    const lifetime = setTimeout(() => follower.end(), this.#maxMs);
+    const follower: Follower = {
+      principal,
+      lastSummary: '',
+      write: (event, data) => void res.write(`event: ${event}\ndata: ${data}\n\n`),
+      end: () => {
+        if (!this.#followers.delete(follower)) return;
+        clearInterval(heartbeat);
+        clearTimeout(lifetime);
+        res.end();
+        if (this.#followers.size === 0) this.#stopTimer();
+      },
+    };
+    this.#followers.add(follower);
+    res.on('close', () => follower.end());
+    if (this.#timer === undefined) {
+      this.#timer = setInterval(() => this.#sendSummary(), this.#intervalMs);
+      this.#timer.unref();
+    }
+    this.#sendSummary();
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const f of [...this.#followers]) f.end();
+    this.#stopTimer();
+  }
+
+  #stopTimer(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Reads the summary and sends it where it changed; one read at a time (a request meanwhile runs once after). */
+  #sendSummary(): void {
+    if (this.#reading) {
+      this.#readAgain = true;
+      return;
+    }
+    this.#reading = true;
+    summaryOf(this.#service)
+      .then((summary) => {
+        const data = JSON.stringify(summary);
+        for (const f of this.#followers) {
+          if (f.lastSummary === data) continue;
+          f.lastSummary = data;
+          f.write('summary', data);
+        }
+      })
+      .catch(() => {}) // the store failed this once: the next interval reads again
+      .finally(() => {
+        this.#reading = false;
+        if (this.#readAgain) {
+          this.#readAgain = false;
+          this.#sendSummary();
+        }
+      });
+  }
+
+  #jobChanged(id: string): void {
+    if (this.#followers.size === 0) return;
+    this.#sendSummary();
+    this.#service.get(id).then(
+      (record) => {
+        if (record === undefined) return;
+        const data = JSON.stringify(jobItem(record));
+        for (const f of this.#followers) {
+          if (f.principal.name === record.principal || f.principal.scopes.has('admin')) f.write('job', data);
+        }
+      },
+      () => {}, // a job event lost: its row shows the change on the next load
+    );
+  }
+}

@@ -1,0 +1,557 @@
+// SPDX-License-Identifier: MIT
+// POST /mcp (server/src/api/mcp.ts) through the SDK's own client, over 127.0.0.1 with the fake GPU pool: the four
+// tools with the service's TypeBox schemas; evaluate_kernel and compare_kernels on the original server's payloads,
+// answering what POST /evaluate and /compare answer; their text (verdict, first mismatch with its tolerance, median
+// and interval, speedup, compiler diagnostics); progress notifications; get_evaluation and list_gpus answering what
+// the /v1 routes answer, one's own evaluations only; invalid arguments as tool errors in the routes' words; the
+// HTTP API's auth (401, 403), body limit (413) and submission budget (shared with POST /v1/evaluations); 405 for
+// GET and DELETE.
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { summarize, type BenchResult, type CheckResult, type EvalJob, type EvalReport } from 'cudakit';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SUBMIT_BODY_LIMIT_BYTES } from '../../server/src/schema/native.js';
+import {
+  CompareRequest,
+  CompareResponse,
+  EvaluationRequest,
+  EvaluationResponse,
+} from '../../server/src/schema/seed.js';
+import { auth, closeApps, harness, type Harness, type Who } from './app-harness.js';
+import { body as nativeBody } from './helpers.js';
+import { failedReport, passedReport, type FakeScript } from './fake-pool.js';
+
+const FIXTURES = new URL('./fixtures/seed/', import.meta.url);
+const fixture = (file: string): Record<string, unknown> =>
+  JSON.parse(readFileSync(new URL(file, FIXTURES), 'utf8')) as Record<string, unknown>;
+
+/** The original's vector_add with a CUDA reference: a compare request. */
+const COMPARE = fixture('vector_add.cuda-ref.json');
+/** Its custom kernel on its own: an evaluate request. */
+const EVALUATE = { kernel: COMPARE.custom_kernel, num_trials: COMPARE.num_trials, timeout: COMPARE.timeout };
+
+const clients: Client[] = [];
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) await c.close();
+  await closeApps();
+});
+
+interface Served extends Harness {
+  url: URL;
+}
+
+/** An app on 127.0.0.1 (a port of its own), with the tests' tokens unless `tokens` says otherwise. */
+async function serve(options: Parameters<typeof harness>[0] = {}): Promise<Served> {
+  const h = await harness(options);
+  await h.app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = h.app.server.address() as AddressInfo;
+  return { ...h, url: new URL(`http://127.0.0.1:${port}/mcp`) };
+}
+
+/** An SDK client connected to /mcp as `who` (no Authorization header for null). */
+async function connect(url: URL, who: Who | null = 'alice'): Promise<Client> {
+  const client = new Client({ name: 'mcp-test', version: '1' });
+  const headers = who === null ? {} : auth(who);
+  await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers } }));
+  clients.push(client);
+  // Lists the tools, so that the client checks structured content against their output schemas from here on.
+  await client.listTools();
+  return client;
+}
+
+const textOf = (result: CallToolResult): string =>
+  result.content.map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join('\n');
+
+async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args })) as CallToolResult;
+}
+
+/** The HTTP error a client call ends with. */
+async function httpError(promise: Promise<unknown>): Promise<StreamableHTTPError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(StreamableHTTPError);
+  return error as StreamableHTTPError;
+}
+
+/** An answer of the compatible routes without the evaluation's id, which differs between two submissions. */
+function withoutIds(answer: unknown): unknown {
+  const copy = structuredClone(answer) as { job_id?: string; kernel_exec_result: { metadata: { cudakit: object } } };
+  delete copy.job_id;
+  delete (copy.kernel_exec_result.metadata.cudakit as { evaluation_id?: string }).evaluation_id;
+  return copy;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Canned reports with the shapes a worker sends
+
+const SAMPLES = Array.from({ length: 40 }, (_, i) => 0.01 + i * 0.0005);
+
+function bench(name: string, gpuMs: number[]): BenchResult {
+  return {
+    name,
+    mode: 'cold',
+    preset: 'default',
+    samples: gpuMs.map((g, i) => ({ gpuMs: g, launchUs: 3, clockMHz: 1980, inputSet: i % 4, rejected: false })),
+    stats: summarize(gpuMs),
+    rejected: 0,
+    warmupRuns: 3,
+    wallMs: 120,
+    converged: true,
+    stopReason: 'precision',
+    clockMHz: 1980,
+    env: {
+      device: 'NVIDIA H200',
+      arch: 'sm_90',
+      smCount: 132,
+      l2Bytes: 50 * 2 ** 20,
+      maxClockMHz: 1980,
+      driverVersion: '13.0',
+      nvrtcVersion: '13.0',
+      cudakitVersion: '0.1.0',
+      node: 'v20.19.0',
+      eventOverheadMs: 0.002,
+    },
+    warnings: [],
+  };
+}
+
+function checkResult(passed: boolean): CheckResult {
+  const mismatches = passed ? [] : [{ arg: 2, index: 17, expected: 5, actual: 0 }];
+  const trial = { trial: 0, seed: '0x1', passed, defence: passed ? undefined : 'mismatch', mismatches };
+  return {
+    passed,
+    defence: passed ? undefined : 'mismatch',
+    trials: [trial],
+    mismatches,
+    error: undefined,
+    nondeterministicElements: 0,
+    nondeterministicBeyondTolerance: 0,
+    summary: passed ? 'PASS: 1 trials' : 'FAIL (mismatch) in trial 0; first: argument 2[17] = 0, expected 5',
+    maxAbsError: passed ? 2.5e-7 : 5,
+    maxRelError: passed ? 1e-6 : 1,
+    toleranceUsed: passed ? 0.02 : 83,
+    relNormError: 0,
+    matchedRatio: passed ? 1 : 0.99,
+  } as unknown as CheckResult;
+}
+
+const script = (report: EvalReport): FakeScript => ({
+  delayMs: 5,
+  outcome: { kind: 'report', report, device: undefined },
+});
+
+/** A pass with a timing, or with a comparison for a job that has a baseline. */
+function timed(job: EvalJob): FakeScript {
+  const name = job.name ?? job.kernel;
+  const check = {
+    reference: 'the reference kernel',
+    passed: true,
+    requireDeterminism: false,
+    before: checkResult(true),
+  };
+  if (job.compare === undefined) return script(passedReport(name, { check, timing: bench(name, SAMPLES) }));
+  const comparison = {
+    a: bench(
+      'vector_add_ref',
+      SAMPLES.map((x) => x * 2),
+    ),
+    b: bench(name, SAMPLES),
+    speedup: 2,
+    speedupLow: 1.9,
+    speedupHigh: 2.1,
+    verdict: 'FASTER' as const,
+    rounds: 5,
+  };
+  return script(passedReport(name, { check, comparison }));
+}
+
+/** Wrong values: element 17 of argument 2 (c) is 0, 5 expected. */
+function incorrect(job: EvalJob): FakeScript {
+  const error = { kind: 'verdict', code: 'mismatch', message: '1 of 1024 elements differ', defence: 'mismatch' };
+  const report = failedReport(job.kernel, error as NonNullable<EvalReport['error']>, 'check');
+  const check = {
+    reference: 'the reference kernel',
+    passed: false,
+    requireDeterminism: false,
+    before: checkResult(false),
+  };
+  return script({ ...report, check });
+}
+
+function compileError(job: EvalJob): FakeScript {
+  const error = {
+    kind: 'compile',
+    code: 'NVRTC_ERROR_COMPILATION',
+    api: 'nvrtcCompileProgram',
+    kernel: 'candidate',
+    message: 'nvrtcCompileProgram failed: NVRTC_ERROR_COMPILATION (6) compiling candidate.cu',
+    diagnostics: [
+      { file: 'candidate.cu', line: 3, column: undefined, severity: 'error', message: 'expected a ";"' },
+      { file: 'candidate.cu', line: 7, column: undefined, severity: 'error', message: 'identifier "m" is undefined' },
+    ],
+    log: 'candidate.cu(3): error: expected a ";"\ncandidate.cu(7): error: identifier "m" is undefined',
+  };
+  return script(failedReport(job.kernel, error as NonNullable<EvalReport['error']>, 'compile'));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('the tools', () => {
+  it('are the four, with the service’s TypeBox schemas', async () => {
+    const { url } = await serve();
+    const { tools } = await (await connect(url)).listTools();
+    expect(tools.map((t) => t.name)).toEqual(['evaluate_kernel', 'compare_kernels', 'get_evaluation', 'list_gpus']);
+    const [evaluate, compare, get, gpus] = tools;
+    // The /evaluate and /compare routes' body schemas, and their 200 answers' schemas.
+    expect(evaluate!.inputSchema).toEqual(JSON.parse(JSON.stringify(EvaluationRequest)));
+    expect(evaluate!.outputSchema).toEqual(JSON.parse(JSON.stringify(EvaluationResponse)));
+    expect(compare!.inputSchema).toEqual(JSON.parse(JSON.stringify(CompareRequest)));
+    expect(compare!.outputSchema).toEqual(JSON.parse(JSON.stringify(CompareResponse)));
+    expect(get!.inputSchema).toMatchObject({
+      type: 'object',
+      required: ['id'],
+      properties: { id: { type: 'string', maxLength: 64 }, wait: { type: 'integer', maximum: 60 } },
+    });
+    expect(gpus!.inputSchema).toMatchObject({ type: 'object', properties: {} });
+    expect(tools.map((t) => t.annotations?.readOnlyHint)).toEqual([false, false, true, true]);
+  });
+
+  it('evaluate_kernel: the original’s payload answers as POST /evaluate does, with the verdict in text', async () => {
+    const h = await serve();
+    h.pool.script = timed;
+    const result = await call(await connect(h.url), 'evaluate_kernel', structuredClone(EVALUATE));
+    expect(result.isError).toBeFalsy();
+    const http = await h.app.inject({
+      method: 'POST',
+      url: '/evaluate',
+      headers: { ...auth('alice'), 'content-type': 'application/json' },
+      payload: EVALUATE,
+    });
+    expect(http.statusCode).toBe(200);
+    expect(withoutIds(result.structuredContent)).toEqual(withoutIds(http.json()));
+    const id = (result.structuredContent as { job_id: string }).job_id;
+    expect(id).toMatch(/^ev_/);
+    const stats = summarize(SAMPLES);
+    const text = textOf(result).split('\n');
+    expect(text[0]).toBe(`PASSED: vector_add (evaluation ${id}, NVIDIA H200)`);
+    expect(text).toContain('check: PASS: 1 trials');
+    const half = Math.max(stats.median - stats.ciLow, stats.ciHigh - stats.median);
+    expect(text).toContain(
+      `time: median ${(stats.median * 1000).toFixed(2)} µs ± ${(half * 1000).toFixed(2)} µs ` +
+        `(95% CI ${(stats.ciLow * 1000).toFixed(2)} µs … ${(stats.ciHigh * 1000).toFixed(2)} µs), cold, 40 samples`,
+    );
+  });
+
+  it('compare_kernels: the original’s payload answers as POST /compare does, with the speedup in text', async () => {
+    const h = await serve();
+    h.pool.script = timed;
+    const result = await call(await connect(h.url), 'compare_kernels', structuredClone(COMPARE));
+    expect(result.isError).toBeFalsy();
+    const http = await h.app.inject({
+      method: 'POST',
+      url: '/compare',
+      headers: { ...auth('alice'), 'content-type': 'application/json' },
+      payload: COMPARE,
+    });
+    expect(http.statusCode).toBe(200);
+    expect(withoutIds(result.structuredContent)).toEqual(withoutIds(http.json()));
+    expect(result.structuredContent).toMatchObject({
+      kernel_exec_result: { metadata: { cudakit: { speedup: 2, speedup_ci: [1.9, 2.1], compare_verdict: 'FASTER' } } },
+    });
+    const text = textOf(result).split('\n');
+    expect(text[0]).toMatch(/^PASSED: vector_add \(evaluation ev_\w+, NVIDIA H200\)$/);
+    expect(text).toContain('speedup: vector_add is 2.00× faster than vector_add_ref (95% CI 1.90 … 2.10) → FASTER');
+    expect(text.some((l) => l.startsWith('reference: median '))).toBe(true);
+  });
+
+  it('a wrong value: the verdict and the first mismatch with the tolerance it was held to', async () => {
+    const h = await serve();
+    h.pool.script = incorrect;
+    const result = await call(await connect(h.url), 'compare_kernels', structuredClone(COMPARE));
+    // A kernel's failure is a result, not a tool error: the original answers it 200 too.
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({
+      status: 'success',
+      kernel_exec_result: { compiled: true, correctness: false, metadata: { cudakit: { verdict: 'INCORRECT' } } },
+    });
+    const text = textOf(result).split('\n');
+    expect(text[0]).toMatch(/^INCORRECT: vector_add /);
+    expect(text).toContain('error in phase check: mismatch: 1 of 1024 elements differ');
+    // compare's atol and rtol are the original's 0.01: 0.01 + 0.01 · 5.
+    expect(text).toContain(
+      'first mismatch: argument 2 (c) index 17: got 0, expected 5, tolerance 0.0600 (atol 0.01 + rtol 0.01·|expected|)' +
+        ' [mismatch, trial 0]',
+    );
+  });
+
+  it('a compile error: the compiler’s diagnostics as file:line: message', async () => {
+    const h = await serve();
+    h.pool.script = compileError;
+    const result = await call(await connect(h.url), 'evaluate_kernel', structuredClone(EVALUATE));
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({ kernel_exec_result: { compiled: false, correctness: false } });
+    expect(textOf(result).split('\n').slice(1)).toEqual([
+      'the kernel did not compile (nvrtcCompileProgram: NVRTC_ERROR_COMPILATION):',
+      'candidate.cu:3: error: expected a ";"',
+      'candidate.cu:7: error: identifier "m" is undefined',
+    ]);
+  });
+
+  it('sends the job’s phase changes as progress notifications when asked', async () => {
+    const h = await serve();
+    h.pool.script = timed;
+    const client = await connect(h.url);
+    const messages: string[] = [];
+    const result = await client.callTool({ name: 'evaluate_kernel', arguments: structuredClone(EVALUATE) }, undefined, {
+      onprogress: (p) => messages.push(p.message ?? ''),
+    });
+    expect(result.isError).toBeFalsy();
+    // The fake worker plays compile and check. Events from before the subscription are replayed.
+    expect(messages).toEqual([
+      'queued (position 1)',
+      'started on NVIDIA H200',
+      'phase compile',
+      'phase check',
+      'done: PASSED',
+    ]);
+  });
+
+  it('get_evaluation and list_gpus answer what GET /v1/evaluations/{id} and /v1/gpus answer', async () => {
+    const h = await serve();
+    h.pool.script = incorrect;
+    const client = await connect(h.url);
+    const evaluated = await call(client, 'compare_kernels', structuredClone(COMPARE));
+    const id = (evaluated.structuredContent as { job_id: string }).job_id;
+
+    const got = await call(client, 'get_evaluation', { id, wait: 1 });
+    expect(got.isError).toBeFalsy();
+    const http = await h.app.inject({ method: 'GET', url: `/v1/evaluations/${id}`, headers: auth('alice') });
+    expect(got.structuredContent).toEqual(http.json());
+    expect(got.structuredContent).toMatchObject({ id, status: 'succeeded', verdict: 'INCORRECT' });
+    const text = textOf(got).split('\n');
+    expect(text[0]).toBe(`INCORRECT: vector_add (evaluation ${id}, NVIDIA H200)`);
+    expect(text).toContain(
+      'first mismatch: argument 2 (c) index 17: got 0, expected 5, tolerance 0.0600 (atol 0.01 + rtol 0.01·|expected|)' +
+        ' [mismatch, trial 0]',
+    );
+
+    const gpus = await call(client, 'list_gpus', {});
+    const httpGpus = await h.app.inject({ method: 'GET', url: '/v1/gpus', headers: auth('alice') });
+    expect(gpus.structuredContent).toEqual(httpGpus.json());
+    expect(textOf(gpus)).toBe('1 GPU:\n0: NVIDIA H200 (sm_90) GPU-00000000-0000-0000-0000-000000000000: idle, 1 jobs');
+  });
+
+  it('get_evaluation of a job still running says so; one that never ends is answered after the wait', async () => {
+    const h = await serve({ seedSyncWaitMs: () => 50 });
+    h.pool.script = () => ({ delayMs: Infinity, outcome: { kind: 'cancelled' } });
+    const client = await connect(h.url);
+    const result = await call(client, 'evaluate_kernel', structuredClone(EVALUATE));
+    expect(result.isError).toBe(true);
+    const id = /Evaluation (ev_\w+) is still running/.exec(textOf(result))?.[1];
+    expect(id, textOf(result)).toBeDefined();
+    expect(textOf(result)).toContain(`get_evaluation with id '${id}'`);
+    const got = await call(client, 'get_evaluation', { id });
+    expect(got.structuredContent).toMatchObject({ id, status: 'running', verdict: null });
+    expect(textOf(got)).toBe(`RUNNING: vector_add (evaluation ${id}, NVIDIA H200), phase check; not finished yet`);
+  });
+
+  it('a principal sees only its own evaluations; the admin scope sees every one', async () => {
+    const h = await serve();
+    const mine = await call(await connect(h.url, 'alice'), 'evaluate_kernel', structuredClone(EVALUATE));
+    const id = (mine.structuredContent as { job_id: string }).job_id;
+    const other = await call(await connect(h.url, 'bob'), 'get_evaluation', { id });
+    expect(other.isError).toBe(true);
+    expect(textOf(other)).toBe(`EVALUATION_NOT_FOUND: No evaluation '${id}'`);
+    expect(other.structuredContent).toBeUndefined();
+    const admin = await call(await connect(h.url, 'root'), 'get_evaluation', { id });
+    expect(admin.isError).toBeFalsy();
+    expect(admin.structuredContent).toMatchObject({ id, principal: 'alice' });
+  });
+
+  it('an unknown tool is a protocol error', async () => {
+    const { url } = await serve();
+    const error = await call(await connect(url), 'evaluate_python', {}).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(McpError);
+    expect((error as McpError).code).toBe(ErrorCode.InvalidParams);
+    expect((error as McpError).message).toContain("Unknown tool 'evaluate_python'");
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('invalid arguments', () => {
+  /** POST `url`'s 400 body for the same arguments. */
+  async function http(h: Harness, url: string, payload: unknown) {
+    const res = await h.app.inject({
+      method: 'POST',
+      url,
+      headers: { ...auth('alice'), 'content-type': 'application/json' },
+      payload: payload as Record<string, unknown>,
+    });
+    expect(res.statusCode).toBe(400);
+    return res.json() as { error: string; validation_errors?: { field: string; message: string }[]; details?: unknown };
+  }
+
+  it('a schema error is a tool error listing the problems as POST /evaluate words them', async () => {
+    const h = await serve();
+    const client = await connect(h.url);
+    const cases: Record<string, unknown>[] = [
+      { kernel: { ...(EVALUATE.kernel as object), kernel_type: 'rust' } },
+      { kernel: { source_code: 'x' }, num_trials: 'many' },
+      { num_trials: 5 },
+      { kernel: { ...(EVALUATE.kernel as object), launch: {} } },
+    ];
+    for (const args of cases) {
+      const result = await call(client, 'evaluate_kernel', structuredClone(args));
+      expect(result.isError).toBe(true);
+      expect(result.structuredContent).toBeUndefined();
+      const body = await http(h, '/evaluate', args);
+      expect(body.validation_errors!.length).toBeGreaterThan(0);
+      expect(textOf(result)).toBe(
+        [body.error, ...body.validation_errors!.map((v) => `- ${v.field}: ${v.message}`)].join('\n'),
+      );
+    }
+    const enumError = await call(client, 'evaluate_kernel', { kernel: { source_code: '', kernel_type: 'rust' } });
+    expect(textOf(enumError)).toBe(
+      "Invalid request format\n- kernel -> kernel_type: Input should be 'torch', 'torch_cuda', 'triton', 'cuda' or " +
+        "'multi_kernel'",
+    );
+  });
+
+  it('the original’s business rules and validateJob’s problems, in the compatible routes’ words', async () => {
+    const h = await serve();
+    const client = await connect(h.url);
+    const trials = await call(client, 'evaluate_kernel', { ...structuredClone(EVALUATE), num_trials: 0 });
+    expect(trials.isError).toBe(true);
+    expect(textOf(trials)).toBe('num_trials must be at least 1\ndetails: {"num_trials":0}');
+
+    const flags = structuredClone(EVALUATE) as { kernel: { metadata: Record<string, unknown> } };
+    flags.kernel.metadata = { ...flags.kernel.metadata, compiler_options: ['-I/etc'] };
+    const refused = await call(client, 'evaluate_kernel', flags);
+    const body = (await http(h, '/evaluate', flags)) as { error: string; details: { problems: { field: string }[] } };
+    expect(textOf(refused).split('\n')[0]).toBe(body.error);
+    expect(textOf(refused)).toContain('- kernel -> metadata -> compiler_options: ');
+
+    // A PyTorch reference: refused, naming what can take its place.
+    const torch = await call(client, 'compare_kernels', fixture('vector_add.json'));
+    expect(torch.isError).toBe(true);
+    expect(textOf(torch)).toMatch(/^kernel_type 'torch' needs Python, which this server does not run/);
+    expect(textOf(torch)).toContain('"substitutes":[');
+    // Nothing was queued.
+    expect(h.pool.runs).toEqual([]);
+  });
+
+  it('get_evaluation’s arguments in the native routes’ words', async () => {
+    const { url } = await serve();
+    const client = await connect(url);
+    const missing = await call(client, 'get_evaluation', {});
+    expect(missing.isError).toBe(true);
+    expect(textOf(missing)).toBe('FST_ERR_VALIDATION: Invalid arguments\n- arguments.id: is required');
+    const wait = await call(client, 'get_evaluation', { id: 'ev_1', wait: 61 });
+    expect(textOf(wait)).toBe('FST_ERR_VALIDATION: Invalid arguments\n- arguments.wait: must be <= 60');
+    const unknown = await call(client, 'get_evaluation', { id: 'ev_nope' });
+    expect(textOf(unknown)).toBe("EVALUATION_NOT_FOUND: No evaluation 'ev_nope'");
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('HTTP: the API’s auth, body limit and submission budget', () => {
+  it('no token: 401; a wrong token: 401', async () => {
+    const { url } = await serve();
+    const none = await httpError(connect(url, null));
+    expect(none.code).toBe(401);
+    expect(none.message).toContain('Authorization: Bearer <token> is required');
+    const client = new Client({ name: 'mcp-test', version: '1' });
+    const transport = new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { authorization: 'Bearer not-a-token' } },
+    });
+    const wrong = await httpError(client.connect(transport));
+    expect(wrong.code).toBe(401);
+    expect(wrong.message).toContain('The bearer token is not valid');
+  });
+
+  it('the read scope lists and reads; evaluate_kernel and compare_kernels need submit (403)', async () => {
+    const h = await serve();
+    const viewer = await connect(h.url, 'viewer');
+    expect((await call(viewer, 'list_gpus', {})).isError).toBeFalsy();
+    for (const name of ['evaluate_kernel', 'compare_kernels']) {
+      const error = await httpError(call(viewer, name, structuredClone(EVALUATE)));
+      expect(error.code).toBe(403);
+      expect(error.message).toContain(`This token lacks the 'submit' scope, which ${name} needs`);
+    }
+    expect(h.pool.runs).toEqual([]);
+  });
+
+  it('without tokens everything is the principal local', async () => {
+    const h = await serve({ tokens: undefined });
+    const result = await call(await connect(h.url, null), 'evaluate_kernel', structuredClone(EVALUATE));
+    const id = (result.structuredContent as { job_id: string }).job_id;
+    expect((await h.service.get(id))?.principal).toBe('local');
+  });
+
+  it('a body over the submitting routes’ limit is a 413', async () => {
+    const { url } = await serve();
+    const message = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'evaluate_kernel', arguments: { kernel: { source_code: 'x'.repeat(SUBMIT_BODY_LIMIT_BYTES) } } },
+    };
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { ...auth('alice'), 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify(message),
+    });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toMatchObject({ statusCode: 413, code: 'FST_ERR_CTP_BODY_TOO_LARGE' });
+  });
+
+  it('shares the submission budget with POST /v1/evaluations, both ways; other messages cost nothing', async () => {
+    const h = await serve({ submitsPerMinute: 2 });
+    const submit = () =>
+      h.app.inject({
+        method: 'POST',
+        url: '/v1/evaluations',
+        headers: { ...auth('alice'), 'content-type': 'application/json' },
+        payload: nativeBody(),
+      });
+    const client = await connect(h.url);
+    await client.listTools();
+    expect((await call(client, 'list_gpus', {})).isError).toBeFalsy();
+    expect((await submit()).statusCode).toBe(202);
+    expect((await submit()).statusCode).toBe(202);
+    const limited = await httpError(call(client, 'evaluate_kernel', structuredClone(EVALUATE)));
+    expect(limited.code).toBe(429);
+    expect(limited.message).toContain('RATE_LIMITED');
+    // Another principal has its own budget: MCP's two submissions leave none for its POST.
+    const bob = await connect(h.url, 'bob');
+    expect((await call(bob, 'evaluate_kernel', structuredClone(EVALUATE))).isError).toBeFalsy();
+    expect((await call(bob, 'compare_kernels', structuredClone(COMPARE))).isError).toBeFalsy();
+    const post = await h.app.inject({
+      method: 'POST',
+      url: '/v1/evaluations',
+      headers: { ...auth('bob'), 'content-type': 'application/json' },
+      payload: nativeBody(),
+    });
+    expect(post.statusCode).toBe(429);
+    expect(post.json()).toMatchObject({ code: 'RATE_LIMITED' });
+  });
+
+  it('GET and DELETE /mcp are 405 (stateless: no stream to open, no session to end)', async () => {
+    const { url } = await serve();
+    for (const method of ['GET', 'DELETE']) {
+      const res = await fetch(url, { method, headers: { ...auth('alice'), accept: 'text/event-stream' } });
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('POST');
+      expect(await res.json()).toMatchObject({ statusCode: 405, code: 'METHOD_NOT_ALLOWED' });
+    }
+  });
+});
