@@ -29,17 +29,18 @@ export default defineConfig({
         test: {
           name: 'server',
           include: ['test/server/**/*.test.ts'],
-          exclude: ['test/server/load.test.ts'],
+          exclude: ['test/server/load.test.ts', 'test/server/distributed-load.test.ts'],
           testTimeout: 60_000,
         },
       },
-      // The load test last and alone: it measures what 2 cores do under 64 clients, so nothing else may share them
+      // The load tests last and alone, one after the other: they measure what 2 cores do under 64 clients, so nothing else may share them
       // (the package test's two parallel prebuild compiles once stretched it past its limits).
       {
         extends: true,
         test: {
           name: 'load',
-          include: ['test/server/load.test.ts'],
+          include: ['test/server/load.test.ts', 'test/server/distributed-load.test.ts'],
+          fileParallelism: false,
           testTimeout: 60_000,
           sequence: { groupOrder: 1 },
         },

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The distributed mode as separate processes on loopback: API nodes and GPU agents are the real binary
 // (server/src/main.ts under tsx, --role api | agent) with the fake worker, on a throwaway Redis and PostgreSQL
-// (services.ts). Each cluster gets its own database and Redis key prefix, so clusters of several tests share the
+// (services.ts). Each cluster gets its own PostgreSQL schema and Redis key prefix, so clusters of several tests share the
 // two servers without seeing each other's jobs.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -28,7 +28,7 @@ export interface ClusterNode {
 
 export interface ClusterOptions {
   redisUrl: string;
-  /** postgresql://…/postgres: each cluster creates a database of its own there. */
+  /** postgresql://…/postgres: each cluster creates a schema of its own there. */
   postgresUrl: string;
   /** A job's queue lock; short in tests, so a dead host's job comes back within seconds. */
   lockSeconds?: number;
@@ -37,7 +37,7 @@ export interface ClusterOptions {
 
 let clusterCount = 0;
 
-/** One deployment: its own database and key prefix; nodes started through it are killed by stop(). */
+/** One deployment: its own schema and key prefix; nodes started through it are killed by stop(). */
 export class Cluster {
   readonly databaseUrl: string;
   readonly prefix: string;
@@ -58,23 +58,30 @@ export class Cluster {
 
   static async create(options: ClusterOptions): Promise<Cluster> {
     const n = ++clusterCount;
-    const database = `cluster_${process.pid}_${n}`;
+    // A schema per cluster, not a database: CREATE DATABASE writes megabytes of WAL that a restart must replay.
+    const schema = `cluster_${process.pid}_${n}`;
     const client = new pg.Client({ connectionString: options.postgresUrl });
     await client.connect();
     try {
-      await client.query(`CREATE DATABASE ${database}`);
+      await client.query(`CREATE SCHEMA ${schema}`);
     } finally {
       await client.end();
     }
-    const url = new URL(options.postgresUrl);
-    url.pathname = `/${database}`;
-    return new Cluster(options, url.toString(), `t${process.pid}-${n}`);
+    const databaseUrl = `${options.postgresUrl}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    return new Cluster(options, databaseUrl, `t${process.pid}-${n}`);
   }
 
   /** Starts a node; resolves once it prints where it listens (an agent also once its GPUs are in the registry). */
   async start(
     role: 'api' | 'agent',
-    options: { fakeHost?: string; gpus?: number; args?: string[]; env?: Record<string, string> } = {},
+    options: {
+      fakeHost?: string;
+      gpus?: number;
+      /** 'real': the cudakit worker on this host's GPUs (a machine with an NVIDIA GPU). Default 'fake'. */
+      worker?: 'fake' | 'real';
+      args?: string[];
+      env?: Record<string, string>;
+    } = {},
   ): Promise<ClusterNode> {
     const args = [
       '--role',
@@ -93,13 +100,19 @@ export class Cluster {
       this.#o.logLevel ?? 'warn',
       ...(options.args ?? []),
     ];
+    const fake =
+      options.worker === 'real'
+        ? {}
+        : {
+            CUDAKIT_SERVER_WORKER: 'fake',
+            CUDAKIT_FAKE_GPUS: String(options.gpus ?? 4),
+            CUDAKIT_FAKE_LOG: this.fakeLog,
+            ...(options.fakeHost === undefined ? {} : { CUDAKIT_FAKE_HOST: options.fakeHost }),
+          };
     const env: Record<string, string> = {
       ...(process.env as Record<string, string>),
-      CUDAKIT_SERVER_WORKER: 'fake',
-      CUDAKIT_FAKE_GPUS: String(options.gpus ?? 4),
-      CUDAKIT_FAKE_LOG: this.fakeLog,
+      ...fake,
       XDG_DATA_HOME: this.#dir,
-      ...(options.fakeHost === undefined ? {} : { CUDAKIT_FAKE_HOST: options.fakeHost }),
       ...options.env,
     };
     const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
@@ -115,7 +128,10 @@ export class Cluster {
       child.once('exit', (code, signal) => resolve({ code, signal })),
     );
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${role} did not listen within 30 s:\n${stdout}\n${stderr}`)), 30_000);
+      const timer = setTimeout(
+        () => reject(new Error(`${role} did not listen within 30 s:\n${stdout}\n${stderr}`)),
+        30_000,
+      );
       const onData = (): void => {
         const m = /listening on (http:\/\/\S+)/.exec(stdout);
         if (m !== null) {

@@ -60,7 +60,7 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
     return job!;
   }
 
-  it.skip('two API nodes and two agents: a job submitted on one node is run by an agent and read, streamed and cancelled on the other', async () => {
+  it('two API nodes and two agents: a job submitted on one node is run by an agent and read, streamed and cancelled on the other', async () => {
     const c = await cluster();
     const [api1, api2] = await Promise.all([c.start('api'), c.start('api')]);
     await Promise.all([c.start('agent', { fakeHost: 'a001' }), c.start('agent', { fakeHost: 'a002' })]);
@@ -97,7 +97,9 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
     const blockers = await Promise.all(Array.from({ length: 8 }, () => submit(api1, 'fake:hang:time')));
     for (const b of blockers) await running(api1, b);
     const queued = await submit(api2, 'fake:pass');
-    expect(((await getJson(api1, `/v1/evaluations/${queued}`)).body as { queue: { position: number } }).queue.position).toBe(1);
+    expect(
+      ((await getJson(api1, `/v1/evaluations/${queued}`)).body as { queue: { position: number } }).queue.position,
+    ).toBe(1);
     await sendJson(api1, 'DELETE', `/v1/evaluations/${queued}`);
     expect(await finished(api2, queued)).toMatchObject({ status: 'cancelled' });
     for (const b of blockers) await sendJson(api2, 'DELETE', `/v1/evaluations/${b}`);
@@ -106,7 +108,7 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
     expect(c.fakeEvents().some((e) => e.event === 'start' && e.id === queued)).toBe(false);
   }, 120_000);
 
-  it.skip('an agent SIGKILLed while it holds a job: the other agent runs it after one redelivery, one result', async () => {
+  it('an agent SIGKILLed while it holds a job: the other agent runs it after one redelivery, one result', async () => {
     const c = await cluster();
     const api = await c.start('api');
     const agents = await Promise.all([c.start('agent', { fakeHost: 'b001' }), c.start('agent', { fakeHost: 'b002' })]);
@@ -152,7 +154,7 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
     expect(await finished(api, after)).toMatchObject({ status: 'succeeded' });
   }, 120_000);
 
-  it.skip('Redis SIGKILLed and restarted mid-run: every accepted job ends, none twice', async () => {
+  it('Redis SIGKILLed and restarted mid-run: every accepted job ends, none twice', async () => {
     const c = await cluster();
     const api = await c.start('api');
     await Promise.all([c.start('agent', { fakeHost: 'd001' }), c.start('agent', { fakeHost: 'd002' })]);
@@ -176,7 +178,7 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
     }
   }, 180_000);
 
-  it.skip('PostgreSQL down: the API answers 503 with Retry-After, and takes work again once it is back', async () => {
+  it('PostgreSQL down: the API answers 503 with Retry-After, and takes work again once it is back', async () => {
     const c = await cluster();
     const api = await c.start('api');
     await c.start('agent', { fakeHost: 'e001' });

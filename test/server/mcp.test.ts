@@ -11,8 +11,16 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { summarize, type BenchResult, type CheckResult, type EvalJob, type EvalReport } from 'cudakit';
+import {
+  summarize,
+  type BenchResult,
+  type CheckResult,
+  type CompareResult,
+  type EvalJob,
+  type EvalReport,
+} from 'cudakit';
 import { afterEach, describe, expect, it } from 'vitest';
+import { formatOutcome } from '../../server/src/api/mcp-format.js';
 import { SUBMIT_BODY_LIMIT_BYTES } from '../../server/src/schema/native.js';
 import {
   CompareRequest,
@@ -304,6 +312,58 @@ describe('the tools', () => {
     ]);
   });
 
+  it('a timeout: the supervisor’s verdict and why', async () => {
+    const h = await serve();
+    h.pool.script = () => ({
+      delayMs: 5,
+      outcome: { kind: 'timeout', phase: 'time', limitMs: 50_000, scope: 'phase' },
+    });
+    const result = await call(await connect(h.url), 'evaluate_kernel', structuredClone(EVALUATE));
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({
+      kernel_exec_result: { metadata: { cudakit: { verdict: 'TIMEOUT' } } },
+    });
+    const id = (result.structuredContent as { job_id: string }).job_id;
+    expect(textOf(result)).toBe(
+      `TIMEOUT: vector_add (evaluation ${id}, NVIDIA H200)\nTIMEOUT: killed after 50 s (the time deadline)`,
+    );
+  });
+
+  it('a stored report’s figures that were not finite (null in JSON) read n/a', () => {
+    const name = 'k';
+    const nulls = (r: BenchResult): BenchResult =>
+      ({ ...r, stats: { ...r.stats, median: null, ciLow: null, ciHigh: null } }) as unknown as BenchResult;
+    const comparison = { a: nulls(bench('ref', SAMPLES)), b: nulls(bench(name, SAMPLES)), rounds: 5 };
+    const stored = { speedup: null, speedupLow: null, speedupHigh: null, verdict: 'UNCERTAIN' };
+    const failed = checkResult(false);
+    (failed.trials[0]!.mismatches[0] as { actual: unknown }).actual = null;
+    const report = passedReport(name, {
+      comparison: { ...comparison, ...stored } as unknown as CompareResult,
+      check: { reference: 'r', passed: false, requireDeterminism: false, before: failed },
+    });
+    const text = formatOutcome({
+      id: 'ev_1',
+      status: 'succeeded',
+      verdict: 'NON_FINITE',
+      phase: undefined,
+      error: undefined,
+      report,
+      job: undefined,
+      gpu: undefined,
+      warnings: ['w'],
+    }).split('\n');
+    expect(text).toEqual([
+      'NON_FINITE: k (evaluation ev_1)',
+      'check: FAIL (mismatch) in trial 0; first: argument 2[17] = 0, expected 5',
+      "first mismatch: argument 2 index 17: got NaN or ±Infinity, expected 5, the dtype's default tolerance " +
+        '[mismatch, trial 0]',
+      'time: median n/a ± n/a (95% CI n/a … n/a), cold, 40 samples',
+      'reference: median n/a ± n/a (95% CI n/a … n/a)',
+      'speedup: k vs ref: speedup n/a → UNCERTAIN',
+      'warning: w',
+    ]);
+  });
+
   it('sends the job’s phase changes as progress notifications when asked', async () => {
     const h = await serve();
     h.pool.script = timed;
@@ -546,7 +606,10 @@ describe('HTTP: the API’s auth, body limit and submission budget', () => {
   });
 
   it('GET and DELETE /mcp are 405 (stateless: no stream to open, no session to end)', async () => {
-    const { url } = await serve();
+    const { url, app } = await serve();
+    // POST is the one operation the OpenAPI document lists.
+    const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    expect(Object.keys(doc.paths['/mcp'])).toEqual(['post']);
     for (const method of ['GET', 'DELETE']) {
       const res = await fetch(url, { method, headers: { ...auth('alice'), accept: 'text/event-stream' } });
       expect(res.status).toBe(405);

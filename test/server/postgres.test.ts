@@ -4,6 +4,7 @@
 // start and append to one job, migrations run twice and at once, large literals shared across stores, and outages:
 // a job inserted just before the server is SIGKILLed is there after its restart, and a server that is down or stops
 // answering makes calls fail fast with StoreUnavailableError, and they work again once it is back.
+import type { EvalJob } from 'cudakit';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -200,8 +201,15 @@ describeWithServices('PostgresJobStore', ['postgres'], () => {
       const url = await newSchema();
       const store = await openStore(url);
       const odd = 'nul\u0000 and \ud800 and 🦀';
-      const large = { kind: 'buffer', dtype: 'u8', length: 1, init: { kind: 'data', base64: odd.repeat(2 ** 16) } };
-      const job = { ...jobRecord().job, name: odd, args: ['f32=1e-7', 'f32=-0.5', large] };
+      const job: EvalJob = {
+        ...jobRecord().job,
+        name: odd,
+        args: [
+          'f32=1e-7',
+          'f32=-0.5',
+          { kind: 'buffer', dtype: 'u8', length: 1, init: { kind: 'data', base64: odd.repeat(2 ** 16) } },
+        ],
+      };
       const r = jobRecord({ job, error: { code: 'X', message: 'tab\there, quote " and \\' } });
       await store.insert(r);
       expect(await sql(url, 'SELECT path FROM job_literals')).toEqual([{ path: '/args/2/init/base64' }]);
@@ -366,7 +374,7 @@ describeWithServices('PostgresJobStore', ['postgres'], () => {
       let errors: unknown[];
       try {
         // One call on the idle connection (the query timeout), two on new ones (the connect timeout).
-        const calls = [store.get(r.id), store.insert(jobRecord()), store.counts()];
+        const calls: Promise<unknown>[] = [store.get(r.id), store.insert(jobRecord()), store.counts()];
         errors = await Promise.all(
           calls.map((call) =>
             within(OUTAGE_BOUND_MS, call).then(

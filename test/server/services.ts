@@ -203,10 +203,6 @@ class ServerProcess {
     this.logFile = join(dir, 'server.log');
   }
 
-  get running(): boolean {
-    return this.#child !== undefined;
-  }
-
   start(): void {
     const log = openSync(this.logFile, 'a');
     try {
@@ -263,7 +259,7 @@ class ServerProcess {
     }
   }
 
-  /** Synchronous SIGKILL of the group and removal of the directory (stop() and the 'exit' hook). */
+  /** Synchronous SIGKILL of the server's processes and removal of its directory (stop() and the 'exit' hook). */
   killNow(): void {
     const pid = this.#child?.pid;
     if (pid !== undefined) killTree(pid, 'SIGKILL');

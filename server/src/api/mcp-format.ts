@@ -3,7 +3,15 @@
 // verdict first, then what it needs to act on it: the first mismatch with its tolerance, the median with its
 // confidence interval, the speedup with its interval, the compiler's diagnostics as file:line: message, the
 // warnings. Pure: no I/O, every input is a stored record's or an answer's plain data.
-import { formatComparison, formatDuration, type CheckResult, type EvalJob, type EvalReport } from 'cudakit';
+import {
+  formatComparison,
+  formatDuration,
+  type BenchResult,
+  type CheckResult,
+  type CompareResult,
+  type EvalJob,
+  type EvalReport,
+} from 'cudakit';
 import type { JobStatus } from '../store/store.js';
 import type { Verdict } from '../verdict.js';
 
@@ -33,6 +41,12 @@ export interface Problem {
 const LOG_LINES_MAX = 20;
 
 const firstLine = (text: string): string => text.split('\n')[0]!.trim();
+
+/** A figure of a stored report: JSON holds NaN and ±Infinity as null, which reads as NaN here ('n/a'). */
+const num = (x: number | null): number => x ?? NaN;
+
+/** A mismatching element's value: a 64-bit one is stored as a decimal string; null was not finite. */
+const valueText = (v: number | bigint | string | null): string => (v === null ? 'NaN or ±Infinity' : String(v));
 
 /** The job's verdict, or its status while there is none. */
 function headline(o: Outcome): string {
@@ -70,9 +84,8 @@ function mismatchLine(check: CheckResult, job: EvalJob | undefined): string | un
   const trial = check.trials.find((t) => !t.passed);
   const m = trial?.mismatches[0] ?? check.mismatches[0];
   if (m === undefined) return undefined;
-  // Stored reports carry 64-bit values as decimal strings: shown as they are.
-  const got = String(m.actual);
-  const expected = String(m.expected);
+  const got = valueText(m.actual);
+  const expected = valueText(m.expected);
   const options = job?.check;
   let tolerance = "the dtype's default tolerance";
   if (options?.atol !== undefined && options.rtol !== undefined && typeof m.expected === 'number') {
@@ -88,11 +101,21 @@ function mismatchLine(check: CheckResult, job: EvalJob | undefined): string | un
 
 /** `median 12.34 µs ± 0.12 µs (95% CI 12.22 µs … 12.46 µs)`. */
 function medianText(stats: { median: number; ciLow: number; ciHigh: number }): string {
-  const half = Math.max(stats.median - stats.ciLow, stats.ciHigh - stats.median);
+  const [median, low, high] = [num(stats.median), num(stats.ciLow), num(stats.ciHigh)];
+  const half = Math.max(median - low, high - median);
   return (
-    `median ${formatDuration(stats.median)} ± ${formatDuration(half)} ` +
-    `(95% CI ${formatDuration(stats.ciLow)} … ${formatDuration(stats.ciHigh)})`
+    `median ${formatDuration(median)} ± ${formatDuration(half)} ` +
+    `(95% CI ${formatDuration(low)} … ${formatDuration(high)})`
   );
+}
+
+/** formatComparison's sentence: 'B is 2.00× faster than A (95% CI 1.90 … 2.10) → FASTER'. */
+function speedupText(c: CompareResult): string {
+  const withMedian = (r: BenchResult): BenchResult => ({ ...r, stats: { ...r.stats, median: num(r.stats.median) } });
+  const figures = { speedup: num(c.speedup), speedupLow: num(c.speedupLow), speedupHigh: num(c.speedupHigh) };
+  return formatComparison({ ...c, ...figures, a: withMedian(c.a), b: withMedian(c.b) })
+    .split('\n')[1]!
+    .trim();
 }
 
 /** The compiler's diagnostics as file:line: severity: message, else the head of its log. */
@@ -146,8 +169,7 @@ export function formatOutcome(o: Outcome): string {
   if (comparison !== undefined) {
     lines.push(`time: ${medianText(comparison.b.stats)}, ${comparison.b.mode}, ${comparison.b.stats.n} samples`);
     lines.push(`reference: ${medianText(comparison.a.stats)}`);
-    // formatComparison's sentence: 'B is 2.00× faster than A (95% CI 1.90 … 2.10) → FASTER'.
-    lines.push(`speedup: ${formatComparison(comparison).split('\n')[1]!.trim()}`);
+    lines.push(`speedup: ${speedupText(comparison)}`);
   }
   for (const w of [...o.warnings, ...(report?.warnings ?? [])]) lines.push(`warning: ${w}`);
   return lines.join('\n');

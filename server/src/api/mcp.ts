@@ -185,7 +185,10 @@ export function mcpRoutes(app: App, deps: McpDeps): void {
           'A JSON-RPC message (or batch) of the Model Context Protocol. The read scope to talk at all; ' +
           'evaluate_kernel and compare_kernels also need submit and count against the submission rate. Answers ' +
           'are JSON, or an event stream for evaluate_kernel and compare_kernels (progress, keep-alive comments).',
-        response: errors(400, 401, 403, 413, 415, 429, 503),
+        response: {
+          200: Type.Unknown({ description: 'The JSON-RPC answer (application/json), or an event stream of it' }),
+          ...errors(400, 401, 403, 413, 415, 429, 503),
+        },
       },
       config: { access: 'read' },
       // The scope and the budget depend on the tools called, so they are checked once the body is parsed.
@@ -193,7 +196,7 @@ export function mcpRoutes(app: App, deps: McpDeps): void {
         const calls = toolCalls(request.body);
         for (const name of calls) {
           const scope = TOOLS.get(name)?.scope;
-          if (scope === "never") {
+          if (scope !== undefined && !request.principal.scopes.has(scope)) {
             void reply.header(
               'www-authenticate',
               `Bearer realm="cudakit", error="insufficient_scope", scope="${scope}"`,
@@ -201,7 +204,7 @@ export function mcpRoutes(app: App, deps: McpDeps): void {
             throw new ServiceError(403, 'FORBIDDEN', `This token lacks the '${scope}' scope, which ${name} needs`);
           }
         }
-        void 0;
+        if (calls.some((name) => SUBMITTING.has(name))) await deps.submitLimit(request, reply);
       },
     },
     async (request, reply) => handle(app, deps, request, reply),
@@ -210,11 +213,8 @@ export function mcpRoutes(app: App, deps: McpDeps): void {
   app.route({
     method: ['GET', 'DELETE'],
     url: '/mcp',
-    schema: {
-      summary: 'Not used: this MCP endpoint is stateless (405)',
-      description: 'No session to stream to or to end: every message is a POST, answered in its own response.',
-      response: errors(405),
-    },
+    // Not operations: left out of the OpenAPI document.
+    schema: { hide: true, response: errors(405) },
     config: { access: 'open' },
     handler: async (request, reply) => {
       void reply.header('allow', 'POST');
@@ -265,7 +265,7 @@ async function handle(app: App, deps: McpDeps, request: FastifyRequest, reply: F
   const stream = accept.includes('text/event-stream') && toolCalls(request.body).some((n) => SUBMITTING.has(n));
   // No sessionIdGenerator: stateless.
   const transport = new StreamableHTTPServerTransport({
-    enableJsonResponse: true,
+    enableJsonResponse: !stream,
     keepAliveMs: deps.sseHeartbeatMs,
   });
   transport.onerror = (e) => request.log.debug({ err: e }, 'MCP transport');
@@ -355,13 +355,8 @@ const textResult = (text: string, isError = false): CallToolResult => ({
 /** An error of a tool call as a tool error result (a model reads it and tries again), in the HTTP routes' words. */
 function toolError(e: unknown, request: FastifyRequest): CallToolResult {
   if (e instanceof SeedValidationError) {
-    return textResult(
-      formatProblems(
-        e.message,
-        e.errors.map((v) => ({ where: v.field, message: v.message })),
-      ),
-      true,
-    );
+    const problems: Problem[] = e.errors.map((v) => ({ where: v.field, message: v.message }));
+    return textResult(formatProblems(e.message, problems), true);
   }
   if (e instanceof SeedClientError) {
     // validateJob's problems are listed one a line; any other detail (a field, the substitutes) follows as JSON.
@@ -406,7 +401,7 @@ async function runSeed(
   // The legacy form is recognised before the schema, as POST /compare does.
   if (kind === 'compare') refuseLegacy(args);
   const validate = ctx.request.compileValidationSchema(kind === 'evaluate' ? EvaluationRequest : CompareRequest);
-  if (false) throw new SeedValidationError(validationErrorsOf(validate.errors ?? []));
+  if (!validate(args)) throw new SeedValidationError(validationErrorsOf(validate.errors ?? []));
   const job: SeedJob =
     kind === 'evaluate' ? evaluateJob(args as EvaluationRequest) : compareJob(args as CompareRequest);
 
@@ -436,7 +431,7 @@ async function runSeed(
       `get_evaluation with id '${now.id}' (and wait) reads its result`;
     return textResult(message, true);
   }
-  const gpu = gpuOf(service, now);
+  const gpu = await gpuOf(service, now);
   const answer = answerOf(now, { kind, gpu, warnings: job.warnings });
   const text = formatOutcome({
     id: now.id,
@@ -455,8 +450,8 @@ async function runSeed(
 }
 
 /** The slot a job ran on, as the original numbers its GPUs. */
-function gpuOf(service: EvalService, record: JobRecord): SeedGpu | undefined {
-  const slots = service.slots();
+async function gpuOf(service: EvalService, record: JobRecord): Promise<SeedGpu | undefined> {
+  const slots = await service.slots();
   const index = slots.findIndex((s) => s.uuid === record.gpuUuid);
   const slot = slots[index];
   return slot === undefined ? undefined : { index, name: slot.name, arch: slot.arch };

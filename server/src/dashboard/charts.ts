@@ -86,7 +86,9 @@ interface Axis {
 /** The axes, grid lines and tick labels of a plot. */
 function axes(x: Axis, y: Axis): Html {
   const yTicks = y.ticks.map(
-    (t) => markup`<line class="grid" x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${px(y.at(t))}" y2="${px(y.at(t))}"/>
+    (
+      t,
+    ) => markup`<line class="grid" x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${px(y.at(t))}" y2="${px(y.at(t))}"/>
 <text x="${MARGIN.left - 6}" y="${px(y.at(t) + 4)}" text-anchor="end">${y.label(t)}</text>`,
   );
   const xTicks = x.ticks.map(
@@ -205,9 +207,9 @@ export function samplesSvg(id: string, series: readonly SampleSeries[], medianMs
     `${formatMs(hi)}${rejectedCount > 0 ? `; ${rejectedCount} rejected (clock throttled)` : ''}`;
   const body = markup`${axes(
     {
-      ticks: niceTicks(0, Math.max(1, count - 1), 6).filter(Number.isInteger),
-      at: x,
-      label: (t) => String(t + 1),
+      ticks: niceTicks(1, Math.max(2, count), 6).filter((t) => Number.isInteger(t) && t >= 1 && t <= count),
+      at: (t) => x(t - 1),
+      label: String,
       title: 'sample, in the order taken',
     },
     {

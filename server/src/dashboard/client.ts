@@ -109,7 +109,7 @@ export const CLIENT_JS = `'use strict';
   // One evaluation that has not ended: follow its events, then reload to show its result.
   var page = document.body.dataset;
   if (page.jobId && page.follow === 'true') {
-    var status = document.querySelector('[data-job-status]');
+    var status = document.querySelector('[data-cell="job-status"]');
     var phase = document.querySelector('[data-job-phase]');
     var events = new EventSource('/v1/evaluations/' + encodeURIComponent(page.jobId) + '/events');
     events.addEventListener('open', function () {

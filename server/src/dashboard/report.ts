@@ -311,7 +311,7 @@ export function timingSection(timing: BenchResult | undefined): Html | '' {
 <div class="charts"><figure><figcaption>Distribution of the accepted samples</figcaption>${histogramOf(t, 'hist', name)}</figure>
 <figure><figcaption>Samples over time${legend}</figcaption>${samplesSvg('samples', [{ label: name, samples }], num(stats.median))}</figure></div>
 <div class="grid">${facts([
-    ['Samples', `${plural(num(stats.n) ?? samples.length - rejected, 'accepted')}${rejected > 0 ? `, ${rejected} rejected` : ''}`],
+    ['Samples', `${num(stats.n) ?? samples.length - rejected} accepted${rejected > 0 ? `, ${rejected} rejected` : ''}`],
     ['Range', `${ms(stats.min)} – ${ms(stats.max)}`],
     ['p10 / p90', `${ms(stats.p10)} / ${ms(stats.p90)}`],
     relStdev !== undefined && ['Rel. std. dev.', fixed(relStdev * 100, 2, ' %')],
@@ -370,8 +370,8 @@ ${plural(num(c.rounds) ?? 0, 'ABBA round')})</span>`
   const body = markup`<p>${verdict === undefined ? '' : badge(verdict)} <span class="headline">${
     speedup === undefined ? '—' : `${significant(speedup, 3)}×`
   }</span> speedup of <strong>${bName}</strong> over <strong>${aName}</strong>${interval}</p>${chart}
-<div class="charts">${side(a, aName, 'A (baseline)')}${side(b, bName, 'B (candidate)', 'b')}</div>
-<figure><figcaption>Samples over time <span class="legend"><span>A</span><span class="b">B</span></span></figcaption>${samples}</figure>
+<div class="charts">${side(a, aName, 'A (baseline)')}${side(b, bName, 'B (candidate)', 'b')}
+<figure><figcaption>Samples over time <span class="legend"><span>A</span><span class="b">B</span></span></figcaption>${samples}</figure></div>
 ${warningList([...list(a.warnings), ...list(b.warnings)])}`;
   return section('comparison', 'Comparison', body, true);
 }
@@ -446,7 +446,8 @@ export function metricsSection(metrics: DeviceMetrics | null | undefined, asked:
     const group = groups[key];
     if (!isObject(group) || Object.keys(group).length === 0) return '';
     const rows = Object.entries(group).map(
-      ([name, m]) => markup`<tr><td class="mono">${name}</td><td class="num">${metricValue(part(m as DeviceMetric))}</td></tr>`,
+      ([name, m]) =>
+        markup`<tr><td class="mono">${name}</td><td class="num">${metricValue(part(m as DeviceMetric))}</td></tr>`,
     );
     return markup`<div><h3>${title}</h3><div class="scroll"><table class="metrics"><tbody>${rows}</tbody></table></div></div>`;
   });

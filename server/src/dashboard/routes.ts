@@ -379,12 +379,16 @@ interface Follower {
   end(): void;
   /** The summary last sent to it. */
   lastSummary: string;
+  /** Its newest jobs as last sent (id → the event's data); undefined until the first look. */
+  jobs: Map<string, string> | undefined;
 }
 
 /**
- * Everyone following /v1/stream. The summary is read once per interval for all of them (only while anyone
- * follows), and sent to each whose last one differs; jobs that start or end are read once and sent to each follower
- * that may see them.
+ * Everyone following /v1/stream. While anyone follows, the summary is read once per interval for all of them and
+ * sent to each whose last one differs; when it changed (a job was submitted, started or ended: the counts moved),
+ * each follower's newest jobs are read and those that changed are sent. Reading the store, not the events of this
+ * process, is what makes it work on any API process of a distributed deployment, whichever process ran the job; a
+ * job that starts or ends here only makes the next look come at once.
  */
 class SummaryStreams {
   readonly #service: EvalService;
@@ -394,8 +398,9 @@ class SummaryStreams {
   readonly #maxMs: number;
   readonly #followers = new Set<Follower>();
   #timer: NodeJS.Timeout | undefined;
-  #reading = false;
-  #readAgain = false;
+  #lastSummary = '';
+  #looking = false;
+  #lookAgain = false;
   #closed = false;
 
   constructor(service: EvalService, deps: DashboardDeps) {
@@ -404,8 +409,8 @@ class SummaryStreams {
     this.#intervalMs = deps.summaryIntervalMs ?? 1000;
     this.#max = deps.maxStreams ?? 64;
     this.#maxMs = deps.streamMaxMs ?? 10 * 60_000;
-    service.onStarted((job) => this.#jobChanged(job.id));
-    service.onFinished((job) => this.#jobChanged(job.id));
+    service.onStarted(() => this.#look());
+    service.onFinished(() => this.#look());
   }
 
   open(principal: Principal, reply: FastifyReply): void {
@@ -427,7 +432,9 @@ class SummaryStreams {
     const follower: Follower = {
       principal,
       lastSummary: '',
-      write: (event, data) => void res.write(`event: ${event}\ndata: ${data}\n\n`),
+      jobs: undefined,
+      // A look that began before the stream ended may still be under way: nothing is written after the end.
+      write: (event, data) => void (this.#followers.has(follower) && res.write(`event: ${event}\ndata: ${data}\n\n`)),
       end: () => {
         if (!this.#followers.delete(follower)) return;
         clearInterval(heartbeat);
@@ -439,10 +446,10 @@ class SummaryStreams {
     this.#followers.add(follower);
     res.on('close', () => follower.end());
     if (this.#timer === undefined) {
-      this.#timer = setInterval(() => this.#sendSummary(), this.#intervalMs);
+      this.#timer = setInterval(() => this.#look(), this.#intervalMs);
       this.#timer.unref();
     }
-    this.#sendSummary();
+    this.#look();
   }
 
   close(): void {
@@ -456,44 +463,52 @@ class SummaryStreams {
     this.#timer = undefined;
   }
 
-  /** Reads the summary and sends it where it changed; one read at a time (a request meanwhile runs once after). */
-  #sendSummary(): void {
-    if (this.#reading) {
-      this.#readAgain = true;
+  /** One look at a time; a request for one meanwhile makes one more after it. */
+  #look(): void {
+    if (this.#followers.size === 0) return;
+    if (this.#looking) {
+      this.#lookAgain = true;
       return;
     }
-    this.#reading = true;
-    summaryOf(this.#service)
-      .then((summary) => {
-        const data = JSON.stringify(summary);
-        for (const f of this.#followers) {
-          if (f.lastSummary === data) continue;
-          f.lastSummary = data;
-          f.write('summary', data);
-        }
-      })
-      .catch(() => {}) // the store failed this once: the next interval reads again
+    this.#looking = true;
+    this.#send()
+      .catch(() => {}) // the store failed this once: the next interval looks again
       .finally(() => {
-        this.#reading = false;
-        if (this.#readAgain) {
-          this.#readAgain = false;
-          this.#sendSummary();
+        this.#looking = false;
+        if (this.#lookAgain) {
+          this.#lookAgain = false;
+          this.#look();
         }
       });
   }
 
-  #jobChanged(id: string): void {
-    if (this.#followers.size === 0) return;
-    this.#sendSummary();
-    this.#service.get(id).then(
-      (record) => {
-        if (record === undefined) return;
-        const data = JSON.stringify(jobItem(record));
-        for (const f of this.#followers) {
-          if (f.principal.name === record.principal || f.principal.scopes.has('admin')) f.write('job', data);
-        }
-      },
-      () => {}, // a job event lost: its row shows the change on the next load
-    );
+  async #send(): Promise<void> {
+    const data = JSON.stringify(await summaryOf(this.#service));
+    const changed = data !== this.#lastSummary;
+    this.#lastSummary = data;
+    for (const f of [...this.#followers]) {
+      if (f.lastSummary !== data) {
+        f.lastSummary = data;
+        f.write('summary', data);
+      }
+      if (changed || f.jobs === undefined) await this.#sendJobs(f);
+    }
+  }
+
+  /** The follower's newest jobs (any principal's, with the admin scope) that changed since it last heard. */
+  async #sendJobs(f: Follower): Promise<void> {
+    const admin = f.principal.scopes.has('admin');
+    const page = await this.#service.store.list({
+      ...(admin ? {} : { principal: f.principal.name }),
+      limit: PAGE_SIZE,
+    });
+    const seen = new Map<string, string>();
+    // Oldest first, so that rows a page inserts end up newest first.
+    for (const record of [...page.items].reverse()) {
+      const data = JSON.stringify(jobItem(record));
+      seen.set(record.id, data);
+      if (f.jobs?.get(record.id) !== data) f.write('job', data);
+    }
+    f.jobs = seen;
   }
 }

@@ -31,7 +31,7 @@ a:hover { text-decoration-thickness: 2px; }
 code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; font-size: 13px; }
 h1 { font-size: 1.6rem; margin: 0 0 .25rem; line-height: 1.2; }
 h2 { font-size: 1.1rem; margin: 0 0 .75rem; }
-h3 { font-size: .95rem; margin: 1rem 0 .5rem; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
+h3 { font-size: .9rem; margin: 1rem 0 .5rem; color: var(--muted); letter-spacing: .02em; }
 .skip { position: absolute; left: -999px; top: 0; background: var(--card); padding: .5rem 1rem; z-index: 10; }
 .skip:focus { left: .5rem; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
@@ -48,6 +48,8 @@ main { max-width: 1200px; margin: 0 auto; padding: 1.25rem; }
 main:focus { outline: none; }
 .card { background: var(--card); border: 1px solid var(--border); border-radius: 10px; padding: 1rem 1.25rem; margin-bottom: 1.25rem; min-width: 0; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 420px), 1fr)); gap: 0 1.25rem; }
+.sections { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 460px), 1fr)); gap: 0 1.25rem; align-items: start; }
+.sections > .wide { grid-column: 1 / -1; }
 .muted { color: var(--muted); }
 .small { font-size: .85rem; }
 button, .button {
@@ -98,7 +100,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .3rem 1rem; margin: 0; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; font-variant-numeric: tabular-nums; min-width: 0; }
-.meta { margin-top: 1rem; grid-template-columns: repeat(auto-fill, minmax(min(100%, 200px), 1fr)); display: grid; gap: .6rem 1.25rem; }
+.meta { margin-top: 1rem; grid-template-columns: repeat(auto-fill, minmax(min(100%, 240px), 1fr)); display: grid; gap: .6rem 1.25rem; }
 .meta div { min-width: 0; }
 .meta dt { color: var(--muted); font-size: .8rem; }
 .meta dd { margin: 0; }
@@ -111,6 +113,7 @@ meter { width: 10rem; max-width: 100%; height: 1rem; vertical-align: middle; }
 figure { margin: 0; min-width: 0; }
 figcaption { font-size: .85rem; color: var(--muted); margin-bottom: .25rem; }
 svg.chart { width: 100%; height: auto; display: block; }
+svg.chart.speedup { max-width: 720px; }
 .chart text { fill: var(--muted); font-size: 11px; font-family: inherit; }
 .chart .axis { stroke: var(--border); stroke-width: 1; }
 .chart .grid { stroke: var(--border); stroke-width: 1; stroke-dasharray: 2 3; }
@@ -130,7 +133,7 @@ svg.chart { width: 100%; height: auto; display: block; }
 .legend span.b::before { background: var(--chart-2); }
 .legend span.rej::before { background: var(--bad); border-radius: 50%; }
 .metrics td:first-child { word-break: break-all; }
-.source { list-style: none; margin: 0; padding: .5rem 0; background: var(--code-bg); border: 1px solid var(--border); border-radius: 6px; counter-reset: line; overflow-x: auto; }
+.source { font: 13px/1.5 ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; list-style: none; margin: 0; padding: .5rem 0; background: var(--code-bg); border: 1px solid var(--border); border-radius: 6px; counter-reset: line; overflow-x: auto; }
 .source li { counter-increment: line; display: block; min-width: max-content; padding-right: 1rem; }
 .source li::before { content: counter(line); display: inline-block; width: 3.5rem; padding-right: 1rem; text-align: right; color: var(--muted); user-select: none; }
 .source code { white-space: pre; }
@@ -153,6 +156,10 @@ footer { max-width: 1200px; margin: 0 auto; padding: 0 1.25rem 2rem; color: var(
   .jobs tr { border-bottom: 1px solid var(--border); padding: .5rem 0; }
   .jobs td { border: 0; padding: .15rem 0; display: flex; gap: .75rem; }
   .jobs td::before { content: attr(data-label); color: var(--muted); font-size: .8rem; min-width: 5.5rem; }
+  .meta { grid-template-columns: 1fr 1fr; }
+  .meta div:first-child { grid-column: 1 / -1; }
+  .jobs td:first-child { display: block; padding-bottom: .3rem; }
+  .jobs td:first-child::before { content: none; }
   .filters > * { flex: 1 1 9rem; }
   .source li::before { width: 2.5rem; padding-right: .6rem; }
   .diag { margin-left: 2.5rem; }

@@ -598,6 +598,9 @@ export class PostgresJobStore implements JobStore {
       throw this.#unavailable(e);
     }
     const query: Query = (text, values) => client.query(text, values);
+    // A connection lost between two statements is no unhandled 'error' event: the next statement fails with it.
+    const ignore = () => {};
+    client.on('error', ignore);
     // A connection whose transaction could not be closed goes back broken: the pool ends it rather than reuse it.
     let broken: Error | undefined;
     try {
@@ -609,6 +612,7 @@ export class PostgresJobStore implements JobStore {
       await query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw this.#unavailable(e);
     } finally {
+      client.off('error', ignore);
       client.release(broken);
     }
   }
