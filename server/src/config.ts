@@ -21,6 +21,8 @@ export interface ServerConfig {
   gpuClasses: string[];
   /** How long a job's queue lock lasts unrenewed: a dead host's job is redelivered about this long after. */
   lockSeconds: number;
+  /** The dashboard's session-cookie key (32 bytes or more), shared by API nodes; undefined: random per process. */
+  sessionSecretFile: string | undefined;
   host: string;
   port: number;
   /** Where the job store (jobs.sqlite) lives. */
@@ -63,6 +65,8 @@ Options (each also as an environment variable, e.g. --data-dir as CUDAKIT_SERVER
                              separated by commas
   --lock-seconds <n>         api, agent: a job's queue lock; a dead host's job is redelivered about
                              this long after it died (default 30)
+  --session-secret-file <f>  the dashboard's session key (32 bytes or more; every API node the same);
+                             default: a random key per process
   --host <address>           address to listen on (default 127.0.0.1; another needs --tokens-file)
   --port <n>                 port, 0 for any free one (default 8000)
   --data-dir <dir>           job store directory (default $XDG_DATA_HOME/cudakit-server,
@@ -102,6 +106,7 @@ const OPTIONS = {
   'redis-prefix': { type: 'string' },
   'gpu-class': { type: 'string' },
   'lock-seconds': { type: 'string' },
+  'session-secret-file': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -236,6 +241,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   }
   if (classesRaw !== undefined && role !== 'agent') problems.push(`${classesRaw.where} is for --role agent`);
   const lockSeconds = number('lock-seconds', 30, 2, 3600, false);
+  const secretRaw = get('session-secret-file');
+  const sessionSecretFile = secretRaw === undefined ? undefined : resolve(secretRaw.value);
 
   // An agent's HTTP port serves health and metrics only: nothing there runs code.
   if (tokensFile === undefined && !isLoopbackHost(host) && role !== 'agent') {
@@ -252,6 +259,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
     redisPrefix,
     gpuClasses,
     lockSeconds,
+    sessionSecretFile,
     host,
     port,
     dataDir,

@@ -8,7 +8,7 @@
 // of its own) and --role agent (the same store and queue, this host's GPUs, an HTTP port for health and metrics
 // only). SIGTERM or SIGINT drains: no new submissions, running jobs get --drain-seconds to finish, then the
 // process exits 0.
-import { mkdirSync, realpathSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +37,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   let config: ServerConfig | 'help';
   let tokens: TokenEntry[] | undefined;
   let problems: ProblemRegistry;
+  let sessionSecret: Buffer | undefined;
   try {
     config = parseConfig(argv, process.env);
     if (config === 'help') {
@@ -45,6 +46,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     tokens = config.tokensFile === undefined ? undefined : loadTokens(config.tokensFile);
     problems = config.problemsDir === undefined ? ProblemRegistry.empty() : ProblemRegistry.load(config.problemsDir);
+    sessionSecret = config.sessionSecretFile === undefined ? undefined : readSecret(config.sessionSecretFile);
   } catch (e) {
     // A bad flag, tokens file or problem registry: the usage error's exit code.
     return fail((e as Error).message, 2);
@@ -80,6 +82,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     tokens,
     logger: { level: config.logLevel },
     submitsPerMinute: config.submitsPerMinute,
+    ...(sessionSecret === undefined ? {} : { sessionSecret }),
     ...(bus === undefined ? {} : { rateLimitRedis: bus.redis }),
     opsOnly: config.role === 'agent',
     ...(config.role === 'api'
@@ -235,6 +238,21 @@ function announce(pool: LocalGpuPool, bus: RedisClusterBus): { agentId: string; 
     if (pool.slots().some((s) => s.uuid === uuid)) void pool.reprobe(uuid).then(beat);
   });
   return { agentId, stop: () => clearInterval(timer) };
+}
+
+/** The session key's file, its trailing newline dropped. */
+function readSecret(file: string): Buffer {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot read --session-secret-file ${file}: ${(e as Error).message}`);
+  }
+  const secret = Buffer.from(text.replace(/\r?\n$/, ''), 'utf8');
+  if (secret.length < 32) {
+    throw new RangeError(`Expected at least 32 bytes in --session-secret-file ${file} but received ${secret.length}`);
+  }
+  return secret;
 }
 
 /** A URL without its password, for logs. */

@@ -599,7 +599,7 @@ describe('operations', () => {
     expect(text).toContain('cudakit_gpu_slots{state="idle"} 1');
     expect(text).toMatch(/cudakit_queue_depth/);
     expect(text).toMatch(/cudakit_job_duration_seconds_count\{verdict="INCORRECT"\} 1/);
-    expect(text).toMatch(/cudakit_queue_wait_seconds_count 1/);
+    expect(text).toMatch(/cudakit_queue_wait_seconds_count\{gpu_class="any"\} 1/);
     expect(text).toMatch(
       /cudakit_http_request_duration_seconds_count\{method="POST",route="\/v1\/evaluations",status_code="202"\} 1/,
     );
@@ -630,6 +630,11 @@ describe('operations', () => {
         'GET /healthz',
         'GET /readyz',
         'GET /metrics',
+        // Tools for models (test/server/mcp.test.ts).
+        'POST /mcp',
+        // The dashboard's summary and live stream (test/server/dashboard.test.ts); its pages are not API.
+        'GET /',
+        'GET /v1/stream',
         // The original server's routes (test/server/seed.test.ts).
         'POST /evaluate',
         'POST /compare',

@@ -752,8 +752,8 @@ describe.skipIf(browserMissing && !mustRun)(`in Chromium${browserMissing ? ` (${
   });
 
   /** A browser context whose pages report console errors, uncaught exceptions and CSP violations into `problems`. */
-  async function context(problems: string[], viewport = { width: 1280, height: 900 }): Promise<BrowserContext> {
-    const ctx = await browser.newContext({ viewport });
+  async function context(problems: string[]): Promise<BrowserContext> {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await ctx.addInitScript(
       'document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation: " + e.violatedDirective + " " + e.blockedURI));',
     );
@@ -809,7 +809,9 @@ describe.skipIf(browserMissing && !mustRun)(`in Chromium${browserMissing ? ` (${
     expect(await row.locator('[data-cell="status"]').textContent()).toBe('succeeded');
     expect(await row.locator('[data-cell="name"]').textContent()).toBe('saxpy live');
     await expect
-      .poll(async () => Number(await p.locator('[data-summary-root] [data-cell="succeeded"]').textContent()))
+      .poll(async () => Number(await p.locator('[data-summary-root] [data-cell="succeeded"]').textContent()), {
+        timeout: 10_000,
+      })
       .toBe(succeeded + 1);
     expect(await p.evaluate('window.stayedOnThisPage')).toBe(true);
     // A read token sees its own jobs only.
@@ -860,12 +862,14 @@ describe.skipIf(browserMissing && !mustRun)(`in Chromium${browserMissing ? ` (${
     await p.goto(`${base}/signin`);
     await p.getByLabel('Token').fill('not-a-token');
     await p.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => p.getByRole('alert').textContent()).toBe('That token is not valid.');
+    await expect.poll(() => p.getByRole('alert').textContent(), { timeout: 10_000 }).toBe('That token is not valid.');
 
     await p.evaluate('document.querySelector("input[name=csrf]").remove()');
     await p.getByLabel('Token').fill('alice-token');
     await p.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => p.getByRole('alert').textContent()).toContain('CSRF token is missing or wrong');
+    await expect
+      .poll(() => p.getByRole('alert').textContent(), { timeout: 10_000 })
+      .toContain('CSRF token is missing or wrong');
     expect((await ctx.cookies()).some((c) => c.name === 'cudakit_session')).toBe(false);
 
     const bobs = await submitOver('bob', body('bob-only'));

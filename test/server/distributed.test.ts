@@ -63,7 +63,7 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
   it('two API nodes and two agents: a job submitted on one node is run by an agent and read, streamed and cancelled on the other', async () => {
     const c = await cluster();
     const [api1, api2] = await Promise.all([c.start('api'), c.start('api')]);
-    await Promise.all([c.start('agent', { fakeHost: 'a001' }), c.start('agent', { fakeHost: 'a002' })]);
+    const agents = await Promise.all([c.start('agent', { fakeHost: 'a001' }), c.start('agent', { fakeHost: 'a002' })]);
     await c.gpusSeen(api1, 8);
     await c.gpusSeen(api2, 8);
 
@@ -80,6 +80,18 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
       'started',
       'done',
     ]);
+
+    // Every role is ready and has its metrics: the agent that ran the job counts it, an API node its queues.
+    for (const node of [api1, api2, ...agents]) expect((await getJson(node, '/readyz')).status).toBe(200);
+    const scrape = async (node: ClusterNode) => (await fetch(`${node.url}/metrics`)).text();
+    const agentMetrics = (await Promise.all(agents.map(scrape))).join('\n');
+    expect(agentMetrics).toMatch(/cudakit_evaluations_total\{status="succeeded",verdict="PASSED",gpu_class="any"\} 1/);
+    expect(agentMetrics).toMatch(/cudakit_phase_duration_seconds_count\{phase="time"\} 1/);
+    expect(await scrape(api1)).toMatch(
+      /cudakit_http_request_duration_seconds_count\{method="POST",route="\/v1\/evaluations"/,
+    );
+    // An agent's port serves operations only: nothing there takes a job.
+    expect((await sendJson(agents[0]!, 'POST', '/v1/evaluations', fakeBody('fake:pass'))).status).toBe(404);
 
     // A class no agent serves is refused on the spot, as in the embedded mode.
     const unknown = await sendJson(api2, 'POST', '/v1/evaluations', fakeBody('fake:pass', { gpu: 'B200' }));

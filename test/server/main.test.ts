@@ -167,6 +167,58 @@ describe('parseConfig', () => {
       `for CUDAKIT_SERVER_MAX_DEVICE_BYTES but received '0'`,
     );
   });
+
+  it('takes the distributed roles with their Redis and PostgreSQL URLs, and says what each role lacks', () => {
+    const redis = ['--redis-url', 'redis://127.0.0.1:6379/0'];
+    const database = ['--database-url', 'postgres://cudakit@127.0.0.1/cudakit'];
+    const config = parseConfig(['--role', 'agent', ...redis, ...database, '--gpu-class', 'H200-nvl,lab'], {});
+    expect(config).toMatchObject({
+      role: 'agent',
+      redisUrl: 'redis://127.0.0.1:6379/0',
+      databaseUrl: 'postgres://cudakit@127.0.0.1/cudakit',
+      redisPrefix: 'cudakit',
+      gpuClasses: ['H200-nvl', 'lab'],
+      lockSeconds: 30,
+    });
+    expect(
+      parseConfig([], {
+        CUDAKIT_SERVER_ROLE: 'api',
+        CUDAKIT_SERVER_REDIS_URL: 'rediss://q:6380',
+        CUDAKIT_SERVER_DATABASE_URL: 'postgresql://db/x',
+      }),
+    ).toMatchObject({ role: 'api' });
+    const problems = (argv: string[]) => {
+      try {
+        parseConfig(argv, {});
+      } catch (e) {
+        expect(e).toBeInstanceOf(ConfigError);
+        return (e as Error).message;
+      }
+      return '';
+    };
+    expect(problems(['--role', 'api'])).toBe(
+      'Expected --redis-url (or CUDAKIT_SERVER_REDIS_URL) with --role api\n' +
+        'Expected --database-url (or CUDAKIT_SERVER_DATABASE_URL) with --role api',
+    );
+    expect(problems([...redis])).toContain('--redis-url is for --role api or agent');
+    expect(problems(['--role', 'api', '--redis-url', 'http://q', ...database])).toContain(
+      "Expected a redis://… or rediss://… URL for --redis-url but received 'http://q'",
+    );
+    expect(problems(['--role', 'api', ...redis, ...database, '--gpu-class', 'H200'])).toContain(
+      '--gpu-class is for --role agent',
+    );
+    expect(problems(['--role', 'leader'])).toContain(
+      "Expected one of embedded, api, agent for --role but received 'leader'",
+    );
+    expect(problems(['--role', 'api', ...redis, ...database, '--lock-seconds', '1'])).toContain(
+      "Expected a number from 2 to 3600 for --lock-seconds but received '1'",
+    );
+    // An agent's port serves health and metrics only: another host may scrape it without tokens.
+    expect(parseConfig(['--role', 'agent', ...redis, ...database, '--host', '0.0.0.0'], {})).toMatchObject({
+      host: '0.0.0.0',
+    });
+    expect(problems(['--role', 'api', ...redis, ...database, '--host', '0.0.0.0'])).toContain('without --tokens-file');
+  });
 });
 
 describe.skipIf(!existsSync(FAKE_WORKER))('with the fake GPU worker', () => {

@@ -149,11 +149,14 @@ function metrics(app: App, service: EvalService): Registry {
   });
   new Gauge({
     name: 'cudakit_worker_restarts',
-    help: 'Worker children restarted per GPU since start (after a kill, a crash or a failed start)',
-    labelNames: ['uuid'],
+    help: 'Worker children replaced per GPU since start, by why (timeout, cancelled, crash, protocol, start-failed …)',
+    labelNames: ['uuid', 'reason'],
     registers: [registry],
     collect() {
-      for (const s of service.slots()) this.set({ uuid: s.uuid }, s.restarts);
+      this.reset();
+      for (const s of service.slots()) {
+        for (const [reason, n] of Object.entries(s.restartsByReason ?? {})) this.set({ uuid: s.uuid, reason }, n);
+      }
     },
   });
   const finished = new Counter({

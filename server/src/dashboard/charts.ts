@@ -136,7 +136,9 @@ export function histogramSvg(samplesMs: readonly number[], o: HistogramOptions):
     const left = x(from);
     const barWidth = Math.max(1, x(from + width) - left - 1);
     const range = `${significant(from * perMs)}–${significant((from + width) * perMs)} ${unit}`;
-    return markup`<rect class="${cls}" x="${px(left)}" y="${px(y(n))}" width="${px(barWidth)}" height="${px(y(0) - y(n))}"><title>${range}: ${n} sample${n === 1 ? '' : 's'}</title></rect>`;
+    const tip = `${range}: ${n} sample${n === 1 ? '' : 's'}`;
+    return markup`<rect class="${cls}" x="${px(left)}" y="${px(y(n))}" width="${px(barWidth)}" height="${px(y(0) - y(n))}">
+<title>${tip}</title></rect>`;
   });
   let band: Html | '' = '';
   if (finite(o.ciLow) && finite(o.ciHigh)) {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The dashboard's one script, as text (tsc copies no other files into dist, so assets live in TypeScript modules).
 // Plain ES2020 for the browser, no framework: the pages are whole without it, and it only keeps them live. On the
-// list page it follows /v1/stream (the service summary and each job that starts or ends) and updates the summary,
-// the GPUs and the rows in place; on a running evaluation's page it follows that job's events and reloads once it
-// is done. Every value is written with textContent, and new rows and GPUs are clones of <template>s the server
-// rendered, so no markup is ever built from data here.
+// list page it follows /v1/stream (the service summary, and the newest jobs as their state changes) and updates the
+// summary, the GPUs and the rows in place; on a running evaluation's page it follows that job's events and reloads
+// once it is done. Every value is written with textContent, and new rows and GPUs are clones of <template>s the
+// server rendered, so no markup is ever built from data here.
 export const CLIENT_JS = `'use strict';
 (function () {
   var TERMINAL = ['succeeded', 'failed', 'cancelled'];

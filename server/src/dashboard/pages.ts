@@ -304,7 +304,12 @@ ${r.finishedAt === undefined ? '' : meta('Finished', time(r.finishedAt))}
 ${meta('Limits', limits)}
 </dl>
 ${queue}
-${open ? markup`<p class="small muted">This page follows the evaluation and shows its result when it ends (with JavaScript; else reload it).</p>` : ''}
+${
+  open
+    ? markup`<p class="small muted">This page follows the evaluation and shows its result when it ends
+(with JavaScript; else reload it).</p>`
+    : ''
+}
 </section>`;
 }
 

@@ -309,7 +309,8 @@ export function timingSection(timing: BenchResult | undefined): Html | '' {
       : ''
   }</p>
 <div class="charts"><figure><figcaption>Distribution of the accepted samples</figcaption>${histogramOf(t, 'hist', name)}</figure>
-<figure><figcaption>Samples over time${legend}</figcaption>${samplesSvg('samples', [{ label: name, samples }], num(stats.median))}</figure></div>
+<figure><figcaption>Samples over time${legend}</figcaption>
+${samplesSvg('samples', [{ label: name, samples }], num(stats.median))}</figure></div>
 <div class="grid">${facts([
     ['Samples', `${num(stats.n) ?? samples.length - rejected} accepted${rejected > 0 ? `, ${rejected} rejected` : ''}`],
     ['Range', `${ms(stats.min)} – ${ms(stats.max)}`],
@@ -371,7 +372,8 @@ ${plural(num(c.rounds) ?? 0, 'ABBA round')})</span>`
     speedup === undefined ? '—' : `${significant(speedup, 3)}×`
   }</span> speedup of <strong>${bName}</strong> over <strong>${aName}</strong>${interval}</p>${chart}
 <div class="charts">${side(a, aName, 'A (baseline)')}${side(b, bName, 'B (candidate)', 'b')}
-<figure><figcaption>Samples over time <span class="legend"><span>A</span><span class="b">B</span></span></figcaption>${samples}</figure></div>
+<figure><figcaption>Samples over time <span class="legend"><span>A</span><span class="b">B</span></span></figcaption>
+${samples}</figure></div>
 ${warningList([...list(a.warnings), ...list(b.warnings)])}`;
   return section('comparison', 'Comparison', body, true);
 }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The dashboard's routes: GET / (the list of evaluations under the service summary; the summary as JSON for
 // `Accept: application/json`), GET /evaluations/:id (one result), the sign-in and sign-out forms, the script and
-// style sheet, and GET /v1/stream (server-sent events: the summary whenever it changes, and each job that starts or
-// ends). Pages need the read scope, from a bearer token or the session cookie (the auth hook in api/app.ts takes
-// both); a principal sees its own evaluations, the admin scope every one, as in the API. Registered as a plugin of
-// its own so that its form parser serves these routes only.
+// style sheet, and GET /v1/stream (server-sent events: the summary whenever it changes, and each of the newest jobs
+// whose state changed). Pages need the read scope, from a bearer token or the session cookie (the auth hook in
+// api/app.ts takes both); a principal sees its own evaluations, the admin scope every one, as in the API. Registered
+// as a plugin of its own so that its form parser serves these routes only.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../api/app.js';
@@ -340,9 +340,9 @@ export async function dashboardRoutes(app: App, deps: DashboardDeps): Promise<vo
         summary: 'Follow the service (server-sent events)',
         description:
           "Events 'summary' (as GET / with Accept: application/json) whenever it changes, and 'job' for each " +
-          'evaluation of yours (any, with the admin scope) that starts or ends: { id, name, status, verdict, phase, ' +
-          'principal, createdAt, finishedAt }. Comment lines keep idle connections open; a stream ends after 10 ' +
-          'minutes (EventSource reconnects).',
+          'of your 25 newest evaluations (anyone’s, with the admin scope) when the stream opens and whenever ' +
+          'its state changes: { id, name, status, verdict, phase, principal, createdAt, finishedAt }. Comment ' +
+          'lines keep idle connections open; a stream ends after 10 minutes (EventSource reconnects).',
         response: {
           200: Type.String({ description: 'text/event-stream' }),
           ...Object.fromEntries([401, 403, 503].map((c) => [c, ErrorBody])),

@@ -21,14 +21,16 @@ export const STYLES_CSS = `:root {
 * { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
 body {
-  margin: 0; background: var(--bg); color: var(--fg); line-height: 1.45;
+  margin: 0; background: var(--bg); color: var(--fg);
   font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
   overflow-wrap: anywhere;
 }
 a { color: var(--accent); }
 a:hover { text-decoration-thickness: 2px; }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; border-radius: 2px; }
-code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; font-size: 13px; }
+code, pre, .mono {
+  font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; font-size: 13px;
+}
 h1 { font-size: 1.6rem; margin: 0 0 .25rem; line-height: 1.2; }
 h2 { font-size: 1.1rem; margin: 0 0 .75rem; }
 h3 { font-size: .9rem; margin: 1rem 0 .5rem; color: var(--muted); letter-spacing: .02em; }
@@ -46,9 +48,15 @@ h3 { font-size: .9rem; margin: 1rem 0 .5rem; color: var(--muted); letter-spacing
 .who form { margin: 0; }
 main { max-width: 1200px; margin: 0 auto; padding: 1.25rem; }
 main:focus { outline: none; }
-.card { background: var(--card); border: 1px solid var(--border); border-radius: 10px; padding: 1rem 1.25rem; margin-bottom: 1.25rem; min-width: 0; }
+.card {
+  background: var(--card); border: 1px solid var(--border); border-radius: 10px; padding: 1rem 1.25rem;
+  margin-bottom: 1.25rem; min-width: 0;
+}
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 420px), 1fr)); gap: 0 1.25rem; }
-.sections { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 460px), 1fr)); gap: 0 1.25rem; align-items: start; }
+.sections {
+  display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 460px), 1fr)); gap: 0 1.25rem;
+  align-items: start;
+}
 .sections > .wide { grid-column: 1 / -1; }
 .muted { color: var(--muted); }
 .small { font-size: .85rem; }
@@ -66,15 +74,23 @@ input, select {
   background: var(--quiet-bg); color: var(--fg); white-space: nowrap;
 }
 .badge:empty { display: none; }
-.badge[data-value=PASSED], .badge[data-value=succeeded], .badge[data-value=idle], .badge[data-value=FASTER] { background: var(--ok-bg); color: var(--ok); }
+.badge[data-value=PASSED], .badge[data-value=succeeded], .badge[data-value=idle], .badge[data-value=FASTER] {
+  background: var(--ok-bg); color: var(--ok);
+}
 .badge[data-value=running], .badge[data-value=queued], .badge[data-value=busy], .badge[data-value=starting],
 .badge[data-value=restarting], .badge[data-value=SAME] { background: var(--info-bg); color: var(--info); }
-.badge[data-value=SUSPICIOUS], .badge[data-value=UNCERTAIN], .badge[data-value=cancelled] { background: var(--warn-bg); color: var(--warn); }
-.badge[data-value=failed], .badge[data-value=quarantined], .badge[data-value=SLOWER], .badge.bad { background: var(--bad-bg); color: var(--bad); }
+.badge[data-value=SUSPICIOUS], .badge[data-value=UNCERTAIN], .badge[data-value=cancelled] {
+  background: var(--warn-bg); color: var(--warn);
+}
+.badge[data-value=failed], .badge[data-value=quarantined], .badge[data-value=SLOWER], .badge.bad {
+  background: var(--bad-bg); color: var(--bad);
+}
 .badge[data-value$=_ERROR], .badge[data-value=INCORRECT], .badge[data-value=TIMEOUT], .badge[data-value=CRASHED],
 .badge[data-value=UNWRITTEN], .badge[data-value=OUT_OF_BOUNDS], .badge[data-value=INPUT_MODIFIED],
 .badge[data-value=NON_FINITE], .badge[data-value=ALL_ZERO], .badge[data-value=NONDETERMINISTIC],
-.badge[data-value=SIGNATURE_MISMATCH], .badge[data-value=INVALID_REFERENCE] { background: var(--bad-bg); color: var(--bad); }
+.badge[data-value=SIGNATURE_MISMATCH], .badge[data-value=INVALID_REFERENCE] {
+  background: var(--bad-bg); color: var(--bad);
+}
 .live { font-size: .8rem; color: var(--muted); margin: 0; }
 .live[data-state=open]::before { content: "\\25cf  "; color: var(--ok); }
 .summary-head { display: flex; justify-content: space-between; align-items: baseline; gap: 1rem; }
@@ -100,13 +116,22 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .3rem 1rem; margin: 0; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; font-variant-numeric: tabular-nums; min-width: 0; }
-.meta { margin-top: 1rem; grid-template-columns: repeat(auto-fill, minmax(min(100%, 240px), 1fr)); display: grid; gap: .6rem 1.25rem; }
+.meta {
+  margin-top: 1rem; grid-template-columns: repeat(auto-fill, minmax(min(100%, 240px), 1fr)); display: grid;
+  gap: .6rem 1.25rem;
+}
 .meta div { min-width: 0; }
 .meta dt { color: var(--muted); font-size: .8rem; }
 .meta dd { margin: 0; }
 .headline { font-size: 1.5rem; font-weight: 650; font-variant-numeric: tabular-nums; }
-.toc { display: flex; flex-wrap: wrap; gap: .35rem 1rem; font-size: .9rem; margin: 0 0 1.25rem; padding: 0; list-style: none; }
-pre.message { white-space: pre-wrap; background: var(--code-bg); border: 1px solid var(--border); border-radius: 6px; padding: .75rem; margin: .5rem 0 0; }
+.toc {
+  display: flex; flex-wrap: wrap; gap: .35rem 1rem; font-size: .9rem; margin: 0 0 1.25rem; padding: 0;
+  list-style: none;
+}
+pre.message {
+  white-space: pre-wrap; background: var(--code-bg); border: 1px solid var(--border); border-radius: 6px;
+  padding: .75rem; margin: .5rem 0 0;
+}
 .scroll { overflow-x: auto; max-width: 100%; }
 meter { width: 10rem; max-width: 100%; height: 1rem; vertical-align: middle; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 440px), 1fr)); gap: 1rem; }
@@ -129,16 +154,29 @@ svg.chart.speedup { max-width: 720px; }
 .chart .estimate { fill: var(--chart); stroke: var(--card); stroke-width: 2; }
 .chart .one { stroke: var(--muted); stroke-width: 1; }
 .legend { display: flex; gap: 1rem; font-size: .8rem; color: var(--muted); }
-.legend span::before { content: ""; display: inline-block; width: .7rem; height: .7rem; border-radius: 2px; margin-right: .3rem; background: var(--chart); vertical-align: -1px; }
+.legend span::before {
+  content: ""; display: inline-block; width: .7rem; height: .7rem; border-radius: 2px; margin-right: .3rem;
+  background: var(--chart); vertical-align: -1px;
+}
 .legend span.b::before { background: var(--chart-2); }
 .legend span.rej::before { background: var(--bad); border-radius: 50%; }
 .metrics td:first-child { word-break: break-all; }
-.source { font: 13px/1.5 ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; list-style: none; margin: 0; padding: .5rem 0; background: var(--code-bg); border: 1px solid var(--border); border-radius: 6px; counter-reset: line; overflow-x: auto; }
+.source {
+  font: 13px/1.5 ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; list-style: none;
+  margin: 0; padding: .5rem 0; background: var(--code-bg); border: 1px solid var(--border); border-radius: 6px;
+  counter-reset: line; overflow-x: auto;
+}
 .source li { counter-increment: line; display: block; min-width: max-content; padding-right: 1rem; }
-.source li::before { content: counter(line); display: inline-block; width: 3.5rem; padding-right: 1rem; text-align: right; color: var(--muted); user-select: none; }
+.source li::before {
+  content: counter(line); display: inline-block; width: 3.5rem; padding-right: 1rem; text-align: right;
+  color: var(--muted); user-select: none;
+}
 .source code { white-space: pre; }
 .source li.flagged { background: var(--mark); }
-.diag { display: block; margin: .1rem 0 .3rem 3.5rem; padding: .15rem .6rem; border-left: 3px solid var(--warn); white-space: pre-wrap; font-size: .85rem; }
+.diag {
+  display: block; margin: .1rem 0 .3rem 3.5rem; padding: .15rem .6rem; border-left: 3px solid var(--warn);
+  white-space: pre-wrap; font-size: .85rem;
+}
 .diag[data-severity=error], .diag[data-severity="catastrophic error"] { border-color: var(--bad); }
 .diag strong { text-transform: uppercase; font-size: .75rem; }
 details > summary { cursor: pointer; color: var(--accent); margin: .5rem 0; }

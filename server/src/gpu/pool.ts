@@ -18,6 +18,8 @@ export interface SlotInfo {
   /** Jobs run since start, and children restarted after a kill, a crash or a failed start. */
   jobs: number;
   restarts: number;
+  /** The restarts by why the worker was replaced ('timeout', 'crash', 'start-failed' ...). */
+  restartsByReason?: Record<string, number>;
   lastError: string | undefined;
   /** Other processes use this GPU too, or it is a MIG slice: timings there are not exclusive. */
   shared: boolean;

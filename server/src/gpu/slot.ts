@@ -113,6 +113,7 @@ export class GpuSlot {
   #state: SlotState = 'starting';
   #jobs = 0;
   #restarts = 0;
+  readonly #restartsByReason: Partial<Record<RestartReason, number>> = {};
   #lastError: string | undefined;
   #failedStarts = 0;
   /** The child leases run on: ready, and idle or running a job. */
@@ -160,6 +161,7 @@ export class GpuSlot {
       state: this.#state,
       jobs: this.#jobs,
       restarts: this.#restarts,
+      restartsByReason: { ...this.#restartsByReason },
       lastError: this.#lastError,
       shared: this.#shared,
       totalMemoryBytes: this.#facts.totalMemoryBytes,
@@ -304,7 +306,7 @@ export class GpuSlot {
       }
       await child.waitExit(this.#o.killWaitMs);
       this.#failedStarts++;
-      this.#restarts++;
+      this.#countRestart('start-failed');
       const tail = lastLine(child.stderrTail());
       this.#lastError = `the worker did not start: ${r.reason}${tail === '' ? '' : ` (stderr: ${tail})`}`;
       if (this.#failedStarts >= this.#o.maxFailedStarts) return undefined;
@@ -318,7 +320,7 @@ export class GpuSlot {
     let child = spare === undefined ? undefined : await spare;
     const gaveUp = spare !== undefined && child === undefined;
     if (child?.exit !== undefined) {
-      this.#restarts++;
+      this.#countRestart('spare-exited');
       this.#lastError = `the pre-started worker exited (${describeExit(child.exit)})`;
       child = undefined;
     }
@@ -355,7 +357,7 @@ export class GpuSlot {
     child.onMessage = undefined;
     child.onExit = undefined;
     child.kill();
-    this.#restarts++;
+    this.#countRestart('idle-exit');
     this.#lastError = reason;
     this.#setState('restarting');
     void child.exited.then(() => this.#replace(child, child.jobs > 0));
@@ -433,7 +435,7 @@ export class GpuSlot {
       const e = child?.exit ?? { code: null, signal: null };
       const reason = `the worker exited before it accepted the job (${describeExit(e)})`;
       this.#lastError = reason;
-      this.#restarts++;
+      this.#countRestart('exit-before-job');
       this.#endJob(child, 'killed');
       const tail = child?.stderrTail() ?? '';
       return Promise.resolve(crashed(undefined, e, tail, reason));
@@ -533,6 +535,11 @@ export class GpuSlot {
     active.child.onExit = undefined;
   }
 
+  #countRestart(reason: RestartReason): void {
+    this.#restarts++;
+    this.#restartsByReason[reason] = (this.#restartsByReason[reason] ?? 0) + 1;
+  }
+
   /** Kills the job's child (its process group), waits for its exit, resolves the run, then replaces the child. */
   async #kill(active: ActiveJob, outcome: (child: WorkerChild) => SlotOutcome, reason: string): Promise<void> {
     if (active.settled) return;
@@ -542,8 +549,9 @@ export class GpuSlot {
     const exited = await child.waitExit(this.#o.killWaitMs);
     if (exited) await child.stdioClosed(STDERR_DRAIN_MS);
     this.#lastError = reason;
-    this.#restarts++;
-    active.resolve(outcome(child));
+    const result = outcome(child);
+    this.#countRestart(killReasonOf(result));
+    active.resolve(result);
     this.#endJob(child, exited ? 'killed' : 'unkillable');
   }
 
@@ -558,7 +566,7 @@ export class GpuSlot {
     const where = phase === undefined ? "before the job's first phase" : `in the ${phase} phase`;
     const reason = `the worker died ${where} (${describeExit(child.exit!)})`;
     this.#lastError = reason;
-    this.#restarts++;
+    this.#countRestart('crash');
     active.resolve(crashed(phase, child.exit, child.stderrTail(), reason));
     this.#endJob(child, 'killed');
   }
@@ -674,4 +682,20 @@ function quietly(f: () => void): void {
 
 function definedOnly<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Why a slot replaced its worker (the metrics' label). */
+export type RestartReason =
+  | 'start-failed'
+  | 'spare-exited'
+  | 'idle-exit'
+  | 'exit-before-job'
+  | 'timeout'
+  | 'cancelled'
+  | 'protocol'
+  | 'crash';
+
+/** A killed job's child: killed for its deadline, a cancel, or a broken protocol. */
+function killReasonOf(outcome: SlotOutcome): RestartReason {
+  return outcome.kind === 'timeout' ? 'timeout' : outcome.kind === 'cancelled' ? 'cancelled' : 'protocol';
 }
