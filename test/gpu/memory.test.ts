@@ -129,7 +129,7 @@ describeGpu('memory', () => {
           `
       import { Device } from './lib/index.ts';
       const d = Device.get(0);
-      const big = d.alloc(Math.floor(d.totalMemoryBytes * 0.9));
+      const big = d.alloc(Math.floor(d.totalMemoryBytes * 0.9 / 4) * 4); // whole 32-bit elements for fill()
       big.fill(7, { elementBytes: 4 });
       d.synchronize();
       console.log('allocated', big.byteLength);

@@ -53,9 +53,13 @@ describeGpu('the distributed mode on a GPU: an API node and an agent, Redis and 
     if (missing.length > 0) throw new Error(`Redis and PostgreSQL are needed here: ${missing.join('; ')}`);
     [redis, postgres] = await Promise.all([startRedis(), startPostgres()]);
     cluster = await Cluster.create({ redisUrl: redis.url, postgresUrl: postgres.url, lockSeconds: 5 });
-    api = await cluster.start('api');
-    await cluster.start('agent', { worker: 'real', args: ['--gpus', '0'] });
-    await cluster.gpusSeen(api, 1, 120_000);
+    try {
+      api = await cluster.start('api');
+      await cluster.start('agent', { worker: 'real', args: ['--gpus', '0'] });
+      await cluster.gpusSeen(api, 1, 120_000);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n${cluster.logs()}`);
+    }
   }, 180_000);
   afterAll(async () => {
     await cluster?.stop();

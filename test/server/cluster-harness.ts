@@ -177,6 +177,13 @@ export class Cluster {
       .map((l) => JSON.parse(l) as never);
   }
 
+  /** Every node's output, for a failure's message. */
+  logs(): string {
+    return this.nodes
+      .map((n) => `--- ${n.role} ${n.url}\n${n.stdout().slice(-2000)}${n.stderr().slice(-4000)}`)
+      .join('\n');
+  }
+
   async stop(): Promise<void> {
     for (const node of this.nodes) {
       if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');

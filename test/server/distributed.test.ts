@@ -162,6 +162,7 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
     }
     // Another agent joins: the API still takes and runs work.
     await c.start('agent', { fakeHost: 'c003' });
+    await c.gpusSeen(api, 4); // the dead agents' entries gone, the new one's in
     const after = await submit(api, 'fake:pass');
     expect(await finished(api, after)).toMatchObject({ status: 'succeeded' });
   }, 120_000);
