@@ -220,7 +220,10 @@ export class EvalService {
         if ((await this.queue.position(record.id)) === undefined) await this.queue.enqueue(queuedJobOf(record));
       }
     }
-    this.#bus?.onEvent((event) => this.#deliver(event));
+    this.#bus?.onEvent(
+      (event) => this.#deliver(event),
+      (jobId) => this.#subscribers.has(jobId),
+    );
     if (this.role === 'agent') this.#bus?.onCancel((id) => this.#cancelLocal(id));
     if (this.role !== 'api') {
       this.pool.onIdle(() => this.#kick());

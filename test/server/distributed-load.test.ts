@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The distributed mode under load on loopback: 2,000 fake jobs of 200 ms from 64 clients (one token each) through two
+// The distributed mode under load on loopback: 2,000 fake jobs of 400 ms from 64 clients (one token each) through two
 // API nodes, run by two agents of 4 fake GPUs each (warm workers: a job costs the GPU's time, not a process start),
 // on a real Redis and PostgreSQL. Asserted: every job accepted and ended exactly once (one 'done' event, one worker
 // start), no GPU running two jobs at once, both agents working, and the GPUs kept busy: the jobs' own run time over
@@ -19,7 +19,7 @@ import { describeWithServices, startPostgres, startRedis, type ServiceServer } f
 
 const JOBS = 2000;
 const CLIENTS = 64;
-const JOB_MS = 200;
+const JOB_MS = 400;
 const GPUS_PER_AGENT = 4;
 
 describeWithServices('distributed mode under load', ['redis', 'postgres'], () => {

@@ -28,7 +28,8 @@ export type ClusterKeys = ReturnType<typeof clusterKeys>;
 /** What the service needs of the bus (service.ts imports only this type). */
 export interface ClusterBus {
   publishEvent(event: JobEvent): void;
-  onEvent(listener: (event: JobEvent) => void): void;
+  /** Events of other processes; `wants` (the job's id) skips the rest before they are parsed. */
+  onEvent(listener: (event: JobEvent) => void, wants?: (jobId: string) => boolean): void;
   /** Asks whichever agent runs `id` to kill it. */
   requestCancel(id: string): Promise<void>;
   onCancel(listener: (id: string) => void): void;
@@ -58,10 +59,10 @@ export function redisOptions(extra: RedisOptions = {}): RedisOptions {
   };
 }
 
+/** A cancel or reprobe message. */
 interface Envelope {
-  /** The process that published it (its own messages come back to it: they are dropped there). */
+  /** The process that published it. */
   from: string;
-  event?: JobEvent;
   id?: string;
 }
 
@@ -70,7 +71,7 @@ export class RedisClusterBus implements ClusterBus {
   readonly keys: ClusterKeys;
   readonly #publisher: Redis;
   readonly #subscriber: Redis;
-  readonly #eventListeners = new Set<(event: JobEvent) => void>();
+  readonly #eventListeners = new Set<{ listener: (event: JobEvent) => void; wants: (jobId: string) => boolean }>();
   readonly #cancelListeners = new Set<(id: string) => void>();
   readonly #reprobeListeners = new Set<(uuid: string) => void>();
   #closed = false;
@@ -91,12 +92,18 @@ export class RedisClusterBus implements ClusterBus {
     return this.#publisher;
   }
 
+  /**
+   * On the events channel a message is `<from> <jobId> <event JSON>`: every API node receives every event, and most
+   * are of jobs nobody there watches, which it drops without parsing them.
+   */
   publishEvent(event: JobEvent): void {
-    this.#publish(this.keys.events, { from: this.nodeId, event });
+    if (this.#closed) return;
+    const message = `${this.nodeId} ${event.jobId} ${JSON.stringify(event)}`;
+    this.#publisher.publish(this.keys.events, message).catch(() => {});
   }
 
-  onEvent(listener: (event: JobEvent) => void): void {
-    this.#eventListeners.add(listener);
+  onEvent(listener: (event: JobEvent) => void, wants: (jobId: string) => boolean = () => true): void {
+    this.#eventListeners.add({ listener, wants });
   }
 
   async requestCancel(id: string): Promise<void> {
@@ -161,22 +168,40 @@ export class RedisClusterBus implements ClusterBus {
     this.#publisher.disconnect();
   }
 
+  #onEventMessage(text: string): void {
+    const fromEnd = text.indexOf(' ');
+    const idEnd = text.indexOf(' ', fromEnd + 1);
+    if (fromEnd < 0 || idEnd < 0 || text.slice(0, fromEnd) === this.nodeId) return;
+    const jobId = text.slice(fromEnd + 1, idEnd);
+    let event: JobEvent | undefined;
+    for (const { listener, wants } of this.#eventListeners) {
+      if (!wants(jobId)) continue;
+      try {
+        event ??= JSON.parse(text.slice(idEnd + 1)) as JobEvent;
+      } catch {
+        return;
+      }
+      listener(event);
+    }
+  }
+
   #publish(channel: string, envelope: Envelope): void {
     if (this.#closed) return;
     this.#publisher.publish(channel, JSON.stringify(envelope)).catch(() => {});
   }
 
   #onMessage(channel: string, text: string): void {
+    if (channel === this.keys.events) {
+      this.#onEventMessage(text);
+      return;
+    }
     let envelope: Envelope;
     try {
       envelope = JSON.parse(text) as Envelope;
     } catch {
       return;
     }
-    if (channel === this.keys.events) {
-      if (envelope.from === this.nodeId || envelope.event === undefined) return;
-      for (const l of this.#eventListeners) l(envelope.event);
-    } else if (channel === this.keys.cancel && typeof envelope.id === 'string') {
+    if (channel === this.keys.cancel && typeof envelope.id === 'string') {
       for (const l of this.#cancelListeners) l(envelope.id);
     } else if (channel === this.keys.reprobe && typeof envelope.id === 'string') {
       for (const l of this.#reprobeListeners) l(envelope.id);

@@ -337,8 +337,13 @@ export class AgentQueue extends ClusterQueueBase implements JobQueue {
   readonly #availableListeners = new Set<() => void>();
   readonly #events: QueueEvents[] = [];
   #classes: string[] = [];
-  /** Rotates the first class tried, so no class starves another on a slot that serves several. */
-  #turn = 0;
+  /**
+   * Where the next take starts: the class that gave the last job, so a busy queue is asked once per job rather than
+   * after every empty one; every fourth take starts one class further, so no class starves another on a slot that
+   * serves several.
+   */
+  #lastClass = 0;
+  #takes = 0;
   #poll: NodeJS.Timeout | undefined;
   readonly #agentId: string;
 
@@ -376,7 +381,7 @@ export class AgentQueue extends ClusterQueueBase implements JobQueue {
 
   async take(classes: readonly string[]): Promise<QueuedJob | undefined> {
     const mine = classes.filter((c) => this.#classes.includes(c));
-    const start = this.#turn++ % Math.max(1, mine.length);
+    const start = (this.#lastClass + (this.#takes++ % 4 === 3 ? 1 : 0)) % Math.max(1, mine.length);
     for (let i = 0; i < mine.length; i++) {
       const gpu = mine[(start + i) % mine.length]!;
       const token = `${this.#agentId}:${randomUUID()}`;
@@ -387,6 +392,7 @@ export class AgentQueue extends ClusterQueueBase implements JobQueue {
         return undefined; // Redis down: the poll tries again
       }
       if (job === undefined || job.id === undefined) continue;
+      this.#lastClass = (start + i) % mine.length;
       this.#hold(job, token);
       const { timeoutSeconds: _, ...queued } = job.data;
       return queued;
