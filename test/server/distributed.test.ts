@@ -3,7 +3,11 @@
 // real Redis and PostgreSQL. What each fault must cost: an agent SIGKILLed mid-job costs one redelivery and one
 // result; a job that kills every agent it touches fails after one redelivery; Redis SIGKILLed and restarted loses no
 // accepted job; PostgreSQL down is a 503 with Retry-After, not a 500. Lock times are 2 s here (30 s by default).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tokenDigest } from '../../server/src/api/auth.js';
 import {
   Cluster,
   eventsOf,
@@ -119,6 +123,27 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
     // No job ran after its cancel: the queued one never started.
     expect(c.fakeEvents().some((e) => e.event === 'start' && e.id === queued)).toBe(false);
   }, 120_000);
+
+  it('the per-token submit budget holds across API nodes (counted in Redis)', async () => {
+    const c = await cluster();
+    const dir = mkdtempSync(join(tmpdir(), 'cudakit-tokens-'));
+    const tokensFile = join(dir, 'tokens');
+    writeFileSync(tokensFile, `alice:${tokenDigest('alice-token')}\n`);
+    const args = ['--tokens-file', tokensFile, '--submits-per-minute', '3'];
+    const [api1, api2] = await Promise.all([c.start('api', { args }), c.start('api', { args })]);
+    const post = (api: ClusterNode) =>
+      fetch(`${api.url}/v1/evaluations`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer alice-token', 'content-type': 'application/json' },
+        body: JSON.stringify(fakeBody('fake:pass')),
+      });
+    // No agent yet: each submission is counted, then answered 503 NO_GPU.
+    for (const api of [api1, api2, api1]) expect((await post(api)).status).toBe(503);
+    const limited = await post(api2);
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toMatch(/^\d+$/);
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
 
   it('an agent SIGKILLed while it holds a job: the other agent runs it after one redelivery, one result', async () => {
     const c = await cluster();
