@@ -19,7 +19,7 @@ import {
   type CallToolResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { InvalidJobError, type EvalReport } from 'cudakit';
+import type { EvalReport } from 'cudakit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
 import {
@@ -29,14 +29,16 @@ import {
   compareJob,
   evaluateJob,
   refuseLegacy,
+  seedGpuOf,
+  seedWaitMs,
+  submitSeedJob,
   validationErrorsOf,
-  type SeedGpu,
   type SeedJob,
 } from '../compat/seed.js';
 import { ErrorBody, Evaluation, GetQuery, GpuList, IdParams, SUBMIT_BODY_LIMIT_BYTES } from '../schema/native.js';
 import { CompareRequest, CompareResponse, EvaluationRequest, EvaluationResponse } from '../schema/seed.js';
 import { ServiceError, type EvalService } from '../service.js';
-import { TERMINAL, type JobEvent, type JobRecord } from '../store/store.js';
+import { TERMINAL, type JobEvent } from '../store/store.js';
 import { errorBodyOf, type App, type SubmitLimit } from './app.js';
 import type { Scope } from './auth.js';
 import { formatGpus, formatOutcome, formatProblems, type Problem } from './mcp-format.js';
@@ -51,9 +53,6 @@ export interface McpDeps {
   /** Comment lines on an idle tool-call stream, ms. */
   sseHeartbeatMs: number;
 }
-
-/** Beyond the job's own budgets: time to store and read the result (as the compatible routes allow). */
-const SYNC_WAIT_SLACK_SECONDS = 10;
 
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBody]));
 
@@ -405,19 +404,8 @@ async function runSeed(
   const job: SeedJob =
     kind === 'evaluate' ? evaluateJob(args as EvaluationRequest) : compareJob(args as CompareRequest);
 
-  let record: JobRecord;
-  try {
-    record = (await service.submit(ctx.request.principal.name, job.body)).record;
-  } catch (e) {
-    if (!(e instanceof InvalidJobError)) throw e;
-    // validateJob's problems at the request's fields, as the compatible routes name them.
-    const problems = e.problems.map((p) => ({ field: job.fieldOf(p.path), path: p.path, message: p.message }));
-    const more = problems.length > 1 ? ` (and ${problems.length - 1} more in details)` : '';
-    throw new SeedClientError(`Invalid job: ${problems[0]?.message ?? 'no details'}${more}`, { problems });
-  }
-
-  const waitMs =
-    ctx.deps.syncWaitMs?.(job) ?? (job.maxQueueSeconds + job.timeoutSeconds + SYNC_WAIT_SLACK_SECONDS) * 1000;
+  const record = await submitSeedJob(service, ctx.request.principal.name, job);
+  const waitMs = seedWaitMs(job, ctx.deps.syncWaitMs);
   const unfollow = ctx.follow?.(record.id);
   try {
     await service.waitForEnd(record.id, waitMs, ctx.signal);
@@ -431,7 +419,7 @@ async function runSeed(
       `get_evaluation with id '${now.id}' (and wait) reads its result`;
     return textResult(message, true);
   }
-  const gpu = await gpuOf(service, now);
+  const gpu = seedGpuOf(service.slots(), now);
   const answer = answerOf(now, { kind, gpu, warnings: job.warnings });
   const text = formatOutcome({
     id: now.id,
@@ -447,14 +435,6 @@ async function runSeed(
   // A job the service could not finish (cancelled, queue timeout): the original's 500, a tool error here.
   if (answer.statusCode !== 200) return textResult(text, true);
   return { ...textResult(text), structuredContent: answer.body as unknown as Record<string, unknown> };
-}
-
-/** The slot a job ran on, as the original numbers its GPUs. */
-async function gpuOf(service: EvalService, record: JobRecord): Promise<SeedGpu | undefined> {
-  const slots = await service.slots();
-  const index = slots.findIndex((s) => s.uuid === record.gpuUuid);
-  const slot = slots[index];
-  return slot === undefined ? undefined : { index, name: slot.name, arch: slot.arch };
 }
 
 /**

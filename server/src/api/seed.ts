@@ -19,9 +19,11 @@ import {
   jobStatsOf,
   jobStatusOf,
   refuseLegacy,
+  seedGpuOf,
+  seedWaitMs,
+  submitSeedJob,
   validationErrorsOf,
   type AjvError,
-  type SeedGpu,
   type SeedJob,
 } from '../compat/seed.js';
 import { SUBMIT_BODY_LIMIT_BYTES } from '../schema/native.js';
@@ -54,8 +56,6 @@ export interface SeedDeps {
 
 /** What the original's cleanup drops: finished jobs older than five minutes. */
 const CLEANUP_AGE_MS = 5 * 60 * 1000;
-/** Beyond the job's own budgets: time to store and read the result. */
-const SYNC_WAIT_SLACK_SECONDS = 10;
 
 const NO_CACHE = { 'cache-control': 'no-cache, no-store, must-revalidate', pragma: 'no-cache', expires: '0' };
 
@@ -120,30 +120,9 @@ export function seedRoutes(app: App, deps: SeedDeps): void {
   service.onFinished((job) => stats.finished(job));
   const common = { errorHandler: sendError, onSend: noCache };
 
-  /** The slot a job ran on, as the original numbers its GPUs. */
-  function gpuOf(record: JobRecord): SeedGpu | undefined {
-    const slots = service.slots();
-    const index = slots.findIndex((s) => s.uuid === record.gpuUuid);
-    const slot = slots[index];
-    return slot === undefined ? undefined : { index, name: slot.name, arch: slot.arch };
-  }
-
-  /** Queues the job; validateJob's and the admission's problems become a 400 naming the request's fields. */
-  async function submit(principal: string, job: SeedJob): Promise<JobRecord> {
-    try {
-      return (await service.submit(principal, job.body)).record;
-    } catch (e) {
-      if (!(e instanceof InvalidJobError)) throw e;
-      const problems = e.problems.map((p) => ({ field: job.fieldOf(p.path), path: p.path, message: p.message }));
-      const more = problems.length > 1 ? ` (and ${problems.length - 1} more in details)` : '';
-      throw new SeedClientError(`Invalid job: ${problems[0]?.message ?? 'no details'}${more}`, { problems });
-    }
-  }
-
   /** Waits for the job's end (or the client leaving), then answers as the original does. */
   async function answer(job: SeedJob, record: JobRecord, reply: FastifyReply): Promise<FastifyReply> {
-    const waitMs =
-      deps.syncWaitMs?.(job) ?? (job.maxQueueSeconds + job.timeoutSeconds + SYNC_WAIT_SLACK_SECONDS) * 1000;
+    const waitMs = seedWaitMs(job, deps.syncWaitMs);
     const gone = new AbortController();
     const onClose = (): void => gone.abort();
     reply.raw.once('close', onClose);
@@ -160,7 +139,7 @@ export function seedRoutes(app: App, deps: SeedDeps): void {
         'for its result';
       return reply.code(500).send(jobErrorBody(message, now.id));
     }
-    const result = answerOf(now, { kind: job.kind, gpu: gpuOf(now), warnings: job.warnings });
+    const result = answerOf(now, { kind: job.kind, gpu: seedGpuOf(service.slots(), now), warnings: job.warnings });
     if (result.statusCode === 200 && result.body.gpu_type !== undefined) {
       void reply.header('x-gpu-type', result.body.gpu_type);
     }
@@ -187,7 +166,7 @@ export function seedRoutes(app: App, deps: SeedDeps): void {
     async (request, reply) => {
       if (request.validationError !== undefined) throw request.validationError;
       const job = evaluateJob(request.body);
-      return answer(job, await submit(request.principal.name, job), reply);
+      return answer(job, await submitSeedJob(service, request.principal.name, job), reply);
     },
   );
 
@@ -217,7 +196,7 @@ export function seedRoutes(app: App, deps: SeedDeps): void {
         refuseLegacy(request.body);
         if (request.validationError !== undefined) throw request.validationError;
         const job = compareJob(request.body);
-        return answer(job, await submit(request.principal.name, job), reply);
+        return answer(job, await submitSeedJob(service, request.principal.name, job), reply);
       },
     );
   }

@@ -5,6 +5,7 @@
 // and /stats answers in the original's shapes. The routes are api/seed.ts; the contract is server/docs/compat.md.
 import { hostname, networkInterfaces } from 'node:os';
 import {
+  InvalidJobError,
   PRESETS,
   quantile,
   type BenchResult,
@@ -43,7 +44,8 @@ import {
   type TensorData,
   type ValidationErrorItem,
 } from '../schema/seed.js';
-import type { FinishedJob } from '../service.js';
+import type { EvalService, FinishedJob } from '../service.js';
+import type { SlotInfo } from '../gpu/pool.js';
 import type { JobRecord, JobStatus as StoreStatus } from '../store/store.js';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -797,6 +799,40 @@ export interface SeedGpu {
   index: number;
   name: string;
   arch: string;
+}
+
+/** The slot a job ran on, as the original numbers its GPUs: its index among the service's slots. */
+export function seedGpuOf(slots: readonly SlotInfo[], record: JobRecord): SeedGpu | undefined {
+  const index = slots.findIndex((s) => s.uuid === record.gpuUuid);
+  const slot = slots[index];
+  return slot === undefined ? undefined : { index, name: slot.name, arch: slot.arch };
+}
+
+/** Beyond the job's queue and run limits, how long a synchronous caller waits for its result. */
+const SYNC_WAIT_SLACK_SECONDS = 10;
+
+/** How long a synchronous caller (POST /evaluate, /compare, the MCP tools) waits for a job's end. */
+export function seedWaitMs(
+  job: Pick<SeedJob, 'timeoutSeconds' | 'maxQueueSeconds'>,
+  override?: (job: Pick<SeedJob, 'timeoutSeconds' | 'maxQueueSeconds'>) => number,
+): number {
+  return override?.(job) ?? (job.maxQueueSeconds + job.timeoutSeconds + SYNC_WAIT_SLACK_SECONDS) * 1000;
+}
+
+/** Queues a translated job; validateJob's and the admission's problems become a 400 naming the request's fields. */
+export async function submitSeedJob(
+  service: Pick<EvalService, 'submit'>,
+  principal: string,
+  job: SeedJob,
+): Promise<JobRecord> {
+  try {
+    return (await service.submit(principal, job.body)).record;
+  } catch (e) {
+    if (!(e instanceof InvalidJobError)) throw e;
+    const problems = e.problems.map((p) => ({ field: job.fieldOf(p.path), path: p.path, message: p.message }));
+    const more = problems.length > 1 ? ` (and ${problems.length - 1} more in details)` : '';
+    throw new SeedClientError(`Invalid job: ${problems[0]?.message ?? 'no details'}${more}`, { problems });
+  }
 }
 
 /** 'h200', 'a100' ...: the original's gpu_type, from the GPU's model. */

@@ -686,14 +686,7 @@ function definedOnly<T extends object>(o: T): Partial<T> {
 
 /** Why a slot replaced its worker (the metrics' label). */
 export type RestartReason =
-  | 'start-failed'
-  | 'spare-exited'
-  | 'idle-exit'
-  | 'exit-before-job'
-  | 'timeout'
-  | 'cancelled'
-  | 'protocol'
-  | 'crash';
+  'start-failed' | 'spare-exited' | 'idle-exit' | 'exit-before-job' | 'timeout' | 'cancelled' | 'protocol' | 'crash';
 
 /** A killed job's child: killed for its deadline, a cancel, or a broken protocol. */
 function killReasonOf(outcome: SlotOutcome): RestartReason {
