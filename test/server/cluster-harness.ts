@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The distributed mode as separate processes on loopback: API nodes and GPU agents are the real binary
 // (server/src/main.ts under tsx, --role api | agent) with the fake worker, on a throwaway Redis and PostgreSQL
-// (services.ts). Each cluster gets its own PostgreSQL schema and Redis key prefix, so clusters of several tests share the
-// two servers without seeing each other's jobs.
+// (services.ts). Each cluster gets its own PostgreSQL schema and Redis key prefix, so clusters of several tests share
+// the two servers without seeing each other's jobs.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -388,7 +388,7 @@ describe('pages', () => {
     expect((await page(app, `/evaluations/${bobs}`, auth('root'))).statusCode).toBe(200);
   });
 
-  it('shows a result: check against its tolerance, histogram, compile facts, metrics, diagnostics at their lines', async () => {
+  it('shows a result: check vs tolerance, histogram, compile facts, metrics, diagnostics in the source', async () => {
     const h = await saxpyHarness({}, 5);
     const id = await submit(h.app, 'alice', { ...saxpyBody('saxpy'), deviceMetrics: true });
     await settled(h.service, id);
@@ -469,7 +469,7 @@ describe('pages', () => {
     expect((await app.inject({ method: 'POST', url: '/', headers: auth('alice'), payload: {} })).statusCode).toBe(400);
   });
 
-  it('serves its script and style sheet under content hashes with long cache headers, pages with a strict CSP', async () => {
+  it('serves script and style sheet under content hashes, cached for long; pages with a strict CSP', async () => {
     const { app } = await harness({ tokens: undefined });
     const res = await page(app, '/');
     expect(res.statusCode).toBe(200);
@@ -518,7 +518,7 @@ describe('sign-in', () => {
     expect((await page(app, '/signin')).statusCode).toBe(404);
   });
 
-  it('exchanges a token for an HttpOnly, SameSite=Strict, signed session cookie, good for GET routes only', async () => {
+  it('exchanges a token for an HttpOnly, SameSite=Strict, signed session cookie, for GET routes only', async () => {
     const { app } = await harness();
     const signin = await app.inject({ method: 'GET', url: '/signin?next=%2F%3Fstatus%3Dqueued' });
     expect(signin.statusCode).toBe(200);
@@ -755,7 +755,8 @@ describe.skipIf(browserMissing && !mustRun)(`in Chromium${browserMissing ? ` (${
   async function context(problems: string[]): Promise<BrowserContext> {
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await ctx.addInitScript(
-      'document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation: " + e.violatedDirective + " " + e.blockedURI));',
+      'document.addEventListener("securitypolicyviolation", (e) => ' +
+        'console.error("CSP violation: " + e.violatedDirective + " " + e.blockedURI));',
     );
     ctx.on('page', (p) => watch(p, problems));
     return ctx;
@@ -855,7 +856,7 @@ describe.skipIf(browserMissing && !mustRun)(`in Chromium${browserMissing ? ` (${
     await ctx.close();
   });
 
-  it('refuses a wrong token and a form without its CSRF token with a message, and others’ jobs with a 404', async () => {
+  it('refuses a wrong token and a form without its CSRF token with a message, others’ jobs with a 404', async () => {
     const problems: string[] = [];
     const ctx = await context(problems);
     const p = await ctx.newPage();

@@ -64,7 +64,7 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
     return job!;
   }
 
-  it('two API nodes and two agents: a job submitted on one node is run by an agent and read, streamed and cancelled on the other', async () => {
+  it('2 API nodes, 2 agents: a job sent to node 1 runs on an agent; read, streamed, cancelled on node 2', async () => {
     const c = await cluster();
     const [api1, api2] = await Promise.all([c.start('api'), c.start('api')]);
     const agents = await Promise.all([c.start('agent', { fakeHost: 'a001' }), c.start('agent', { fakeHost: 'a002' })]);
@@ -155,6 +155,10 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
     const first = await running(api, id);
     const victim = agentOf(agents, first.gpu?.uuid)!;
     expect(victim).toBeDefined();
+    // Killed once its worker has the job (running in the store comes a moment before that).
+    await expect
+      .poll(() => c.fakeEvents().some((e) => e.event === 'start' && e.id === id), { timeout: 10_000 })
+      .toBe(true);
     victim.child.kill('SIGKILL');
     await victim.exited;
 

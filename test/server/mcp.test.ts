@@ -294,7 +294,8 @@ describe('the tools', () => {
     expect(text).toContain('error in phase check: mismatch: 1 of 1024 elements differ');
     // compare's atol and rtol are the original's 0.01: 0.01 + 0.01 · 5.
     expect(text).toContain(
-      'first mismatch: argument 2 (c) index 17: got 0, expected 5, tolerance 0.0600 (atol 0.01 + rtol 0.01·|expected|)' +
+      'first mismatch: argument 2 (c) index 17: got 0, expected 5, ' +
+        'tolerance 0.0600 (atol 0.01 + rtol 0.01·|expected|)' +
         ' [mismatch, trial 0]',
     );
   });
@@ -398,7 +399,8 @@ describe('the tools', () => {
     const text = textOf(got).split('\n');
     expect(text[0]).toBe(`INCORRECT: vector_add (evaluation ${id}, NVIDIA H200)`);
     expect(text).toContain(
-      'first mismatch: argument 2 (c) index 17: got 0, expected 5, tolerance 0.0600 (atol 0.01 + rtol 0.01·|expected|)' +
+      'first mismatch: argument 2 (c) index 17: got 0, expected 5, ' +
+        'tolerance 0.0600 (atol 0.01 + rtol 0.01·|expected|)' +
         ' [mismatch, trial 0]',
     );
 

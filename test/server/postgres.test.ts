@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The PostgreSQL job store on a throwaway server (services.ts): the JobStore contract, each test in a new schema of
-// one server (a schema costs a few kB of WAL where a database costs megabytes, which a restart would replay), then what only a database shared by several processes gives: two stores (two pools) racing to finish,
-// start and append to one job, migrations run twice and at once, large literals shared across stores, and outages:
+// one server (a schema costs a few kB of WAL where a database costs megabytes, which a restart would replay), then
+// what only a database shared by several processes gives: two stores (two pools) racing to finish, start and append
+// to one job, migrations run twice and at once, large literals shared across stores, and outages:
 // a job inserted just before the server is SIGKILLed is there after its restart, and a server that is down or stops
 // answering makes calls fail fast with StoreUnavailableError, and they work again once it is back.
 import type { EvalJob } from 'cudakit';
@@ -286,7 +287,7 @@ describeWithServices('PostgresJobStore', ['postgres'], () => {
   });
 
   describe('migrations', () => {
-    it('applies every migration once when several stores open a new database at once, and none on a reopen', async () => {
+    it('applies every migration once when several stores open a new database at once, none on a reopen', async () => {
       const url = await newSchema();
       const stores = await Promise.all([openStore(url), openStore(url), openStore(url)]);
       for (const s of stores) expect((await s.info()).schemaVersion).toBe(POSTGRES_LATEST_VERSION);
@@ -331,7 +332,7 @@ describeWithServices('PostgresJobStore', ['postgres'], () => {
       expect((await reopened.events(record.id, 0)).map((e) => e.seq)).toEqual([1]);
     });
 
-    it('fails fast with StoreUnavailableError while the server is down, and works again after its restart', async () => {
+    it('fails fast with StoreUnavailableError while the server is down, works again after its restart', async () => {
       const url = await newSchema();
       const store = await openStore(url);
       const r = jobRecord();
@@ -366,7 +367,7 @@ describeWithServices('PostgresJobStore', ['postgres'], () => {
       }
     });
 
-    it('fails with StoreUnavailableError, not a hang, while the server stops answering, and works when it resumes', async () => {
+    it('fails with StoreUnavailableError, not a hang, while the server stops answering; works on resume', async () => {
       const store = await openStore(await newSchema(), { statementTimeoutMs: 1000 });
       const r = jobRecord();
       await store.insert(r);

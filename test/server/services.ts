@@ -130,7 +130,8 @@ export function servicesAvailable(): Partial<Record<ServiceName, string>> {
       'apt-get install postgresql';
   } else if (process.getuid?.() === 0 && account('postgres') === undefined && account(TEST_USER) === undefined) {
     if (useradd() === undefined) {
-      reasons.postgres = `PostgreSQL refuses to run as root, and there is no postgres or ${TEST_USER} account nor useradd`;
+      const accounts = `no postgres or ${TEST_USER} account`;
+      reasons.postgres = `PostgreSQL refuses to run as root, and there is ${accounts} nor useradd`;
     }
   }
   return reasons;
