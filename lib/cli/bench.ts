@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `cudakit bench file.cu | spec.ts`: the command line (or a spec file with the command line over it) becomes an
-// EvalJob, evaluate() runs it, and this file prints the report: the check line, the timing text, --json, the exit code.
+// EvalJob, evaluate() runs it, and this file prints the report: the check line, the timing text, --json, the exit code;
+// with --metrics, then profileJob() of the kernel (one launch under Nsight Compute, after the timing) and its summary.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -12,20 +13,23 @@ import {
   type EvalProgress,
   type EvalReport,
   type JsReference,
+  type ProfileFailure,
+  type ProfileResult,
   evaluate,
   formatComparison,
   formatJson,
   formatResult,
   parseArgSpecs,
   probe,
+  profileJob,
 } from '../index.js';
 import { externCKernels, prepareJob, progressLine, readSource } from '../eval/index.js';
 import { readSourceFile } from './compile.js';
 import {
   BENCH_FLAGS,
-  type BenchValues,
   CHECK_FAILED,
   OK,
+  type PlanValues,
   USAGE,
   UsageError,
   commandHelp,
@@ -34,10 +38,12 @@ import {
   defined,
   jobFromFlags,
   kernelFromFlags,
+  metricsOption,
   parseCommand,
   parseCount,
   parseDim,
 } from './flags.js';
+import { metricsBlock } from './metrics.js';
 import {
   type Output,
   type ShownSource,
@@ -61,6 +67,8 @@ export interface BenchPlan {
   json: string | undefined;
   /** --no-check. */
   noCheck: boolean;
+  /** --metrics, with --ncu: device metrics of the kernel after its timing. */
+  metrics?: { ncu: string | undefined };
 }
 
 /** Spec files: modules whose default export is the job, and JSON files holding it. */
@@ -77,7 +85,9 @@ export async function benchCommand(args: string[], o: Output): Promise<number> {
   }
   const file = positionals[0]!;
   // Everything that can be checked without a GPU is checked first, so a typo is reported as itself.
+  const metrics = metricsOption(values);
   const plan = SPEC_EXT.has(extname(file)) ? await planFromSpec(file, values) : planFromCommandLine(file, values);
+  if (metrics !== undefined) plan.metrics = metrics;
   return (await compileWithoutGpu(plan, 'bench', o)) ?? runBench(plan, o);
 }
 
@@ -99,7 +109,7 @@ export async function compileWithoutGpu(plan: BenchPlan, command: string, o: Out
 }
 
 /** `cudakit bench file.cu --kernel ... --arg ...`: the job from the flags (see jobFromFlags). */
-export function planFromCommandLine(file: string, v: BenchValues, command = 'bench'): BenchPlan {
+export function planFromCommandLine(file: string, v: PlanValues, command = 'bench'): BenchPlan {
   const src = readSourceFile(file);
   if (v.kernel === undefined) {
     const found = externCKernels(src.text);
@@ -177,7 +187,7 @@ function specSource(value: unknown, specPath: string, label: string): unknown {
 }
 
 /** `cudakit bench spec.ts [options]`: the spec's job with the command line over it, checked by validateJob. */
-export async function planFromSpec(path: string, v: BenchValues): Promise<BenchPlan> {
+export async function planFromSpec(path: string, v: PlanValues): Promise<BenchPlan> {
   const { job: value, reference: exported } = await importSpec(path);
   if (!isObject(value)) {
     throw new UsageError(`${path}: the default export must be a job { source, kernel, grid, block, args, ... }`);
@@ -315,7 +325,12 @@ export async function runBench(plan: BenchPlan, o: Output): Promise<number> {
         ? formatResult(t, { color })
         : [formatResult(c!.a, { color }), formatResult(c!.b, { color }), formatComparison(c!, { color })].join('\n\n');
     if (!jsonOnly) o.out(`${text}\n`);
-    writeJson({ ...(t ?? c), check });
+    // The kernel profiled is the candidate: B of a comparison.
+    const metrics =
+      plan.metrics === undefined
+        ? undefined
+        : await benchMetrics(plan, (t ?? c!.b).name, o, jsonOnly ? 'err' : 'out', color);
+    writeJson({ ...(t ?? c), check, ...(metrics === undefined ? {} : { metrics }) });
     return OK;
   }
   if (check !== undefined && 'before' in check) {
@@ -331,6 +346,46 @@ export async function runBench(plan: BenchPlan, o: Output): Promise<number> {
     }
   }
   return reportFailure(report, plan, o);
+}
+
+/** --json's `metrics`: what `cudakit profile --json` writes, the device metrics or why there are none. */
+export interface BenchMetricsJson {
+  deviceMetrics: ProfileResult['deviceMetrics'];
+  failure: ProfileFailure | null;
+  warnings: string[];
+}
+
+/**
+ * --metrics: after the timing, profileJob() of the plan's kernel (its own launch, in a child under ncu, never timed),
+ * and the block under the timing on `stream`: the summary, or why there are no metrics. Whatever happens here, the
+ * timing decides the exit code: an error is a reason too.
+ */
+export async function benchMetrics(
+  plan: BenchPlan,
+  title: string,
+  o: Output,
+  stream: 'out' | 'err',
+  color: boolean,
+): Promise<BenchMetricsJson> {
+  const ncu = plan.metrics?.ncu;
+  let r: ProfileResult;
+  o.showProgress(`${title}: one launch under Nsight Compute`);
+  try {
+    r = await profileJob(
+      plan.job,
+      defined({ ncu, baseDir: plan.baseDir, processGroup: 'caller' as const }), // Ctrl-C reaches ncu too
+    );
+  } catch (e) {
+    // evaluate() has compiled and run the job: what throws now is the machine's (a full disk ...), a reason too.
+    const why = `device metrics not collected: ${firstLine(systemMessage(e))}`;
+    r = { deviceMetrics: null, failure: 'ncu-failed', warnings: [why] };
+  } finally {
+    o.clearProgress();
+  }
+  // Under the timing text, a blank line apart; alone on stderr (--json -), without it.
+  const lines = metricsBlock(r, title, color, ncu !== undefined);
+  o[stream](`${stream === 'out' ? '\n' : ''}${lines.join('\n')}\n`);
+  return { deviceMetrics: r.deviceMetrics, failure: r.failure ?? null, warnings: r.warnings };
 }
 
 /** A failed report (not a failed check): a usage error, the compile errors with their source lines, or why. */

@@ -80,6 +80,10 @@ ${JSON_OPTION}  --atol, --rtol, --trials, --seed   correctness check tolerances,
   --require-determinism       fail the check when two runs on the same inputs differ at all (default: fail only
                               beyond the tolerance; differences within it, e.g. float atomics, are reported)
   --no-check                  skip the correctness check
+  --metrics                   then one launch under Nsight Compute (not timed) and, under the timing, its speed of
+                              light for memory and compute (SM), achieved occupancy and top warp stalls (--json: all
+                              of its metrics); without ncu, or where it cannot profile, a line says why
+  --ncu <path>                with --metrics: Nsight Compute's ncu (default: ncu on PATH)
 `;
 
 const PROFILE_OPTIONS = `\
@@ -104,6 +108,7 @@ const EXAMPLES: Record<CommandName, string> = {
       --arg 'ptr:f32[16M]=uniform(-1,1)' --arg 'ptr:f32[16M]=uniform(-1,1):out' --arg i32=16777216 --bytes 12*16M
   cudakit bench saxpy_v2.cu --compare saxpy.cu --kernel saxpy --grid 65536 --block 256 --arg ... --json ab.json
   cudakit bench examples/saxpy.bench.ts --mode hot --preset quick
+  cudakit bench examples/saxpy.bench.ts --preset quick --metrics
 `,
   profile:
     '  cudakit profile examples/saxpy.bench.ts --metrics dram__bytes_read.sum,dram__bytes_write.sum ' +
@@ -233,6 +238,8 @@ export const BENCH_FLAGS = {
   seed: { type: 'string' },
   'require-determinism': { type: 'boolean' },
   'no-check': { type: 'boolean' },
+  metrics: { type: 'boolean' },
+  ncu: { type: 'string' },
 } as const satisfies OptionConfig;
 
 /** node:util parseArgs with its errors turned into one-line usage errors. */
@@ -259,6 +266,21 @@ export function parseCommand<T extends OptionConfig>(
 }
 
 export type BenchValues = FlagValues<typeof BENCH_FLAGS>;
+/**
+ * What a plan is made of: bench's options but --metrics, which is bench's alone (profile's --metrics names metrics),
+ * so that profile plans its launch with the same functions.
+ */
+export type PlanValues = Omit<BenchValues, 'metrics'>;
+
+/** bench's --metrics and --ncu: profileJob()'s ncu after the timing, or undefined without --metrics. */
+export function metricsOption(v: BenchValues): { ncu: string | undefined } | undefined {
+  if (v.ncu === '') throw new UsageError('--ncu expects the path of ncu');
+  if (v.metrics !== true) {
+    if (v.ncu !== undefined) throw new UsageError('--ncu names the ncu that --metrics runs: give --metrics too');
+    return undefined;
+  }
+  return { ncu: v.ncu };
+}
 
 /** `cudakit profile`: the launch as bench describes it (no reference, compare or timing), and ncu's options. */
 export const PROFILE_FLAGS = {

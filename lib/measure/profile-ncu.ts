@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Nsight Compute's side of profile(), pure so it is tested without a GPU or ncu: the default metrics and the groups
 // they are reported in, the ncu command line, and reading ncu's output (the raw page as CSV among the tool's
-// `==PROF==` lines and the application's own output; the errors that say why there is nothing to read).
+// `==PROF==` lines and the application's own output; the errors that say why there is nothing to read), and whether
+// this process runs under compute-sanitizer, where ncu cannot profile.
 
 /** The groups metrics are reported in: those of the original evaluation server, and 'other' for the rest. */
 export type DeviceMetricGroup =
@@ -80,6 +81,8 @@ export const METRIC_GROUPS: Readonly<Record<Exclude<DeviceMetricGroup, 'other'>,
     'launch__shared_mem_per_block_static',
     'launch__shared_mem_per_block_dynamic',
   ],
+  // Every reason a warp waits, each as a share of the active warps, so the largest few say where the time goes
+  // (`selected` is no stall; Hopper's `gmma` is left out, as other GPUs lack it and would run ncu twice).
   stalls: [
     'smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct',
     'smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct',
@@ -89,6 +92,15 @@ export const METRIC_GROUPS: Readonly<Record<Exclude<DeviceMetricGroup, 'other'>,
     'smsp__warp_issue_stalled_barrier_per_warp_active.pct',
     'smsp__warp_issue_stalled_wait_per_warp_active.pct',
     'smsp__warp_issue_stalled_not_selected_per_warp_active.pct',
+    'smsp__warp_issue_stalled_drain_per_warp_active.pct',
+    'smsp__warp_issue_stalled_no_instruction_per_warp_active.pct',
+    'smsp__warp_issue_stalled_branch_resolving_per_warp_active.pct',
+    'smsp__warp_issue_stalled_dispatch_stall_per_warp_active.pct',
+    'smsp__warp_issue_stalled_imc_miss_per_warp_active.pct',
+    'smsp__warp_issue_stalled_membar_per_warp_active.pct',
+    'smsp__warp_issue_stalled_sleeping_per_warp_active.pct',
+    'smsp__warp_issue_stalled_tex_throttle_per_warp_active.pct',
+    'smsp__warp_issue_stalled_misc_per_warp_active.pct',
   ],
   scheduler: [
     'smsp__issue_active.avg.pct_of_peak_sustained_active',
@@ -308,6 +320,20 @@ export function inaccessibleMetrics(output: string): string[] {
 /** Whether ncu was refused the performance counters (ERR_NVGPUCTRPERM). */
 export function lacksCounterPermission(output: string): boolean {
   return output.includes('ERR_NVGPUCTRPERM');
+}
+
+// compute-sanitizer's own libraries (the launcher libraries it maps beside them ship with Nsight Compute too).
+const SANITIZER_LIBRARY = /\/libsanitizer-(collection|public)\.so$/;
+
+/**
+ * Whether this process runs under compute-sanitizer, which holds every launch so that ncu cannot profile one: from
+ * what the tool gives the process it starts (NV_SANITIZER_INJECTION_PORT_BASE, or CUDA_INJECTION64_PATH naming its
+ * collection library), or from its libraries mapped into the process (`maps`: the text of /proc/self/maps).
+ */
+export function underComputeSanitizer(env: Readonly<Record<string, string | undefined>>, maps: string): boolean {
+  if (env.NV_SANITIZER_INJECTION_PORT_BASE !== undefined) return true;
+  if (/(^|\/)libsanitizer-collection\.so$/.test(env.CUDA_INJECTION64_PATH ?? '')) return true;
+  return maps.split('\n').some((line) => SANITIZER_LIBRARY.test(line.trimEnd()));
 }
 
 /**

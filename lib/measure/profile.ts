@@ -4,10 +4,10 @@
 // nothing, starts no CUDA context and reads ncu's output. Nothing is timed under ncu: its replay passes, cache
 // flushes and serialisation would be in every sample, so bench() and compare() never run there.
 //
-// What a machine lacks is an outcome, not an exception: no ncu, no permission to read the counters, a launch that
-// failed, a timeout each resolve to `deviceMetrics: null` with a warning that says which (and what to do), so an
-// evaluation service can report the job's verdict all the same. Only the caller's own mistakes (a bad launch
-// description, an unknown option) throw, as TypeError or RangeError.
+// What a machine lacks is an outcome, not an exception: no ncu, no permission to read the counters, a process under
+// compute-sanitizer, a launch that failed, a timeout each resolve to `deviceMetrics: null` with a warning that says
+// which (and what to do), so an evaluation service can report the job's verdict all the same. Only the caller's own
+// mistakes (a bad launch description, an unknown option) throw, as TypeError or RangeError.
 import { spawn } from 'node:child_process';
 import {
   accessSync,
@@ -48,6 +48,7 @@ import {
   ncuVersionOf,
   outputTail,
   parseRawPage,
+  underComputeSanitizer,
 } from './profile-ncu.js';
 import { LAUNCHED_MARKER, type LaunchFile, encodeLaunch } from './profile-launch.js';
 
@@ -114,6 +115,8 @@ export type ProfileFailure =
   | 'ncu-not-found'
   /** ERR_NVGPUCTRPERM: the driver lets only administrators read the performance counters. */
   | 'permission'
+  /** This process runs under compute-sanitizer, which holds the launch ncu would profile; ncu is not started. */
+  | 'sanitizer'
   /** ncu did not finish within timeoutMs; its processes were killed. */
   | 'timeout'
   /** The launch failed in the child (a fault, a launch configuration the kernel refuses ...). */
@@ -169,8 +172,9 @@ interface Resolved {
  * name and by group (see METRIC_GROUPS). Metrics that ncu cannot collect on this GPU are left out, with a warning.
  *
  * Resolves to `deviceMetrics: null` with a `failure` and a warning, never rejects, when there is no ncu, ncu may not
- * read the counters (the warning gives the `NVreg_RestrictProfilingToAdminUsers=0` remedy), the launch fails, or
- * ncu does not finish within timeoutMs: the machine's limits, not the caller's mistakes.
+ * read the counters (the warning gives the `NVreg_RestrictProfilingToAdminUsers=0` remedy), this process runs under
+ * compute-sanitizer, the launch fails, or ncu does not finish within timeoutMs: the machine's limits, not the
+ * caller's mistakes.
  *
  * @throws TypeError / RangeError for a bad launch description or bad options, before anything is started.
  * @example
@@ -186,6 +190,12 @@ export async function profile(launch: ProfileLaunch, options?: ProfileOptions): 
     const where = r.ncu === undefined ? 'on PATH' : `at ${r.ncu}`;
     const remedy = r.ncu === undefined ? ': install Nsight Compute, or give its path' : '';
     return failed('ncu-not-found', `ncu (Nsight Compute) not found ${where}${remedy}`);
+  }
+  if (underComputeSanitizer(process.env, readMaps())) {
+    return failed(
+      'sanitizer',
+      'this process runs under compute-sanitizer, and ncu cannot profile a launch it holds: run without it',
+    );
   }
   const version = await run(ncu, ['--version'], VERSION_TIMEOUT_MS, r.processGroup);
   if (version.spawnError !== undefined) {
@@ -266,6 +276,15 @@ export async function profile(launch: ProfileLaunch, options?: ProfileOptions): 
 
 function failed(failure: ProfileFailure, why: string): ProfileResult {
   return { deviceMetrics: null, failure, warnings: [`device metrics not collected: ${why}`] };
+}
+
+/** This process's memory map (Linux), for underComputeSanitizer; empty where there is none. */
+function readMaps(): string {
+  try {
+    return readFileSync('/proc/self/maps', 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 function lastOutput(output: string): string {

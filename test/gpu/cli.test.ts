@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 // `cudakit bench` end to end on the GPU, in-process through main(): check, timing, --compare, --ref, --json, the
-// terminal-only progress line and colours, and the exit codes. Small buffers and the quick preset keep it short.
+// terminal-only progress line and colours, --metrics (with ncu, without it, under compute-sanitizer), and the exit
+// codes. Small buffers and the quick preset keep it short.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { KEY_METRICS } from '../../lib/cli/metrics.js';
+import { METRIC_GROUPS } from '../../lib/index.js';
+import { findNcu } from '../../lib/measure/profile.js';
 import { type Shape, jsonShape, outputLines, shapeDiff } from '../golden/shape.js';
 import { cli, describeGpu } from '../helpers.js';
 
@@ -235,6 +239,79 @@ describeGpu('cudakit bench', () => {
     expect(r.stderr).not.toContain('\n');
     expect(r.stdout).toMatch(/\x1b\[\d+m/);
     expect(r.stdout).toContain('correctness: not checked (--no-check)');
+  });
+});
+
+// --metrics profiles with ncu on PATH, and not under compute-sanitizer: it holds the launch ncu would profile.
+const sanitized = process.env.CUDAKIT_UNDER_SANITIZER === '1';
+const ncu = findNcu(undefined);
+const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+describeGpu('cudakit bench --metrics', () => {
+  const bench = (...more: string[]): string[] => ['bench', file('saxpy.cu'), ...saxpyArgs, ...grid(N), ...more];
+
+  it('prints the key device metrics under the timing, and --json carries every metric beside it', async (ctx) => {
+    if (sanitized) ctx.skip('ncu cannot profile under compute-sanitizer (the next tests have that case)');
+    if (ncu === undefined) ctx.skip('no ncu (Nsight Compute) on PATH');
+    const json = file('metrics.json');
+    const r = await cli(bench('--metrics', '--json', json));
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const out = JSON.parse(readFileSync(json, 'utf8'));
+    expect(out.metrics.failure, out.metrics.warnings.join('\n')).toBeNull();
+    // The timing as without --metrics, then a blank line and the summary (and any warning of profile()'s).
+    const [timing, summary, ...rest] = r.stdout.split(/\n\n(?=device metrics of )/);
+    expect(rest).toEqual([]);
+    expect(timing).toMatch(/\n {2}median ±CI \(min … max\) +\d/);
+    expect(timing).toMatch(/\n {2}device +NVIDIA /);
+    const pct = /\d+(\.\d)?%/.source;
+    expect(summary).toMatch(
+      new RegExp(
+        `^device metrics of ${escape(out.name)} \\(ncu [\\d.]+, one launch\\)\n` +
+          ` {2}speed of light {10}memory ${pct} · compute \\(SM\\) ${pct} of peak\n` +
+          ` {2}occupancy {15}${pct} achieved · ${pct} theoretical\n` +
+          ` {2}top warp stalls {9}\\w+ ${pct}( · \\w+ ${pct}){0,2} of active warps\n` +
+          `( {2}⚠ .*\n)*$`,
+      ),
+    );
+    // --json: the timing result as without --metrics, and beside it every metric ncu collected, by name and group.
+    expect(out.stats.median).toBeGreaterThan(0);
+    const m = out.metrics.deviceMetrics;
+    for (const name of Object.values(KEY_METRICS)) expect(typeof m.metrics[name]?.value, name).toBe('number');
+    expect(m.unavailable.filter((name: string) => name.includes('_issue_stalled_'))).toEqual([]);
+    expect(Object.keys(m.groups.stalls).sort()).toEqual([...METRIC_GROUPS.stalls].sort());
+    expect(out.metrics.warnings).toHaveLength(m.unavailable.length > 0 ? 1 : 0);
+  });
+
+  it('without ncu: the timing, then one line that says why, exit 0; --json has the reason as metrics', async () => {
+    const missing = join(dir, 'no-ncu-here', 'ncu');
+    const why = `device metrics not collected: ncu (Nsight Compute) not found at ${missing}`;
+    const json = file('no-metrics.json');
+    const r = await cli(bench('--metrics', '--ncu', missing, '--json', json));
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/\n {2}median ±CI \(min … max\) +\d/);
+    expect(r.stdout.endsWith(`\n\n⚠ ${why}\n`)).toBe(true);
+    const out = JSON.parse(readFileSync(json, 'utf8'));
+    expect(out.stats.median).toBeGreaterThan(0);
+    expect(out.metrics).toEqual({ deviceMetrics: null, failure: 'ncu-not-found', warnings: [why] });
+    // --json -: stdout is the JSON alone; the line goes to stderr with the other human lines.
+    const piped = await cli(bench('--metrics', '--ncu', missing, '--json', '-'));
+    expect(piped.code).toBe(0);
+    expect(JSON.parse(piped.stdout).metrics).toEqual(out.metrics);
+    expect(piped.stderr.endsWith(`\n⚠ ${why}\n`)).toBe(true);
+  });
+
+  it('under compute-sanitizer: the timing, then the line that says ncu cannot profile there, exit 0', async (ctx) => {
+    if (!sanitized) ctx.skip('only under compute-sanitizer (CUDAKIT_UNDER_SANITIZER=1)');
+    if (ncu === undefined) ctx.skip('no ncu (Nsight Compute) on PATH');
+    const r = await cli(bench('--metrics'));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/\n {2}median ±CI \(min … max\) +\d/);
+    const why =
+      'device metrics not collected: this process runs under compute-sanitizer, and ncu cannot profile a launch it ' +
+      'holds: run without it';
+    expect(r.stdout.endsWith(`\n\n⚠ ${why}\n`)).toBe(true);
   });
 });
 

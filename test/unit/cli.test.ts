@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseArgSpec } from '../../lib/measure/argspec.js';
 import { planFromCommandLine, planFromSpec } from '../../lib/cli/bench.js';
 import { ptxasFacts } from '../../lib/cli/compile.js';
-import { BENCH_FLAGS, jobFromFlags, parseCommand, parseDim } from '../../lib/cli/flags.js';
+import { BENCH_FLAGS, jobFromFlags, metricsOption, parseCommand, parseDim } from '../../lib/cli/flags.js';
 import { reasonLines } from '../../lib/cli/output.js';
 import { externCKernels } from '../../lib/eval/source.js';
 import { Device, nvrtcVersion, supportedArchs, validateJob } from '../../lib/index.js';
@@ -110,7 +110,10 @@ describe('cudakit help and usage errors', () => {
     const own: Record<string, { has: string[]; hasNot: string[] }> = {
       info: { has: ['Exit status: 0 when a GPU is usable, 2 when none is'], hasNot: ['--arch', '--kernel'] },
       compile: { has: ['--arch <sm_XX>', '--out <file>', 'from ptxas'], hasNot: ['--kernel', '--metrics'] },
-      bench: { has: ['--kernel <name>', '--require-determinism', '--arch <sm_XX>', 'A spec file'], hasNot: ['--ncu'] },
+      bench: {
+        has: ['--kernel <name>', '--require-determinism', '--arch <sm_XX>', 'A spec file', '--metrics', '--ncu <path>'],
+        hasNot: ['--section', '--metrics <a,b,...>'],
+      },
       profile: { has: ['--metrics <a,b,...>', '--kernel <name>', '--seed <n>', '--std <c++17>'], hasNot: ['--ref '] },
     };
     for (const [command, { has, hasNot }] of Object.entries(own)) {
@@ -262,6 +265,46 @@ describe('cudakit bench: what is checked before the GPU', () => {
     async () => {
       const args = ['f32=2', 'ptr:f32[1k]=uniform(-1,1)', 'ptr:f32[1k]:out', 'i32=1024'].flatMap((a) => ['--arg', a]);
       expect(await cli(bench(...args, '--require-determinism'))).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,
+      });
+    },
+  );
+
+  it('takes --metrics as a flag and --ncu only beside it, documented in --help, before the GPU', async () => {
+    const help = (await cli(['bench', '--help'])).stdout;
+    expect(help).toMatch(
+      /\n {2}--metrics {19}then one launch under Nsight Compute \(not timed\) and, under the timing/,
+    );
+    expect(help).toMatch(/\n {2}--ncu <path> {16}with --metrics: Nsight Compute's ncu \(default: ncu on PATH\)\n/);
+    expect(help).toContain('  cudakit bench examples/saxpy.bench.ts --preset quick --metrics\n');
+    const cases: [string[], string][] = [
+      [['--metrics=yes'], "cudakit: bench: Option '--metrics' does not take an argument (see cudakit --help)\n"],
+      [['--ncu', '/opt/ncu'], 'cudakit: --ncu names the ncu that --metrics runs: give --metrics too\n'],
+      [['--metrics', '--ncu='], 'cudakit: --ncu expects the path of ncu\n'],
+      [['--metrics', 'dram__bytes.sum'], 'cudakit: bench takes one source file or spec, got 2 (see cudakit --help)\n'],
+    ];
+    for (const [more, stderr] of cases) expect(await cli(bench(...more))).toEqual({ code: 2, stdout: '', stderr });
+  });
+
+  it('reads --metrics and --ncu into the plan, and leaves the job as it was', () => {
+    const values = (...more: string[]) => parseCommand('bench', ['--kernel', 'k', ...more], BENCH_FLAGS).values;
+    expect(metricsOption(values())).toBeUndefined();
+    expect(metricsOption(values('--metrics'))).toEqual({ ncu: undefined });
+    expect(metricsOption(values('--metrics', '--ncu', '/opt/ncu'))).toEqual({ ncu: '/opt/ncu' });
+    const launch = ['--grid', '4', '--block', '256'];
+    expect(jobFromFlags('k.cu', values(...launch, '--metrics', '--ncu', '/opt/ncu'))).toEqual(
+      jobFromFlags('k.cu', values(...launch)),
+    );
+  });
+
+  // With a GPU, the metrics come after the timing: test/gpu/cli.test.ts ('cudakit bench --metrics') asserts them.
+  it.skipIf(machine.ok)(
+    'without a GPU, --metrics is accepted and the bench exits 2 for the GPU (skipped with one: test/gpu has it)',
+    async () => {
+      const args = ['f32=2', 'ptr:f32[1k]=uniform(-1,1)', 'ptr:f32[1k]:out', 'i32=1024'].flatMap((a) => ['--arg', a]);
+      expect(await cli(bench(...args, '--metrics', '--ncu', '/opt/ncu'))).toEqual({
         code: 2,
         stdout: '',
         stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // profile() without a GPU or Nsight Compute: ncu's raw page read from captured-looking output, metrics grouped, the
-// command line built, and every way there are no metrics (no ncu, no counter permission, a timeout, a failed launch)
-// through stand-in `ncu` scripts that print what the real one prints. The GPU tier profiles a real launch.
+// command line built, and every way there are no metrics (no ncu, no counter permission, compute-sanitizer, a timeout,
+// a failed launch) through stand-in `ncu` scripts that print what the real one prints; and what `cudakit bench
+// --metrics` prints of it. The GPU tier profiles a real launch.
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   DEFAULT_DEVICE_METRICS,
   METRIC_GROUPS,
@@ -17,6 +18,10 @@ import {
   profile,
   profileJob,
 } from '../../lib/index.js';
+import { benchMetrics, planFromCommandLine } from '../../lib/cli/bench.js';
+import { BENCH_FLAGS, metricsOption, parseCommand } from '../../lib/cli/flags.js';
+import { KEY_METRICS, formatKeyMetrics, metricsBlock, stallShares } from '../../lib/cli/metrics.js';
+import { Output } from '../../lib/cli/output.js';
 import { decodeLaunch, encodeLaunch } from '../../lib/measure/profile-launch.js';
 import {
   csvFields,
@@ -29,6 +34,7 @@ import {
   ncuVersionOf,
   outputTail,
   parseRawPage,
+  underComputeSanitizer,
 } from '../../lib/measure/profile-ncu.js';
 import { findNcu } from '../../lib/measure/profile.js';
 import { cli, describeNvrtc, machine } from '../helpers.js';
@@ -198,6 +204,37 @@ describe('metric groups', () => {
   });
 });
 
+describe('warp stalls and occupancy among the defaults', () => {
+  it('collects every stall reason but selected (no stall) and gmma (Hopper only), and what the summary reads', () => {
+    const reasons = METRIC_GROUPS.stalls.map((name) => {
+      expect(groupOf(name), name).toBe('stalls');
+      return /^smsp__warp_issue_stalled_(\w+)_per_warp_active\.pct$/.exec(name)?.[1];
+    });
+    expect(reasons.sort()).toEqual([
+      'barrier',
+      'branch_resolving',
+      'dispatch_stall',
+      'drain',
+      'imc_miss',
+      'lg_throttle',
+      'long_scoreboard',
+      'math_pipe_throttle',
+      'membar',
+      'mio_throttle',
+      'misc',
+      'no_instruction',
+      'not_selected',
+      'short_scoreboard',
+      'sleeping',
+      'tex_throttle',
+      'wait',
+    ]);
+    for (const name of Object.values(KEY_METRICS)) expect(DEFAULT_DEVICE_METRICS, name).toContain(name);
+    expect(groupOf(KEY_METRICS.achievedOccupancy)).toBe('occupancy');
+    expect(groupOf(KEY_METRICS.memory)).toBe('speedOfLight');
+  });
+});
+
 describe('the ncu command line', () => {
   it('profiles one launch of one kernel, cold caches, clocks as they are, in base units', () => {
     const args = ncuArguments('copy', { metrics: ['a__b.sum', 'c__d.pct'], sections: [] }, ['node', 'child.js', 'f']);
@@ -342,6 +379,45 @@ describe('profile() without metrics', () => {
       expect(expectFailure(r, 'launch-failed')).toMatch(new RegExp(`\ncudakit-profile: .*${code}`));
     }
   }, 30_000);
+});
+
+describe('profile() under compute-sanitizer', () => {
+  it('knows the sanitizer by what it gives the process: its variables, or its libraries mapped', () => {
+    const lib = '/usr/local/cuda-13.0/compute-sanitizer/libsanitizer-collection.so';
+    const maps = (path: string): string => `7f1c2a000000-7f1c2a400000 r-xp 00000000 fd:01 1234   ${path}\n`;
+    expect(underComputeSanitizer({ NV_SANITIZER_INJECTION_PORT_BASE: '49152' }, '')).toBe(true);
+    expect(underComputeSanitizer({ CUDA_INJECTION64_PATH: lib }, '')).toBe(true);
+    expect(underComputeSanitizer({}, maps(lib))).toBe(true);
+    expect(underComputeSanitizer({}, maps('/opt/compute-sanitizer/libsanitizer-public.so'))).toBe(true);
+    // Not the sanitizer: ncu's own injection, a launcher library both tools ship, a folder named after the tool.
+    const ncuInjection =
+      '/opt/nvidia/nsight-compute/2025.3.1/target/linux-desktop-glibc_2_11_3-x64/libcuda-injection.so';
+    expect(underComputeSanitizer({ CUDA_INJECTION64_PATH: ncuInjection }, '')).toBe(false);
+    expect(underComputeSanitizer({}, maps('/usr/local/cuda/compute-sanitizer/libTreeLauncherTargetInjection.so'))).toBe(
+      false,
+    );
+    expect(underComputeSanitizer({}, maps('/home/me/compute-sanitizer/node'))).toBe(false);
+    expect(underComputeSanitizer({}, '')).toBe(false);
+  });
+
+  it('resolves to null and says why, without starting ncu', async () => {
+    const started = join(dir, 'sanitized-ncu-started');
+    const ncu = fakeNcu(`touch '${started}'\ncat '${dataFile(RAW)}'`);
+    vi.stubEnv('NV_SANITIZER_INJECTION_PORT_BASE', '49152');
+    try {
+      const w = expectFailure(await profile(launch, { ncu }), 'sanitizer');
+      expect(w).toBe(
+        'device metrics not collected: this process runs under compute-sanitizer, and ncu cannot profile a launch ' +
+          'it holds: run without it',
+      );
+      // A missing ncu is said first: it is missing without the sanitizer too.
+      const none = expectFailure(await profile(launch, { ncu: join(dir, 'none') }), 'ncu-not-found');
+      expect(none).toMatch(NCU_NOT_FOUND);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+    expect(existsSync(started)).toBe(false);
+  });
 });
 
 describe('profile() through a stand-in ncu', () => {
@@ -626,5 +702,195 @@ describe('cudakit profile', () => {
     const r = await cli(['profile', cu, '--kernel', 'k', '--grid', '1', '--block', '1', '--arg', 'ptr:f32[1]:out']);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(`cudakit: profile needs a CUDA GPU and none is usable: ${machine.reason!.split('\n')[0]}\n`);
+  });
+});
+
+describe('cudakit bench --metrics: the summary under the timing', () => {
+  const page = parseRawPage(RAW)!;
+  const metrics = (m: Record<string, { value: number | string; unit: string }>) => ({
+    kernel: 'copy',
+    metrics: m,
+    groups: groupMetrics(m),
+    ncuVersion: '2025.3.1.0',
+    command: [],
+    unavailable: [],
+    wallMs: 1,
+  });
+
+  it('gives speed of light, occupancy and the three largest stalls of a recorded copy', () => {
+    expect(formatKeyMetrics(metrics(page.metrics), 'saxpy.cu:copy', false)).toEqual([
+      'device metrics of saxpy.cu:copy (ncu 2025.3.1.0, one launch)',
+      '  speed of light          memory 91.8% · compute (SM) 14.1% of peak',
+      '  occupancy               86.7% achieved · 100% theoretical',
+      '  top warp stalls         long_scoreboard 88.5% · drain 2.8% · wait 1.9% of active warps',
+    ]);
+    expect(formatKeyMetrics(metrics(page.metrics), 'copy', true)[0]).toBe(
+      '\x1b[1mdevice metrics of copy\x1b[0m \x1b[2m(ncu 2025.3.1.0, one launch)\x1b[0m',
+    );
+  });
+
+  it('orders the stalls by share, leaving out selected, zeros and text', () => {
+    const stall = (reason: string, value: number | string) => [
+      `smsp__warp_issue_stalled_${reason}_per_warp_active.pct`,
+      { value, unit: '%' },
+    ];
+    const m = Object.fromEntries([
+      stall('wait', 4),
+      stall('selected', 50),
+      stall('barrier', 0),
+      stall('long_scoreboard', 12.5),
+      stall('drain', 'n/a'),
+      stall('mio_throttle', 4.5),
+      ['smsp__average_warp_latency_issue_stalled_wait.ratio', { value: 99, unit: '' }],
+    ]);
+    expect(stallShares(m)).toEqual([
+      { reason: 'long_scoreboard', percent: 12.5 },
+      { reason: 'mio_throttle', percent: 4.5 },
+      { reason: 'wait', percent: 4 },
+    ]);
+    expect(stallShares(page.metrics)).toHaveLength(13); // of the 17 in the recording, 4 at 0 %
+  });
+
+  it("reads n/a for what ncu could not collect on this GPU, and adds profile()'s warnings", () => {
+    const fewer = Object.fromEntries(
+      Object.entries(page.metrics).filter(([name]) => name !== KEY_METRICS.compute && !name.includes('_stalled_')),
+    );
+    const block = metricsBlock(
+      {
+        deviceMetrics: metrics({ ...fewer, [KEY_METRICS.theoreticalOccupancy]: { value: 'n/a', unit: '%' } }),
+        failure: undefined,
+        warnings: [`ncu cannot collect 1 metric on this GPU, left out: ${KEY_METRICS.compute}`],
+      },
+      'copy',
+      false,
+      false,
+    );
+    expect(block.slice(1)).toEqual([
+      '  speed of light          memory 91.8% · compute (SM) n/a of peak',
+      '  occupancy               86.7% achieved · n/a theoretical',
+      '  top warp stalls         n/a',
+      `  ⚠ ncu cannot collect 1 metric on this GPU, left out: ${KEY_METRICS.compute}`,
+    ]);
+  });
+
+  it("says why there are none in one line, with ncu's last output indented below where it tells why", () => {
+    const none = (failure: ProfileResult['failure'], warning: string): ProfileResult =>
+      ({ deviceMetrics: null, failure, warnings: [warning] }) as ProfileResult;
+    const onPath =
+      'device metrics not collected: ncu (Nsight Compute) not found on PATH: install Nsight Compute, or give its path';
+    expect(metricsBlock(none('ncu-not-found', onPath), 'copy', false, false)).toEqual([`⚠ ${onPath} (--ncu <path>)`]);
+    const at = 'device metrics not collected: ncu (Nsight Compute) not found at /opt/ncu';
+    expect(metricsBlock(none('ncu-not-found', at), 'copy', false, true)).toEqual([`⚠ ${at}`]);
+    const failed =
+      'device metrics not collected: the profiled launch of copy failed (exit code 1); its last output:\n' +
+      'cudakit-profile: CUDA_ERROR_INVALID_VALUE: cuLaunchKernel failed\n==WARNING== No kernels were profiled.';
+    expect(metricsBlock(none('launch-failed', failed), 'copy', true, false)).toEqual([
+      '\x1b[33m⚠\x1b[0m device metrics not collected: the profiled launch of copy failed (exit code 1); ' +
+        'its last output:',
+      '  cudakit-profile: CUDA_ERROR_INVALID_VALUE: cuLaunchKernel failed',
+      '  ==WARNING== No kernels were profiled.',
+    ]);
+  });
+});
+
+describeNvrtc('cudakit bench --metrics: profileJob() after the timing (a stand-in ncu)', () => {
+  const COPY =
+    'extern "C" __global__ void copy(const float* in, float* out, long long n) {\n' +
+    '  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n  if (i < n) out[i] = in[i];\n}\n';
+  const copyArgs = ['ptr:f32[16M]=uniform(-1,1)', 'ptr:f32[16M]:out', 'i64=16777216'].flatMap((a) => ['--arg', a]);
+
+  /** The plan of `cudakit bench copy.cu ... --metrics [more]`, compiled to PTX so that no GPU is needed. */
+  function plan(...more: string[]) {
+    const cu = join(dir, 'bench-copy.cu');
+    writeFileSync(cu, COPY);
+    const { values } = parseCommand(
+      'bench',
+      ['--kernel', 'copy', '--grid', '65536', '--block', '256', ...copyArgs, '--ptx', '--arch', 'compute_80', ...more],
+      BENCH_FLAGS,
+    );
+    const p = planFromCommandLine(cu, values);
+    p.metrics = metricsOption(values)!;
+    return p;
+  }
+  async function run(p: ReturnType<typeof plan>, stream: 'out' | 'err' = 'out') {
+    let stdout = '';
+    let stderr = '';
+    const o = new Output({
+      stdout: { write: (t: string) => (stdout += t) },
+      stderr: { write: (t: string) => (stderr += t) },
+    });
+    const json = await benchMetrics(p, 'bench-copy.cu:copy', o, stream, false);
+    return { stdout, stderr, json };
+  }
+
+  it("profiles the plan's kernel with the default metrics and prints the summary a blank line below", async () => {
+    const argsFile = join(dir, 'args-bench');
+    const ncu = fakeNcu(`printf '%s\\n' "$@" > '${argsFile}'\ncat '${dataFile(RAW)}'`);
+    const r = await run(plan('--metrics', '--ncu', ncu));
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe(
+      [
+        '',
+        'device metrics of bench-copy.cu:copy (ncu 2025.3.1.0, one launch)',
+        '  speed of light          memory 91.8% · compute (SM) 14.1% of peak',
+        '  occupancy               86.7% achieved · 100% theoretical',
+        '  top warp stalls         long_scoreboard 88.5% · drain 2.8% · wait 1.9% of active warps',
+        '',
+      ].join('\n'),
+    );
+    // --json: every metric profile() returned, as `cudakit profile --json` writes them.
+    expect(r.json.failure).toBeNull();
+    expect(r.json.warnings).toEqual([]);
+    expect(r.json.deviceMetrics!.metrics).toEqual(parseRawPage(RAW)!.metrics);
+    expect(r.json.deviceMetrics!.groups.stalls).toEqual(groupMetrics(parseRawPage(RAW)!.metrics).stalls);
+    const args = readFileSync(argsFile, 'utf8').split('\n');
+    expect(args[args.indexOf('--kernel-name') + 1]).toBe('regex:^copy$');
+    expect(args[args.indexOf('--metrics') + 1]!.split(',')).toEqual(DEFAULT_DEVICE_METRICS);
+  });
+
+  it('without ncu: the reason and what to do, on one line; on stderr alone with --json -', async () => {
+    const missing = join(dir, 'no-ncu-here', 'ncu');
+    const given = await run(plan('--metrics', '--ncu', missing));
+    const why = `device metrics not collected: ncu (Nsight Compute) not found at ${missing}`;
+    expect(given).toEqual({
+      stdout: `\n⚠ ${why}\n`,
+      stderr: '',
+      json: { deviceMetrics: null, failure: 'ncu-not-found', warnings: [why] },
+    });
+    expect(await run(plan('--metrics', '--ncu', missing), 'err')).toEqual({
+      ...given,
+      stdout: '',
+      stderr: `⚠ ${why}\n`,
+    });
+    vi.stubEnv('PATH', dir); // no ncu here
+    try {
+      const onPath = await run(plan('--metrics'));
+      expect(onPath.stdout).toBe(
+        '\n⚠ device metrics not collected: ncu (Nsight Compute) not found on PATH: install Nsight Compute, ' +
+          'or give its path (--ncu <path>)\n',
+      );
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it('without counter permission or under compute-sanitizer: the reason and the remedy, on one line', async () => {
+    const refused = await run(plan('--metrics', '--ncu', fakeNcu(`cat '${dataFile(PERMISSION)}'\nexit 1`)));
+    expect(refused.json.failure).toBe('permission');
+    expect(refused.stdout).toMatch(
+      /^\n⚠ device metrics not collected: ncu was refused \(ERR_NVGPUCTRPERM\): .*RestrictProfilingToAdminUsers=0/,
+    );
+    expect(refused.stdout.split('\n')).toHaveLength(3); // '', the line, ''
+    vi.stubEnv('NV_SANITIZER_INJECTION_PORT_BASE', '49152');
+    try {
+      const sanitized = await run(plan('--metrics', '--ncu', fakeNcu(`cat '${dataFile(RAW)}'`)));
+      expect(sanitized.json.failure).toBe('sanitizer');
+      expect(sanitized.stdout).toBe(
+        '\n⚠ device metrics not collected: this process runs under compute-sanitizer, and ncu cannot profile a ' +
+          'launch it holds: run without it\n',
+      );
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 });
