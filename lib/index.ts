@@ -161,6 +161,8 @@ export type {
   Throughput,
   TrialResult,
   Verdict,
+  GpuWork,
+  WorkTarget,
 } from './measure/index.js';
 export type {
   BenchSpec,

@@ -119,10 +119,20 @@ export class Device {
     return Array.from({ length: count }, (_, i) => Device.get(i));
   }
 
-  /** @internal The retained primary context (retained on first use, released at env exit). */
+  /** @internal The retained primary context (retained on first use, released at env exit); public as contextHandle. */
   get ctx(): Handle {
     if (this.#ctx === undefined) this.#ctx = getNative().devicePrimaryCtxRetain(this.#cuDevice);
     return this.#ctx;
+  }
+
+  /**
+   * The raw CUcontext, for native libraries that take one: the device's primary context, created (retained) on
+   * first use. It is the context the CUDA runtime uses for this device too, so runtime-based libraries (cuBLAS,
+   * cuFFT ...) share cudakit's memory and streams. Borrowed: never destroy or pop it. Pass it with `stream.handle`
+   * and `buffer.ptr` (bigints, like every handle).
+   */
+  get contextHandle(): Handle {
+    return this.ctx;
   }
 
   /**

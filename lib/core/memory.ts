@@ -142,7 +142,10 @@ export class DeviceBuffer implements Disposable {
     return new DeviceBuffer(INTERNAL, device, ptr, byteLength, undefined, false);
   }
 
-  /** The device address (bigint). Throws once the buffer (or the allocation it views) is disposed. */
+  /**
+   * The device address (a bigint CUdeviceptr), for native libraries and kernels that take a raw pointer. Throws once
+   * the buffer (or the allocation it views) is disposed; the address is valid only while the buffer is not.
+   */
   get ptr(): Handle {
     if (this.#disposed || this.#alloc?.freed === true) throw disposedError('DeviceBuffer');
     return this.#ptr;

@@ -59,6 +59,14 @@ export class Stream extends HandleOwner {
     this.priority = priority;
   }
 
+  /**
+   * The raw CUstream (a bigint; 0n for the legacy default stream), for native libraries that enqueue work on it:
+   * `cublasSetStream(handle, stream.handle)`, say. Borrowed: valid until this stream is disposed; never destroy it.
+   */
+  override get handle(): Handle {
+    return super.handle;
+  }
+
   /** Blocks until all work queued on this stream has finished. */
   synchronize(): void {
     assertUsable('cuStreamSynchronize');

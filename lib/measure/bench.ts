@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Timing one kernel (docs/benchmarking.md): bench() warms up, then takes samples until the stopping rule says stop
-// ('The stopping rule'), and summarizes them. The samples are taken by native code through the sampler
-// (core/sampler.ts, native/bench.cc) on a stream of its own, with L2 flushed ('The L2 flush') and the stream held
-// behind a spin kernel so launch latency is hidden ('Hiding launch latency'); this file picks what to run, rotates
-// inputs, rejects throttled samples ('Clock and throttling'), applies the stopping rule and summarizes (stats.ts).
-// Session and measure() are shared with compare() (compare.ts).
+// Timing one kernel, or any GPU work (docs/benchmarking.md): bench() warms up, then takes samples until the stopping
+// rule says stop ('The stopping rule'), and summarizes them. A kernel's samples are taken by native code through the
+// sampler (core/sampler.ts, native/bench.cc) on a stream of its own, with L2 flushed ('The L2 flush') and the stream
+// held behind a spin kernel so launch latency is hidden ('Hiding launch latency'); a function target's the same way
+// from JavaScript (work.ts; 'Timing modes', function targets). This file picks what to run, rotates inputs, rejects
+// throttled samples ('Clock and throttling'), applies the stopping rule and summarizes (stats.ts). Session and
+// measure() are shared with compare() (compare.ts).
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
@@ -20,10 +21,10 @@ import type {
 import {
   CudaError,
   type ArgsFor,
-  type Device,
+  Device,
   Event,
   type GraphExec,
-  type Kernel,
+  Kernel,
   type LaunchConfig,
   type Signature,
   checkOptions,
@@ -34,6 +35,7 @@ import {
 } from '../core/index.js';
 import { type BoundLaunch, Sampler } from '../core/sampler.js';
 import { createRng } from './random.js';
+import { type GpuWork, WorkSampler, callWork, isWorkTarget, workTarget } from './work.js';
 import {
   PRESETS,
   type PeakEstimate,
@@ -66,12 +68,17 @@ export interface BenchOptions {
   rule?: Partial<StoppingRule>;
   /** Input sets drawn from a generator (default 4; at least 4 are used when args is a generator). */
   inputSets?: number;
-  /** Bytes the kernel must move (for GB/s and % of peak). */
+  /** Bytes the kernel (a function target: one call's work) must move (for GB/s and % of peak). */
   bytes?: number;
-  /** Floating-point operations per launch (for TFLOP/s). */
+  /** Floating-point operations per launch (a function target: per call) (for TFLOP/s). */
   flops?: number;
-  /** Label in reports. Default: the kernel's name. */
+  /** Label in reports. Default: the kernel's name (a function target's: the function's, or 'work'). */
   name?: string;
+  /**
+   * The device whose harness stream a function target is given. Default: device 0, or in compare() the device of
+   * the kernel target beside it. A kernel target runs on its own device: give none, or that one.
+   */
+  device?: Device;
   /** Called after every batch of samples (the CLI draws its progress line with it). */
   onProgress?: (p: { samples: number; rejected: number; elapsedMs: number; relCI: number }) => void;
 }
@@ -192,23 +199,44 @@ export interface Run {
   warnings: string[];
 }
 
-/** @internal A prepared measurement: a bound launch for every input set, ready to take samples. */
+/**
+ * @internal What a Session times: a kernel's launch with its arguments (or their generator), or a function target
+ * on a device.
+ */
+export type SessionTarget = { kernel: Kernel; config: LaunchConfig; args: unknown } | { work: GpuWork; device: Device };
+
+/**
+ * @internal A prepared measurement, ready to take samples: a bound launch for every input set of a kernel target,
+ * or a function target with the harness that calls it between the events.
+ */
 export class Session {
   readonly sampler: Sampler;
-  readonly kernel: Kernel;
   readonly mode: BenchMode;
+  /** A kernel target's bound launches, one per input set (none for a function target). */
   readonly launches: BoundLaunch[] = [];
+  /** A function target's work and its harness. */
+  readonly #work: { work: GpuWork; sampler: WorkSampler } | undefined;
+  /** Graph mode: the graph of `launches` launches (a function target: calls) replayed per sample. */
   graph: { exec: GraphExec; launches: number } | undefined;
   readonly rng = createRng(0x5eed);
   maxClockSeen = 0;
-  /** Set when the spin kernel timed out (a profiler or sanitizer serializes kernels): samples are then taken unheld. */
+  /**
+   * Set when the spin kernel timed out (a profiler or sanitizer serializes kernels, or the work waited for its
+   * stream): samples are then taken unheld.
+   */
   noBlock = false;
   readonly warnings: string[] = [];
 
-  constructor(kernel: Kernel, config: LaunchConfig, args: unknown, mode: BenchMode, inputSets: number) {
-    this.sampler = Sampler.for(kernel.device);
-    this.kernel = kernel;
+  constructor(target: SessionTarget, mode: BenchMode, inputSets: number) {
     this.mode = mode;
+    if ('work' in target) {
+      this.sampler = Sampler.for(target.device);
+      this.#work = { work: target.work, sampler: WorkSampler.for(this.sampler) };
+      return;
+    }
+    const { kernel, config, args } = target;
+    this.sampler = Sampler.for(kernel.device);
+    this.#work = undefined;
     const sets = typeof args === 'function' ? Math.max(4, inputSets) : 1;
     try {
       for (let i = 0; i < sets; i++) {
@@ -224,15 +252,21 @@ export class Session {
     }
   }
 
-  /** Plain launches first: lazily loaded kernels load now, never while the stream is held by the spin kernel. */
+  /**
+   * Plain launches (one call of the work) first: lazily loaded kernels load now, and a library's first call sets
+   * itself up, never while the stream is held by the spin kernel.
+   */
   prime(): void {
+    if (this.#work !== undefined) callWork(this.#work.work, this.sampler.stream);
     for (const b of this.launches) b.launch();
     this.sampler.stream.synchronize();
   }
 
-  /** Graph mode: `launches` launches (rotating input sets) captured into one graph. */
+  /** Graph mode: `launches` launches (rotating input sets), or calls of the work, captured into one graph. */
   buildGraph(launches: number): void {
-    this.graph = { exec: this.sampler.capture(this.launches, launches), launches };
+    const w = this.#work;
+    const exec = w !== undefined ? w.sampler.capture(w.work, launches) : this.sampler.capture(this.launches, launches);
+    this.graph = { exec, launches };
   }
 
   /** Drops the graph (compare() builds a new one in every round). */
@@ -241,17 +275,21 @@ export class Session {
     this.graph = undefined;
   }
 
-  /** Takes `count` samples natively; returns them in order. */
+  /** Takes `count` samples (natively, but a function target's calls); returns them in order. */
   take(count: number, flush: boolean): BenchSample[] {
     try {
       return this.takeOnce(count, flush);
     } catch (e) {
       if ((e as { code?: string }).code !== 'CUDAKIT_BENCH_TIMEOUT' || this.noBlock) throw e;
-      // Something serializes kernels (ncu, compute-sanitizer, nsys): a held stream cannot work, so time unheld.
+      // Something serializes kernels (ncu, compute-sanitizer, nsys), or the work waits for its stream: a held stream
+      // cannot work, so time unheld.
       this.noBlock = true;
       this.warnings.push(
-        'the stream could not be held behind the spin kernel (a profiler or sanitizer serializes kernels?): ' +
-          'samples include launch latency',
+        this.#work === undefined
+          ? 'the stream could not be held behind the spin kernel (a profiler or sanitizer serializes kernels?): ' +
+              'samples include launch latency'
+          : 'the stream could not be held behind the spin kernel (the work waited for its stream, or a profiler ' +
+              'or sanitizer serializes kernels?): samples include the time the function takes to enqueue its work',
       );
       return this.takeOnce(count, flush);
     }
@@ -259,16 +297,21 @@ export class Session {
 
   private takeOnce(count: number, flush: boolean): BenchSample[] {
     const order: number[] = [];
-    for (let i = 0; i < count; i++)
-      order.push(this.graph !== undefined ? 0 : Math.floor(this.rng() * this.launches.length));
+    const rotate = this.graph === undefined && this.#work === undefined;
+    for (let i = 0; i < count; i++) order.push(rotate ? Math.floor(this.rng() * this.launches.length) : 0);
     const graph = this.graph;
-    const raw = this.sampler.take({
-      launches: this.launches,
-      order,
-      flushL2: flush,
-      hold: !this.noBlock,
-      ...(graph !== undefined ? { graph: graph.exec } : {}),
-    });
+    const w = this.#work;
+    // A function target's calls run JavaScript between the events (work.ts); its graph replays, like kernels, not.
+    const raw =
+      w !== undefined && graph === undefined
+        ? w.sampler.take(w.work, count, flush, !this.noBlock)
+        : this.sampler.take({
+            launches: this.launches,
+            order,
+            flushL2: flush,
+            hold: !this.noBlock,
+            ...(graph !== undefined ? { graph: graph.exec } : {}),
+          });
     const per = graph?.launches ?? 1;
     return raw.map((x, i) => ({
       gpuMs: x.gpuMs / per,
@@ -457,7 +500,10 @@ export function checkBenchOptions(
     'flops',
     'name',
     'onProgress',
+    'device',
   ] as const) as BenchOptions;
+  if (o.device !== undefined && !(o.device instanceof Device))
+    throw typeError('options.device', 'a Device (Device.get(ordinal))', o.device);
   const mode = o.mode ?? 'cold';
   if (mode !== 'cold' && mode !== 'hot' && mode !== 'graph')
     throw typeError('options.mode', "'cold', 'hot' or 'graph'", mode);
@@ -516,6 +562,41 @@ function resultOf(name: string, o: ReturnType<typeof checkBenchOptions>, s: Sess
   return r;
 }
 
+/** @internal A target of bench() or compare(), validated, with its label: a kernel target or a function target. */
+export type Target =
+  { kernel: Kernel; config: LaunchConfig; args: unknown; name: string } | { work: GpuWork; name: string };
+
+const TARGET =
+  'a kernel target { kernel, config, args, name? }, a function target { work, name? } or a function (stream) => void';
+
+/**
+ * @internal `value` as a target (compare()'s `a` or `b`: a kernel target, `{ work, name? }` or a function), checked
+ * before any GPU work: a TypeError for anything else, a RangeError for a kernel on another device than
+ * `options.device`. Its launch configuration and arguments are checked when they are bound.
+ */
+export function targetOf(label: string, value: unknown, o: ReturnType<typeof checkBenchOptions>): Target {
+  if (isWorkTarget(value)) return workTarget(label, value);
+  if (typeof value !== 'object' || value === null) throw typeError(label, TARGET, value);
+  const t = value as { kernel?: unknown; config: LaunchConfig; args: unknown; name?: unknown };
+  const kernel = kernelOf(`${label}.kernel`, t.kernel, o);
+  if (t.name !== undefined && typeof t.name !== 'string') throw typeError(`${label}.name`, 'a string', t.name);
+  return { kernel, config: t.config, args: t.args, name: t.name ?? kernel.name };
+}
+
+/** A kernel target's kernel: a Kernel, on `options.device` when that is given. */
+function kernelOf(label: string, kernel: unknown, o: ReturnType<typeof checkBenchOptions>): Kernel {
+  if (!(kernel instanceof Kernel)) {
+    throw typeError(label, 'a Kernel (module.getKernel()), or a function target in its place', kernel);
+  }
+  if (o.device !== undefined && o.device !== kernel.device) {
+    throw new RangeError(
+      `Expected device ${kernel.device.ordinal} (the kernel's own) or none for options.device but received device ` +
+        `${o.device.ordinal}: a kernel runs on the device its module is loaded on`,
+    );
+  }
+  return kernel;
+}
+
 /**
  * Times one kernel: warm-up, then samples until the 95 % confidence interval of the median is within the preset's
  * target (or stops shrinking, or the timeout). `args` is the argument list, or a generator of input sets for
@@ -531,14 +612,49 @@ export async function bench<S extends Signature>(
   config: LaunchConfig,
   args: BenchArgs<S>,
   options?: BenchOptions,
-): Promise<BenchResult> {
-  const o = checkBenchOptions(options);
+): Promise<BenchResult>;
+/**
+ * Times any GPU work: a function that enqueues it on the stream it is given (a kernel sequence, a graph replay, a
+ * native library's call), in the same modes, with the same stopping rule, statistics and result as a kernel. A
+ * sample is one call between an event pair, the stream held while the function enqueues, so its host time stays
+ * outside the events (it is recorded as `launchUs`); cold mode flushes L2 before every call, and graph mode captures
+ * N calls into one graph and times its replays (docs/benchmarking.md, 'Timing modes', function targets). The work
+ * runs on `options.device`, device 0 by default. Check what it computes yourself: check() takes kernel targets only.
+ *
+ * @example
+ * const r = await bench((stream) => {
+ *   scale.launch({ grid, block, stream }, x, n);
+ *   shift.launch({ grid, block, stream }, x, n);
+ * }, { name: 'scale + shift' });
+ *
+ * @throws TypeError / RangeError for a `work` that is not a synchronous function, or bad options, before any GPU
+ *   work; whatever the work throws; a CudaError named by phase, as for a kernel ('bench(): timing' ...).
+ */
+export async function bench(work: GpuWork, options?: BenchOptions): Promise<BenchResult>;
+export async function bench(what: Kernel | GpuWork, ...rest: unknown[]): Promise<BenchResult> {
+  let target: Target;
+  let o: ReturnType<typeof checkBenchOptions>;
+  if (isWorkTarget(what)) {
+    if (rest.length > 1) {
+      throw new TypeError(
+        `Expected bench(work, options) for a function target but received ${rest.length + 1} arguments: ` +
+          'a function encloses its own buffers and launch configurations',
+      );
+    }
+    target = workTarget('work', what);
+    o = checkBenchOptions(rest[0] as BenchOptions | undefined);
+  } else {
+    const [config, args, options] = rest;
+    o = checkBenchOptions(options as BenchOptions | undefined);
+    const kernel = kernelOf('kernel', what, o);
+    target = { kernel, config: config as LaunchConfig, args, name: kernel.name };
+  }
   const rule = resolveRule(o.preset, o.rule);
-  const s = session('bench()', kernel as unknown as Kernel, config, args, o);
+  const s = session('bench()', target, o, undefined);
   let failing = true;
   try {
     const run = await measure(s, rule, o.onProgress, 'bench()');
-    const r = result(o.name ?? kernel.name, o, s, run, 'bench()');
+    const r = result(o.name ?? target.name, o, s, run, 'bench()');
     failing = false;
     return r;
   } finally {
@@ -547,18 +663,19 @@ export async function bench<S extends Signature>(
 }
 
 /**
- * @internal A Session, its CudaErrors named '<label>: setup' (compiling the harness, its buffers, binding the
- * arguments).
+ * @internal A Session for `target`, its CudaErrors named '<label>: setup' (finding the device, compiling the harness,
+ * its buffers, binding the arguments). A function target runs on `options.device`, else on `beside` (the device of
+ * the kernel target it is compared with), else on device 0.
  */
 export function session(
   label: string,
-  kernel: Kernel,
-  config: LaunchConfig,
-  args: unknown,
+  target: Target,
   o: ReturnType<typeof checkBenchOptions>,
+  beside: Device | undefined,
 ): Session {
   try {
-    return new Session(kernel, config, args, o.mode, o.inputSets);
+    const what = 'work' in target ? { work: target.work, device: o.device ?? beside ?? Device.get(0) } : target;
+    return new Session(what, o.mode, o.inputSets);
   } catch (e) {
     throw named(e, `${label}: setup`);
   }

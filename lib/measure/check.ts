@@ -39,6 +39,7 @@ import {
   determinismNote,
   newRunComparison,
 } from './determinism.js';
+import { refuseWorkCandidate } from './work.js';
 
 /** Options of check(): trials, seeds, tolerances, the determinism run, guard zones. */
 export interface CheckOptions {
@@ -531,6 +532,7 @@ export async function check(
   io: readonly ArgSpec[],
   options?: CheckOptions,
 ): Promise<CheckResult> {
+  refuseWorkCandidate(candidate);
   const o = checkCheckOptions(options);
   checkCandidateIo(io, candidate.kernel);
   if (reference !== null && reference !== undefined) checkReference(reference, io);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Comparing two kernels (docs/benchmarking.md, 'Comparing two kernels'): compare() times a reference (A) and a
-// candidate (B) in interleaved ABBA rounds, each round a share of the stopping rule's budget, and reports the
-// speedup with its bootstrap interval and a verdict. Measuring is bench.ts's (Session, measure, result).
+// Comparing two kernels, or any two GPU workloads (docs/benchmarking.md, 'Comparing two kernels'): compare() times a
+// reference (A) and a candidate (B) in interleaved ABBA rounds, each round a share of the stopping rule's budget, and
+// reports the speedup with its bootstrap interval and a verdict. Each side is a kernel target or a function target
+// (work.ts), in any mix. Measuring is bench.ts's (Session, measure, result).
 import type { CompareResult } from './types.js';
 import { type Kernel, type LaunchConfig, type Signature, rangeError } from '../core/index.js';
 import {
@@ -14,10 +15,15 @@ import {
   resolveRule,
   result,
   session,
+  targetOf,
 } from './bench.js';
 import { type StoppingRule, bootstrapRatio, verdict } from './stats.js';
+import type { GpuWork, WorkTarget } from './work.js';
 
-/** One side of a comparison: a kernel, its launch and arguments (as bench() takes them), and a label. */
+/**
+ * One side of a comparison, as a kernel target: a kernel, its launch and arguments (as bench() takes them), and a
+ * label. A side may also be a function target: `{ work, name? }` (WorkTarget) or the function itself.
+ */
 export interface CompareTarget<S extends Signature = Signature> {
   /** The kernel to time. */
   kernel: Kernel<S>;
@@ -43,10 +49,25 @@ export interface CompareOptions extends Omit<BenchOptions, 'name' | 'onProgress'
  * Times a reference (A) and a candidate (B) in interleaved ABBA rounds so drift and thermal state hit both alike.
  * speedup = median(A) / median(B) with a 95 % bootstrap interval; verdict FASTER / SLOWER / SAME / UNCERTAIN.
  *
+ * Either side may be a kernel target or a function target (`{ work, name? }`, or the function): a library call
+ * against a kernel, say, each timed as bench() times it (docs/benchmarking.md, 'Timing modes', function targets). A
+ * function target runs on `options.device`, else on the kernel target's device, else on device 0.
+ *
+ * @example
+ * const r = await compare(
+ *   { work: (stream) => sgemm(stream), name: 'cuBLAS' },
+ *   { kernel: tiled, config, args: [a, b, c, n], name: 'tiled' },
+ * );
+ * console.log(`${r.speedup.toFixed(2)}× cuBLAS`);
+ *
  * @throws as bench() does; a CudaError's phase also names the side and its label, e.g. 'compare(): B (saxpy_v2):
  *   warm-up'.
  */
-export async function compare(a: CompareTarget, b: CompareTarget, options?: CompareOptions): Promise<CompareResult> {
+export async function compare(
+  a: CompareTarget | WorkTarget | GpuWork,
+  b: CompareTarget | WorkTarget | GpuWork,
+  options?: CompareOptions,
+): Promise<CompareResult> {
   const { rounds: roundsOpt, onProgress, ...rest } = options ?? {};
   const o = checkBenchOptions(rest);
   const rounds = roundsOpt ?? 5;
@@ -60,13 +81,16 @@ export async function compare(a: CompareTarget, b: CompareTarget, options?: Comp
     timeoutMs: full.timeoutMs / rounds,
     maxSamples: Math.max(10, Math.ceil(full.maxSamples / rounds)),
   };
-  const labelA = `compare(): A (${a.name ?? a.kernel.name})`;
-  const labelB = `compare(): B (${b.name ?? b.kernel.name})`;
-  const sa = session(labelA, a.kernel, a.config, a.args, o);
+  const ta = targetOf('a', a, o);
+  const tb = targetOf('b', b, o);
+  const beside = 'kernel' in ta ? ta.kernel.device : 'kernel' in tb ? tb.kernel.device : undefined;
+  const labelA = `compare(): A (${ta.name})`;
+  const labelB = `compare(): B (${tb.name})`;
+  const sa = session(labelA, ta, o, beside);
   let sb: Session | undefined;
   let failing = true;
   try {
-    sb = session(labelB, b.kernel, b.config, b.args, o);
+    sb = session(labelB, tb, o, beside);
     const runs: Run[][] = [[], []];
     for (let r = 0; r < rounds; r++) {
       const order: [Session, number, string][] =
@@ -96,8 +120,8 @@ export async function compare(a: CompareTarget, b: CompareTarget, options?: Comp
       launchesPerSample: rs[0]!.launchesPerSample,
       warnings: [...new Set(rs.flatMap((x) => x.warnings))],
     });
-    const ra = result(a.name ?? a.kernel.name, o, sa, merge(runs[0]!), labelA);
-    const rb = result(b.name ?? b.kernel.name, o, sb, merge(runs[1]!), labelB);
+    const ra = result(ta.name, o, sa, merge(runs[0]!), labelA);
+    const rb = result(tb.name, o, sb, merge(runs[1]!), labelB);
     const ci = bootstrapRatio(
       runs[0]!.flatMap((x) => x.accepted),
       runs[1]!.flatMap((x) => x.accepted),

@@ -42,6 +42,7 @@ export type {
   SequenceAxis,
 } from './argspec.js';
 export type { StoppingRule } from './stats.js';
+export type { GpuWork, WorkTarget } from './work.js';
 export type {
   DeviceMetric,
   DeviceMetricGroup,

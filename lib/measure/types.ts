@@ -41,8 +41,8 @@ export interface Summary {
 }
 
 /**
- * How bench() times a kernel: 'cold' flushes L2 before every sample, 'hot' does not, 'graph' replays N launches as one
- * CUDA graph (docs/benchmarking.md, 'Timing modes').
+ * How bench() times a kernel (or a function target): 'cold' flushes L2 before every sample, 'hot' does not, 'graph'
+ * replays N launches (N calls of the function) as one CUDA graph (docs/benchmarking.md, 'Timing modes').
  */
 export type BenchMode = 'cold' | 'hot' | 'graph';
 /** A stopping-rule preset: how long bench() samples and how precise the median must get (PRESETS has their rules). */
@@ -50,9 +50,12 @@ export type PresetName = 'quick' | 'default' | 'rigorous';
 
 /** One timed sample. */
 export interface BenchSample {
-  /** GPU time of one kernel launch, ms (graph mode: one replay / launches per replay). */
+  /**
+   * GPU time of one kernel launch, ms (a function target: of one call's work; graph mode: one replay / launches per
+   * replay).
+   */
   gpuMs: number;
-  /** Host time of the launch call(s), µs. */
+  /** Host time of the launch call(s), µs (a function target: of the function's call; graph mode: cuGraphLaunch's). */
   launchUs: number;
   /** Measured SM clock during the sample, MHz (0 when not measured). */
   clockMHz: number;
@@ -133,7 +136,7 @@ export interface BenchEnvironment {
  * data: it serializes to JSON as it is (formatJson()).
  */
 export interface BenchResult {
-  /** The label in reports: BenchOptions.name, or the kernel's name. */
+  /** The label in reports: BenchOptions.name, or the kernel's name (a function target's: the function's, or 'work'). */
   name: string;
   /** The timing mode it ran in. */
   mode: BenchMode;
@@ -145,7 +148,7 @@ export interface BenchResult {
   stats: Summary;
   /** Number of rejected samples (clock below the throttle threshold). */
   rejected: number;
-  /** Launches run to warm up before the first sample. */
+  /** Launches (a function target: calls) run to warm up before the first sample. */
   warmupRuns: number;
   /** Wall time the measurement took, ms. */
   wallMs: number;

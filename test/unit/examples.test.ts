@@ -18,3 +18,16 @@ it('readme-tour.ts ends with one line saying it needs a GPU, and why', () => {
   );
   expect(r.stdout.split('\n')).toHaveLength(2); // one line, and its end
 });
+
+it('cublas-gemm.ts says it needs a GPU before it looks for koffi or cuBLAS', () => {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'examples/cublas-gemm.ts'], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    env: { ...process.env, CUDAKIT_LIBCUDA_PATH: '/nonexistent/libcuda.so.1', CUDAKIT_CUBLAS_PATH: '/nonexistent' },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+  expect(r.stdout).toMatch(/^needs a CUDA GPU: CUDA_DRIVER_NOT_FOUND: /);
+  expect(r.stdout.split('\n')).toHaveLength(2);
+});
