@@ -16,10 +16,20 @@
 // rejects with StoreUnavailableError, which the HTTP layer answers with 503 and Retry-After; every other error stays
 // what it is. The pool connects lazily: calls after an outage work again once the server is back.
 import pg from 'pg';
-import type { EvalJob, EvalPhase } from 'cudakit';
-import type { Verdict } from '../verdict.js';
-import { checkListFilter, checkSeq, closedError, duplicateJobError, missingJobError, zeroCounts } from './common.js';
-import { joinLiterals, splitLiterals } from './literals.js';
+import type { EvalPhase } from 'cudakit';
+import {
+  type JobRow,
+  checkListFilter,
+  checkSeq,
+  closedError,
+  duplicateJobError,
+  fromRow,
+  missingJobError,
+  parseJson,
+  toRow,
+  zeroCounts,
+} from './common.js';
+import { splitLiterals } from './literals.js';
 import type { Migration } from './migrations.js';
 import {
   INTERRUPTED_ERROR,
@@ -177,22 +187,8 @@ function redact(url: string): string {
   }
 }
 
-interface JobRow {
-  id: string;
-  principal: string;
-  status: JobStatus;
-  verdict: string | null;
-  phase: string | null;
-  job: string;
-  options: string;
-  idempotency_key: string | null;
-  body_hash: string;
-  created_at_ms: number;
-  started_at_ms: number | null;
-  finished_at_ms: number | null;
-  gpu_uuid: string | null;
-  report: string | null;
-  error: string | null;
+/** A job's row with its large literals, as the queries select it. */
+interface PostgresJobRow extends JobRow {
   /** JSON: [{ path, text }] of the job's large literals, or null. */
   literals: string | null;
 }
@@ -401,22 +397,24 @@ export class PostgresJobStore implements JobStore {
 
   async insert(record: JobRecord): Promise<void> {
     const { json, literals } = splitLiterals(record.job);
+    const r = { ...toRow(record), job: json };
+    // In SQL.insert's column order.
     const row = [
-      record.id,
-      record.principal,
-      record.status,
-      record.verdict ?? null,
-      record.phase ?? null,
-      json,
-      JSON.stringify(record.options),
-      record.idempotencyKey ?? null,
-      record.bodyHash,
-      record.createdAt,
-      record.startedAt ?? null,
-      record.finishedAt ?? null,
-      record.gpuUuid ?? null,
-      record.report ?? null,
-      record.error === undefined ? null : JSON.stringify(record.error),
+      r.id,
+      r.principal,
+      r.status,
+      r.verdict,
+      r.phase,
+      r.job,
+      r.options,
+      r.idempotency_key,
+      r.body_hash,
+      r.created_at_ms,
+      r.started_at_ms,
+      r.finished_at_ms,
+      r.gpu_uuid,
+      r.report,
+      r.error,
     ];
     try {
       if (literals.length === 0) {
@@ -442,13 +440,13 @@ export class PostgresJobStore implements JobStore {
   }
 
   async get(id: string): Promise<JobRecord | undefined> {
-    const { rows } = await this.#query<JobRow>(SQL.get, [id]);
-    return rows[0] && fromRow(rows[0]);
+    const { rows } = await this.#query<PostgresJobRow>(SQL.get, [id]);
+    return rows[0] && recordOf(rows[0]);
   }
 
   async findByIdempotencyKey(principal: string, key: string, notBeforeMs: number): Promise<JobRecord | undefined> {
-    const { rows } = await this.#query<JobRow>(SQL.byIdempotencyKey, [principal, key, notBeforeMs]);
-    return rows[0] && fromRow(rows[0]);
+    const { rows } = await this.#query<PostgresJobRow>(SQL.byIdempotencyKey, [principal, key, notBeforeMs]);
+    return rows[0] && recordOf(rows[0]);
   }
 
   async list(filter: ListFilter): Promise<{ items: JobRecord[]; next: string | undefined }> {
@@ -470,13 +468,13 @@ export class PostgresJobStore implements JobStore {
     values.push(filter.limit + 1);
     const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
     const inner = `SELECT * FROM jobs ${clause} ORDER BY id DESC LIMIT $${values.length}`;
-    const { rows } = await this.#query<JobRow>(withLiterals(inner, 'page.id DESC'), values);
-    const items = rows.slice(0, filter.limit).map(fromRow);
+    const { rows } = await this.#query<PostgresJobRow>(withLiterals(inner, 'page.id DESC'), values);
+    const items = rows.slice(0, filter.limit).map(recordOf);
     return { items, next: rows.length > filter.limit ? items[items.length - 1]!.id : undefined };
   }
 
   async queued(): Promise<JobRecord[]> {
-    return (await this.#query<JobRow>(SQL.queued)).rows.map(fromRow);
+    return (await this.#query<PostgresJobRow>(SQL.queued)).rows.map(recordOf);
   }
 
   async markRunning(id: string, gpuUuid: string, atMs: number, options: { takeOver?: boolean } = {}): Promise<boolean> {
@@ -532,14 +530,14 @@ export class PostgresJobStore implements JobStore {
     const data = event.data === undefined ? null : JSON.stringify(event.data);
     const { rows } = await this.#query<{ seq: number }>(SQL.appendEvent, [event.jobId, event.type, data, event.atMs]);
     if (rows[0] === undefined) throw missingJobError(event.jobId);
-    return { seq: rows[0].seq, jobId: event.jobId, type: event.type, data: parse(data), atMs: event.atMs };
+    return { seq: rows[0].seq, jobId: event.jobId, type: event.type, data: parseJson(data), atMs: event.atMs };
   }
 
   async events(jobId: string, afterSeq: number): Promise<JobEvent[]> {
     this.#live();
     checkSeq('afterSeq', afterSeq);
     const { rows } = await this.#query<EventRow>(SQL.events, [jobId, afterSeq]);
-    return rows.map((r) => ({ seq: r.seq, jobId, type: r.type, data: parse(r.data), atMs: r.at_ms }));
+    return rows.map((r) => ({ seq: r.seq, jobId, type: r.type, data: parseJson(r.data), atMs: r.at_ms }));
   }
 
   async queuedCount(principal?: string): Promise<number> {
@@ -618,27 +616,6 @@ export class PostgresJobStore implements JobStore {
   }
 }
 
-function parse(text: string | null): unknown {
-  return text === null ? undefined : JSON.parse(text);
-}
-
-function fromRow(row: JobRow): JobRecord {
-  const literals = row.literals === null ? [] : (JSON.parse(row.literals) as { path: string; text: string }[]);
-  return {
-    id: row.id,
-    principal: row.principal,
-    status: row.status,
-    verdict: (row.verdict ?? undefined) as Verdict | undefined,
-    phase: (row.phase ?? undefined) as JobRecord['phase'],
-    job: (literals.length > 0 ? joinLiterals(row.job, literals) : JSON.parse(row.job)) as EvalJob,
-    options: JSON.parse(row.options) as JobRecord['options'],
-    idempotencyKey: row.idempotency_key ?? undefined,
-    bodyHash: row.body_hash,
-    createdAt: row.created_at_ms,
-    startedAt: row.started_at_ms ?? undefined,
-    finishedAt: row.finished_at_ms ?? undefined,
-    gpuUuid: row.gpu_uuid ?? undefined,
-    report: row.report ?? undefined,
-    error: row.error === null ? undefined : (JSON.parse(row.error) as JobRecord['error']),
-  };
+function recordOf(row: PostgresJobRow): JobRecord {
+  return fromRow(row, row.literals === null ? [] : (JSON.parse(row.literals) as { path: string; text: string }[]));
 }

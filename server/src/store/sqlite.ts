@@ -9,10 +9,20 @@
 // job; FULL closes that gap with an fsync per commit, paid on every event and phase change too. Deployments that want
 // the 202 to outlive the machine pass { synchronous: 'FULL' }.
 import Database from 'better-sqlite3';
-import type { EvalJob, EvalPhase } from 'cudakit';
-import type { Verdict } from '../verdict.js';
-import { checkListFilter, checkSeq, closedError, duplicateJobError, missingJobError, zeroCounts } from './common.js';
-import { joinLiterals, splitLiterals } from './literals.js';
+import type { EvalPhase } from 'cudakit';
+import {
+  type JobRow,
+  checkListFilter,
+  checkSeq,
+  closedError,
+  duplicateJobError,
+  fromRow,
+  missingJobError,
+  parseJson,
+  toRow,
+  zeroCounts,
+} from './common.js';
+import { splitLiterals } from './literals.js';
 import { migrate, schemaVersion } from './migrations.js';
 import {
   INTERRUPTED_ERROR,
@@ -46,24 +56,6 @@ export interface SqliteStoreInfo {
   busyTimeoutMs: number;
   foreignKeys: boolean;
   schemaVersion: number;
-}
-
-interface JobRow {
-  id: string;
-  principal: string;
-  status: JobStatus;
-  verdict: string | null;
-  phase: string | null;
-  job: string;
-  options: string;
-  idempotency_key: string | null;
-  body_hash: string;
-  created_at_ms: number;
-  started_at_ms: number | null;
-  finished_at_ms: number | null;
-  gpu_uuid: string | null;
-  report: string | null;
-  error: string | null;
 }
 
 interface EventRow {
@@ -307,10 +299,7 @@ export class SqliteJobStore implements JobStore {
 
   /** The record of `row`, its large literals put back (store/literals.ts). */
   #fromRow(row: JobRow): JobRecord {
-    const literals = this.#sql.jobLiterals.all(row.id) as { path: string; text: string }[];
-    const record = fromRow(row);
-    if (literals.length > 0) record.job = joinLiterals(row.job, literals) as EvalJob;
-    return record;
+    return fromRow(row, this.#sql.jobLiterals.all(row.id) as { path: string; text: string }[]);
   }
 
   async appendEvent(event: Omit<JobEvent, 'seq'>): Promise<JobEvent> {
@@ -320,7 +309,7 @@ export class SqliteJobStore implements JobStore {
       const row = this.#sql.appendEvent.get({ job_id: event.jobId, type: event.type, data, at_ms: event.atMs }) as {
         seq: number;
       };
-      return { seq: row.seq, jobId: event.jobId, type: event.type, data: parse(data), atMs: event.atMs };
+      return { seq: row.seq, jobId: event.jobId, type: event.type, data: parseJson(data), atMs: event.atMs };
     } catch (e) {
       if (e instanceof Database.SqliteError && e.code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
         throw missingJobError(event.jobId);
@@ -333,7 +322,7 @@ export class SqliteJobStore implements JobStore {
     this.#live();
     checkSeq('afterSeq', afterSeq);
     const rows = this.#sql.events.all(jobId, afterSeq) as EventRow[];
-    return rows.map((r) => ({ seq: r.seq, jobId, type: r.type, data: parse(r.data), atMs: r.at_ms }));
+    return rows.map((r) => ({ seq: r.seq, jobId, type: r.type, data: parseJson(r.data), atMs: r.at_ms }));
   }
 
   async queuedCount(principal?: string): Promise<number> {
@@ -369,48 +358,4 @@ export class SqliteJobStore implements JobStore {
     if (!this.#db.open) throw closedError();
     return this.#db;
   }
-}
-
-function parse(text: string | null): unknown {
-  return text === null ? undefined : JSON.parse(text);
-}
-
-function toRow(r: JobRecord): JobRow {
-  return {
-    id: r.id,
-    principal: r.principal,
-    status: r.status,
-    verdict: r.verdict ?? null,
-    phase: r.phase ?? null,
-    job: JSON.stringify(r.job),
-    options: JSON.stringify(r.options),
-    idempotency_key: r.idempotencyKey ?? null,
-    body_hash: r.bodyHash,
-    created_at_ms: r.createdAt,
-    started_at_ms: r.startedAt ?? null,
-    finished_at_ms: r.finishedAt ?? null,
-    gpu_uuid: r.gpuUuid ?? null,
-    report: r.report ?? null,
-    error: r.error === undefined ? null : JSON.stringify(r.error),
-  };
-}
-
-function fromRow(row: JobRow): JobRecord {
-  return {
-    id: row.id,
-    principal: row.principal,
-    status: row.status,
-    verdict: (row.verdict ?? undefined) as Verdict | undefined,
-    phase: (row.phase ?? undefined) as JobRecord['phase'],
-    job: JSON.parse(row.job) as EvalJob,
-    options: JSON.parse(row.options) as JobRecord['options'],
-    idempotencyKey: row.idempotency_key ?? undefined,
-    bodyHash: row.body_hash,
-    createdAt: row.created_at_ms,
-    startedAt: row.started_at_ms ?? undefined,
-    finishedAt: row.finished_at_ms ?? undefined,
-    gpuUuid: row.gpu_uuid ?? undefined,
-    report: row.report ?? undefined,
-    error: row.error === null ? undefined : (JSON.parse(row.error) as JobRecord['error']),
-  };
 }
