@@ -15,38 +15,7 @@ import {
   type ServiceServer,
 } from '../server/services.js';
 import { describeGpu } from '../helpers.js';
-
-const N = 1 << 16;
-const SCALE = `extern "C" __global__ void scale(float a, const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i];
-}
-`;
-const ILLEGAL = `extern "C" __global__ void scale(float a, const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) ((float*)0x10)[i] = a * x[i];
-}
-`;
-// clock64() is never negative in practice: the loop never ends, and the compiler cannot drop it.
-const ENDLESS = `extern "C" __global__ void scale(float a, const float* x, float* y, int n) {
-  long long t = 0;
-  while (t >= 0) t = clock64();
-  y[0] = (float)t;
-}
-`;
-
-const scaleJob = (name: string, source: string, more: Record<string, unknown> = {}): Record<string, unknown> => ({
-  name,
-  source,
-  kernel: 'scale',
-  grid: N / 256,
-  block: 256,
-  args: ['f32=2.5', `ptr:f32[${N}]=uniform(-1,1)`, `ptr:f32[${N}]:out`, `i32=${N}`],
-  reference: { source: { text: SCALE, name: 'ref.cu' }, kernel: 'scale' },
-  check: { trials: 2 },
-  timing: { preset: 'quick' },
-  ...more,
-});
+import { ENDLESS, ILLEGAL, SCALE, scaleJob } from './fault-kernels.js';
 
 const missing = Object.values(servicesAvailable());
 // Without Redis or PostgreSQL this file skips, saying why, unless CUDAKIT_REQUIRE_SERVICES=1 makes that a failure.

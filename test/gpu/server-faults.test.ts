@@ -22,21 +22,11 @@ import type { Evaluation } from '../../server/src/schema/native.js';
 import { EvalService } from '../../server/src/service.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
 import { describeGpu } from '../helpers.js';
+import { ENDLESS, ILLEGAL, N, SCALE, scaleJob } from './fault-kernels.js';
 
 // ---------------------------------------------------------------------------------------------------------------
-// Kernels: scale(a, x, y, n), y = a·x, checked against SCALE; y starts poisoned in every trial.
+// Kernels: scale(a, x, y, n), y = a·x, checked against SCALE (fault-kernels.ts); y starts poisoned in every trial.
 
-const N = 1 << 16;
-const SCALE = `extern "C" __global__ void scale(float a, const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i];
-}
-`;
-const ILLEGAL = `extern "C" __global__ void scale(float a, const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) ((float*)0x10)[i] = a * x[i];
-}
-`;
 const TRAP = `extern "C" __global__ void scale(float a, const float* x, float* y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i == 7) __trap();
@@ -51,13 +41,6 @@ extern "C" __global__ void scale(float a, const float* x, float* y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i == 7) assert(0);
   if (i < n) y[i] = a * x[i];
-}
-`;
-// clock64() is never negative in practice: the loop never ends, and the compiler cannot drop it.
-const ENDLESS = `extern "C" __global__ void scale(float a, const float* x, float* y, int n) {
-  long long t = 0;
-  while (t >= 0) t = clock64();
-  y[0] = (float)t;
 }
 `;
 // Right everywhere, and one element past the end of y: into the guard zone after it.
@@ -96,20 +79,6 @@ extern "C" __global__ void scale(float a, const float* x, float* y, int n) {
   y[i] = kept[i];
 }
 `;
-
-/** A native request body for `source`'s scale(). */
-const scaleJob = (name: string, source: string, more: Record<string, unknown> = {}): Record<string, unknown> => ({
-  name,
-  source,
-  kernel: 'scale',
-  grid: N / 256,
-  block: 256,
-  args: ['f32=2.5', `ptr:f32[${N}]=uniform(-1,1)`, `ptr:f32[${N}]:out`, `i32=${N}`],
-  reference: { source: { text: SCALE, name: 'ref.cu' }, kernel: 'scale' },
-  check: { trials: 2 },
-  timing: { preset: 'quick' },
-  ...more,
-});
 
 // ---------------------------------------------------------------------------------------------------------------
 // Reading what a previous job left in device memory.
