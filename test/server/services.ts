@@ -369,13 +369,24 @@ export async function startRedis(options: RedisOptions = {}): Promise<ServiceSer
     ...(options.args ?? []),
   ];
   const server = new ServerProcess(`redis-server on port ${port}`, dir, { command, args, user: undefined }, 'SIGTERM');
+  return started(server, `redis://127.0.0.1:${port}`, port, dir, async () => (await redisPing(port)) === '+PONG');
+}
+
+/** Starts `server`, waits until `ready` says it answers, and hands it out as a ServiceServer. */
+async function started(
+  server: ServerProcess,
+  url: string,
+  port: number,
+  dir: string,
+  ready: () => Promise<boolean>,
+): Promise<ServiceServer> {
   const start = async () => {
     server.start();
-    await server.waitReady(async () => (await redisPing(port)) === '+PONG');
+    await server.waitReady(ready);
   };
   await start();
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url,
     port,
     dataDir: dir,
     kill: (signal) => server.kill(signal),
@@ -473,20 +484,5 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Serv
     'SIGINT',
   );
   const url = `postgresql://postgres@127.0.0.1:${port}/postgres`;
-  const start = async () => {
-    server.start();
-    await server.waitReady(() => postgresAnswers(url));
-  };
-  await start();
-  return {
-    url,
-    port,
-    dataDir: dir,
-    kill: (signal) => server.kill(signal),
-    restart: async () => {
-      await server.kill();
-      await start();
-    },
-    stop: () => server.stop(),
-  };
+  return started(server, url, port, dir, () => postgresAnswers(url));
 }
