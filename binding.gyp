@@ -9,7 +9,7 @@
       "sources": [
         "native/addon.cc", "native/common.cc", "native/errors.cc", "native/loader.cc", "native/device.cc",
         "native/memory.cc", "native/program.cc", "native/module.cc", "native/kernel.cc", "native/stream.cc",
-        "native/event.cc", "native/graph.cc", "native/staging.cc", "native/bench.cc"
+        "native/event.cc", "native/graph.cc", "native/staging.cc", "native/bench.cc", "native/cupti.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": [

@@ -1,13 +1,27 @@
 // SPDX-License-Identifier: MIT
-// Nsight Compute's gpu__time_duration.sum for the copy kernel of bench/ncu-child.ts (query-only: clocks untouched).
+// Nsight Compute's gpu__time_duration.sum for the copy and spin kernels of bench/ncu-child.ts (query-only: clocks
+// untouched).
 import { execFileSync, spawnSync } from 'node:child_process';
 
 export function ncuAvailable(): boolean {
   return spawnSync('ncu', ['--version'], { encoding: 'utf8' }).status === 0;
 }
 
-/** Median ncu duration (ms) of `launches` launches over `mib` MiB, skipping the first (lazy loading, cold TLB). */
+/** Median ncu duration (ms) of `launches` launches of the copy kernel over `mib` MiB, skipping the first. */
 export function ncuCopyMs(mib: number, launches = 6): number {
+  return ncuChildMs('copy', [String(mib), String(launches)]);
+}
+
+/** Median ncu duration (ms) of `launches` launches of the spin kernel (`us` µs of %globaltimer), skipping the first. */
+export function ncuSpinMs(us: number, launches = 6): number {
+  return ncuChildMs('spin', ['spin', String(us), String(launches)]);
+}
+
+/**
+ * Median ncu duration (ms) of the launches of `kernel` that ncu-child.ts makes with `args`, the first left out (lazy
+ * loading, a cold TLB).
+ */
+function ncuChildMs(kernel: string, args: string[]): number {
   const root = new URL('..', import.meta.url).pathname;
   const out = execFileSync(
     'ncu',
@@ -22,13 +36,12 @@ export function ncuCopyMs(mib: number, launches = 6): number {
       '--target-processes',
       'all',
       '-k',
-      'regex:^copy$',
+      `regex:^${kernel}$`,
       process.execPath,
       '--import',
       'tsx',
       'bench/ncu-child.ts',
-      String(mib),
-      String(launches),
+      ...args,
     ],
     { cwd: root, encoding: 'utf8', env: { ...process.env, CUDAKIT_NCU_CHILD: '1' }, maxBuffer: 64 << 20 },
   );

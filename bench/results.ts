@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // bench/RESULTS.md holds one section per benchmark script; each script replaces only its own.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import type { ProbeResult } from '../lib/index.js';
 
 const path = new URL('RESULTS.md', import.meta.url).pathname;
 
@@ -23,4 +24,24 @@ export function writeSection(name: string, markdown: string): void {
       ? text.slice(0, at) + block + text.slice(stop + end.length)
       : `${text.trimEnd()}\n\n${block}\n`;
   writeFileSync(path, text);
+}
+
+/** A section's lines as a script prints them: `say` prints a line and keeps it for writeSection. */
+export function transcript(): { lines: string[]; say: (line: string) => void } {
+  const lines: string[] = [];
+  return {
+    lines,
+    say: (line: string): void => {
+      console.log(line);
+      lines.push(line);
+    },
+  };
+}
+
+/** The line a section opens with: the date, the GPU, its driver, NVRTC and Node. */
+export function machineLine(device: { name: string; arch: string }, p: ProbeResult): string {
+  return (
+    `${new Date().toISOString().slice(0, 10)}, ${device.name} (${device.arch}), driver CUDA ${p.driverVersion}, ` +
+    `NVRTC ${p.nvrtcVersion}, Node ${process.version}.`
+  );
 }

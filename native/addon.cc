@@ -116,6 +116,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitGraph(env, exports);
   InitStaging(env, exports);
   InitBench(env, exports);
+  InitCupti(env, exports);
   Export(env, exports, "stats", Stats);
   Export(env, exports, "nop", Nop);
   return exports;

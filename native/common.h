@@ -183,6 +183,7 @@ void ResolveSlotLaunch(Napi::Env env, const KernelSlot& slot);
 // or cuLaunchKernelEx with the header's launch attributes. Never throws; *api names the call that was made.
 CUresult TryLaunchSlot(const KernelSlot& slot, CUstream stream, const char** api);
 void InitBench(Napi::Env env, Napi::Object exports);
+void InitCupti(Napi::Env env, Napi::Object exports);
 
 // Teardown pieces, called from the env cleanup hook in addon.cc.
 void ReleaseKernelSlots(Addon& addon);

@@ -37,13 +37,15 @@ summary() {
 }
 
 if [[ " $steps " == *" tests "* ]]; then
-  CUDAKIT_REQUIRE_GPU=1 timeout 560 npx vitest run --reporter=json --outputFile.json="$out/vitest.json" \
+  CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 560 npx vitest run --reporter=json \
+    --outputFile.json="$out/vitest.json" \
     > "$out/tests.log" 2>&1
   summary "$out/vitest.json" "all tiers, CUDAKIT_REQUIRE_GPU=1" | tee "$out/summary.txt"
 fi
 if [[ " $steps " == *" gpu "* ]]; then
   command -v ncu > /dev/null && ncu --version | tail -1 | tee -a "$out/summary.txt"
-  CUDAKIT_REQUIRE_GPU=1 timeout 560 npx vitest run --project gpu --reporter=json --outputFile.json="$out/gpu.json" \
+  CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 560 npx vitest run --project gpu --reporter=json \
+    --outputFile.json="$out/gpu.json" \
     > "$out/gpu.log" 2>&1
   summary "$out/gpu.json" "gpu tier, CUDAKIT_REQUIRE_GPU=1" | tee -a "$out/summary.txt"
 fi

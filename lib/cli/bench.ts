@@ -42,6 +42,7 @@ import {
   parseCommand,
   parseCount,
   parseDim,
+  timingFlags,
 } from './flags.js';
 import { metricsBlock } from './metrics.js';
 import {
@@ -246,7 +247,7 @@ export async function planFromSpec(path: string, v: PlanValues): Promise<BenchPl
       withoutReference: own.withoutReference ?? 'skip',
     };
   }
-  const timing = defined({ mode: common.mode, preset: common.preset, bytes: common.bytes, flops: common.flops });
+  const timing = timingFlags(common);
   if (Object.keys(timing).length > 0 && (spec.timing === undefined || isObject(spec.timing))) {
     for (const key of Object.keys(timing)) delete spec[key]; // BenchSpec's top-level fields, overridden
     spec.timing = { ...(spec.timing as object | undefined), ...timing };

@@ -4,6 +4,7 @@
 import { parseArgs } from 'node:util';
 import {
   type BenchMode,
+  type BenchTimer,
   type CheckOptions,
   type CompileOptions,
   type CppStandard,
@@ -75,6 +76,7 @@ const BENCH_OPTIONS = `${LAUNCH_OPTIONS}\
                               (--compare-kernel <name>, --compare-grid, --compare-block; default: the main ones)
   --mode <cold|hot|graph>     L2 flushed before each sample (cold, default), not flushed (hot), CUDA graph replays
   --preset <quick|default|rigorous>   how long to sample (precision target and timeout)
+  --timer <cupti|events>      kernel timestamps from CUPTI (default where it loads) or an event pair per sample
   --bytes <N>, --flops <N>    work per launch, for GB/s, % of peak bandwidth and TFLOP/s (N may be a product: 12*1M)
 ${JSON_OPTION}  --atol, --rtol, --trials, --seed   correctness check tolerances, trials and input seed
   --require-determinism       fail the check when two runs on the same inputs differ at all (default: fail only
@@ -229,6 +231,7 @@ export const BENCH_FLAGS = {
   'compare-block': { type: 'string' },
   mode: { type: 'string' },
   preset: { type: 'string' },
+  timer: { type: 'string' },
   bytes: { type: 'string' },
   flops: { type: 'string' },
   json: { type: 'string' },
@@ -364,6 +367,7 @@ export function defined<T extends object>(o: T): Defined<T> {
 const ARCH_RE = /^(sm|compute)_\d{2,3}[af]?$/;
 const STDS: readonly CppStandard[] = ['c++03', 'c++11', 'c++14', 'c++17', 'c++20'];
 export const MODES: readonly BenchMode[] = ['cold', 'hot', 'graph'];
+export const TIMERS: readonly BenchTimer[] = ['cupti', 'events'];
 export const PRESET_NAMES: readonly PresetName[] = ['quick', 'default', 'rigorous'];
 
 export interface CompileFlagValues {
@@ -412,11 +416,18 @@ export function compileOptionsFrom(v: CompileFlagValues, base: CompileOptions = 
   return o;
 }
 
+/** The timing options given on the command line (commonBenchOptions), as an EvalJob's timing: only those given. */
+export function timingFlags(common: ReturnType<typeof commonBenchOptions>): Record<string, unknown> {
+  const { mode, preset, timer, bytes, flops } = common;
+  return defined({ mode, preset, timer, bytes, flops });
+}
+
 /** The timing and check options common to a source file and a spec, from the command line. */
 export function commonBenchOptions(v: BenchValues) {
   return {
     mode: oneOf(v.mode, '--mode', MODES),
     preset: oneOf(v.preset, '--preset', PRESET_NAMES),
+    timer: oneOf(v.timer, '--timer', TIMERS),
     bytes: v.bytes !== undefined ? parseAmount(v.bytes, '--bytes') : undefined,
     flops: v.flops !== undefined ? parseAmount(v.flops, '--flops') : undefined,
     check: defined({
@@ -473,7 +484,7 @@ export function jobFromFlags(file: string, v: BenchValues, command = 'bench'): E
   const compile = compileOptionsFrom(v);
   if (Object.keys(compile).length > 0) job.compile = compile;
   job.check = { ...common.check, ...(v['no-check'] === true ? { skip: true } : {}), withoutReference: 'skip' };
-  const timing = defined({ mode: common.mode, preset: common.preset, bytes: common.bytes, flops: common.flops });
+  const timing = timingFlags(common);
   if (Object.keys(timing).length > 0) job.timing = timing;
   return job;
 }

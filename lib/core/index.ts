@@ -16,6 +16,7 @@ export { Stream } from './stream.js';
 export { Event } from './event.js';
 export { Graph, GraphExec } from './graph.js';
 export { probe } from './probe.js';
+export { cuptiStatus } from './cupti.js';
 export { getNative as native } from './native.js';
 export { clearMemoryCache, defaultCacheDir } from './cache.js';
 
@@ -43,10 +44,13 @@ export type { StreamOptions, CaptureMode } from './stream.js';
 export type { RecordOptions } from './event.js';
 export type { WaitOptions } from './wait.js';
 export type { ProbeResult } from './probe.js';
-export type { Native, NativeStats, Handle } from './native.js';
+export type { CuptiStatus } from './cupti.js';
+export type { CuptiLoadStatus, CuptiRecords, Native, NativeStats, Handle } from './native.js';
 
 // For the layers above.
 export { isContextLost } from './errors.js';
+export { ActivityTrace, disableCupti, sampleDurations } from './cupti.js';
+export type { ActivityRecord } from './cupti.js';
 export {
   checkBoolean,
   checkInt,

@@ -105,6 +105,28 @@ type ErrorFactory = (
   extra: unknown,
 ) => Error;
 
+/** What cuptiLoad() reports: the library loaded (and its CUPTI API version), or every candidate and why it failed. */
+export interface CuptiLoadStatus {
+  /** Whether a candidate loaded. */
+  loaded: boolean;
+  /** The file it was loaded from ('' when none). */
+  path: string;
+  /** Its CUPTI API version (cuptiGetVersion; 0 when none loaded). */
+  version: number;
+  /** Each candidate that failed: 'path: why'. */
+  tried: string[];
+}
+
+/** What cuptiActivityStop() returns. */
+export interface CuptiRecords {
+  /** Six numbers per record: kind, streamId, correlationId, name index or -1, start ns, end ns. */
+  records: Float64Array;
+  /** Kernel names, by the records' name index. */
+  names: string[];
+  /** Records CUPTI dropped (no buffer to write them to). */
+  dropped: number;
+}
+
 /** Every native export; names copy the CUDA symbol without its prefix. */
 export interface Native {
   /** Registers how the addon builds its errors (cudakit's own error classes do this at load). */
@@ -272,6 +294,19 @@ export interface Native {
   // bench.cc
   /** Takes one batch of benchmark samples (more than one CUDA call): [gpuMs, launchUs, clockMHz] per sample. */
   benchSamples(spec: BenchSpec, flagHost: Int32Array): Float64Array;
+  // cupti.cc
+  /** Loads CUPTI from the first of `candidates` that opens and has the activity API (once); never throws. */
+  cuptiLoad(candidates: string[]): CuptiLoadStatus;
+  /**
+   * Enables these CUpti_ActivityKind values (registering the buffer callbacks once), dropping records left from an
+   * earlier trace. Throws an Error with code 'CUDAKIT_CUPTI' naming the CUPTI call and result.
+   */
+  cuptiActivityStart(kinds: number[]): void;
+  /**
+   * Flushes every activity buffer (forced), disables the kinds and returns the records since start: six numbers
+   * each (kind, streamId, correlationId, name index or -1, start ns, end ns; times after the earliest start).
+   */
+  cuptiActivityStop(kinds: number[]): CuptiRecords;
   // stream.cc
   /** cuStreamCreateWithPriority. */
   streamCreate(ctx: Handle, flags: number, priority: number): Handle;

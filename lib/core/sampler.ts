@@ -43,6 +43,7 @@ extern "C" __global__ void cudakit_copy(const int4* __restrict__ src, int4* __re
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     dst[i] = src[i];
 }
+extern "C" __global__ void cudakit_idle(int* unused) {}
 extern "C" __global__ void cudakit_clock_probe(unsigned long long* out) {
   unsigned int smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
@@ -60,7 +61,11 @@ export const SAMPLER_KERNELS = {
   probe: ['cudakit_clock_probe', ['ptr']],
   flush: ['cudakit_flush', ['ptr', 'i64', 'ptr']],
   copy: ['cudakit_copy', ['ptr', 'ptr', 'i64']],
+  idle: ['cudakit_idle', ['ptr']],
 } as const;
+
+/** @internal The clock probe's name: it runs right before each sample's start event and after its stop event. */
+export const PROBE_KERNEL = SAMPLER_KERNELS.probe[0];
 
 const CU_MEMHOSTALLOC_PORTABLE_DEVICEMAP = 3;
 const CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 6;
@@ -68,6 +73,17 @@ const CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 6;
 const BLOCK_TIMEOUT_NS = 5e9;
 /** Empty event pairs measured for eventOverheadMs(). */
 const OVERHEAD_SAMPLES = 200;
+/** The drift probe: replays of a graph of DRIFT_LAUNCHES launches of the idle kernel (a few ms in all). */
+const DRIFT_REPLAYS = 20;
+const DRIFT_LAUNCHES = 100;
+
+/** What one drift probe read (Sampler.driftProbe). */
+export interface DriftProbe {
+  /** GPU time per launch of the idle kernel, µs: the median over the replays. */
+  usPerLaunch: number;
+  /** The 95 % confidence interval of that median, relative to it (the probe's own noise). */
+  relCI: number;
+}
 
 /**
  * A launch bound for timing, made by `sampler.bind()`: a launch slot of its own holding the configuration and the
@@ -143,6 +159,11 @@ export class Sampler {
   readonly #flushKernel: Kernel<readonly ['ptr', 'i64', 'ptr']>;
   readonly #copyKernel: Kernel<readonly ['ptr', 'ptr', 'i64']>;
   readonly #sinkPtr: bigint;
+  readonly #flushBuffer: DeviceBuffer;
+  readonly #idleKernel: Kernel<readonly ['ptr']>;
+  #driftGraph: GraphExec | undefined;
+  /** Whether the drift probe holds its stream: not where a CUDA tool is injected (it serializes kernels). */
+  #driftHold = !process.env.CUDA_INJECTION64_PATH;
   #eventOverheadMs: number | undefined;
   // Owners of the handles in #spec: kept reachable for the life of the process.
   readonly #keep: unknown[];
@@ -165,6 +186,7 @@ export class Sampler {
     const probe = module.getKernel(...SAMPLER_KERNELS.probe);
     this.#flushKernel = module.getKernel(...SAMPLER_KERNELS.flush);
     this.#copyKernel = module.getKernel(...SAMPLER_KERNELS.copy);
+    this.#idleKernel = module.getKernel(...SAMPLER_KERNELS.idle);
     this.device = device;
     this.stream = device.createStream({ nonBlocking: true });
     // 2 × L2: 1 × suffices on an H200, 2 × is insurance (docs/benchmarking.md, 'The L2 flush').
@@ -178,6 +200,7 @@ export class Sampler {
     }
     this.#flagHost = new Int32Array(flagBuffer);
     this.#sinkPtr = probeOut.ptr + 32n;
+    this.#flushBuffer = flush;
     this.#spec = {
       ctx: device.ctx,
       stream: this.stream.handle,
@@ -270,6 +293,61 @@ export class Sampler {
       this.#eventOverheadMs = ms[OVERHEAD_SAMPLES / 2]!;
     }
     return this.#eventOverheadMs;
+  }
+
+  /**
+   * Cold timing's L2 flush outside a sample, as the native loop does it before each one: persisting lines reset, 2 ×
+   * L2 of other data read by the flush kernel, the stream synchronized (a function target's samples, work.ts).
+   */
+  flushL2(): void {
+    try {
+      getNative().ctxResetPersistingL2Cache(this.device.ctx);
+    } catch {
+      // devices without persisting L2 (before Ampere) have nothing to reset
+    }
+    this.readByKernel(this.#flushBuffer, this.#flushBuffer.byteLength);
+    this.stream.synchronize();
+  }
+
+  /**
+   * A fixed tiny probe of the GPU's state: replays of one graph of 100 launches of an empty kernel, timed as samples
+   * are (held stream, events), a few ms in all. What it reads is the GPU's launch rate, which is what changes when the
+   * GPU drifts into a slower state (docs/benchmarking.md, 'Drift'); bench() takes it before and after each run.
+   */
+  driftProbe(): DriftProbe {
+    if (this.#driftGraph === undefined) {
+      const s = this.stream;
+      s.beginCapture({ mode: 'threadLocal' });
+      try {
+        for (let i = 0; i < DRIFT_LAUNCHES; i++) this.#idleKernel.launch({ grid: 1, block: 32, stream: s }, 0n);
+      } catch (e) {
+        s.endCapture().dispose();
+        throw e;
+      }
+      const g = s.endCapture();
+      try {
+        this.#driftGraph = g.instantiate();
+      } finally {
+        g.dispose();
+      }
+      this.#driftGraph.launch(s); // the first replay uploads the graph: not part of any probe
+      s.synchronize();
+    }
+    const graph = this.#driftGraph;
+    const order = new Array<number>(DRIFT_REPLAYS).fill(0);
+    let raw: RawSample[];
+    try {
+      raw = this.take({ graph, order, flushL2: false, hold: this.#driftHold });
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'CUDAKIT_BENCH_TIMEOUT' || !this.#driftHold) throw e;
+      this.#driftHold = false; // something serializes kernels: probe unheld from now on
+      raw = this.take({ graph, order, flushL2: false, hold: false });
+    }
+    const us = raw.map((x) => (x.gpuMs * 1000) / DRIFT_LAUNCHES).sort((a, b) => a - b);
+    const at = (q: number): number => us[Math.min(us.length - 1, Math.floor(q * us.length))]!;
+    const median = at(0.5);
+    // The median's 95 % interval from the interquartile range (normal approximation): 1.57 × IQR / √n.
+    return { usPerLaunch: median, relCI: (1.57 * (at(0.75) - at(0.25))) / Math.sqrt(us.length) / median };
   }
 
   /** Enqueues a 16-byte-vector copy kernel over `bytes` (a multiple of 16) from `src` to `dst`, on the stream. */

@@ -5,6 +5,7 @@ import type { CompileOptions, Device, Dim3, Signature } from '../core/index.js';
 import type {
   ArgSpec,
   BenchMode,
+  BenchTimer,
   BufferDType,
   CheckOptions,
   CheckResult,
@@ -158,6 +159,8 @@ export interface EvalTimingOptions {
   mode?: BenchMode;
   /** How long to sample. Default 'default'. */
   preset?: PresetName;
+  /** 'cupti' (default where CUPTI loads): kernel timestamps; 'events': an event pair around each sample. */
+  timer?: BenchTimer;
   /** Overrides of single stopping-rule fields, e.g. { timeoutMs: 2000 }. */
   rule?: Partial<StoppingRule>;
   /** Rotating input sets. Default 4. */

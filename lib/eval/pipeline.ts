@@ -246,6 +246,7 @@ class Pipeline {
     const common = defined({
       mode: timing.mode,
       preset: timing.preset,
+      timer: timing.timer,
       rule: timing.rule,
       inputSets: timing.inputSets,
       bytes: timing.bytes,

@@ -131,7 +131,7 @@ const CHECK_KEYS = [
   'skip',
   'withoutReference',
 ] as const;
-const TIMING_KEYS = ['skip', 'mode', 'preset', 'rule', 'inputSets', 'rounds', 'bytes', 'flops'] as const;
+const TIMING_KEYS = ['skip', 'mode', 'preset', 'timer', 'rule', 'inputSets', 'rounds', 'bytes', 'flops'] as const;
 const MODES = ['cold', 'hot', 'graph'] as const;
 const SCALAR_TYPES = [...DTYPES, 'bool'];
 const ARCH_RE = /^(sm|compute)_\d{2,3}[af]?$/;
@@ -482,6 +482,7 @@ function timingOptions(p: Problems, path: string, v: Record<string, unknown>): v
   if (v.skip !== undefined) bool(p, `${path}.skip`, v.skip);
   if (v.mode !== undefined) oneOf(p, `${path}.mode`, v.mode, MODES);
   if (v.preset !== undefined) oneOf(p, `${path}.preset`, v.preset, Object.keys(PRESETS));
+  if (v.timer !== undefined) oneOf(p, `${path}.timer`, v.timer, ['cupti', 'events']);
   if (v.rule !== undefined) {
     if (!isObject(v.rule)) p.type(`${path}.rule`, 'stopping-rule fields such as { timeoutMs: 2000 }', v.rule);
     else {

@@ -13,12 +13,15 @@ import type {
   BenchMode,
   BenchResult,
   BenchSample,
+  BenchTimer,
+  DriftReport,
   PeakBandwidthMethod,
   PresetName,
   Summary,
   Throughput,
 } from './types.js';
 import {
+  ActivityTrace,
   CudaError,
   type ArgsFor,
   Device,
@@ -28,12 +31,15 @@ import {
   type LaunchConfig,
   type Signature,
   checkOptions,
+  cuptiStatus,
+  disableCupti,
   isContextLost,
   nvrtcVersion,
   rangeError,
+  sampleDurations,
   typeError,
 } from '../core/index.js';
-import { type BoundLaunch, Sampler } from '../core/sampler.js';
+import { type BoundLaunch, type DriftProbe, PROBE_KERNEL, type RawSample, Sampler } from '../core/sampler.js';
 import { createRng } from './random.js';
 import { type GpuWork, WorkSampler, callWork, isWorkTarget, workTarget } from './work.js';
 import {
@@ -79,6 +85,13 @@ export interface BenchOptions {
    * the kernel target beside it. A kernel target runs on its own device: give none, or that one.
    */
   device?: Device;
+  /**
+   * Where each sample's GPU time comes from: 'cupti' (default where CUPTI loads), the kernels' own start and end
+   * timestamps from CUPTI's activity records, as Nsight Compute measures them; 'events', an event pair around the
+   * kernel, which also holds the pair's own cost and the gaps beside the kernel (docs/benchmarking.md, 'Timers').
+   * Without CUPTI, or when a tool holds it, samples are timed by events and `env.cupti.reason` says why.
+   */
+  timer?: BenchTimer;
   /** Called after every batch of samples (the CLI draws its progress line with it). */
   onProgress?: (p: { samples: number; rejected: number; elapsedMs: number; relCI: number }) => void;
 }
@@ -176,7 +189,13 @@ function environment(sampler: Sampler): BenchEnvironment {
     cudakitVersion,
     node: process.version,
     eventOverheadMs: sampler.eventOverheadMs(),
+    cupti: cuptiEnvironment(),
   };
+}
+
+function cuptiEnvironment(): BenchEnvironment['cupti'] {
+  const c = cuptiStatus();
+  return c.available ? { available: true, path: c.path, version: c.version } : { available: false, reason: c.reason };
 }
 
 /** @internal The preset's stopping rule with the overrides applied. */
@@ -196,7 +215,21 @@ export interface Run {
   converged: boolean;
   stopReason: string;
   launchesPerSample: number;
+  /** The timer of every sample in `accepted` ('events' once the session fell back from CUPTI: all of them). */
+  timer: BenchTimer;
+  /** The drift probe around the run (measure() sets it). */
+  drift?: DriftReport;
   warnings: string[];
+}
+
+/**
+ * @internal The run with every sample timed by its events: compare() puts both sides on one timer when one side's
+ * CUPTI trace failed.
+ */
+export function onEvents(run: Run): Run {
+  if (run.timer === 'events') return run;
+  for (const x of run.samples) x.gpuMs = x.eventMs;
+  return { ...run, accepted: run.samples.filter((x) => !x.rejected).map((x) => x.gpuMs), timer: 'events' };
 }
 
 /**
@@ -226,9 +259,17 @@ export class Session {
    */
   noBlock = false;
   readonly warnings: string[] = [];
+  /** Where samples' GPU times come from; 'events' from the start without CUPTI, or after a trace failed. */
+  timer: BenchTimer;
 
-  constructor(target: SessionTarget, mode: BenchMode, inputSets: number) {
+  constructor(target: SessionTarget, mode: BenchMode, inputSets: number, timer: BenchTimer) {
     this.mode = mode;
+    this.timer = 'events';
+    if (timer === 'cupti') {
+      const c = cuptiStatus();
+      if (c.available) this.timer = 'cupti';
+      else this.warnings.push(`timed by events: ${c.reason.replace(/ \(tried: [^]*$/, '')}`); // env.cupti has it all
+    }
     if ('work' in target) {
       this.sampler = Sampler.for(target.device);
       this.#work = { work: target.work, sampler: WorkSampler.for(this.sampler) };
@@ -301,25 +342,66 @@ export class Session {
     for (let i = 0; i < count; i++) order.push(rotate ? Math.floor(this.rng() * this.launches.length) : 0);
     const graph = this.graph;
     const w = this.#work;
-    // A function target's calls run JavaScript between the events (work.ts); its graph replays, like kernels, not.
-    const raw =
-      w !== undefined && graph === undefined
-        ? w.sampler.take(w.work, count, flush, !this.noBlock)
-        : this.sampler.take({
-            launches: this.launches,
-            order,
-            flushL2: flush,
-            hold: !this.noBlock,
-            ...(graph !== undefined ? { graph: graph.exec } : {}),
-          });
+    const trace = this.timer === 'cupti' ? this.#startTrace() : undefined;
+    let raw: RawSample[];
+    try {
+      // A function target's calls run JavaScript between the events (work.ts); its graph replays, like kernels, not.
+      raw =
+        w !== undefined && graph === undefined
+          ? w.sampler.take(w.work, count, flush, !this.noBlock)
+          : this.sampler.take({
+              launches: this.launches,
+              order,
+              flushL2: flush,
+              hold: !this.noBlock,
+              ...(graph !== undefined ? { graph: graph.exec } : {}),
+            });
+    } catch (e) {
+      if (trace !== undefined) release(true, () => trace.stop());
+      throw e;
+    }
+    const cuptiMs = trace !== undefined ? this.#durations(trace, count) : undefined;
     const per = graph?.launches ?? 1;
     return raw.map((x, i) => ({
-      gpuMs: x.gpuMs / per,
+      gpuMs: (cuptiMs?.[i] ?? x.gpuMs) / per,
+      eventMs: x.gpuMs / per,
       launchUs: x.launchUs,
       clockMHz: x.clockMHz,
       inputSet: order[i]!,
       rejected: false,
     }));
+  }
+
+  /** A CUPTI trace for one batch, or none (and events from now on) when CUPTI refuses to trace. */
+  #startTrace(): ActivityTrace | undefined {
+    try {
+      return ActivityTrace.start();
+    } catch (e) {
+      const reason = `CUPTI could not trace (${(e as Error).message})`;
+      disableCupti(reason); // a tool holds it, or the driver is older than the library: so for every later run too
+      this.#fallBack(reason);
+      return undefined;
+    }
+  }
+
+  /**
+   * The batch's CUPTI durations, one per sample (a kernel target's kernels summed, a function target's work from its
+   * first start to its last end: sampleDurations), or none (and events from now on) when the records do not fit.
+   */
+  #durations(trace: ActivityTrace, count: number): number[] | undefined {
+    try {
+      const { records, dropped } = trace.stop();
+      if (dropped > 0) throw new Error(`CUPTI dropped ${dropped} records`);
+      return sampleDurations(records, PROBE_KERNEL, count, this.#work !== undefined ? 'span' : 'sum');
+    } catch (e) {
+      this.#fallBack(`CUPTI's records could not be used (${(e as Error).message})`);
+      return undefined;
+    }
+  }
+
+  #fallBack(reason: string): void {
+    this.timer = 'events';
+    this.warnings.push(`timed by events from here on: ${reason}`);
   }
 
   /** Releases the graph and the bound launches; `failing`: an error is on its way out, no cleanup error may hide it. */
@@ -340,12 +422,69 @@ export async function measure(
   rule: StoppingRule,
   onProgress: BenchOptions['onProgress'],
   label: string,
+  retakeOnDrift = false,
 ): Promise<Run> {
-  const at = { phase: 'warm-up' };
+  const at = { phase: 'calibration' };
   try {
-    return await takeSamples(s, rule, onProgress, at);
+    for (let retaken = 0; ; retaken++) {
+      at.phase = 'calibration';
+      const before = s.sampler.driftProbe();
+      const run = await takeSamples(s, rule, onProgress, at);
+      at.phase = 'calibration';
+      const drift = driftOf(before, s.sampler.driftProbe(), run.accepted, retaken);
+      if (!drift.significant || !retakeOnDrift || retaken >= MAX_RETAKES) {
+        if (drift.significant) run.warnings.push(driftWarning(drift, retakeOnDrift));
+        return { ...run, drift };
+      }
+      await settle(s.sampler);
+      s.dropGraph(); // the next run builds its own
+    }
   } catch (e) {
     throw named(e, `${label}: ${at.phase}`);
+  }
+}
+
+/** Runs taken again after a drift, at most (preset 'rigorous'). */
+const MAX_RETAKES = 2;
+
+/**
+ * @internal The drift probe before and after a run against the run's own precision: a change beyond the larger of
+ * the run's 95 % interval (relative half-width) and the probe's own is significant.
+ */
+export function driftOf(before: DriftProbe, after: DriftProbe, accepted: number[], retaken: number): DriftReport {
+  const stats = accepted.length > 0 ? summarize(accepted) : undefined;
+  const runCI = stats !== undefined && stats.median > 0 ? (stats.ciHigh - stats.ciLow) / 2 / stats.median : 0;
+  const change = after.usPerLaunch / before.usPerLaunch - 1;
+  const limit = Math.max(runCI, before.relCI, after.relCI);
+  return {
+    beforeUs: before.usPerLaunch,
+    afterUs: after.usPerLaunch,
+    change,
+    limit,
+    significant: Math.abs(change) > limit,
+    retaken,
+  };
+}
+
+function driftWarning(d: DriftReport, retook: boolean): string {
+  const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)} %`;
+  return (
+    `the GPU changed during the run: a fixed probe (an empty kernel's launches) read ${d.beforeUs.toFixed(3)} → ` +
+    `${d.afterUs.toFixed(3)} µs per launch (${pct(d.change)}), beyond the run's ±${(100 * d.limit).toFixed(1)} %` +
+    (retook
+      ? ` after ${d.retaken} retakes`
+      : "; preset 'rigorous' takes such a run again once the GPU settles (docs/benchmarking.md, 'Drift')")
+  );
+}
+
+/** Waits until two drift probes 100 ms apart agree within their own noise (at most 2 s): the GPU has settled. */
+async function settle(sampler: Sampler): Promise<void> {
+  let last = sampler.driftProbe();
+  for (let waited = 0; waited < 2000; waited += 100) {
+    await sleep(100);
+    const now = sampler.driftProbe();
+    if (Math.abs(now.usPerLaunch / last.usPerLaunch - 1) <= Math.max(now.relCI, last.relCI)) return;
+    last = now;
   }
 }
 
@@ -356,6 +495,7 @@ async function takeSamples(
   onProgress: BenchOptions['onProgress'],
   at: { phase: string },
 ): Promise<Run> {
+  at.phase = 'warm-up';
   const t0 = performance.now();
   const flush = s.mode === 'cold';
   const warnings = s.warnings;
@@ -395,7 +535,20 @@ async function takeSamples(
   while (!decision.stop) {
     const perSampleMs = Math.max(estimateMs * (s.graph?.launches ?? 1), 0.02) + 0.05;
     const count = Math.max(1, Math.min(64, Math.floor(25 / perSampleMs)));
+    const timerBefore = s.timer;
     const batch = s.take(count, flush);
+    if (s.timer !== timerBefore) {
+      // CUPTI failed in this batch (timed by its events): the run's earlier samples go on the events' times too.
+      accepted.length = 0;
+      accumulatedMs = 0;
+      for (const x of samples) {
+        x.gpuMs = x.eventMs;
+        if (!x.rejected) {
+          accepted.push(x.gpuMs);
+          accumulatedMs += x.gpuMs * (s.graph?.launches ?? 1);
+        }
+      }
+    }
     let rejectedNow = 0;
     for (const x of batch) {
       s.maxClockSeen = Math.max(s.maxClockSeen, x.clockMHz);
@@ -450,6 +603,7 @@ async function takeSamples(
     converged: decision.converged,
     stopReason: decision.reason,
     launchesPerSample: s.graph?.launches ?? 1,
+    timer: s.timer,
     warnings: [...warnings],
   };
 }
@@ -490,7 +644,7 @@ function throughputOf(
 /** @internal Validated bench options with their defaults. */
 export function checkBenchOptions(
   options: BenchOptions | undefined,
-): Required<Pick<BenchOptions, 'mode' | 'preset' | 'inputSets'>> & BenchOptions {
+): Required<Pick<BenchOptions, 'mode' | 'preset' | 'inputSets' | 'timer'>> & BenchOptions {
   const o = checkOptions('options', options, [
     'mode',
     'preset',
@@ -501,6 +655,7 @@ export function checkBenchOptions(
     'name',
     'onProgress',
     'device',
+    'timer',
   ] as const) as BenchOptions;
   if (o.device !== undefined && !(o.device instanceof Device))
     throw typeError('options.device', 'a Device (Device.get(ordinal))', o.device);
@@ -512,10 +667,12 @@ export function checkBenchOptions(
     if (v !== undefined && (typeof v !== 'number' || !(v > 0)))
       throw rangeError(`options.${key}`, 'a positive number', v);
   }
+  const timer = o.timer ?? 'cupti';
+  if (timer !== 'cupti' && timer !== 'events') throw typeError('options.timer', "'cupti' or 'events'", timer);
   const inputSets = o.inputSets ?? 4;
   if (!Number.isInteger(inputSets) || inputSets < 1 || inputSets > 64)
     throw rangeError('options.inputSets', 'an integer in [1, 64]', inputSets);
-  return { ...o, mode, preset: o.preset ?? 'default', inputSets };
+  return { ...o, mode, preset: o.preset ?? 'default', inputSets, timer };
 }
 
 /**
@@ -546,6 +703,7 @@ function resultOf(name: string, o: ReturnType<typeof checkBenchOptions>, s: Sess
     name,
     mode: o.mode,
     preset: o.preset,
+    timer: run.timer,
     samples: run.samples,
     stats,
     rejected: run.rejected,
@@ -554,7 +712,7 @@ function resultOf(name: string, o: ReturnType<typeof checkBenchOptions>, s: Sess
     converged: run.converged,
     stopReason: run.stopReason,
     clockMHz: clocks.length > 0 ? clocks[clocks.length >> 1]! : 0,
-    env: environment(s.sampler),
+    env: { ...environment(s.sampler), ...(run.drift !== undefined ? { drift: run.drift } : {}) },
     warnings: run.warnings,
   };
   const t = throughputOf(s.sampler, stats, o.bytes, o.flops);
@@ -653,7 +811,7 @@ export async function bench(what: Kernel | GpuWork, ...rest: unknown[]): Promise
   const s = session('bench()', target, o, undefined);
   let failing = true;
   try {
-    const run = await measure(s, rule, o.onProgress, 'bench()');
+    const run = await measure(s, rule, o.onProgress, 'bench()', o.preset === 'rigorous');
     const r = result(o.name ?? target.name, o, s, run, 'bench()');
     failing = false;
     return r;
@@ -675,7 +833,7 @@ export function session(
 ): Session {
   try {
     const what = 'work' in target ? { work: target.work, device: o.device ?? beside ?? Device.get(0) } : target;
-    return new Session(what, o.mode, o.inputSets);
+    return new Session(what, o.mode, o.inputSets, o.timer);
   } catch (e) {
     throw named(e, `${label}: setup`);
   }

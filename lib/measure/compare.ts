@@ -3,7 +3,7 @@
 // reference (A) and a candidate (B) in interleaved ABBA rounds, each round a share of the stopping rule's budget, and
 // reports the speedup with its bootstrap interval and a verdict. Each side is a kernel target or a function target
 // (work.ts), in any mix. Measuring is bench.ts's (Session, measure, result).
-import type { CompareResult } from './types.js';
+import type { CompareResult, DriftReport } from './types.js';
 import { type Kernel, type LaunchConfig, type Signature, rangeError } from '../core/index.js';
 import {
   type BenchArgs,
@@ -12,6 +12,7 @@ import {
   type Session,
   checkBenchOptions,
   measure,
+  onEvents,
   resolveRule,
   result,
   session,
@@ -105,9 +106,14 @@ export async function compare(
             ];
       for (const [s, side, label] of order) {
         s.dropGraph();
-        runs[side]!.push(await measure(s, part, undefined, label));
+        runs[side]!.push(await measure(s, part, undefined, label, o.preset === 'rigorous'));
       }
       onProgress?.({ round: r + 1, rounds });
+    }
+    // One timer for both sides: if either side's CUPTI trace failed in some round, every sample goes on its events.
+    const all = [...runs[0]!, ...runs[1]!];
+    if (all.some((x) => x.timer !== all[0]!.timer)) {
+      for (const side of runs) for (let i = 0; i < side.length; i++) side[i] = onEvents(side[i]!);
     }
     const merge = (rs: Run[]): Run => ({
       samples: rs.flatMap((x) => x.samples),
@@ -118,6 +124,8 @@ export async function compare(
       converged: rs.every((x) => x.converged),
       stopReason: [...new Set(rs.map((x) => x.stopReason))].join(', '),
       launchesPerSample: rs[0]!.launchesPerSample,
+      timer: rs[0]!.timer,
+      ...worstDrift(rs),
       warnings: [...new Set(rs.flatMap((x) => x.warnings))],
     });
     const ra = result(ta.name, o, sa, merge(runs[0]!), labelA);
@@ -132,4 +140,13 @@ export async function compare(
     sa.dispose(failing);
     sb?.dispose(failing);
   }
+}
+
+/** The round whose drift probe changed most against its limit, with every round's retakes counted. */
+function worstDrift(rs: Run[]): { drift?: DriftReport } {
+  const drifts = rs.flatMap((x) => (x.drift !== undefined ? [x.drift] : []));
+  if (drifts.length === 0) return {};
+  const score = (d: DriftReport): number => Math.abs(d.change) / Math.max(d.limit, 1e-9);
+  const worst = drifts.reduce((a, b) => (score(b) > score(a) ? b : a));
+  return { drift: { ...worst, retaken: drifts.reduce((t, d) => t + d.retaken, 0) } };
 }

@@ -159,7 +159,7 @@ export function formatResult(r: BenchResult, options?: FormatOptions): string {
   const paint = painter(colorOption(options));
   const s = r.stats;
   const lines = [
-    `${paint(BOLD, r.name)} ${paint(DIM, `(${r.mode}, ${r.preset})`)}`,
+    `${paint(BOLD, r.name)} ${paint(DIM, `(${r.mode}, ${r.preset}, ${r.timer === 'cupti' ? 'CUPTI' : 'events'})`)}`,
     row(
       'median ±CI (min … max)',
       `${paint(CYAN, formatDuration(s.median))} ${ciPercent(s)}  ` +

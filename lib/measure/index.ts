@@ -21,6 +21,7 @@ export type {
   BenchMode,
   BenchResult,
   BenchSample,
+  BenchTimer,
   CompareResult,
   PeakBandwidth,
   PeakBandwidthMethod,

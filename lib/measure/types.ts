@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The shapes of benchmark and comparison results, shared by measure/bench.ts (measures), measure/stats.ts (computes),
 // measure/format.ts (renders) and the CLI. Pure types: no CUDA import.
+import type { CuptiStatus } from '../core/index.js';
 
 /**
  * Statistics over one set of samples (measure/stats.ts `summarize`). Times are in the samples' unit (ms for GPU time).
@@ -52,9 +53,12 @@ export type PresetName = 'quick' | 'default' | 'rigorous';
 export interface BenchSample {
   /**
    * GPU time of one kernel launch, ms (a function target: of one call's work; graph mode: one replay / launches per
-   * replay).
+   * replay), by the result's timer: CUPTI's kernel timestamps (a function target: its first operation's start to its
+   * last's end), or the event pair's time.
    */
   gpuMs: number;
+  /** The same sample's time between its event pair, ms (equal to gpuMs when the timer is 'events'). */
+  eventMs: number;
   /** Host time of the launch call(s), µs (a function target: of the function's call; graph mode: cuGraphLaunch's). */
   launchUs: number;
   /** Measured SM clock during the sample, MHz (0 when not measured). */
@@ -64,6 +68,9 @@ export interface BenchSample {
   /** True when rejected (clock below the throttle threshold); rejected samples are kept but not summarized. */
   rejected: boolean;
 }
+
+/** Where samples' GPU times come from: CUPTI's kernel timestamps, or an event pair around each sample. */
+export type BenchTimer = 'cupti' | 'events';
 
 /** How a peak bandwidth was reached: a copy-engine device-to-device copy, a copy kernel or a read-only stream. */
 export type PeakBandwidthMethod = 'memcpy' | 'copy kernel' | 'read stream';
@@ -125,10 +132,36 @@ export interface BenchEnvironment {
   /** Node's version, as `process.version` gives it ('v20.19.5'). */
   node: string;
   /**
-   * GPU time of an empty start/stop event pair queued the same way (median, ms): the floor under every sample.
-   * Nsight Compute's kernel duration excludes it, so subtract it to compare short kernels with ncu.
+   * GPU time of an empty start/stop event pair queued the same way (median, ms): the floor under every sample timed
+   * by events. Nsight Compute's kernel duration excludes it, as CUPTI's timestamps do.
    */
   eventOverheadMs: number;
+  /** CUPTI, which the 'cupti' timer needs: the library and its API version, or why it cannot be used here. */
+  cupti: CuptiStatus;
+  /**
+   * The drift probe before and after the run (a compare(): its round that changed most): whether the GPU changed
+   * under the measurement (docs/benchmarking.md, 'Drift').
+   */
+  drift?: DriftReport;
+}
+
+/**
+ * A fixed tiny probe (replays of 100 launches of an empty kernel) timed before and after a run: when its reading
+ * changed by more than the run's own precision, the GPU changed state during the run.
+ */
+export interface DriftReport {
+  /** GPU time per launch of the empty kernel before the run, µs. */
+  beforeUs: number;
+  /** The same after the run, µs. */
+  afterUs: number;
+  /** afterUs / beforeUs − 1. */
+  change: number;
+  /** The largest change within noise: the run's 95 % interval (relative half-width) or the probe's, the larger. */
+  limit: number;
+  /** |change| > limit: the GPU changed under the run (a warning says so). */
+  significant: boolean;
+  /** Times the run was taken again after the GPU settled (preset 'rigorous', at most 2). */
+  retaken: number;
 }
 
 /**
@@ -142,6 +175,12 @@ export interface BenchResult {
   mode: BenchMode;
   /** The stopping-rule preset it ran under. */
   preset: PresetName;
+  /** Every sample, accepted and rejected, in the order taken. */
+  /**
+   * Where the samples' gpuMs come from: 'cupti' (kernel timestamps) or 'events' (asked for, CUPTI unavailable — see
+   * env.cupti — or a CUPTI trace that failed, said in warnings).
+   */
+  timer: BenchTimer;
   /** Every sample, accepted and rejected, in the order taken. */
   samples: BenchSample[];
   /** Over accepted samples' gpuMs. */

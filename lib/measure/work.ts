@@ -170,9 +170,8 @@ export class WorkSampler {
   #sample(work: GpuWork, flushL2: boolean, hold: boolean): RawSample {
     const stream = this.stream;
     const device = this.sampler.device;
-    // The native sampler's flush: persisting lines reset, 2 × L2 of other data read, synchronized (an empty event
-    // pair follows it there, outside this sample).
-    if (flushL2) this.sampler.take({ order: [0], flushL2: true, hold: false });
+    // The native sampler's flush: persisting lines reset, 2 × L2 of other data read, synchronized.
+    if (flushL2) this.sampler.flushL2();
     const flag = this.#flag;
     Atomics.store(flag, 0, 0);
     Atomics.store(flag, 1, 0);

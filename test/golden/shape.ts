@@ -89,12 +89,14 @@ export function shapeDiff(actual: Shape, golden: Shape, path = '$'): string[] {
 /**
  * The line structure of the CLI's human output: measured values become placeholders (a duration `<time>`, another
  * number `#`, the histogram, clock, device and peak-bandwidth phrases by name, the comparison sentence by its
- * parts), warning lines (`⚠ ...`, which depend on the run) are left out, and the trailing newline is dropped.
+ * parts), the timer in a result's heading is dropped (CUPTI or events, as the machine allows), warning lines
+ * (`⚠ ...`, which depend on the run) are left out, and the trailing newline is dropped.
  */
 export function outputLines(text: string): string[] {
   const lines = text.replace(/\n$/, '').split('\n');
   return (text === '' ? [] : lines).filter((l) => !/^\s*(\x1b\[\d+m)?⚠/.test(l)).map((line) => {
     let l = line
+      .replace(/^(\S.* \((?:cold|hot|graph), [a-z]+), (?:CUPTI|events)\)$/, '$1)') // the timer depends on the machine
       .replace(/^( {2}histogram \(min … p99\) +).*$/, '$1<histogram>')
       .replace(/^( {2}clock +).*$/, '$1<clock>')
       .replace(/^( {2}device +).*$/, '$1<device>')

@@ -68,7 +68,14 @@ function timing(): BenchResult {
     const noise = (random() + random() + random() - 1.5) * 0.0009;
     const rejected = i % 97 === 50;
     const gpuMs = 0.0524 + noise + (random() < 0.04 ? 0.002 * random() : 0) + (rejected ? 0.006 : 0);
-    return { gpuMs, launchUs: 4.1, clockMHz: rejected ? 1290 : 1980, inputSet: i % 4, rejected };
+    return {
+      gpuMs,
+      eventMs: gpuMs + 0.0021,
+      launchUs: 4.1,
+      clockMHz: rejected ? 1290 : 1980,
+      inputSet: i % 4,
+      rejected,
+    };
   });
   const accepted = samples.filter((s) => !s.rejected).map((s) => s.gpuMs);
   const sorted = [...accepted].sort((a, b) => a - b);
@@ -79,6 +86,7 @@ function timing(): BenchResult {
     name: 'saxpy',
     mode: 'cold',
     preset: 'default',
+    timer: 'cupti',
     samples,
     stats: {
       n: accepted.length,
@@ -122,6 +130,7 @@ function timing(): BenchResult {
       cudakitVersion: '0.1.0',
       node: 'v20.20.2',
       eventOverheadMs: 0.0021,
+      cupti: { available: true, path: '/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13', version: 130001 },
     },
     warnings: [],
   };

@@ -95,16 +95,25 @@ const ENV = {
   cudakitVersion: '0.1.0',
   node: 'v20.19.0',
   eventOverheadMs: 0.002,
+  cupti: { available: false as const, reason: 'CUPTI (libcupti) could not be loaded' },
 };
 
 /** A BenchResult over `gpuMs` (accepted) plus one rejected sample far above them. */
 function bench(name: string, gpuMs: number[]): BenchResult {
-  const accepted = gpuMs.map((g, i) => ({ gpuMs: g, launchUs: 3, clockMHz: 1980, inputSet: i % 4, rejected: false }));
+  const accepted = gpuMs.map((g, i) => ({
+    gpuMs: g,
+    eventMs: g,
+    launchUs: 3,
+    clockMHz: 1980,
+    inputSet: i % 4,
+    rejected: false,
+  }));
   return {
     name,
     mode: 'cold',
     preset: 'default',
-    samples: [...accepted, { gpuMs: 99, launchUs: 3, clockMHz: 900, inputSet: 0, rejected: true }],
+    timer: 'events',
+    samples: [...accepted, { gpuMs: 99, eventMs: 99, launchUs: 3, clockMHz: 900, inputSet: 0, rejected: true }],
     stats: summarize(gpuMs),
     rejected: 1,
     warmupRuns: 3,

@@ -299,6 +299,7 @@ describe('SUSPICIOUS', () => {
       name: 'k',
       mode: 'cold',
       preset: 'quick',
+      timer: 'cupti',
       samples: [],
       stats: { median: medianMs } as BenchResult['stats'],
       rejected: 0,

@@ -17,7 +17,7 @@ const BARS = '▁▂▃▄▅▆▇█';
 const heights = (line: string): number[] => [...line].map((ch) => BARS.indexOf(ch) + 1);
 
 function sample(gpuMs: number, rejected = false): BenchSample {
-  return { gpuMs, launchUs: 3.2, clockMHz: rejected ? 1200 : 1980, inputSet: 0, rejected };
+  return { gpuMs, eventMs: 2 * gpuMs, launchUs: 3.2, clockMHz: rejected ? 1200 : 1980, inputSet: 0, rejected };
 }
 
 /** A hand-built result: 20 accepted samples around 12.3 µs and one rejected, throttled 80 µs sample. */
@@ -27,6 +27,7 @@ function result(overrides: Partial<BenchResult> = {}): BenchResult {
     name: 'saxpy',
     mode: 'hot',
     preset: 'default',
+    timer: 'cupti',
     samples: [...accepted.map((ms) => sample(ms)), sample(0.08, true)],
     stats: {
       n: 200,
@@ -64,6 +65,7 @@ function result(overrides: Partial<BenchResult> = {}): BenchResult {
       nvrtcVersion: '13.0',
       cudakitVersion: '0.1.0',
       node: 'v20.19.0',
+      cupti: { available: true, path: '/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13', version: 130001 },
     },
     warnings: ['3 samples rejected (clock throttled)'],
     ...overrides,
@@ -203,7 +205,7 @@ describe('formatResult', () => {
     const accepted = r.samples.filter((s) => !s.rejected).map((s) => s.gpuMs);
     const lines = formatResult(r).split('\n');
     expect(lines).toEqual([
-      'saxpy (hot, default)',
+      'saxpy (hot, default, CUPTI)',
       '  median ±CI (min … max)  12.34 µs ±0.49%  (11.90 µs … 15.02 µs)',
       '  p75 · p99               12.50 µs · 14.80 µs',
       `  histogram (min … p99)   ${histogram(accepted)}`,
@@ -403,7 +405,14 @@ describe('formatJson', () => {
     const back = JSON.parse(text) as BenchResult;
     expect(back).toEqual(r);
     expect(back.samples).toHaveLength(21);
-    expect(back.samples[20]).toEqual({ gpuMs: 0.08, launchUs: 3.2, clockMHz: 1200, inputSet: 0, rejected: true });
+    expect(back.samples[20]).toEqual({
+      gpuMs: 0.08,
+      eventMs: 0.16,
+      launchUs: 3.2,
+      clockMHz: 1200,
+      inputSet: 0,
+      rejected: true,
+    });
   });
 
   it('round-trips a CompareResult', () => {
@@ -428,7 +437,7 @@ describe('formatJson', () => {
     expect(text.startsWith(head)).toBe(true);
     const shuffled = Object.fromEntries(Object.entries(r).reverse()) as unknown as BenchResult;
     expect(formatJson(shuffled)).toBe(text);
-    expect(text).toContain('\n    {\n      "clockMHz": 1980,\n      "gpuMs": 0.0119,');
+    expect(text).toContain('\n    {\n      "clockMHz": 1980,\n      "eventMs": 0.0238,\n      "gpuMs": 0.0119,');
     expect(text.endsWith('\n}')).toBe(true);
   });
 

@@ -137,6 +137,7 @@ describe('Sampler', () => {
       'cudakit_clock_probe',
       'cudakit_flush',
       'cudakit_copy',
+      'cudakit_idle',
     ]);
     stub.failLimit = true;
     expect(() => Sampler.for(fakeDevice() as unknown as Device)).not.toThrow(); // devices without persisting L2
