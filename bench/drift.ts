@@ -1,12 +1,23 @@
 // SPDX-License-Identifier: MIT
-// `npx tsx bench/drift.ts [--write]`: reproduces the GPU's slow state and shows what puts it there. A probe (one
-// graph replay of 100 launches of an empty kernel, timed by events, 20 replays: a few ms) is taken before and after
-// each step; the steps are what bench() does to a GPU (a bench() of a tiny kernel, in hot and graph mode), a burst of
-// queued launches of the empty kernel (no synchronize for N ms, so the queue is as deep as the driver allows), the
-// same launches synchronized one by one, and idle time. Each line: the probe's per-launch time after the step, and
-// its ratio to the first probe of the run.
+// `npx tsx bench/drift.ts [--write]`: the GPU's slow state, and bench()'s drift probe catching a GPU that changed
+// under a run. After each step, two probes (20 replays of a graph of 100 empty-kernel launches): unheld, and held
+// behind the spin kernel as bench() takes its samples (the drift probe). The steps: idle time, bench() of a tiny
+// kernel by each timer, a CUPTI trace, a burst of queued launches (no synchronize for 1 s: the queue as deep as the
+// driver allows) in the middle of a run (by preset 'default', which warns, and 'rigorous', which takes the run again
+// once the GPU is steady), and two bench() calls in a row by each timer in the slow state that leaves.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Device, Event, Program, bench, formatDuration, probe } from '../lib/index.js';
+import {
+  type BenchOptions,
+  type BenchResult,
+  Device,
+  Event,
+  Program,
+  bench,
+  formatDuration,
+  probe,
+} from '../lib/index.js';
+import { ActivityTrace } from '../lib/core/cupti.js';
+import { Sampler } from '../lib/core/sampler.js';
 import { machineLine, transcript, writeSection } from './results.js';
 
 const p = probe();
@@ -61,45 +72,64 @@ function burst(ms: number, sync: boolean): number {
 const { lines, say } = transcript();
 say(machineLine(device, p));
 say('');
-say('| step | probe after (µs per launch) | ratio to the first probe | detail |');
+say(
+  'Two probes after each step, each the median per-launch time of 20 replays of a graph of 100 empty-kernel ' +
+    'launches: unheld (each replay timed as it is submitted) and held (the replays queued behind the spin kernel, as ' +
+    "bench() takes samples; this is bench()'s drift probe, Sampler.driftProbe).",
+);
+say('');
+say('| step | unheld probe (µs per launch) | held probe (µs per launch) | detail |');
 say('| --- | ---: | ---: | --- |');
-probeUs(); // warm
-const first = probeUs();
+const sampler = Sampler.for(device);
 const line = (step: string, detail = ''): void => {
-  const now = probeUs();
-  say(`| ${step} | ${now.toFixed(3)} | ${(now / first).toFixed(3)} | ${detail} |`);
+  say(`| ${step} | ${probeUs().toFixed(3)} | ${sampler.driftProbe().usPerLaunch.toFixed(3)} | ${detail} |`);
 };
-line('start');
-await sleep(200);
-line('200 ms idle');
-for (const mode of ['hot', 'graph'] as const) {
-  for (let i = 1; i <= 2; i++) {
-    const r = await bench(tiny, { grid: 1, block: 256 }, [x], { mode, preset: 'quick' });
-    line(`bench() ${mode} #${i}`, `median ${formatDuration(r.stats.median)} (${r.timer}), ${r.samples.length} samples`);
-  }
-}
-for (const ms of [100, 1000, 3000]) {
-  const n = burst(ms, false);
-  line(`${ms} ms burst of queued launches`, `${n} launches`);
-  for (const idle of [10, 100, 1000]) {
-    await sleep(idle);
-    line(`… then ${idle} ms idle`);
-  }
-}
-const n = burst(3000, true);
-line('3000 ms of launches synchronized every 100', `${n} launches`);
-await sleep(1000);
-line('… then 1000 ms idle');
 const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)} %`;
+const driftOf = (r: BenchResult): string => {
+  const d = r.env.drift;
+  if (d === undefined) return '';
+  const retaken = d.retaken > 0 ? `, retaken ${d.retaken}×` : '';
+  return `; drift probe ${pct(d.change)} (limit ±${(100 * d.limit).toFixed(2)} %${retaken})`;
+};
+const tinyBench = async (options: BenchOptions): Promise<BenchResult> =>
+  bench(tiny, { grid: 1, block: 256 }, [x], { mode: 'hot', preset: 'quick', ...options });
+
+line('start (a fresh process)');
+await sleep(500);
+line('500 ms idle');
+let r = await tinyBench({ timer: 'events' });
+line('bench() hot, events timer (no CUPTI yet)', `median ${formatDuration(r.stats.median)}${driftOf(r)}`);
+ActivityTrace.start().stop();
+line('a CUPTI trace started and stopped, nothing traced');
+r = await tinyBench({ timer: 'cupti' });
+line(`bench() hot, ${r.timer} timer`, `median ${formatDuration(r.stats.median)}${driftOf(r)}`);
+r = await tinyBench({ mode: 'graph', timer: 'cupti' });
+line(`bench() graph, ${r.timer} timer`, `median ${formatDuration(r.stats.median)}${driftOf(r)}`);
+// A burst of queued launches in the middle of a run (an async task 300 ms in, between two of bench()'s batches):
+// the GPU goes into the slow state under the run, and the drift probe after the run reads it. With preset
+// 'rigorous' the run is taken again once the probe is steady.
+for (const preset of ['default', 'rigorous'] as const) {
+  const timed = tinyBench({ preset, timer: 'events', rule: { minTimeMs: 1500, timeoutMs: 4000 } });
+  await sleep(300);
+  const launches = burst(1000, false);
+  const r = await timed;
+  const warned = r.warnings.some((w) => w.startsWith('the GPU changed during the run'));
+  line(
+    `bench() hot, events, preset ${preset}, a 1000 ms burst of queued launches (${launches}) 300 ms in`,
+    `median ${formatDuration(r.stats.median)}${driftOf(r)}${warned ? '; warned' : ''}`,
+  );
+  await sleep(1000);
+  line('… then 1000 ms idle');
+}
+
+// bench() in the slow state: two runs in a row by each timer.
 for (const timer of ['cupti', 'events'] as const) {
   const medians: number[] = [];
   for (let i = 1; i <= 2; i++) {
-    const r = await bench(tiny, { grid: 1, block: 256 }, [x], { mode: 'hot', preset: 'default', timer });
+    r = await tinyBench({ preset: 'default', timer });
     medians.push(r.stats.median);
-    const d = r.env.drift;
-    const drift = d === undefined ? '' : `, probe ${pct(d.change)} (limit ±${(100 * d.limit).toFixed(1)} %)`;
-    line(`bench() hot, ${r.timer}, again #${i}`, `median ${formatDuration(r.stats.median)}${drift}`);
+    line(`bench() hot, ${r.timer}, #${i} of two in a row`, `median ${formatDuration(r.stats.median)}${driftOf(r)}`);
   }
-  say(`| two bench() calls in a row, ${timer} | | ${(medians[1]! / medians[0]!).toFixed(4)} | second / first median |`);
+  say(`| two bench() in a row, ${timer}: second / first median | | | ${(medians[1]! / medians[0]!).toFixed(4)} |`);
 }
 if (process.argv.includes('--write')) writeSection('drift', `## The GPU's slow state\n\n${lines.join('\n')}\n`);

@@ -10,9 +10,11 @@ import {
   type Writer,
   alignmentHint,
   alignUp,
+  fastCode,
   formatParam,
   layoutOf,
   packedOffsets,
+  writeFast,
 } from './args.js';
 import { assertUsable } from './errors.js';
 import { KernelFunction } from './function.js';
@@ -245,6 +247,8 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
   readonly #header: LaunchHeader;
   readonly #dv: DataView;
   readonly #writers: Writer[];
+  /** Per parameter, its writeFast code (FAST_NONE: only its writer packs it). */
+  readonly #fast: number[];
   /** Parameter offsets in the slot buffer (PARAM_BASE included). */
   readonly #offsets: number[];
   #slot = -1;
@@ -277,6 +281,7 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
     this.#header = new LaunchHeader(this.#buffer, this);
     this.#dv = new DataView(this.#buffer);
     this.#writers = layouts.map((l) => l.write);
+    this.#fast = signature.map(fastCode);
     this.#offsets = offsets.map((o) => o + PARAM_BASE);
     this.#slot = this.#native.kernelSlotCreate(this.#ctx, fn, this.#buffer, offsets);
   }
@@ -342,7 +347,11 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
       );
     }
     const offsets = this.#offsets;
-    for (let i = 0; i < writers.length; i++) writers[i]!(dv, offsets[i]!, args[i]);
+    const fast = this.#fast;
+    for (let i = 0; i < writers.length; i++) {
+      const v = args[i];
+      if (!writeFast(fast[i]!, dv, offsets[i]!, v)) writers[i]!(dv, offsets[i]!, v);
+    }
   }
 
   /** Releases the launch slot. The CUfunction itself lives as long as its module. Idempotent. */

@@ -427,9 +427,7 @@ export async function measure(
   const at = { phase: 'calibration' };
   try {
     for (let retaken = 0; ; retaken++) {
-      at.phase = 'calibration';
-      const before = s.sampler.driftProbe();
-      const run = await takeSamples(s, rule, onProgress, at);
+      const { run, before } = await takeSamples(s, rule, onProgress, at);
       at.phase = 'calibration';
       const drift = driftOf(before, s.sampler.driftProbe(), run.accepted, retaken);
       if (!drift.significant || !retakeOnDrift || retaken >= MAX_RETAKES) {
@@ -494,7 +492,7 @@ async function takeSamples(
   rule: StoppingRule,
   onProgress: BenchOptions['onProgress'],
   at: { phase: string },
-): Promise<Run> {
+): Promise<{ run: Run; before: DriftProbe }> {
   at.phase = 'warm-up';
   const t0 = performance.now();
   const flush = s.mode === 'cold';
@@ -524,6 +522,10 @@ async function takeSamples(
     s.buildGraph(launches);
     s.take(2, false); // warm the graph
   }
+  // The drift probe, right before the first timed sample (after the warm-up, which may itself change the GPU's state).
+  at.phase = 'calibration';
+  const before = s.sampler.driftProbe();
+  at.phase = 'timing';
   const samples: BenchSample[] = [];
   const accepted: number[] = [];
   const history: number[] = [];
@@ -594,7 +596,7 @@ async function takeSamples(
     warnings.push(`${rejected} of ${samples.length} samples were rejected as throttled`);
   }
   if (!decision.converged) warnings.push(`stopped by '${decision.reason}' before the precision target was met`);
-  return {
+  const run: Run = {
     samples,
     accepted,
     rejected,
@@ -606,6 +608,7 @@ async function takeSamples(
     timer: s.timer,
     warnings: [...warnings],
   };
+  return { run, before };
 }
 
 /**
