@@ -2,9 +2,10 @@
 // `npx tsx bench/drift.ts [--write]`: the GPU's slow state, and bench()'s drift probe catching a GPU that changed
 // under a run. After each step, two probes (20 replays of a graph of 100 empty-kernel launches): unheld, and held
 // behind the spin kernel as bench() takes its samples (the drift probe). The steps: idle time, bench() of a tiny
-// kernel by each timer, a CUPTI trace, a burst of queued launches (no synchronize for 1 s: the queue as deep as the
-// driver allows) in the middle of a run (by preset 'default', which warns, and 'rigorous', which takes the run again
-// once the GPU is steady), and two bench() calls in a row by each timer in the slow state that leaves.
+// kernel by each timer (events first: CUPTI, once enabled, changes unheld launches), a burst of queued launches (no
+// synchronize for 1 s: the queue as deep as the driver allows) in the middle of a run (by preset 'default', which
+// warns, and 'rigorous', which takes the run again once the GPU is steady), and two bench() calls in a row by each
+// timer in the slow state that leaves.
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type BenchOptions,
@@ -13,11 +14,10 @@ import {
   Event,
   Program,
   bench,
+  driftProbe,
   formatDuration,
   probe,
 } from '../lib/index.js';
-import { ActivityTrace } from '../lib/core/cupti.js';
-import { Sampler } from '../lib/core/sampler.js';
 import { machineLine, transcript, writeSection } from './results.js';
 
 const p = probe();
@@ -75,14 +75,13 @@ say('');
 say(
   'Two probes after each step, each the median per-launch time of 20 replays of a graph of 100 empty-kernel ' +
     'launches: unheld (each replay timed as it is submitted) and held (the replays queued behind the spin kernel, as ' +
-    "bench() takes samples; this is bench()'s drift probe, Sampler.driftProbe).",
+    "bench() takes samples; this is bench()'s drift probe, driftProbe()).",
 );
 say('');
 say('| step | unheld probe (µs per launch) | held probe (µs per launch) | detail |');
 say('| --- | ---: | ---: | --- |');
-const sampler = Sampler.for(device);
 const line = (step: string, detail = ''): void => {
-  say(`| ${step} | ${probeUs().toFixed(3)} | ${sampler.driftProbe().usPerLaunch.toFixed(3)} | ${detail} |`);
+  say(`| ${step} | ${probeUs().toFixed(3)} | ${driftProbe(device).usPerLaunch.toFixed(3)} | ${detail} |`);
 };
 const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)} %`;
 const driftOf = (r: BenchResult): string => {
@@ -99,8 +98,6 @@ await sleep(500);
 line('500 ms idle');
 let r = await tinyBench({ timer: 'events' });
 line('bench() hot, events timer (no CUPTI yet)', `median ${formatDuration(r.stats.median)}${driftOf(r)}`);
-ActivityTrace.start().stop();
-line('a CUPTI trace started and stopped, nothing traced');
 r = await tinyBench({ timer: 'cupti' });
 line(`bench() hot, ${r.timer} timer`, `median ${formatDuration(r.stats.median)}${driftOf(r)}`);
 r = await tinyBench({ mode: 'graph', timer: 'cupti' });

@@ -79,7 +79,7 @@ function readDim(
   return (x as number) * (y as number) * (z as number);
 }
 
-/** Every LaunchConfig key; checkLaunchKeys spells the same list as switch cases (a unit test launches with each). */
+/** Every LaunchConfig key; LaunchHeader.write spells the same list as switch cases (a unit test launches with each). */
 const LAUNCH_KEYS: readonly (keyof LaunchConfig)[] = [
   'grid',
   'block',
@@ -88,28 +88,6 @@ const LAUNCH_KEYS: readonly (keyof LaunchConfig)[] = [
   'cooperative',
   'clusterDim',
 ];
-
-/**
- * Unknown launch options are a TypeError, so a typo (sharedMemByte, streams) cannot launch with the defaults.
- * This runs on every launch and is allocation-free: for-in over a plain object walks V8's enum cache, and the
- * switch compares interned strings. Nothing is cached per config object, so a key added to a config that was
- * launched with before is still caught. Measured at 5-10 ns per launch (of about 2.4 µs), and no allocation.
- */
-function checkLaunchKeys(config: LaunchConfig): void {
-  for (const key in config) {
-    switch (key) {
-      case 'grid':
-      case 'block':
-      case 'sharedMemBytes':
-      case 'stream':
-      case 'cooperative':
-      case 'clusterDim':
-        continue;
-      default:
-        throw unknownLaunchOption(key);
-    }
-  }
-}
 
 /** Edit distance between two short strings (case-insensitive), for "did you mean". */
 function editDistance(a: string, b: string): number {
@@ -155,18 +133,18 @@ const NO_LIMIT: readonly [number, number, number] = [0xffffffff, 0xffffffff, 0xf
  * kernel.launch() and for the launches bound for timing (bindLaunch): grid and block within the device's and the
  * kernel's limits, dynamic shared memory within the kernel's, the stream, and the launch attributes. A header with
  * attributes (cooperative, clusterDim) is launched by native code through cuLaunchKernelEx, one without through
- * cuLaunchKernel, whoever launches the slot. Grid, block, shared memory and stream equal to the previous write's are
- * neither validated nor written again (numbers and handles compare by value, so this cannot miss a change).
+ * cuLaunchKernel, whoever launches the slot. Grid, block and shared memory equal to the previous write's are neither
+ * validated nor written again (numbers compare by value, so this cannot miss a change).
  */
 class LaunchHeader {
   readonly #kernel: KernelFunction;
   readonly #u32: Uint32Array;
   readonly #u64: BigUint64Array;
   readonly #cluster = new Uint32Array(3);
+  // What the previous write validated and wrote (grid and block: when given as a number; undefined for none).
   #lastGrid: number | undefined;
   #lastBlock: number | undefined;
-  #lastSmem = 0;
-  #lastStream = 0n;
+  #lastSmem: number | undefined = 0;
   #attributes = false;
 
   constructor(buffer: ArrayBuffer, kernel: KernelFunction) {
@@ -175,61 +153,107 @@ class LaunchHeader {
     this.#u64 = new BigUint64Array(buffer, 0, 8);
   }
 
-  /** Validates `config` and writes it. Throws TypeError / RangeError before anything is launched. */
+  /**
+   * Validates `config` and writes it. Throws TypeError / RangeError before anything is launched. Kept small, so that
+   * V8 inlines it into launch(): what differs from the previous write is validated and written out of line.
+   */
   write(config: LaunchConfig): void {
     if (typeof config !== 'object' || config === null)
       throw typeError('config', 'a launch config { grid, block }', config);
-    checkLaunchKeys(config);
-    const k = this.#kernel;
-    const limits = k.device.limits;
-    const { grid, block } = config;
-    if (typeof grid !== 'number' || grid !== this.#lastGrid) {
-      this.#lastGrid = undefined;
-      readDim('grid', grid, limits.maxGridDim, this.#u32, 0);
-      if (typeof grid === 'number') this.#lastGrid = grid;
-    }
-    if (typeof block !== 'number' || block !== this.#lastBlock) {
-      this.#lastBlock = undefined;
-      const threads = readDim('block', block, limits.maxBlockDim, this.#u32, 3);
-      const maxThreads = k.maxThreadsPerBlockLimit;
-      if (threads > maxThreads)
-        throw rangeError('block', `at most ${maxThreads} threads for kernel '${k.name}'`, threads);
-      if (typeof block === 'number') this.#lastBlock = block;
-    }
-    const smem = config.sharedMemBytes ?? 0;
-    if (smem !== this.#lastSmem) {
-      const max = k.maxDynamicSharedMemoryLimit;
-      if (typeof smem !== 'number' || !Number.isInteger(smem) || smem < 0 || smem > max) {
-        throw (typeof smem === 'number' ? rangeError : typeError)(
-          'sharedMemBytes',
-          `an integer in [0, ${max}] (raise it with kernel.setMaxDynamicSharedMemory)`,
-          smem,
-        );
+    // One for-in walk both rejects unknown keys (a typo such as sharedMemByte or streams must not launch with the
+    // defaults) and reads the known ones. Nothing is cached per config object, so a key added to a config that was
+    // launched with before is still caught. Reading the values in the walk (config[key]) rather than as config.grid
+    // and so on costs the same for one shape of config, and stays as cheap when a program launches with many shapes
+    // (object literals with other keys or key orders), where each config.x would be a megamorphic property lookup:
+    // 20-30 ns more per launch, measured with test/unit/launch-overhead.ts. for-in sees only enumerable keys, so a key
+    // it did not see is then read the ordinary way (a getter on a class, a non-enumerable property).
+    let grid: unknown, block: unknown, smem: unknown, stream: Stream | undefined, cooperative: unknown;
+    let clusterDim: Dim3 | undefined;
+    for (const key in config) {
+      switch (key) {
+        case 'grid':
+          grid = config[key];
+          continue;
+        case 'block':
+          block = config[key];
+          continue;
+        case 'sharedMemBytes':
+          smem = config[key];
+          continue;
+        case 'stream':
+          stream = config[key];
+          continue;
+        case 'cooperative':
+          cooperative = config[key];
+          continue;
+        case 'clusterDim':
+          clusterDim = config[key];
+          continue;
+        default:
+          throw unknownLaunchOption(key);
       }
-      this.#u32[6] = smem;
-      this.#lastSmem = smem;
     }
-    const stream = config.stream;
-    const handle = stream === undefined ? 0n : stream.handle; // throws for a disposed stream
-    if (handle !== this.#lastStream) {
-      this.#u64[4] = handle;
-      this.#lastStream = handle;
-    }
-    const cooperative = config.cooperative === true;
-    const clusterDim = config.clusterDim;
-    if (cooperative || clusterDim !== undefined || this.#attributes) {
-      const cluster = this.#cluster;
-      if (clusterDim !== undefined) readDim('clusterDim', clusterDim, NO_LIMIT, cluster, 0);
-      else cluster.fill(0);
-      this.#u32[7] = cooperative ? LAUNCH_COOPERATIVE : 0;
-      this.#u32.set(cluster, CLUSTER_AT);
-      this.#attributes = cooperative || clusterDim !== undefined;
+    if (grid === undefined) grid = config.grid;
+    if (block === undefined) block = config.block;
+    if (smem === undefined) smem = config.sharedMemBytes;
+    if (stream === undefined) stream = config.stream;
+    if (cooperative === undefined) cooperative = config.cooperative;
+    if (clusterDim === undefined) clusterDim = config.clusterDim;
+    smem ??= 0;
+    if (typeof grid !== 'number' || grid !== this.#lastGrid) this.#writeGrid(grid);
+    if (typeof block !== 'number' || block !== this.#lastBlock) this.#writeBlock(block);
+    if (smem !== this.#lastSmem) this.#writeSharedMem(smem);
+    // Written every time: storing a bigint costs 1 ns, comparing it with the previous one 4 ns (Node 20).
+    this.#u64[4] = stream === undefined ? 0n : stream.handle; // the getter throws for a disposed stream
+    if (this.#attributes || cooperative === true || clusterDim !== undefined) {
+      this.#writeAttributes(cooperative === true, clusterDim);
     }
   }
 
-  /** The kernel's shared memory limit changed: validate the next write's shared memory again. */
+  #writeGrid(grid: unknown): void {
+    this.#lastGrid = undefined;
+    readDim('grid', grid, this.#kernel.device.limits.maxGridDim, this.#u32, 0);
+    if (typeof grid === 'number') this.#lastGrid = grid;
+  }
+
+  #writeBlock(block: unknown): void {
+    this.#lastBlock = undefined;
+    const k = this.#kernel;
+    const threads = readDim('block', block, k.device.limits.maxBlockDim, this.#u32, 3);
+    const maxThreads = k.maxThreadsPerBlockLimit;
+    if (threads > maxThreads)
+      throw rangeError('block', `at most ${maxThreads} threads for kernel '${k.name}'`, threads);
+    if (typeof block === 'number') this.#lastBlock = block;
+  }
+
+  #writeSharedMem(smem: unknown): void {
+    const max = this.#kernel.maxDynamicSharedMemoryLimit;
+    if (typeof smem !== 'number' || !Number.isInteger(smem) || smem < 0 || smem > max) {
+      throw (typeof smem === 'number' ? rangeError : typeError)(
+        'sharedMemBytes',
+        `an integer in [0, ${max}] (raise it with kernel.setMaxDynamicSharedMemory)`,
+        smem,
+      );
+    }
+    this.#u32[6] = smem;
+    this.#lastSmem = smem;
+  }
+
+  #writeAttributes(cooperative: boolean, clusterDim: Dim3 | undefined): void {
+    const cluster = this.#cluster;
+    if (clusterDim !== undefined) readDim('clusterDim', clusterDim, NO_LIMIT, cluster, 0);
+    else cluster.fill(0);
+    this.#u32[7] = cooperative ? LAUNCH_COOPERATIVE : 0;
+    this.#u32.set(cluster, CLUSTER_AT);
+    this.#attributes = cooperative || clusterDim !== undefined;
+  }
+
+  /**
+   * The kernel's shared memory limit changed: validate the next write's shared memory again. undefined, which no
+   * shared memory value equals (it was -1, so a sharedMemBytes of -1 was then written unchecked).
+   */
   sharedMemoryLimitChanged(): void {
-    this.#lastSmem = -1;
+    this.#lastSmem = undefined;
   }
 }
 
@@ -246,6 +270,7 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
   readonly #buffer: ArrayBuffer;
   readonly #header: LaunchHeader;
   readonly #dv: DataView;
+  readonly #u64: BigUint64Array;
   readonly #writers: Writer[];
   /** Per parameter, its writeFast code (FAST_NONE: only its writer packs it). */
   readonly #fast: number[];
@@ -280,9 +305,10 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
     this.#buffer = new ArrayBuffer(PARAM_BASE + alignUp(Math.max(paramBytes, 8), 8));
     this.#header = new LaunchHeader(this.#buffer, this);
     this.#dv = new DataView(this.#buffer);
+    this.#u64 = new BigUint64Array(this.#buffer);
     this.#writers = layouts.map((l) => l.write);
-    this.#fast = signature.map(fastCode);
     this.#offsets = offsets.map((o) => o + PARAM_BASE);
+    this.#fast = signature.map((p, i) => fastCode(p, this.#offsets[i]!));
     this.#slot = this.#native.kernelSlotCreate(this.#ctx, fn, this.#buffer, offsets);
   }
 
@@ -307,7 +333,19 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
     if (this.#disposed) throw disposedError(`Kernel '${this.name}'`);
     assertUsable('cuLaunchKernel');
     this.#header.write(config);
-    this.#writeArgs(this.#dv, args);
+    // The arguments are read from `arguments`, not `args`: V8 then reads them where the caller passed them, while the
+    // rest array (unused, so never made) would be allocated at every launch. Measured by test/unit/launch-overhead.ts.
+    const writers = this.#writers;
+    const n = writers.length;
+    if (arguments.length !== n + 1) throw this.#countError(arguments.length - 1);
+    const dv = this.#dv;
+    const u64 = this.#u64;
+    const offsets = this.#offsets;
+    const fast = this.#fast;
+    for (let i = 0; i < n; i++) {
+      const v: unknown = arguments[i + 1];
+      if (!writeFast(fast[i]!, dv, u64, offsets[i]!, v)) writers[i]!(dv, offsets[i]!, v);
+    }
     this.#native.launchKernel(this.#slot);
   }
 
@@ -320,7 +358,10 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
     if (this.#disposed) throw disposedError(`Kernel '${this.name}'`);
     const buffer = new ArrayBuffer(this.#buffer.byteLength);
     new LaunchHeader(buffer, this).write(config);
-    this.#writeArgs(new DataView(buffer), args);
+    const writers = this.#writers;
+    if (args.length !== writers.length) throw this.#countError(args.length);
+    const dv = new DataView(buffer);
+    for (let i = 0; i < writers.length; i++) writers[i]!(dv, this.#offsets[i]!, args[i]);
     const slot = this.#native.kernelSlotCreate(
       this.#ctx,
       this.#fn,
@@ -337,21 +378,13 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
     };
   }
 
-  /** Checks the argument count and writes every argument through its type's validating writer. */
-  #writeArgs(dv: DataView, args: readonly unknown[]): void {
-    const writers = this.#writers;
-    if (args.length !== writers.length) {
-      throw new TypeError(
-        `Kernel '${this.name}' takes ${writers.length} argument${writers.length === 1 ? '' : 's'} ` +
-          `[${this.signature.map(formatParam).join(', ')}] but received ${args.length}`,
-      );
-    }
-    const offsets = this.#offsets;
-    const fast = this.#fast;
-    for (let i = 0; i < writers.length; i++) {
-      const v = args[i];
-      if (!writeFast(fast[i]!, dv, offsets[i]!, v)) writers[i]!(dv, offsets[i]!, v);
-    }
+  /** The error for a launch with the wrong number of arguments. */
+  #countError(received: number): TypeError {
+    const n = this.#writers.length;
+    return new TypeError(
+      `Kernel '${this.name}' takes ${n} argument${n === 1 ? '' : 's'} ` +
+        `[${this.signature.map(formatParam).join(', ')}] but received ${received}`,
+    );
   }
 
   /** Releases the launch slot. The CUfunction itself lives as long as its module. Idempotent. */

@@ -442,18 +442,35 @@ export async function measure(
   }
 }
 
+/**
+ * The drift probe bench() takes before and after every run, on `device` (default device 0): replays of a graph of 100
+ * launches of an empty kernel, queued behind the harness's spin kernel as samples are, a few ms in all. A reading that
+ * moved between two calls says the GPU changed state (docs/benchmarking.md, 'Drift').
+ */
+export function driftProbe(device?: Device): DriftProbe {
+  if (device !== undefined && !(device instanceof Device)) throw typeError('device', 'a Device', device);
+  return Sampler.for(device ?? Device.get(0)).driftProbe();
+}
+
+/**
+ * The least change of the drift probe that counts: its replays are timed by events on a coarse tick, so 20 of them
+ * can all read the same and claim no noise at all, while probes of an unchanged GPU differ by up to a few tenths of a
+ * percent (bench/drift.ts); the slow state moves it by 20 % and more.
+ */
+const PROBE_FLOOR = 0.01;
+
 /** Runs taken again after a drift, at most (preset 'rigorous'). */
 const MAX_RETAKES = 2;
 
 /**
- * @internal The drift probe before and after a run against the run's own precision: a change beyond the larger of
- * the run's 95 % interval (relative half-width) and the probe's own is significant.
+ * @internal The drift probe before and after a run against the run's own precision: a change beyond the largest of
+ * the run's 95 % interval (relative half-width), the probe's own and 1 % is significant.
  */
 export function driftOf(before: DriftProbe, after: DriftProbe, accepted: number[], retaken: number): DriftReport {
   const stats = accepted.length > 0 ? summarize(accepted) : undefined;
   const runCI = stats !== undefined && stats.median > 0 ? (stats.ciHigh - stats.ciLow) / 2 / stats.median : 0;
   const change = after.usPerLaunch / before.usPerLaunch - 1;
-  const limit = Math.max(runCI, before.relCI, after.relCI);
+  const limit = Math.max(runCI, before.relCI, after.relCI, PROBE_FLOOR);
   return {
     beforeUs: before.usPerLaunch,
     afterUs: after.usPerLaunch,

@@ -18,7 +18,7 @@ import {
   session,
   targetOf,
 } from './bench.js';
-import { type StoppingRule, bootstrapRatio, verdict } from './stats.js';
+import { type StoppingRule, bootstrapRatio, timerTick, verdict, widenByTick } from './stats.js';
 import type { GpuWork, WorkTarget } from './work.js';
 
 /**
@@ -130,10 +130,19 @@ export async function compare(
     });
     const ra = result(ta.name, o, sa, merge(runs[0]!), labelA);
     const rb = result(tb.name, o, sb, merge(runs[1]!), labelB);
-    const ci = bootstrapRatio(
-      runs[0]!.flatMap((x) => x.accepted),
-      runs[1]!.flatMap((x) => x.accepted),
-    );
+    const acceptedA = runs[0]!.flatMap((x) => x.accepted);
+    const acceptedB = runs[1]!.flatMap((x) => x.accepted);
+    // CUPTI's samples are whole ticks: an interval of zero width must not read as certainty (widenByTick).
+    const perA = runs[0]![0]!.launchesPerSample;
+    const perB = runs[1]![0]!.launchesPerSample;
+    let tick = 0;
+    if (ra.timer === 'cupti') {
+      tick =
+        perA === perB
+          ? timerTick([...acceptedA, ...acceptedB], perA)
+          : Math.max(timerTick(acceptedA, perA), timerTick(acceptedB, perB));
+    }
+    const ci = widenByTick(bootstrapRatio(acceptedA, acceptedB), ra.stats.median, rb.stats.median, tick);
     failing = false;
     return { a: ra, b: rb, speedup: ci.ratio, speedupLow: ci.low, speedupHigh: ci.high, verdict: verdict(ci), rounds };
   } finally {

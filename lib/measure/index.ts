@@ -3,7 +3,7 @@
 // Nsight Compute), statistics, argument specs and reports. It stands on the core layer (core/index.ts,
 // core/sampler.ts); eval/ imports it through this file only.
 // The first block is the public API, which the package root re-exports; the second is for the layers above.
-export { bench } from './bench.js';
+export { bench, driftProbe } from './bench.js';
 export { compare } from './compare.js';
 export { check } from './check.js';
 export { inputSets } from './inputs.js';
@@ -15,6 +15,7 @@ export { DEFAULT_DEVICE_METRICS, METRIC_GROUPS } from './profile-ncu.js';
 export { formatDeviceMetrics } from './profile-format.js';
 
 export type { BenchArgs, BenchOptions } from './bench.js';
+export type { DriftProbe } from '../core/sampler.js';
 export type { CompareOptions, CompareTarget } from './compare.js';
 export type {
   BenchEnvironment,
@@ -22,6 +23,7 @@ export type {
   BenchResult,
   BenchSample,
   BenchTimer,
+  DriftReport,
   CompareResult,
   PeakBandwidth,
   PeakBandwidthMethod,

@@ -271,6 +271,42 @@ export function bootstrapRatio(a: readonly number[], b: readonly number[], optio
 }
 
 /**
+ * The tick of a timer whose samples are whole multiples of it (CUPTI's timestamps: 32 ns on an H100), in the samples'
+ * unit: the greatest common divisor of the samples in ns, each sample first multiplied by `per` (a graph mode
+ * sample is one replay's time divided by its launches), then divided by `per` again. 0 when the samples are not whole
+ * nanoseconds (an event timer's), or fewer than two differ.
+ */
+export function timerTick(samplesMs: readonly number[], per = 1): number {
+  let g = 0;
+  const distinct = new Set<number>();
+  for (const x of samplesMs) {
+    const ns = x * per * 1e6;
+    const whole = Math.round(ns);
+    if (Math.abs(ns - whole) > 1e-3 || whole <= 0) return 0;
+    distinct.add(whole);
+    let a = whole;
+    let b = g;
+    while (b !== 0) [a, b] = [b, a % b];
+    g = a;
+  }
+  return distinct.size < 2 ? 0 : g / 1e6 / per;
+}
+
+/**
+ * A ratio's interval widened by the timer's tick: each median is known to within half a tick whatever the spread of
+ * the samples (samples on whole ticks can all be equal, which leaves a bootstrap interval of zero width), so the
+ * interval covers (median(a) ∓ tick/2) / (median(b) ± tick/2). With tick 0, the interval as it was.
+ */
+export function widenByTick(ci: RatioInterval, medianA: number, medianB: number, tick: number): RatioInterval {
+  if (!(tick > 0) || medianB <= tick / 2) return ci;
+  return {
+    ratio: ci.ratio,
+    low: Math.min(ci.low, (medianA - tick / 2) / (medianB + tick / 2)),
+    high: Math.max(ci.high, (medianA + tick / 2) / (medianB - tick / 2)),
+  };
+}
+
+/**
  * Options of {@link verdict}.
  * @inline
  */

@@ -156,7 +156,7 @@ export interface DriftReport {
   afterUs: number;
   /** afterUs / beforeUs − 1. */
   change: number;
-  /** The largest change within noise: the run's 95 % interval (relative half-width) or the probe's, the larger. */
+  /** The largest change within noise: the run's 95 % interval (relative half-width), the probe's, or 1 %. */
   limit: number;
   /** |change| > limit: the GPU changed under the run (a warning says so). */
   significant: boolean;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// `npx tsx bench/launch-overhead.ts`: the host cost that Kernel.launch() adds in JavaScript on top of the native call
-// it ends in, measured without a GPU.
+// `npx tsx test/unit/launch-overhead.ts`: the host cost that Kernel.launch() adds in JavaScript on top of the native
+// call it ends in, measured without a GPU.
 //
 // A launch is about 4 µs of host time, nearly all of it in native code and the CUDA driver (cuLaunchKernel); that
 // part needs a GPU and is measured by `npm run bench`. What a contributor changes in lib/core/kernel.ts and
@@ -21,19 +21,25 @@
 //   (d) as (c), with a fresh config object literal at every call.
 // (b)-(d) minus (a) is what Kernel.launch() adds. Every case is warmed up before any is timed and the batches are
 // interleaved, so all of them run with the type feedback a program launching several kernels would give launch().
-// Numbers vary with the CPU and Node version; compare runs on one machine. `--batches N` (default 15).
-import { Device } from '../lib/core/device.js';
-import { DeviceBuffer } from '../lib/core/memory.js';
-import { Kernel, type LaunchConfig } from '../lib/core/kernel.js';
-import { INTERNAL } from '../lib/core/lifetime.js';
-import type { Module } from '../lib/core/module.js';
-import { getNative, type Native } from '../lib/core/native.js';
-import { Stream } from '../lib/core/stream.js';
+// `--shapes` first launches with configs of several shapes (other keys, other key orders), as a program with many
+// launch sites does: property lookups on the config then see more shapes than V8 specializes for (megamorphic).
+//
+// Numbers vary with the CPU and Node version; compare runs on one machine, and on a noisy one (a VM with other
+// work) compare the min columns too. `--batches N` (default 15). Run it from the repository, as above: tsx keeps
+// these files ES modules there, as the built dist/ is.
+import { Device } from '../../lib/core/device.js';
+import { DeviceBuffer } from '../../lib/core/memory.js';
+import { Kernel, type LaunchConfig } from '../../lib/core/kernel.js';
+import { INTERNAL } from '../../lib/core/lifetime.js';
+import type { Module } from '../../lib/core/module.js';
+import { getNative, type Native } from '../../lib/core/native.js';
+import { Stream } from '../../lib/core/stream.js';
 
 const CALLS = 1_000_000;
 const WARMUP_BATCHES = 3;
 const batchesArg = process.argv.indexOf('--batches');
 const BATCHES = batchesArg > 0 ? Number(process.argv[batchesArg + 1]) : 15;
+const SHAPES = process.argv.includes('--shapes');
 
 // The addon, with everything a Device and a Kernel ask of the driver stubbed out (see the header comment).
 const native: Native = getNative();
@@ -101,6 +107,24 @@ const median = (v: readonly number[]): number => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
+if (SHAPES) {
+  const shapes: LaunchConfig[] = [
+    { grid: 1, block: 1 },
+    { block: 1, grid: 1 },
+    { grid: 1, block: 1, sharedMemBytes: 0 },
+    { grid: 1, block: 1, sharedMemBytes: 0, stream },
+    { stream, grid: 1, block: 1 },
+    { grid: [1, 1], block: 1, stream },
+    { grid: 1, block: [1], cooperative: false },
+  ];
+  for (let i = 0; i < 20_000; i++) {
+    for (const shape of shapes) {
+      empty.launch(shape);
+      axpy.launch(shape, buffer, 1.5, 1024);
+    }
+  }
+}
+
 const samples = cases.map((): number[] => []);
 for (let round = 0; round < WARMUP_BATCHES + BATCHES; round++) {
   cases.forEach((c, i) => {
@@ -112,13 +136,16 @@ for (let round = 0; round < WARMUP_BATCHES + BATCHES; round++) {
 }
 
 const floor = median(samples[0]!);
-console.log(`Kernel.launch() host overhead, Node ${process.version}, ${BATCHES} batches of ${CALLS} calls`);
+const floorMin = Math.min(...samples[0]!);
+const shapes = SHAPES ? ', configs of several shapes first' : '';
+console.log(`Kernel.launch() host overhead, Node ${process.version}, ${BATCHES} batches of ${CALLS} calls${shapes}`);
 console.log('');
-console.log(`${'case'.padEnd(42)} ${'ns/call'.padStart(8)} ${'min'.padStart(7)} ${'max'.padStart(7)} ${'- (a)'.padStart(7)}`);
+const head = ['ns/call', 'min', 'max', '- (a)', 'min - (a)'];
+console.log(`${'case'.padEnd(42)} ${head.map((h, j) => h.padStart(j === 0 ? 8 : j === 4 ? 10 : 7)).join(' ')}`);
 cases.forEach((c, i) => {
   const s = samples[i]!;
-  const m = median(s);
-  const over = i === 0 ? '' : (m - floor).toFixed(1);
-  const row = [m, Math.min(...s), Math.max(...s)].map((x, j) => x.toFixed(1).padStart(j === 0 ? 8 : 7)).join(' ');
-  console.log(`${c.name.padEnd(42)} ${row} ${over.padStart(7)}`);
+  const [m, lo, hi] = [median(s), Math.min(...s), Math.max(...s)];
+  const over = i === 0 ? ['', ''] : [(m - floor).toFixed(1), (lo - floorMin).toFixed(1)];
+  const row = [m, lo, hi].map((x, j) => x.toFixed(1).padStart(j === 0 ? 8 : 7)).join(' ');
+  console.log(`${c.name.padEnd(42)} ${row} ${over[0]!.padStart(7)} ${over[1]!.padStart(10)}`);
 });
