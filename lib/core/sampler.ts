@@ -147,6 +147,31 @@ export interface SampleRequest {
   hold?: boolean;
 }
 
+/**
+ * @internal What `enqueue` enqueues on `stream`, captured (thread-local mode) into a graph and instantiated; the graph
+ * itself is disposed. When `enqueue` throws, the capture it broke is ended (its own failure to end, which a capture the
+ * work invalidated may have, dropped) and the error rethrown. Dispose the GraphExec when done.
+ */
+export function captureExec(stream: Stream, enqueue: () => void): GraphExec {
+  stream.beginCapture({ mode: 'threadLocal' });
+  try {
+    enqueue();
+  } catch (e) {
+    try {
+      stream.endCapture().dispose();
+    } catch {
+      // a capture the work invalidated may not end cleanly: the work's failure is what to report
+    }
+    throw e;
+  }
+  const g = stream.endCapture();
+  try {
+    return g.instantiate();
+  } finally {
+    g.dispose();
+  }
+}
+
 const samplers = new Map<Device, Sampler>();
 
 /** A device's timing harness; `Sampler.for(device)` makes it on first use and returns the same one after. */
@@ -240,19 +265,9 @@ export class Sampler {
   capture(launches: readonly BoundLaunch[], count: number): GraphExec {
     this.#own(launches);
     const s = this.stream;
-    s.beginCapture({ mode: 'threadLocal' });
-    try {
+    return captureExec(s, () => {
       for (let i = 0; i < count; i++) launches[i % launches.length]!.launch();
-    } catch (e) {
-      s.endCapture().dispose(); // end the capture the failure broke, then report the failure
-      throw e;
-    }
-    const g = s.endCapture();
-    try {
-      return g.instantiate();
-    } finally {
-      g.dispose();
-    }
+    });
   }
 
   /**
@@ -317,19 +332,9 @@ export class Sampler {
   driftProbe(): DriftProbe {
     if (this.#driftGraph === undefined) {
       const s = this.stream;
-      s.beginCapture({ mode: 'threadLocal' });
-      try {
+      this.#driftGraph = captureExec(s, () => {
         for (let i = 0; i < DRIFT_LAUNCHES; i++) this.#idleKernel.launch({ grid: 1, block: 32, stream: s }, 0n);
-      } catch (e) {
-        s.endCapture().dispose();
-        throw e;
-      }
-      const g = s.endCapture();
-      try {
-        this.#driftGraph = g.instantiate();
-      } finally {
-        g.dispose();
-      }
+      });
       this.#driftGraph.launch(s); // the first replay uploads the graph: not part of any probe
       s.synchronize();
     }

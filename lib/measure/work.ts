@@ -19,7 +19,7 @@ import {
   native,
   typeError,
 } from '../core/index.js';
-import { type RawSample, SAMPLER_KERNELS, SAMPLER_SOURCE, type Sampler } from '../core/sampler.js';
+import { type RawSample, SAMPLER_KERNELS, SAMPLER_SOURCE, type Sampler, captureExec } from '../core/sampler.js';
 
 /**
  * GPU work to time: a function that enqueues it on the stream it is given, such as a sequence of kernel launches, a
@@ -205,22 +205,8 @@ export class WorkSampler {
    */
   capture(work: GpuWork, count: number): GraphExec {
     const s = this.stream;
-    s.beginCapture({ mode: 'threadLocal' });
-    try {
+    return captureExec(s, () => {
       for (let i = 0; i < count; i++) callWork(work, s);
-    } catch (e) {
-      try {
-        s.endCapture().dispose(); // end the capture the failure broke, then report the failure
-      } catch {
-        // a capture the work invalidated may not end cleanly: the work's failure is what to report
-      }
-      throw e;
-    }
-    const g = s.endCapture();
-    try {
-      return g.instantiate();
-    } finally {
-      g.dispose();
-    }
+    });
   }
 }
