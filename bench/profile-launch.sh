@@ -14,9 +14,10 @@ mkdir -p "$out"
 "$perf" report -i "$out/node.data" --stdio --no-children --sort dso,sym -g none 2>/dev/null | grep -v '^#' |
   head -60 > "$out/node-sym.txt"
 if [[ -x bench/native/out/baseline ]]; then
-  # 300 enqueue commands: 3,000,000 launches
+  # 300 enqueue commands: 3,000,000 launches; the baseline compiles its kernel for this GPU's architecture
+  arch=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
   yes enqueue | head -300 | "$perf" record -F 4999 -g -N -o "$out/c.data" -- bench/native/out/baseline \
-    > "$out/c.log" 2>&1
+    "--gpu-architecture=$arch" > "$out/c.log" 2>&1
   "$perf" report -i "$out/c.data" --stdio --no-children --sort dso 2>/dev/null | grep -v '^#' | head -25 \
     > "$out/c-dso.txt"
   "$perf" report -i "$out/c.data" --stdio --no-children --sort dso,sym -g none 2>/dev/null | grep -v '^#' |
