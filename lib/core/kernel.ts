@@ -141,10 +141,10 @@ class LaunchHeader {
   readonly #u32: Uint32Array;
   readonly #u64: BigUint64Array;
   readonly #cluster = new Uint32Array(3);
-  // What the previous write validated and wrote (grid and block: when given as a number; undefined for none).
-  #lastGrid: number | undefined;
-  #lastBlock: number | undefined;
-  #lastSmem: number | undefined = 0;
+  // What the previous write validated and wrote; NaN for none (equal to nothing, so the next write validates).
+  #lastGrid = NaN;
+  #lastBlock = NaN;
+  #lastSmem = 0;
   #attributes = false;
 
   constructor(buffer: ArrayBuffer, kernel: KernelFunction) {
@@ -200,8 +200,8 @@ class LaunchHeader {
     if (cooperative === undefined) cooperative = config.cooperative;
     if (clusterDim === undefined) clusterDim = config.clusterDim;
     smem ??= 0;
-    if (typeof grid !== 'number' || grid !== this.#lastGrid) this.#writeGrid(grid);
-    if (typeof block !== 'number' || block !== this.#lastBlock) this.#writeBlock(block);
+    if (grid !== this.#lastGrid) this.#writeGrid(grid);
+    if (block !== this.#lastBlock) this.#writeBlock(block);
     if (smem !== this.#lastSmem) this.#writeSharedMem(smem);
     // Written every time: storing a bigint costs 1 ns, comparing it with the previous one 4 ns (Node 20).
     this.#u64[4] = stream === undefined ? 0n : stream.handle; // the getter throws for a disposed stream
@@ -211,13 +211,13 @@ class LaunchHeader {
   }
 
   #writeGrid(grid: unknown): void {
-    this.#lastGrid = undefined;
+    this.#lastGrid = NaN;
     readDim('grid', grid, this.#kernel.device.limits.maxGridDim, this.#u32, 0);
     if (typeof grid === 'number') this.#lastGrid = grid;
   }
 
   #writeBlock(block: unknown): void {
-    this.#lastBlock = undefined;
+    this.#lastBlock = NaN;
     const k = this.#kernel;
     const threads = readDim('block', block, k.device.limits.maxBlockDim, this.#u32, 3);
     const maxThreads = k.maxThreadsPerBlockLimit;
@@ -249,11 +249,11 @@ class LaunchHeader {
   }
 
   /**
-   * The kernel's shared memory limit changed: validate the next write's shared memory again. undefined, which no
-   * shared memory value equals (it was -1, so a sharedMemBytes of -1 was then written unchecked).
+   * The kernel's shared memory limit changed: validate the next write's shared memory again. NaN, which no value
+   * equals (it was -1, so a launch with a sharedMemBytes of -1 then went through unchecked).
    */
   sharedMemoryLimitChanged(): void {
-    this.#lastSmem = undefined;
+    this.#lastSmem = NaN;
   }
 }
 
