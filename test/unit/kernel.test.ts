@@ -31,6 +31,7 @@ vi.mock('../../lib/core/native.js', async (importOriginal) => {
     },
     kernelSlotDestroy: () => {},
     funcGetAttribute: (_ctx, _fn, id) => (id === 0 ? 1024 : id === 8 ? 48 * 1024 : 0),
+    funcSetAttribute: () => {},
     launchKernel: () => void stub.launches++,
     launchKernelEx: () => void stub.exLaunches++,
   };
@@ -40,7 +41,12 @@ vi.mock('../../lib/core/native.js', async (importOriginal) => {
 const fakeModule = {
   device: {
     ctx: 1n,
-    limits: { maxThreadsPerBlock: 1024, maxGridDim: [2 ** 31 - 1, 65535, 65535], maxBlockDim: [1024, 1024, 64] },
+    limits: {
+      maxThreadsPerBlock: 1024,
+      maxGridDim: [2 ** 31 - 1, 65535, 65535],
+      maxBlockDim: [1024, 1024, 64],
+      maxSharedMemoryPerBlockOptinBytes: 227 * 1024,
+    },
   },
 } as unknown as Module;
 const fakeStream = { handle: 0x5000n } as unknown as Stream;
@@ -90,6 +96,18 @@ describe('launch options', () => {
     launch(cfg, 0n, 1);
     expect(stub.launches).toBe(before + 3);
     expect(new Uint32Array(stub.buffer!, 0, 8)[6]).toBe(1024);
+  });
+
+  it('validates shared memory again after setMaxDynamicSharedMemory, a negative size included', () => {
+    const k = stubKernel(['ptr']);
+    const before = stub.launches;
+    k.launch({ grid: 1, block: 1, sharedMemBytes: 1024 }, 0n);
+    expect(() => k.launch({ grid: 1, block: 1, sharedMemBytes: 100 * 1024 }, 0n)).toThrow(RangeError);
+    k.setMaxDynamicSharedMemory(100 * 1024);
+    expect(() => k.launch({ grid: 1, block: 1, sharedMemBytes: -1 }, 0n)).toThrow(RangeError);
+    k.launch({ grid: 1, block: 1, sharedMemBytes: 100 * 1024 }, 0n);
+    expect(stub.launches).toBe(before + 2);
+    expect(new Uint32Array(stub.buffer!, 0, 8)[6]).toBe(100 * 1024);
   });
 
   it('launches a correct config, writing the header and the arguments into the slot buffer', () => {
