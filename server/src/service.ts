@@ -292,6 +292,10 @@ export class EvalService {
       throw new InvalidJobError([{ path: 'job', message, type: 'TypeError' }]);
     }
 
+    // The pool's view can lag (an API node's registry read): it looks again before it refuses.
+    if ((this.pool.unavailableReason !== undefined || !this.pool.serves(options.gpu)) && this.pool.recheck) {
+      await this.pool.recheck();
+    }
     const reason = this.pool.unavailableReason;
     if (reason !== undefined) throw new ServiceError(503, 'NO_GPU', `No GPU to run evaluations on: ${reason}`, 60);
     if (!this.pool.serves(options.gpu)) {

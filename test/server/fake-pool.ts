@@ -130,6 +130,8 @@ export class FakePool implements GpuPool {
   /** Leases of a busy slot, or runs on a slot already running: must stay empty. */
   readonly violations: string[] = [];
   unavailableReason: string | undefined;
+  /** A test's own recheck (GpuPool.recheck), when it plays a pool whose view lags. */
+  recheck?: () => Promise<void>;
   script: (job: EvalJob, id: string) => FakeScript = scriptByName;
   /** What a reprobe brings a quarantined slot back as: 'idle', or 'quarantined' for a GPU still broken. */
   reprobeOutcome: 'idle' | 'quarantined' = 'idle';

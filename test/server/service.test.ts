@@ -72,6 +72,31 @@ describe('submit', () => {
     expect(e.message).toContain('CUDA_DRIVER_NOT_FOUND');
   });
 
+  it("looks at the pool again before it refuses for want of a GPU (an API node's registry read lags)", async () => {
+    const { service, pool } = await make();
+    const seen = pool.unavailableReason;
+    let rechecks = 0;
+    pool.unavailableReason = 'no GPU agent is connected';
+    pool.recheck = async () => {
+      rechecks++;
+      pool.unavailableReason = seen;
+    };
+    const accepted = await service.submit('p', body());
+    expect(accepted.record.status).toBe('queued');
+    expect(rechecks).toBe(1);
+    // A pool that already has a GPU for the job is not asked again.
+    await service.submit('p', body());
+    expect(rechecks).toBe(1);
+    // One whose recheck finds nothing still refuses, with its reason.
+    pool.recheck = async () => {
+      rechecks++;
+    };
+    pool.unavailableReason = 'no GPU agent is connected';
+    const e = await rejection(service.submit('p', body()));
+    expect(e).toMatchObject({ statusCode: 503, code: 'NO_GPU' });
+    expect(rechecks).toBe(2);
+  });
+
   it('admits per principal and in all, with Retry-After', async () => {
     const { service, pool } = await make({ limits: { maxQueuedPerPrincipal: 2, maxQueued: 3 } });
     await service.submit('a', body('hang'));

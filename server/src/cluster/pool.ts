@@ -11,6 +11,8 @@ export interface ClusterPoolOptions {
   refreshMs?: number;
   /** An agent whose entry is older than this is gone. Default 10000. */
   staleMs?: number;
+  /** The least time between two reads a refusal asks for (recheck). Default 250. */
+  recheckMs?: number;
   now?: () => number;
 }
 
@@ -21,6 +23,9 @@ export class ClusterPool implements GpuPool {
   /** Why the registry could not be read (Redis down), if it could not. */
   #readError: string | undefined;
   #started: Promise<void> | undefined;
+  /** The registry read in flight, which concurrent rechecks share, and when the last one ended. */
+  #recheck: Promise<void> | undefined;
+  #recheckedAtMs = -Infinity;
 
   constructor(options: ClusterPoolOptions) {
     this.#o = options;
@@ -45,6 +50,21 @@ export class ClusterPool implements GpuPool {
       // The last registry read stays: a Redis outage does not make the GPUs vanish from /v1/gpus.
       this.#readError = (e as Error).message;
     }
+  }
+
+  /**
+   * Reads the registry now, before a refusal: shared by concurrent callers and at most one read per
+   * `recheckMs`, so a burst of submissions with no agent costs Redis one read, not one each.
+   */
+  recheck(): Promise<void> {
+    const now = this.#o.now ?? Date.now;
+    if (this.#recheck !== undefined) return this.#recheck;
+    if (now() - this.#recheckedAtMs < (this.#o.recheckMs ?? 250)) return Promise.resolve();
+    this.#recheck = this.refresh().finally(() => {
+      this.#recheckedAtMs = now();
+      this.#recheck = undefined;
+    });
+    return this.#recheck;
   }
 
   get unavailableReason(): string | undefined {

@@ -77,6 +77,11 @@ export interface GpuPool {
   lease(gpuClass: string): SlotLease | undefined;
   /** Whether any slot (idle or not, not quarantined) serves `gpuClass`. */
   serves(gpuClass: string): boolean;
+  /**
+   * Reads the GPUs again before the service refuses a job for want of one, where the pool's view can lag (an API
+   * node reads the agents' registry every second: one that started after the agents has not read it yet).
+   */
+  recheck?(): Promise<void>;
   /** Called whenever a slot becomes idle (the scheduler then leases it). */
   onIdle(listener: () => void): void;
   /** Re-probes a quarantined slot (the admin route, and a periodic timer). */
