@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "enqueue.h"
+
 #define CK(call)                                                              \
   do {                                                                        \
     CUresult r_ = (call);                                                     \
@@ -33,12 +35,6 @@
       exit(1);                                                            \
     }                                                                     \
   } while (0)
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
 
 static int cmp(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
@@ -97,17 +93,14 @@ static void cmd_compile(void) {
   printf("{\"compileColdMs\": %.4f}\n", median(ms, N));
 }
 
-typedef CUresult (*LaunchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             CUstream, void**, void**);
-
 // Host time of one cuLaunchKernel, in batches of 1000 (synchronized between batches, outside the timing).
 static double enqueue_with(LaunchFn launch) {
   enum { BATCH = 1000, BATCHES = 10 };
   double us[BATCHES];
   for (int b = 0; b < BATCHES; b++) {
-    double t0 = now_us();
-    for (int i = 0; i < BATCH; i++) CK(launch(g_empty, 1, 1, 1, 1, 1, 1, 0, g_stream, NULL, NULL));
-    us[b] = (now_us() - t0) / BATCH;
+    CUresult status;
+    us[b] = enqueue_batch_us(launch, g_empty, g_stream, BATCH, &status);
+    CK(status);
     CK(cuStreamSynchronize(g_stream));
   }
   return median(us, BATCHES);
