@@ -197,6 +197,36 @@ export class ActivityTrace {
 }
 
 /**
+ * The tick of the GPU timestamps in a trace (32 ns on an H100), in ns: the largest q from 4 to 1024 ns that nearly
+ * every record's duration is a whole multiple of, to within 1 ns. CUPTI may carry each timestamp into the host's
+ * clock and round it, so a duration of 152 ticks can read 4863 or 4865 ns: a greatest common divisor then falls to
+ * 1 ns at the first such record. Distinct durations are counted, not records, so a trace that is mostly one kernel
+ * of one duration cannot make a divisor of that duration the tick; 0 with fewer than 8 distinct durations, or when
+ * no such q explains 90 % of them.
+ */
+export function durationTick(records: readonly ActivityRecord[]): number {
+  const durations = new Set<number>();
+  for (const r of records) {
+    const ns = Math.round(r.endNs - r.startNs);
+    if (ns > 0) durations.add(ns);
+  }
+  if (durations.size < 8) return 0;
+  const values = [...durations].slice(0, 2000); // plenty to tell the tick; bounds the search's cost
+  let shortest = Number.POSITIVE_INFINITY;
+  for (const d of values) shortest = Math.min(shortest, d);
+  const allowedMisses = Math.floor(values.length * 0.1);
+  for (let q = Math.min(1024, shortest); q >= 4; q--) {
+    let misses = 0;
+    for (const d of values) {
+      const r = d % q;
+      if (r > 1 && r < q - 1 && ++misses > allowedMisses) break;
+    }
+    if (misses <= allowedMisses) return q;
+  }
+  return 0;
+}
+
+/**
  * Cuts a trace into samples: each sample's operations lie between two launches of the `marker` kernel (the clock
  * probes before the start event and after the stop event), which come in pairs, one pair per sample. `how`: 'sum'
  * adds the durations of the operations in a window (what Nsight Compute reports for each kernel, summed: a kernel

@@ -22,6 +22,7 @@ import type {
 } from './types.js';
 import {
   ActivityTrace,
+  durationTick,
   CudaError,
   type ArgsFor,
   Device,
@@ -217,6 +218,8 @@ export interface Run {
   launchesPerSample: number;
   /** The timer of every sample in `accepted` ('events' once the session fell back from CUPTI: all of them). */
   timer: BenchTimer;
+  /** CUPTI's tick in a sample's unit (ms per launch), as the traces told it; 0 when unknown or timed by events. */
+  tickMs: number;
   /** The drift probe around the run (measure() sets it). */
   drift?: DriftReport;
   warnings: string[];
@@ -229,7 +232,12 @@ export interface Run {
 export function onEvents(run: Run): Run {
   if (run.timer === 'events') return run;
   for (const x of run.samples) x.gpuMs = x.eventMs;
-  return { ...run, accepted: run.samples.filter((x) => !x.rejected).map((x) => x.gpuMs), timer: 'events' };
+  return {
+    ...run,
+    accepted: run.samples.filter((x) => !x.rejected).map((x) => x.gpuMs),
+    timer: 'events',
+    tickMs: 0,
+  };
 }
 
 /**
@@ -261,6 +269,8 @@ export class Session {
   readonly warnings: string[] = [];
   /** Where samples' GPU times come from; 'events' from the start without CUPTI, or after a trace failed. */
   timer: BenchTimer;
+  /** The tick of CUPTI's timestamps, ns, once a trace has told it (durationTick); 0 until then. */
+  tickNs = 0;
 
   constructor(target: SessionTarget, mode: BenchMode, inputSets: number, timer: BenchTimer) {
     this.mode = mode;
@@ -392,6 +402,7 @@ export class Session {
     try {
       const { records, dropped } = trace.stop();
       if (dropped > 0) throw new Error(`CUPTI dropped ${dropped} records`);
+      if (this.tickNs === 0) this.tickNs = durationTick(records);
       return sampleDurations(records, PROBE_KERNEL, count, this.#work !== undefined ? 'span' : 'sum');
     } catch (e) {
       this.#fallBack(`CUPTI's records could not be used (${(e as Error).message})`);
@@ -623,6 +634,7 @@ async function takeSamples(
     stopReason: decision.reason,
     launchesPerSample: s.graph?.launches ?? 1,
     timer: s.timer,
+    tickMs: s.timer === 'cupti' ? s.tickNs / 1e6 / (s.graph?.launches ?? 1) : 0,
     warnings: [...warnings],
   };
   return { run, before };

@@ -125,6 +125,7 @@ export async function compare(
       stopReason: [...new Set(rs.map((x) => x.stopReason))].join(', '),
       launchesPerSample: rs[0]!.launchesPerSample,
       timer: rs[0]!.timer,
+      tickMs: Math.max(...rs.map((x) => x.tickMs)),
       ...worstDrift(rs),
       warnings: [...new Set(rs.flatMap((x) => x.warnings))],
     });
@@ -132,15 +133,19 @@ export async function compare(
     const rb = result(tb.name, o, sb, merge(runs[1]!), labelB);
     const acceptedA = runs[0]!.flatMap((x) => x.accepted);
     const acceptedB = runs[1]!.flatMap((x) => x.accepted);
-    // CUPTI's samples are whole ticks: an interval of zero width must not read as certainty (widenByTick).
+    // CUPTI's samples are whole ticks: an interval of zero width must not read as certainty (widenByTick). The tick
+    // the traces' records told (durationTick), else the one the samples show.
     const perA = runs[0]![0]!.launchesPerSample;
     const perB = runs[1]![0]!.launchesPerSample;
     let tick = 0;
     if (ra.timer === 'cupti') {
-      tick =
-        perA === perB
-          ? timerTick([...acceptedA, ...acceptedB], perA)
-          : Math.max(timerTick(acceptedA, perA), timerTick(acceptedB, perB));
+      tick = Math.max(...[...runs[0]!, ...runs[1]!].map((x) => x.tickMs));
+      if (tick === 0) {
+        tick =
+          perA === perB
+            ? timerTick([...acceptedA, ...acceptedB], perA)
+            : Math.max(timerTick(acceptedA, perA), timerTick(acceptedB, perB));
+      }
     }
     const ci = widenByTick(bootstrapRatio(acceptedA, acceptedB), ra.stats.median, rb.stats.median, tick);
     failing = false;

@@ -204,8 +204,10 @@ extern "C" __global__ void logged_copy(const float4* __restrict__ in, float4* __
       { preset: 'quick', mode: 'hot' },
     );
     expect(same.verdict).toBe('SAME');
-    expect(same.speedupLow).toBeLessThanOrEqual(1);
-    expect(same.speedupHigh).toBeGreaterThanOrEqual(1);
+    // A 95 % interval misses the true ratio one run in twenty even when nothing differs (here it once ended 0.013 %
+    // short of 1), so an A/A is held to a tight interval around 1, not to one that contains it.
+    expect(same.speedupLow).toBeGreaterThan(0.99);
+    expect(same.speedupHigh).toBeLessThan(1.01);
     const slower = await compare(
       { kernel: copy, config: cfg, args: [a, b, n4, 5], name: '5 passes' },
       { kernel: copy, config: cfg, args: [a, b, n4, 6], name: '6 passes' },

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { type ActivityRecord, cuptiCandidates, sampleDurations } from '../../lib/core/cupti.js';
+import { type ActivityRecord, cuptiCandidates, durationTick, sampleDurations } from '../../lib/core/cupti.js';
 
 const SONAMES = ['libcupti.so.13', 'libcupti.so.12', 'libcupti.so.11', 'libcupti.so'];
 
@@ -155,6 +155,41 @@ describe('cuptiStatus', () => {
       vi.unstubAllEnvs();
       vi.resetModules();
     }
+  });
+});
+
+describe('durationTick', () => {
+  /** Records of the given durations, ns, one after the other. */
+  const records = (durations: number[]): ActivityRecord[] => {
+    let t = 0;
+    return durations.map((ns) => {
+      const startNs = t + 1000;
+      t = startNs + ns;
+      return { kind: 'kernel', name: 'k', streamId: 7, correlationId: 0, startNs, endNs: t };
+    });
+  };
+  /** `n` durations on whole 32 ns ticks, 2 µs to 100 µs, spread by a fixed pseudo-random walk. */
+  const onTicks = (n: number): number[] => Array.from({ length: n }, (_, i) => 32 * (60 + ((i * 7919) % 3000)));
+
+  it('finds the tick of durations on whole ticks', () => {
+    expect(durationTick(records(onTicks(50)))).toBe(32);
+  });
+
+  it('finds it when rounding moved durations by 1 ns, where a greatest common divisor falls to 1', () => {
+    const rounded = onTicks(50).map((ns, i) => ns + ([0, 1, -1][i % 3] ?? 0));
+    expect(durationTick(records(rounded))).toBe(32);
+    // one duration off the grid altogether (a tenth may be) does not hide it
+    expect(durationTick(records([...rounded, 4850]))).toBe(32);
+  });
+
+  it('does not take a divisor of a duration that dominates the trace, and says 0 where it cannot tell', () => {
+    // 1000 probes of one duration and a few others on 32 ns ticks: counted by distinct durations, the tick is 32
+    const probes = Array.from({ length: 1000 }, () => 2048);
+    expect(durationTick(records([...probes, ...onTicks(10)]))).toBe(32);
+    expect(durationTick(records(onTicks(5)))).toBe(0); // too few distinct durations
+    // a timer of 1 ns resolution: no tick of 4 ns or more explains 90 % of them
+    const fine = Array.from({ length: 200 }, (_, i) => 5000 + ((i * 7919) % 997));
+    expect(durationTick(records(fine))).toBe(0);
   });
 });
 
