@@ -377,9 +377,14 @@ export class EvalService {
       error: undefined,
     };
     await this.store.insert(record);
-    await this.queue.enqueue(queuedJobOf(record));
+    const queued = queuedJobOf(record);
+    // Where agents take jobs the moment they are queued, the 'queued' event is stored first: an agent's 'started'
+    // must never come before it in the job's events.
+    const arrival = await this.queue.arrivalPosition?.(queued);
+    if (arrival !== undefined) await this.#event(record.id, 'queued', { position: arrival });
+    await this.queue.enqueue(queued);
     const queue = await this.queueInfo(record);
-    this.#event(record.id, 'queued', { position: queue.position });
+    if (arrival === undefined) void this.#event(record.id, 'queued', { position: queue.position });
     this.#kick();
     return { record, replayed: false, queue };
   }
@@ -711,8 +716,9 @@ export class EvalService {
     return tail;
   }
 
-  #event(id: string, type: JobEvent['type'], data: unknown): void {
-    void this.#after(id, async () => {
+  /** Stores and delivers an event after the job's earlier ones; resolves once it is stored (or its write failed). */
+  #event(id: string, type: JobEvent['type'], data: unknown): Promise<unknown> {
+    return this.#after(id, async () => {
       const event = await this.store.appendEvent({ jobId: id, type, data, atMs: this.#now() });
       this.#deliver(event);
       this.#bus?.publishEvent(event);

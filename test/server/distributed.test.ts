@@ -118,6 +118,9 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
     ).toBe(1);
     await sendJson(api1, 'DELETE', `/v1/evaluations/${queued}`);
     expect(await finished(api2, queued)).toMatchObject({ status: 'cancelled' });
+    // Its 'queued' event, stored before the job entered the queue, says where it arrived: first in line.
+    const queuedEvents = (await eventsOf(api2, queued)).filter((e) => e.type === 'queued');
+    expect(queuedEvents.map((e) => e.data)).toEqual([{ position: 1 }]);
     for (const b of blockers) await sendJson(api2, 'DELETE', `/v1/evaluations/${b}`);
     for (const b of blockers) expect((await finished(api1, b)).status).toBe('cancelled');
     // No job ran after its cancel: the queued one never started.

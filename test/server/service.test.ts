@@ -8,10 +8,12 @@ import { join } from 'node:path';
 import { InvalidJobError, type BenchResult, type EvalJob } from 'cudakit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { peakOf, rooflineFloorMs, suspicionsOf } from '../../server/src/roofline.js';
+import { EmbeddedQueue } from '../../server/src/queue/embedded.js';
+import type { QueuedJob } from '../../server/src/queue/queue.js';
 import { EvalService, ServiceError, resultOf, type OutcomeContext } from '../../server/src/service.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
 import { SqliteJobStore } from '../../server/src/store/sqlite.js';
-import { failedReport, fakeGpus, passedReport, type FakeGpu } from './fake-pool.js';
+import { FakePool, failedReport, fakeGpus, passedReport, type FakeGpu } from './fake-pool.js';
 import { body, settled, setup, until, type Setup } from './helpers.js';
 
 const services: EvalService[] = [];
@@ -95,6 +97,29 @@ describe('submit', () => {
     const e = await rejection(service.submit('p', body()));
     expect(e).toMatchObject({ statusCode: 503, code: 'NO_GPU' });
     expect(rechecks).toBe(2);
+  });
+
+  it("stores 'queued' before the job enters a queue that others take from at once (an API node's)", async () => {
+    // A queue an agent takes from the moment a job is in it, and says so: its 'started' is stored during enqueue.
+    const store = new MemoryJobStore();
+    class AgentsQueue extends EmbeddedQueue {
+      async arrivalPosition(): Promise<number> {
+        return this.size() + 1;
+      }
+      override async enqueue(job: QueuedJob): Promise<void> {
+        super.enqueue(job);
+        await store.appendEvent({ jobId: job.id, type: 'started', data: { by: 'agent' }, atMs: Date.now() });
+      }
+    }
+    const service = new EvalService({ progressIntervalMs: 0, store, queue: new AgentsQueue(), pool: new FakePool() });
+    services.push(service);
+    await service.start();
+    const { record } = await service.submit('p', body('hang'));
+    const events = await store.events(record.id, 0);
+    expect(events.slice(0, 2).map((e) => [e.type, e.data])).toEqual([
+      ['queued', { position: 1 }],
+      ['started', { by: 'agent' }],
+    ]);
   });
 
   it('admits per principal and in all, with Retry-After', async () => {

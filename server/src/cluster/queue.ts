@@ -226,6 +226,20 @@ export class ApiQueue extends ClusterQueueBase implements JobQueue {
     }
   }
 
+  /**
+   * 1 + the jobs of the class that an agent takes before one of `job`'s priority added now: BullMQ orders its
+   * prioritized set by priority × 2^32 + arrival, so those are the members scored below the next priority's band.
+   */
+  async arrivalPosition(job: QueuedJob): Promise<number | undefined> {
+    try {
+      const key = `${this.o.prefix}:${queueName(job.gpu)}:prioritized`;
+      const ahead = await this.redis.zcount(key, '-inf', `(${(bullPriority(job.priority) + 1) * 0x100000000}`);
+      return ahead + 1;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Counted in the store, shared by every API node (the per-client cap holds across them). */
   size(principal?: string): Promise<number> {
     return this.#store.queuedCount(principal);

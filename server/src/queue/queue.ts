@@ -25,6 +25,12 @@ export interface JobQueue {
   remove(id: string): MaybePromise<boolean>;
   /** 1-based position among the jobs a slot of its class would take before it, or undefined when not queued. */
   position(id: string): MaybePromise<number | undefined>;
+  /**
+   * The position `job` will have once enqueued, read before it is: for a queue another process takes jobs from the
+   * moment they are in it (an API node's, which agents take from), so that the job's 'queued' event can be stored
+   * before any agent's 'started'. Undefined when it cannot be read; a queue only its own process takes from has none.
+   */
+  arrivalPosition?(job: QueuedJob): Promise<number | undefined>;
   /** Jobs queued, in all, and per principal (admission limits). */
   size(principal?: string): MaybePromise<number>;
   /** Jobs queued per GPU class (the metrics' queue depth); classes with none may be left out. */
