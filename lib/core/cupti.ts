@@ -201,16 +201,16 @@ export class ActivityTrace {
  * every record's duration is a whole multiple of, to within 1 ns. CUPTI may carry each timestamp into the host's
  * clock and round it, so a duration of 152 ticks can read 4863 or 4865 ns: a greatest common divisor then falls to
  * 1 ns at the first such record. Distinct durations are counted, not records, so a trace that is mostly one kernel
- * of one duration cannot make a divisor of that duration the tick; 0 with fewer than 8 distinct durations, or when
- * no such q explains 90 % of them.
+ * of one duration cannot make a divisor of that duration the tick. 0 when no such q explains 90 % of them (a
+ * timer of finer resolution); undefined with fewer than 8 distinct durations, too few to tell (a later trace may).
  */
-export function durationTick(records: readonly ActivityRecord[]): number {
+export function durationTick(records: readonly ActivityRecord[]): number | undefined {
   const durations = new Set<number>();
   for (const r of records) {
     const ns = Math.round(r.endNs - r.startNs);
     if (ns > 0) durations.add(ns);
   }
-  if (durations.size < 8) return 0;
+  if (durations.size < 8) return undefined;
   const values = [...durations].slice(0, 2000); // plenty to tell the tick; bounds the search's cost
   let shortest = Number.POSITIVE_INFINITY;
   for (const d of values) shortest = Math.min(shortest, d);

@@ -231,13 +231,13 @@ export interface Run {
  */
 export function onEvents(run: Run): Run {
   if (run.timer === 'events') return run;
-  for (const x of run.samples) x.gpuMs = x.eventMs;
-  return {
-    ...run,
-    accepted: run.samples.filter((x) => !x.rejected).map((x) => x.gpuMs),
-    timer: 'events',
-    tickMs: 0,
-  };
+  return { ...run, accepted: toEventTimes(run.samples), timer: 'events', tickMs: 0 };
+}
+
+/** Puts every sample on its event time (gpuMs = eventMs) and returns the accepted samples' times. */
+function toEventTimes(samples: BenchSample[]): number[] {
+  for (const x of samples) x.gpuMs = x.eventMs;
+  return samples.filter((x) => !x.rejected).map((x) => x.gpuMs);
 }
 
 /**
@@ -269,8 +269,8 @@ export class Session {
   readonly warnings: string[] = [];
   /** Where samples' GPU times come from; 'events' from the start without CUPTI, or after a trace failed. */
   timer: BenchTimer;
-  /** The tick of CUPTI's timestamps, ns, once a trace has told it (durationTick); 0 until then. */
-  tickNs = 0;
+  /** The tick of CUPTI's timestamps, ns, once a trace has told it (durationTick: 0 for none); undefined until then. */
+  tickNs: number | undefined;
 
   constructor(target: SessionTarget, mode: BenchMode, inputSets: number, timer: BenchTimer) {
     this.mode = mode;
@@ -402,7 +402,7 @@ export class Session {
     try {
       const { records, dropped } = trace.stop();
       if (dropped > 0) throw new Error(`CUPTI dropped ${dropped} records`);
-      if (this.tickNs === 0) this.tickNs = durationTick(records);
+      this.tickNs ??= durationTick(records); // searched once per session, not per batch
       return sampleDurations(records, PROBE_KERNEL, count, this.#work !== undefined ? 'span' : 'sum');
     } catch (e) {
       this.#fallBack(`CUPTI's records could not be used (${(e as Error).message})`);
@@ -570,14 +570,8 @@ async function takeSamples(
     if (s.timer !== timerBefore) {
       // CUPTI failed in this batch (timed by its events): the run's earlier samples go on the events' times too.
       accepted.length = 0;
-      accumulatedMs = 0;
-      for (const x of samples) {
-        x.gpuMs = x.eventMs;
-        if (!x.rejected) {
-          accepted.push(x.gpuMs);
-          accumulatedMs += x.gpuMs * (s.graph?.launches ?? 1);
-        }
-      }
+      for (const ms of toEventTimes(samples)) accepted.push(ms); // (not spread: a run can hold 50,000 samples)
+      accumulatedMs = accepted.reduce((t, ms) => t + ms, 0) * (s.graph?.launches ?? 1);
     }
     let rejectedNow = 0;
     for (const x of batch) {
@@ -634,7 +628,7 @@ async function takeSamples(
     stopReason: decision.reason,
     launchesPerSample: s.graph?.launches ?? 1,
     timer: s.timer,
-    tickMs: s.timer === 'cupti' ? s.tickNs / 1e6 / (s.graph?.launches ?? 1) : 0,
+    tickMs: s.timer === 'cupti' ? (s.tickNs ?? 0) / 1e6 / (s.graph?.launches ?? 1) : 0,
     warnings: [...warnings],
   };
   return { run, before };

@@ -129,25 +129,23 @@ export async function compare(
       ...worstDrift(rs),
       warnings: [...new Set(rs.flatMap((x) => x.warnings))],
     });
-    const ra = result(ta.name, o, sa, merge(runs[0]!), labelA);
-    const rb = result(tb.name, o, sb, merge(runs[1]!), labelB);
-    const acceptedA = runs[0]!.flatMap((x) => x.accepted);
-    const acceptedB = runs[1]!.flatMap((x) => x.accepted);
+    const [ma, mb] = [merge(runs[0]!), merge(runs[1]!)];
+    const ra = result(ta.name, o, sa, ma, labelA);
+    const rb = result(tb.name, o, sb, mb, labelB);
     // CUPTI's samples are whole ticks: an interval of zero width must not read as certainty (widenByTick). The tick
     // the traces' records told (durationTick), else the one the samples show.
-    const perA = runs[0]![0]!.launchesPerSample;
-    const perB = runs[1]![0]!.launchesPerSample;
     let tick = 0;
     if (ra.timer === 'cupti') {
-      tick = Math.max(...[...runs[0]!, ...runs[1]!].map((x) => x.tickMs));
+      tick = Math.max(ma.tickMs, mb.tickMs);
       if (tick === 0) {
+        const [perA, perB] = [ma.launchesPerSample, mb.launchesPerSample];
         tick =
           perA === perB
-            ? timerTick([...acceptedA, ...acceptedB], perA)
-            : Math.max(timerTick(acceptedA, perA), timerTick(acceptedB, perB));
+            ? timerTick([...ma.accepted, ...mb.accepted], perA)
+            : Math.max(timerTick(ma.accepted, perA), timerTick(mb.accepted, perB));
       }
     }
-    const ci = widenByTick(bootstrapRatio(acceptedA, acceptedB), ra.stats.median, rb.stats.median, tick);
+    const ci = widenByTick(bootstrapRatio(ma.accepted, mb.accepted), ra.stats.median, rb.stats.median, tick);
     failing = false;
     return { a: ra, b: rb, speedup: ci.ratio, speedupLow: ci.low, speedupHigh: ci.high, verdict: verdict(ci), rounds };
   } finally {

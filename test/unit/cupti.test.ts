@@ -186,7 +186,7 @@ describe('durationTick', () => {
     // 1000 probes of one duration and a few others on 32 ns ticks: counted by distinct durations, the tick is 32
     const probes = Array.from({ length: 1000 }, () => 2048);
     expect(durationTick(records([...probes, ...onTicks(10)]))).toBe(32);
-    expect(durationTick(records(onTicks(5)))).toBe(0); // too few distinct durations
+    expect(durationTick(records(onTicks(5)))).toBeUndefined(); // too few distinct durations: a later trace may tell
     // a timer of 1 ns resolution: no tick of 4 ns or more explains 90 % of them
     const fine = Array.from({ length: 200 }, (_, i) => 5000 + ((i * 7919) % 997));
     expect(durationTick(records(fine))).toBe(0);
