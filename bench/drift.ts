@@ -4,9 +4,11 @@
 // behind the spin kernel as bench() takes its samples (the drift probe). The steps: idle time, bench() of a tiny
 // kernel by each timer (events first: CUPTI, once enabled, changes unheld launches), a burst of queued launches (no
 // synchronize for 1 s: the queue as deep as the driver allows) in the middle of a run (by preset 'default', which
-// warns, and 'rigorous', which takes the run again once the GPU is steady), and two bench() calls in a row by each
-// timer in the slow state that leaves.
+// warns, and 'rigorous', which takes the run again once the GPU is steady), each in a fresh process (the slow state
+// lasts as long as the process), and two bench() calls in a row by each timer in the slow state that leaves.
+import { spawnSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import {
   type BenchOptions,
   type BenchResult,
@@ -70,16 +72,6 @@ function burst(ms: number, sync: boolean): number {
 }
 
 const { lines, say } = transcript();
-say(machineLine(device, p));
-say('');
-say(
-  'Two probes after each step, each the median per-launch time of 20 replays of a graph of 100 empty-kernel ' +
-    'launches: unheld (each replay timed as it is submitted) and held (the replays queued behind the spin kernel, as ' +
-    "bench() takes samples; this is bench()'s drift probe, driftProbe()).",
-);
-say('');
-say('| step | unheld probe (µs per launch) | held probe (µs per launch) | detail |');
-say('| --- | ---: | ---: | --- |');
 const line = (step: string, detail = ''): void => {
   say(`| ${step} | ${probeUs().toFixed(3)} | ${driftProbe(device).usPerLaunch.toFixed(3)} | ${detail} |`);
 };
@@ -88,24 +80,20 @@ const driftOf = (r: BenchResult): string => {
   const d = r.env.drift;
   if (d === undefined) return '';
   const retaken = d.retaken > 0 ? `, retaken ${d.retaken}×` : '';
-  return `; drift probe ${pct(d.change)} (limit ±${(100 * d.limit).toFixed(2)} %${retaken})`;
+  const read = `${d.beforeUs.toFixed(3)} → ${d.afterUs.toFixed(3)} µs, ${pct(d.change)}`;
+  return `; drift probe ${read} (limit ±${(100 * d.limit).toFixed(2)} %${retaken})`;
 };
 const tinyBench = async (options: BenchOptions): Promise<BenchResult> =>
   bench(tiny, { grid: 1, block: 256 }, [x], { mode: 'hot', preset: 'quick', ...options });
 
-line('start (a fresh process)');
-await sleep(500);
-line('500 ms idle');
-let r = await tinyBench({ timer: 'events' });
-line('bench() hot, events timer (no CUPTI yet)', `median ${formatDuration(r.stats.median)}${driftOf(r)}`);
-r = await tinyBench({ timer: 'cupti' });
-line(`bench() hot, ${r.timer} timer`, `median ${formatDuration(r.stats.median)}${driftOf(r)}`);
-r = await tinyBench({ mode: 'graph', timer: 'cupti' });
-line(`bench() graph, ${r.timer} timer`, `median ${formatDuration(r.stats.median)}${driftOf(r)}`);
 // A burst of queued launches in the middle of a run (an async task 300 ms in, between two of bench()'s batches):
 // the GPU goes into the slow state under the run, and the drift probe after the run reads it. With preset
-// 'rigorous' the run is taken again once the probe is steady.
-for (const preset of ['default', 'rigorous'] as const) {
+// 'rigorous' the run is taken again once the probe is steady. Run in a process of its own (`--burst <preset>`), which
+// begins in the normal state, and printed as table rows for the parent to collect.
+const burstAt = process.argv.indexOf('--burst');
+if (burstAt >= 0) {
+  const preset = process.argv[burstAt + 1] as 'default' | 'rigorous';
+  line(`a fresh process, for preset ${preset}`);
   const timed = tinyBench({ preset, timer: 'events', rule: { minTimeMs: 1500, timeoutMs: 4000 } });
   await sleep(300);
   const launches = burst(1000, false);
@@ -117,7 +105,44 @@ for (const preset of ['default', 'rigorous'] as const) {
   );
   await sleep(1000);
   line('… then 1000 ms idle');
+  process.exit(0);
 }
+
+say(machineLine(device, p));
+say('');
+say(
+  'Two probes after each step, each the median per-launch time of 20 replays of a graph of 100 empty-kernel ' +
+    'launches: unheld (each replay timed as it is submitted) and held (the replays queued behind the spin kernel, as ' +
+    "bench() takes samples; this is bench()'s drift probe, driftProbe()). A drift probe detail reads before → after " +
+    'the accepted run.',
+);
+say('');
+say('| step | unheld probe (µs per launch) | held probe (µs per launch) | detail |');
+say('| --- | ---: | ---: | --- |');
+
+line('start (a fresh process)');
+await sleep(500);
+line('500 ms idle');
+let r = await tinyBench({ timer: 'events' });
+line('bench() hot, events timer (no CUPTI yet)', `median ${formatDuration(r.stats.median)}${driftOf(r)}`);
+r = await tinyBench({ timer: 'cupti' });
+line(`bench() hot, ${r.timer} timer`, `median ${formatDuration(r.stats.median)}${driftOf(r)}`);
+r = await tinyBench({ mode: 'graph', timer: 'cupti' });
+line(`bench() graph, ${r.timer} timer`, `median ${formatDuration(r.stats.median)}${driftOf(r)}`);
+for (const preset of ['default', 'rigorous'] as const) {
+  const child = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--burst', preset], {
+    encoding: 'utf8',
+  });
+  const rows = child.stdout.split('\n').filter((row) => row.startsWith('| '));
+  if (child.status !== 0 || rows.length === 0)
+    throw new Error(`bench/drift.ts --burst ${preset} failed (exit ${child.status}):\n${child.stderr}`);
+  for (const row of rows) say(row);
+}
+// Then this process into the slow state with a burst of its own, for the runs in a row below.
+burst(1000, false);
+line('this process, after a 1000 ms burst of queued launches');
+await sleep(1000);
+line('… then 1000 ms idle');
 
 // bench() in the slow state: two runs in a row by each timer.
 for (const timer of ['cupti', 'events'] as const) {
