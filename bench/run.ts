@@ -48,6 +48,8 @@ interface Baseline {
   exe: string;
   /** The C launch loop in this process (enqueue-lib.c through koffi): µs per launch of `count` launches. */
   enqueueUs: (fn: bigint, stream: bigint, count: number) => number;
+  /** One cuLaunchKernel through koffi (enqueue-lib.c): the CUresult. */
+  launchOnce: (fn: bigint, stream: bigint) => number;
 }
 
 function buildBaseline(): Baseline {
@@ -99,13 +101,18 @@ function buildBaseline(): Baseline {
       cause: e,
     });
   }
-  const enqueue = koffi.load(so).func('double baseline_enqueue_us(uint64_t fn, uint64_t stream, int count)');
+  const enqueueLib = koffi.load(so);
+  const enqueue = enqueueLib.func('double baseline_enqueue_us(uint64_t fn, uint64_t stream, int count)');
+  const launchOnce = enqueueLib.func('int baseline_launch_once(uint64_t fn, uint64_t stream)') as (
+    fn: bigint,
+    stream: bigint,
+  ) => number;
   const enqueueUs = (fn: bigint, stream: bigint, count: number): number => {
     const us = enqueue(fn, stream, count) as number;
     if (us < 0) throw new Error(`bench: cuLaunchKernel failed in the C loop with CUresult ${-1 - us}`);
     return us;
   };
-  return { exe, enqueueUs };
+  return { exe, enqueueUs, launchOnce };
 }
 
 // y = a * x + y over 64M floats: 768 MiB of memory traffic per launch, for the two-GPU concurrency rows.
@@ -291,6 +298,25 @@ async function main(): Promise<void> {
     launchEnqueueUs: () => {
       const t0 = nowUs();
       for (let i = 0; i < BATCH; i++) empty.launch(cfg);
+      return (nowUs() - t0) / BATCH;
+    },
+    // The same cuLaunchKernel as C's loop, one call from JavaScript per launch through koffi (a general FFI).
+    koffiLaunchEnqueueUs: () => {
+      const { launchOnce } = baseline;
+      const fn = empty.handle;
+      const s = stream.handle;
+      const t0 = nowUs();
+      for (let i = 0; i < BATCH; i++) if (launchOnce(fn, s) !== 0) throw new Error('bench: cuLaunchKernel failed');
+      return (nowUs() - t0) / BATCH;
+    },
+    // One more crossing into native code per launch (an empty N-API call): what any call between two launches
+    // costs there, against its cost alone (napiCallNs).
+    rawNopLaunchEnqueueUs: () => {
+      const t0 = nowUs();
+      for (let i = 0; i < BATCH; i++) {
+        n.nop();
+        n.launchKernel(rawSlot);
+      }
       return (nowUs() - t0) / BATCH;
     },
   };
@@ -511,7 +537,8 @@ async function main(): Promise<void> {
     launchRatio <= 1.05,
     launchRatio,
   ]);
-  const overRawUs = median(jsSide.launchEnqueueUs!.map((v, i) => v - jsSide.rawLaunchEnqueueUs![i]!));
+  const perRoundUs = (a: string, b: string): number => median(jsSide[a]!.map((v, i) => v - jsSide[b]![i]!));
+  const overRawUs = perRoundUs('launchEnqueueUs', 'rawLaunchEnqueueUs');
   rows.push([
     'Kernel.launch over the raw layer (per-round difference)',
     'µs',
@@ -567,11 +594,15 @@ async function main(): Promise<void> {
     `C's cuLaunchKernel loop (bench/native/enqueue-lib.c) ${fmt(JS('launchEnqueueInProcessCUs'))} µs, cudakit's raw ` +
     `layer (native().launchKernel(slot)) ${fmt(JS('rawLaunchEnqueueUs'))} µs, Kernel.launch ` +
     `${fmt(JS('launchEnqueueUs'))} µs; Kernel.launch over the raw layer ${(overRawUs * 1e3).toFixed(0)} ns ` +
-    `(median of the per-round differences). The C program in its own process: cuLaunchKernel ` +
+    `(median of the per-round differences), the raw layer over C ` +
+    `${(perRoundUs('rawLaunchEnqueueUs', 'launchEnqueueInProcessCUs') * 1e3).toFixed(0)} ns. One more N-API call ` +
+    `(empty) before each raw launch adds ${(perRoundUs('rawNopLaunchEnqueueUs', 'rawLaunchEnqueueUs') * 1e3).toFixed(0)} ` +
+    `ns to it, against ${napiCallNs.toFixed(0)} ns for the call alone. C's cuLaunchKernel called once per launch ` +
+    `from JavaScript through koffi (a general FFI): ${fmt(JS('koffiLaunchEnqueueUs'))} µs. The C program in its own process: cuLaunchKernel ` +
     `${fmt(C('launchEnqueueUs'))} µs (${fmt(Math.min(...cSide.launchEnqueueUs!))}–` +
     `${fmt(Math.max(...cSide.launchEnqueueUs!))} µs over the rounds, one process each), the same through the ` +
-    `pointer cuGetProcAddress returns ${fmt(C('launchEnqueueProcAddressUs'))} µs. One N-API call costs ` +
-    `${napiCallNs.toFixed(0)} ns and cuCtxGetCurrent ${C('ctxGetCurrentNs').toFixed(0)} ns here.\n\n` +
+    `pointer cuGetProcAddress returns ${fmt(C('launchEnqueueProcAddressUs'))} µs; cuCtxGetCurrent costs ` +
+    `${C('ctxGetCurrentNs').toFixed(0)} ns.\n\n` +
     `NVRTC compile: ${fmt(JS('compileColdMs'))} ms through Program.compile, of which the NVRTC calls themselves take ` +
     `${fmt(JS('compileNvrtcMs'))} ms (timed natively); compileAsync (NVRTC on a libuv pool thread) ` +
     `${fmt(JS('compileAsyncMs'))} ms; the C baseline ${fmt(C('compileColdMs'))} ms with NVRTC linked, ` +

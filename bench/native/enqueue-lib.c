@@ -13,3 +13,9 @@ double baseline_enqueue_us(unsigned long long fn, unsigned long long stream, int
   double us = enqueue_batch_us(cuLaunchKernel, (CUfunction)fn, (CUstream)stream, count, &status);
   return status == CUDA_SUCCESS ? us : -1.0 - (double)status;
 }
+
+// One launch per call, for a loop in JavaScript through koffi: another way from JavaScript into C, beside cudakit's
+// raw layer. Returns the CUresult.
+int baseline_launch_once(unsigned long long fn, unsigned long long stream) {
+  return cuLaunchKernel((CUfunction)fn, 1, 1, 1, 1, 1, 1, 0, (CUstream)stream, NULL, NULL);
+}
