@@ -113,8 +113,8 @@ say('');
 say(
   'Two probes after each step, each the median per-launch time of 20 replays of a graph of 100 empty-kernel ' +
     'launches: unheld (each replay timed as it is submitted) and held (the replays queued behind the spin kernel, as ' +
-    "bench() takes samples; this is bench()'s drift probe, driftProbe()). A drift probe detail reads before → after " +
-    'the accepted run.',
+    "bench() takes samples; this is bench()'s drift probe, driftProbe()). A drift probe detail reads before → " +
+    'after the accepted run.',
 );
 say('');
 say('| step | unheld probe (µs per launch) | held probe (µs per launch) | detail |');

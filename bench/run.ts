@@ -539,6 +539,7 @@ async function main(): Promise<void> {
   ]);
   const perRoundUs = (a: string, b: string): number => median(jsSide[a]!.map((v, i) => v - jsSide[b]![i]!));
   const overRawUs = perRoundUs('launchEnqueueUs', 'rawLaunchEnqueueUs');
+  const nopAmidLaunchesNs = perRoundUs('rawNopLaunchEnqueueUs', 'rawLaunchEnqueueUs') * 1e3;
   rows.push([
     'Kernel.launch over the raw layer (per-round difference)',
     'µs',
@@ -596,9 +597,10 @@ async function main(): Promise<void> {
     `${fmt(JS('launchEnqueueUs'))} µs; Kernel.launch over the raw layer ${(overRawUs * 1e3).toFixed(0)} ns ` +
     `(median of the per-round differences), the raw layer over C ` +
     `${(perRoundUs('rawLaunchEnqueueUs', 'launchEnqueueInProcessCUs') * 1e3).toFixed(0)} ns. One more N-API call ` +
-    `(empty) before each raw launch adds ${(perRoundUs('rawNopLaunchEnqueueUs', 'rawLaunchEnqueueUs') * 1e3).toFixed(0)} ` +
-    `ns to it, against ${napiCallNs.toFixed(0)} ns for the call alone. C's cuLaunchKernel called once per launch ` +
-    `from JavaScript through koffi (a general FFI): ${fmt(JS('koffiLaunchEnqueueUs'))} µs. The C program in its own process: cuLaunchKernel ` +
+    `(empty) before each raw launch adds ${nopAmidLaunchesNs.toFixed(0)} ns to it, against ` +
+    `${napiCallNs.toFixed(0)} ns for the call alone. C's cuLaunchKernel called once per launch from JavaScript ` +
+    `through koffi (a general FFI): ${fmt(JS('koffiLaunchEnqueueUs'))} µs. The C program in its own process: ` +
+    `cuLaunchKernel ` +
     `${fmt(C('launchEnqueueUs'))} µs (${fmt(Math.min(...cSide.launchEnqueueUs!))}–` +
     `${fmt(Math.max(...cSide.launchEnqueueUs!))} µs over the rounds, one process each), the same through the ` +
     `pointer cuGetProcAddress returns ${fmt(C('launchEnqueueProcAddressUs'))} µs; cuCtxGetCurrent costs ` +
