@@ -50,6 +50,8 @@ interface Baseline {
   enqueueUs: (fn: bigint, stream: bigint, count: number) => number;
   /** One cuLaunchKernel through koffi (enqueue-lib.c): the CUresult. */
   launchOnce: (fn: bigint, stream: bigint) => number;
+  /** A C function that does nothing, through koffi: what a koffi call costs alone. */
+  nothing: () => number;
 }
 
 function buildBaseline(): Baseline {
@@ -112,7 +114,8 @@ function buildBaseline(): Baseline {
     if (us < 0) throw new Error(`bench: cuLaunchKernel failed in the C loop with CUresult ${-1 - us}`);
     return us;
   };
-  return { exe, enqueueUs, launchOnce };
+  const nothing = enqueueLib.func('int baseline_nothing()') as () => number;
+  return { exe, enqueueUs, launchOnce, nothing };
 }
 
 // y = a * x + y over 64M floats: 768 MiB of memory traffic per launch, for the two-GPU concurrency rows.
@@ -500,12 +503,15 @@ async function main(): Promise<void> {
       throw new Error(`bench: expected a disk cache hit in the child, got ${r.stdout} ${r.stderr}`);
     diskMs.push(out.ms);
   }
-  const napiCallNs = (() => {
-    for (let i = 0; i < 1e5; i++) n.nop();
+  /** ns per call of `call`, timed alone in a tight loop. */
+  const callNs = (call: () => unknown): number => {
+    for (let i = 0; i < 1e5; i++) call();
     const t0 = nowUs();
-    for (let i = 0; i < 1e6; i++) n.nop();
+    for (let i = 0; i < 1e6; i++) call();
     return ((nowUs() - t0) * 1e3) / 1e6;
-  })();
+  };
+  const napiCallNs = callNs(() => n.nop());
+  const koffiCallNs = callNs(baseline.nothing);
 
   type Row = [
     metric: string,
@@ -599,7 +605,8 @@ async function main(): Promise<void> {
     `${(perRoundUs('rawLaunchEnqueueUs', 'launchEnqueueInProcessCUs') * 1e3).toFixed(0)} ns. One more N-API call ` +
     `(empty) before each raw launch adds ${nopAmidLaunchesNs.toFixed(0)} ns to it, against ` +
     `${napiCallNs.toFixed(0)} ns for the call alone. C's cuLaunchKernel called once per launch from JavaScript ` +
-    `through koffi (a general FFI): ${fmt(JS('koffiLaunchEnqueueUs'))} µs. The C program in its own process: ` +
+    `through koffi (a general FFI): ${fmt(JS('koffiLaunchEnqueueUs'))} µs, where a koffi call alone costs ` +
+    `${koffiCallNs.toFixed(0)} ns. The C program in its own process: ` +
     `cuLaunchKernel ` +
     `${fmt(C('launchEnqueueUs'))} µs (${fmt(Math.min(...cSide.launchEnqueueUs!))}–` +
     `${fmt(Math.max(...cSide.launchEnqueueUs!))} µs over the rounds, one process each), the same through the ` +
