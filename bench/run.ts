@@ -309,7 +309,10 @@ async function main(): Promise<void> {
       const fn = empty.handle;
       const s = stream.handle;
       const t0 = nowUs();
-      for (let i = 0; i < BATCH; i++) if (launchOnce(fn, s) !== 0) throw new Error('bench: cuLaunchKernel failed');
+      for (let i = 0; i < BATCH; i++) {
+        const status = launchOnce(fn, s);
+        if (status !== 0) throw new Error(`bench: cuLaunchKernel failed through koffi with CUresult ${status}`);
+      }
       return (nowUs() - t0) / BATCH;
     },
     // One more crossing into native code per launch (an empty N-API call): what any call between two launches
@@ -606,12 +609,10 @@ async function main(): Promise<void> {
     `(empty) before each raw launch adds ${nopAmidLaunchesNs.toFixed(0)} ns to it, against ` +
     `${napiCallNs.toFixed(0)} ns for the call alone. C's cuLaunchKernel called once per launch from JavaScript ` +
     `through koffi (a general FFI): ${fmt(JS('koffiLaunchEnqueueUs'))} µs, where a koffi call alone costs ` +
-    `${koffiCallNs.toFixed(0)} ns. The C program in its own process: ` +
-    `cuLaunchKernel ` +
-    `${fmt(C('launchEnqueueUs'))} µs (${fmt(Math.min(...cSide.launchEnqueueUs!))}–` +
-    `${fmt(Math.max(...cSide.launchEnqueueUs!))} µs over the rounds, one process each), the same through the ` +
-    `pointer cuGetProcAddress returns ${fmt(C('launchEnqueueProcAddressUs'))} µs; cuCtxGetCurrent costs ` +
-    `${C('ctxGetCurrentNs').toFixed(0)} ns.\n\n` +
+    `${koffiCallNs.toFixed(0)} ns. The C program in its own process: cuLaunchKernel ${fmt(C('launchEnqueueUs'))} µs ` +
+    `(${fmt(Math.min(...cSide.launchEnqueueUs!))}–${fmt(Math.max(...cSide.launchEnqueueUs!))} µs over the rounds, ` +
+    `one process each), the same through the pointer cuGetProcAddress returns ` +
+    `${fmt(C('launchEnqueueProcAddressUs'))} µs; cuCtxGetCurrent costs ${C('ctxGetCurrentNs').toFixed(0)} ns.\n\n` +
     `NVRTC compile: ${fmt(JS('compileColdMs'))} ms through Program.compile, of which the NVRTC calls themselves take ` +
     `${fmt(JS('compileNvrtcMs'))} ms (timed natively); compileAsync (NVRTC on a libuv pool thread) ` +
     `${fmt(JS('compileAsyncMs'))} ms; the C baseline ${fmt(C('compileColdMs'))} ms with NVRTC linked, ` +
