@@ -155,6 +155,13 @@ export function nvrtcVersion(): string {
   return `${major}.${minor}`;
 }
 
+let nvrtcIdentityMemo: { version: string; path: string } | undefined;
+/** NVRTC's version and library path, part of every cache key; read once, since NVRTC loads once per process. */
+function nvrtcIdentity(): { version: string; path: string } {
+  nvrtcIdentityMemo ??= { version: nvrtcVersion(), path: getNative().nvrtcStatus().path };
+  return nvrtcIdentityMemo;
+}
+
 let supportedMemo: number[] | undefined;
 /** Architectures this NVRTC can target, e.g. [50, 52, ..., 90]. */
 export function supportedArchs(): number[] {
@@ -312,10 +319,11 @@ function resolve(options: CompileOptions | undefined): Resolved {
   const include = cudaIncludes ? cudaIncludeDirs() : [];
   const envOff = process.env.CUDAKIT_CACHE === '0';
   const c = o.cache;
+  const disk = !envOff && c !== false && (typeof c !== 'object' || c.disk !== false);
   const cache = {
     memory: !envOff && c !== false && (typeof c !== 'object' || c.memory !== false),
-    disk: !envOff && c !== false && (typeof c !== 'object' || c.disk !== false),
-    dir: (typeof c === 'object' && c.dir) || defaultCacheDir(),
+    disk,
+    dir: (typeof c === 'object' && c.dir) || (disk ? defaultCacheDir() : ''), // (its home lookup only when needed)
   };
   return {
     target,
@@ -376,6 +384,9 @@ function includeSearchNote(searched: boolean): { note: string; remedy: string } 
   return { note: [head, ...s.tried.map((t) => `  ${t}`)].join('\n'), remedy };
 }
 
+/** Option sets a Program remembers cache keys for (a program compiled for more starts over). */
+const MAX_KEYS = 16;
+
 /** CUDA C++ source to compile at run time. */
 export class Program {
   /** The CUDA C++ source. */
@@ -384,6 +395,11 @@ export class Program {
   readonly name: string;
   /** In-memory headers, by the name #include uses. */
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * Cache keys by the resolved options they were made for, with the source, name and headers they hashed: a cache
+   * hit then hashes nothing (hashing the source was most of a memory hit's time). At most MAX_KEYS option sets.
+   */
+  readonly #keys = new Map<string, { key: string; source: string; name: string; headers: object }>();
 
   constructor(source: string, options?: ProgramOptions) {
     checkString('source', source);
@@ -401,16 +417,17 @@ export class Program {
   /** Compiles (or takes from the cache) and returns the object code. Throws CompileError on errors. */
   compile(options?: CompileOptions): ObjectCode {
     const r = resolve(options);
-    const { key, spec } = this.prepare(r);
+    const key = this.keyFor(r);
     const hit = this.lookup(r, key);
     if (hit !== undefined) return hit;
+    const spec = this.spec(r);
     return this.finish(r, key, spec, getNative().compileProgram(spec));
   }
 
   /** Same as compile(), with NVRTC running on a libuv pool thread: the event loop stays free. */
   async compileAsync(options?: CompileOptions): Promise<ObjectCode> {
     const r = resolve(options);
-    const { key, spec } = this.prepare(r);
+    const key = this.keyFor(r);
     const inMemory = r.cache.memory ? memoryGet(key) : undefined;
     if (inMemory !== undefined) return new ObjectCode(inMemory, 'memory', r.flags);
     if (r.cache.disk) {
@@ -420,14 +437,13 @@ export class Program {
         return new ObjectCode(onDisk, 'disk', r.flags);
       }
     }
+    const spec = this.spec(r);
     return this.finish(r, key, spec, await getNative().compileProgramAsync(spec));
   }
 
-  private prepare(r: Resolved): { key: string; spec: CompileSpec } {
-    const n = getNative();
-    const [major, minor] = n.nvrtcVersion();
+  private spec(r: Resolved): CompileSpec {
     const headerNames = Object.keys(this.headers).sort();
-    const spec: CompileSpec = {
+    return {
       source: this.source,
       name: this.name,
       target: r.target,
@@ -436,10 +452,21 @@ export class Program {
       options: r.flags,
       nameExpressions: r.nameExpressions,
     };
+  }
+
+  /** The cache key of this program under `r`; '' when nothing is cached. Throws NVRTC_NOT_FOUND without NVRTC. */
+  private keyFor(r: Resolved): string {
+    const { version, path } = nvrtcIdentity();
     // No key when nothing is cached: hashing the source is the only work of a cache miss besides NVRTC.
-    const key =
-      r.cache.memory || r.cache.disk ? cacheKey([spec, r.arch, `${major}.${minor}`, n.nvrtcStatus().path]) : '';
-    return { key, spec };
+    if (!r.cache.memory && !r.cache.disk) return '';
+    const options = JSON.stringify([r.target, r.arch, r.flags, r.nameExpressions]);
+    const known = this.#keys.get(options);
+    // The properties are readonly to TypeScript only: a key made for another source is not reused.
+    if (known?.source === this.source && known.name === this.name && known.headers === this.headers) return known.key;
+    const key = cacheKey([this.spec(r), r.arch, version, path]);
+    if (this.#keys.size >= MAX_KEYS) this.#keys.clear();
+    this.#keys.set(options, { key, source: this.source, name: this.name, headers: this.headers });
+    return key;
   }
 
   private lookup(r: Resolved, key: string): ObjectCode | undefined {

@@ -166,6 +166,23 @@ describeNvrtc('compile cache', () => {
     ).toBeUndefined();
   });
 
+  it('lets one Program reuse its keys per option set, and never for a source put in place of its own', () => {
+    const p = new Program(SAXPY + '\n// one program');
+    const plain = p.compile({ target: 'ptx', arch, cache });
+    expect(plain.cached).toBeUndefined();
+    expect(p.compile({ target: 'ptx', arch, cache }).cached).toBe('memory');
+    const withX = p.compile({ target: 'ptx', arch, cache, defines: ['X'] });
+    expect(withX.cached).toBeUndefined();
+    expect(p.compile({ target: 'ptx', arch, cache, defines: ['X'] }).cached).toBe('memory');
+    expect(p.compile({ target: 'ptx', arch, cache }).ptx).toBe(plain.ptx);
+    // `source` is readonly to TypeScript only
+    (p as { source: string }).source = SAXPY.replace('void saxpy(', 'void saxpy2(') + '\n// one program';
+    const other = p.compile({ target: 'ptx', arch, cache });
+    expect(other.cached).toBeUndefined();
+    expect(other.ptx).toContain('.entry saxpy2');
+    expect(p.compile({ target: 'ptx', arch, cache }).ptx).toBe(other.ptx);
+  });
+
   it('recompiles over a corrupt or truncated entry, never fails', () => {
     const src = SAXPY + '\n// corrupt test';
     new Program(src).compile({ target: 'ptx', arch, cache });
