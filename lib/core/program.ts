@@ -15,7 +15,7 @@ import {
 import { Device } from './device.js';
 import { CompileError, type Diagnostic } from './errors.js';
 import { getNative, type CompileOutput, type CompileSpec } from './native.js';
-import { cudaIncludeDirs, cudaIncludeSearch } from './toolkit.js';
+import { cudaIncludeDirs, cudaIncludeSearch, nvrtcIdentity } from './toolkit.js';
 import {
   checkBoolean,
   checkObject,
@@ -153,13 +153,6 @@ export class ObjectCode {
 export function nvrtcVersion(): string {
   const [major, minor] = getNative().nvrtcVersion();
   return `${major}.${minor}`;
-}
-
-let nvrtcIdentityMemo: { version: string; path: string } | undefined;
-/** NVRTC's version and library path, part of every cache key; read once, since NVRTC loads once per process. */
-function nvrtcIdentity(): { version: string; path: string } {
-  nvrtcIdentityMemo ??= { version: nvrtcVersion(), path: getNative().nvrtcStatus().path };
-  return nvrtcIdentityMemo;
 }
 
 let supportedMemo: number[] | undefined;

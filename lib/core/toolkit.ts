@@ -76,6 +76,21 @@ export function searchCudaIncludeDir(
   return { dir: undefined, tried };
 }
 
+let nvrtcMemo: { version: string; path: string } | undefined;
+
+/**
+ * NVRTC's version ('major.minor') and the path it was loaded from, read once: NVRTC loads once per process. The
+ * include search and every compile cache key use it. Throws CudaError NVRTC_NOT_FOUND when there is none.
+ */
+export function nvrtcIdentity(): { version: string; path: string } {
+  if (nvrtcMemo === undefined) {
+    const n = getNative();
+    const [major, minor] = n.nvrtcVersion();
+    nvrtcMemo = { version: `${major}.${minor}`, path: n.nvrtcStatus().path };
+  }
+  return nvrtcMemo;
+}
+
 let searchMemo: (IncludeSearch & { dirs: string[]; nvrtc: string }) | undefined;
 
 /**
@@ -84,12 +99,10 @@ let searchMemo: (IncludeSearch & { dirs: string[]; nvrtc: string }) | undefined;
  */
 export function cudaIncludeSearch(): IncludeSearch & { dirs: string[]; nvrtc: string } {
   if (searchMemo === undefined) {
-    const n = getNative();
-    const [major, minor] = n.nvrtcVersion();
-    const nvrtc = `${major}.${minor}`;
-    const found = searchCudaIncludeDir({ version: nvrtc, path: n.nvrtcStatus().path });
+    const nvrtc = nvrtcIdentity();
+    const found = searchCudaIncludeDir(nvrtc);
     const dirs = found.dir === undefined ? [] : [found.dir, join(found.dir, 'cccl')].filter((d) => existsSync(d));
-    searchMemo = { ...found, dirs, nvrtc };
+    searchMemo = { ...found, dirs, nvrtc: nvrtc.version };
   }
   return searchMemo;
 }
