@@ -14,13 +14,13 @@
 #define BATCH 1000
 #define ROUNDS 40
 
-typedef CUresult (*LaunchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             CUstream, void**, void**);
+typedef CUresult (*LaunchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void**, void**);
 
 static const char* kPtx = ".version 7.0\n.target sm_50\n.address_size 64\n.visible .entry empty() { ret; }\n";
-static const char* kNames[] = {"nothing",        "pause 25 ns",     "pause 50 ns",         "pause 100 ns",
-                               "pause 200 ns",   "pause 400 ns",    "cuCtxGetCurrent",     "16 KiB written",
-                               "(the launch through cuGetProcAddress's pointer)"};
+static const char* kNames[] = {"nothing",         "pause 25 ns",    "pause 50 ns",
+                               "pause 100 ns",    "pause 200 ns",   "pause 400 ns",
+                               "cuCtxGetCurrent", "16 KiB written", "(the launch through cuGetProcAddress's pointer)"};
 static const int kPauseNs[] = {0, 25, 50, 100, 200, 400, 0, 0, 0};
 enum { VARIANTS = sizeof(kNames) / sizeof(kNames[0]) };
 
