@@ -151,8 +151,7 @@ export class ObjectCode {
 
 /** NVRTC's version as 'major.minor'. Throws CudaError NVRTC_NOT_FOUND when there is none. */
 export function nvrtcVersion(): string {
-  const [major, minor] = getNative().nvrtcVersion();
-  return `${major}.${minor}`;
+  return nvrtcIdentity().version;
 }
 
 let supportedMemo: number[] | undefined;
