@@ -16,54 +16,69 @@ const EIFMT_HVAL = 3;
 const EIFMT_SVAL = 4;
 const EIATTR_KPARAM_INFO = 0x17;
 
-/** Whether the NUL-terminated name at `at` is exactly `name` (compared as bytes: no string per section). */
-function nameIs(bytes: Uint8Array, at: number, name: Uint8Array): boolean {
-  if (at + name.length >= bytes.length || bytes[at + name.length] !== 0) return false;
-  for (let k = 0; k < name.length; k++) if (bytes[at + k] !== name[k]) return false;
+// '.nv.info.', the prefix of a kernel's attribute section name, as bytes.
+const INFO_PREFIX = [0x2e, 0x6e, 0x76, 0x2e, 0x69, 0x6e, 0x66, 0x6f, 0x2e];
+
+/**
+ * Whether the NUL-terminated section name at `at` is '.nv.info.' + `symbol`, compared byte by byte with the
+ * symbol's char codes (kernel symbols are ASCII): no string or buffer is made per section or per call.
+ */
+function isInfoSection(bytes: Uint8Array, at: number, symbol: string): boolean {
+  const end = at + INFO_PREFIX.length + symbol.length;
+  if (end >= bytes.length || bytes[end] !== 0) return false;
+  for (let k = 0; k < INFO_PREFIX.length; k++) if (bytes[at + k] !== INFO_PREFIX[k]) return false;
+  const base = at + INFO_PREFIX.length;
+  for (let k = 0; k < symbol.length; k++) if (bytes[base + k] !== symbol.charCodeAt(k)) return false;
   return true;
 }
 
-/** Parameters of `symbol` from a 64-bit little-endian CUBIN; undefined when this is not one or lacks the kernel. */
+/** A 64-bit little-endian field as a number, read as two 32-bit halves (getBigUint64 makes a BigInt per read). */
+function u64At(dv: DataView, at: number): number {
+  return dv.getUint32(at, true) + dv.getUint32(at + 4, true) * 2 ** 32;
+}
+
+/**
+ * Parameters of `symbol` from a 64-bit little-endian CUBIN; undefined when this is not one or lacks the kernel.
+ * getKernel runs it for every kernel it makes, so it allocates only its result.
+ */
 export function cubinParams(image: Uint8Array, symbol: string): ParamInfo[] | undefined {
   if (image.length < 64 || image[0] !== 0x7f || image[1] !== 0x45 || image[2] !== 0x4c || image[3] !== 0x46)
     return undefined;
   if (image[4] !== 2 || image[5] !== 1) return undefined; // ELFCLASS64, little-endian
   const dv = new DataView(image.buffer, image.byteOffset, image.byteLength);
   try {
-    const shoff = Number(dv.getBigUint64(0x28, true));
+    const shoff = u64At(dv, 0x28);
     const shentsize = dv.getUint16(0x3a, true);
     const shnum = dv.getUint16(0x3c, true);
     const shstrndx = dv.getUint16(0x3e, true);
-    // 64-bit fields read as two 32-bit halves: getBigUint64 (a BigInt per read) costs more than the whole scan.
-    const u64 = (at: number): number => dv.getUint32(at, true) + dv.getUint32(at + 4, true) * 2 ** 32;
-    const names = u64(shoff + shstrndx * shentsize + 24);
-    const wanted = Buffer.from(`.nv.info.${symbol}`, 'latin1');
+    const names = u64At(dv, shoff + shstrndx * shentsize + 24);
     for (let i = 0; i < shnum; i++) {
       const o = shoff + i * shentsize;
-      if (!nameIs(image, names + dv.getUint32(o, true), wanted)) continue;
-      const s = { offset: u64(o + 24), size: u64(o + 32) };
-      const params: { ordinal: number; offset: number; size: number }[] = [];
-      for (let p = s.offset; p < s.offset + s.size;) {
+      if (!isInfoSection(image, names + dv.getUint32(o, true), symbol)) continue;
+      const start = u64At(dv, o + 24);
+      const end = start + u64At(dv, o + 32);
+      // Records in the order they come, each at its ordinal: ordinals 0..n-1, once each, or the list is not trusted.
+      const params: ParamInfo[] = [];
+      for (let p = start; p < end;) {
         const format = image[p]!;
         const attr = image[p + 1]!;
         if (format === EIFMT_SVAL) {
           const len = dv.getUint16(p + 2, true);
           if (attr === EIATTR_KPARAM_INFO && len >= 12) {
-            const flags = dv.getUint32(p + 12, true);
-            params.push({
-              ordinal: dv.getUint16(p + 8, true),
+            const ordinal = dv.getUint16(p + 8, true);
+            if (params[ordinal] !== undefined) return undefined;
+            params[ordinal] = {
               offset: dv.getUint16(p + 10, true),
-              size: (flags >>> 18) & 0x3fff,
-            });
+              size: (dv.getUint32(p + 12, true) >>> 18) & 0x3fff,
+            };
           }
           p += 4 + len;
         } else if (format === EIFMT_HVAL || format === EIFMT_BVAL || format === EIFMT_NVAL) {
           p += 4; // every record has a 4-byte header; these carry at most 2 bytes of value inside it
         } else return undefined; // a format we do not know: do not guess
       }
-      params.sort((a, b) => a.ordinal - b.ordinal);
-      if (params.some((q, k) => q.ordinal !== k)) return undefined;
-      return params.map(({ offset, size }) => ({ offset, size }));
+      for (let k = 0; k < params.length; k++) if (params[k] === undefined) return undefined;
+      return params;
     }
   } catch {
     return undefined; // truncated or not what it claimed to be

@@ -140,17 +140,19 @@ class LaunchHeader {
   readonly #kernel: KernelFunction;
   readonly #u32: Uint32Array;
   readonly #u64: BigUint64Array;
-  readonly #cluster = new Uint32Array(3);
+  /** Where a clusterDim is validated before it is copied in; made by the first launch with attributes. */
+  #cluster: Uint32Array | undefined;
   // What the previous write validated and wrote; NaN for none (equal to nothing, so the next write validates).
   #lastGrid = NaN;
   #lastBlock = NaN;
   #lastSmem = 0;
   #attributes = false;
 
-  constructor(buffer: ArrayBuffer, kernel: KernelFunction) {
+  /** `u64`: a view of the whole slot buffer, which the Kernel packs arguments through too (one view, not two). */
+  constructor(kernel: KernelFunction, u64: BigUint64Array) {
     this.#kernel = kernel;
-    this.#u32 = new Uint32Array(buffer, 0, 16);
-    this.#u64 = new BigUint64Array(buffer, 0, 8);
+    this.#u32 = new Uint32Array(u64.buffer, 0, 16);
+    this.#u64 = u64;
   }
 
   /**
@@ -240,7 +242,7 @@ class LaunchHeader {
   }
 
   #writeAttributes(cooperative: boolean, clusterDim: Dim3 | undefined): void {
-    const cluster = this.#cluster;
+    const cluster = (this.#cluster ??= new Uint32Array(3));
     if (clusterDim !== undefined) readDim('clusterDim', clusterDim, NO_LIMIT, cluster, 0);
     else cluster.fill(0);
     this.#u32[7] = cooperative ? LAUNCH_COOPERATIVE : 0;
@@ -276,11 +278,21 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
   readonly #fast: number[];
   /** Parameter offsets in the slot buffer (PARAM_BASE included). */
   readonly #offsets: number[];
+  /** Told by dispose(), once: the module then stops holding this kernel. */
+  readonly #onDispose: ((kernel: Kernel) => void) | undefined;
   #slot = -1;
   #disposed = false;
 
   /** @internal */
-  constructor(token: typeof INTERNAL, module: Module, fn: Handle, name: string, signature: S, fromImage?: ParamInfo[]) {
+  constructor(
+    token: typeof INTERNAL,
+    module: Module,
+    fn: Handle,
+    name: string,
+    signature: S,
+    fromImage?: ParamInfo[],
+    onDispose?: (kernel: Kernel) => void,
+  ) {
     checkInternal(token, 'Kernel', 'module.getKernel(name, signature)');
     super(token, module, fn, name, fromImage);
     if (!Array.isArray(signature))
@@ -303,13 +315,14 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
     }
     const paramBytes = layouts.reduce((end, l, i) => Math.max(end, offsets[i]! + l.size), 0);
     this.#buffer = new ArrayBuffer(PARAM_BASE + alignUp(Math.max(paramBytes, 8), 8));
-    this.#header = new LaunchHeader(this.#buffer, this);
     this.#dv = new DataView(this.#buffer);
     this.#u64 = new BigUint64Array(this.#buffer);
+    this.#header = new LaunchHeader(this, this.#u64);
     this.#writers = layouts.map((l) => l.write);
     this.#offsets = offsets.map((o) => o + PARAM_BASE);
     this.#fast = signature.map((p, i) => fastCode(p, this.#offsets[i]!));
     this.#slot = this.#native.kernelSlotCreate(this.#ctx, fn, this.#buffer, offsets);
+    this.#onDispose = onDispose;
   }
 
   /** The raw CUfunction. Borrowed: valid while the module is loaded and this kernel is not disposed. */
@@ -357,7 +370,7 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
   bindLaunch(config: LaunchConfig, args: readonly unknown[]): { slot: number; release: () => void } {
     if (this.#disposed) throw disposedError(`Kernel '${this.name}'`);
     const buffer = new ArrayBuffer(this.#buffer.byteLength);
-    new LaunchHeader(buffer, this).write(config);
+    new LaunchHeader(this, new BigUint64Array(buffer)).write(config);
     const writers = this.#writers;
     if (args.length !== writers.length) throw this.#countError(args.length);
     const dv = new DataView(buffer);
@@ -393,6 +406,7 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
     this.#disposed = true;
     this.#native.kernelSlotDestroy(this.#slot);
     this.#slot = -1;
+    this.#onDispose?.(this);
   }
 
   /** dispose(), for `using`. */

@@ -63,6 +63,7 @@ export class Module extends HandleOwner {
   readonly infoLog: string;
   readonly #loweredNames: Readonly<Record<string, string>>;
   readonly #image: Uint8Array;
+  /** Kernels got and not yet disposed, disposed with the module. A disposed one leaves, so it can be collected. */
   readonly #kernels = new Set<Kernel>();
   readonly #globals: (() => void)[] = [];
 
@@ -92,8 +93,11 @@ export class Module extends HandleOwner {
     if (!Array.isArray(signature))
       throw typeError('signature', "an array of parameter types such as ['ptr', 'f32']", signature);
     const { fn, symbol } = this.#lookup(name);
-    const k = new Kernel(INTERNAL, this, fn, name, signature, imageParams(this.#image, symbol));
-    this.#kernels.add(k);
+    const kernels = this.#kernels;
+    const k = new Kernel(INTERNAL, this, fn, name, signature, imageParams(this.#image, symbol), (gone) =>
+      kernels.delete(gone),
+    );
+    kernels.add(k);
     return k;
   }
 
@@ -161,7 +165,7 @@ export class Module extends HandleOwner {
   /** Unloads the module; its kernels and globals become unusable. Idempotent. */
   override dispose(): void {
     if (this.disposed) return;
-    for (const k of this.#kernels) k.dispose();
+    for (const k of this.#kernels) k.dispose(); // each leaves the set, which a Set's iteration allows
     for (const retire of this.#globals) retire();
     super.dispose();
   }

@@ -41,6 +41,26 @@ describeNvrtc('kernel parameters from module images', () => {
     expect(imageParams(cubin, 'mixed')).toEqual(expected.mixed);
   });
 
+  it('matches whole kernel names only, and distrusts a list with an ordinal twice', () => {
+    const cubin = new Program(SRC).compile(opts).bytes;
+    expect(cubinParams(cubin, 'vector_ad')).toBeUndefined(); // a prefix of vector_add
+    expect(cubinParams(cubin, 'mixedx')).toBeUndefined();
+    // Every KPARAM_INFO record (format 4, attribute 0x17, 12 bytes) for ordinal 1 rewritten to ordinal 0.
+    const dup = new Uint8Array(cubin);
+    const dv = new DataView(dup.buffer);
+    let rewritten = 0;
+    for (let p = 0; p + 16 <= dup.length; p++) {
+      if (dup[p] === 4 && dup[p + 1] === 0x17 && dv.getUint16(p + 2, true) === 12 && dv.getUint16(p + 8, true) === 1) {
+        dv.setUint16(p + 8, 0, true);
+        rewritten++;
+      }
+    }
+    expect(rewritten).toBeGreaterThanOrEqual(3); // mixed, vector_add, scale<double>
+    expect(cubinParams(dup, 'mixed')).toBeUndefined();
+    expect(cubinParams(dup, 'vector_add')).toBeUndefined();
+    expect(cubinParams(dup, 'none')).toEqual([]);
+  });
+
   it('reads them from PTX', () => {
     const ptx = new Program(SRC).compile({ ...opts, target: 'ptx' });
     for (const [name, params] of Object.entries(expected)) expect(ptxParams(ptx.ptx, name), name).toEqual(params);
