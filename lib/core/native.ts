@@ -399,7 +399,9 @@ export function getNative(): Native {
   try {
     const require = createRequire(import.meta.url);
     const load = require('node-gyp-build') as (dir: string) => Native;
-    loaded = load(packageRoot);
+    // A copy: V8 keeps the addon's exports (about 90 functions, set one by one) as a hash table, so every native
+    // call would look its method up by hashing; a spread copy has fast properties, which inline caches read directly.
+    loaded = { ...load(packageRoot) };
     onLoad(loaded);
     return loaded;
   } catch (e) {
