@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { expect, it, vi } from 'vitest';
 import { Sampler } from '../../lib/core/sampler.js';
 import {
@@ -13,6 +12,7 @@ import {
   parseArgSpecs,
 } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
+import { runScript } from '../child.js';
 
 // A memory-bound copy whose work can be scaled exactly: `reps` passes over the data.
 const SRC = `
@@ -316,11 +316,7 @@ function benchInChild(body: string): { status: number | null; stderr: string; ou
     }
     console.log(JSON.stringify(out));
   `;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-    encoding: 'utf8',
-    cwd: new URL('../..', import.meta.url).pathname,
-    timeout: 60_000,
-  });
+  const r = runScript(script);
   let out: Record<string, unknown>;
   try {
     out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as Record<string, unknown>;

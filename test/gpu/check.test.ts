@@ -1,7 +1,7 @@
-import { spawnSync } from 'node:child_process';
 import { expect, it, vi } from 'vitest';
 import { Device, DeviceBuffer, Program, bench, check, inputSets, parseArgSpecs } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
+import { runScript } from '../child.js';
 
 const SRC = `
 extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
@@ -138,11 +138,7 @@ function checkInChild(
       referenceCalls, lost: contextLostBy() ?? null, usable,
     }));
   `;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-    encoding: 'utf8',
-    cwd: new URL('../..', import.meta.url).pathname,
-    timeout: 60_000,
-  });
+  const r = runScript(script);
   // A device-side assert prints its message to stdout first: the verdict is the last line.
   const last = r.stdout.trim().split('\n').pop() ?? '';
   let out: FaultRun['out'];

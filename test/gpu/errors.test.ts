@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { describeGpu } from '../helpers.js';
+import { runScript } from '../child.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 
@@ -26,11 +27,7 @@ function runFile(source: string): { status: number | null; stdout: string; stder
 
 // Each scenario runs in its own process: a sticky error would poison this one.
 function run(script: string): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-    encoding: 'utf8',
-    cwd: new URL('../..', import.meta.url).pathname,
-    timeout: 60_000,
-  });
+  const r = runScript(script);
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

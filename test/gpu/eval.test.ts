@@ -2,11 +2,11 @@
 // evaluate() end to end on the GPU: a whole job (check, timing, re-check), a comparison, a kernel fault (in a child
 // process: it costs the CUDA context), literal inputs and expected outputs, a reference kernel whose parameters come
 // in another order, and a fresh module for each phase. Small buffers and the quick preset keep it short.
-import { spawnSync } from 'node:child_process';
 import { deflateSync } from 'node:zlib';
 import { expect, it } from 'vitest';
 import { type EvalJob, type EvalProgress, type JsReference, evaluate } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
+import { runScript } from '../child.js';
 
 const N = 1 << 20;
 const SAXPY = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
@@ -136,11 +136,7 @@ describeGpu('evaluate()', () => {
       const report = await evaluate(${JSON.stringify(job)});
       console.log(JSON.stringify(report, (_k, v) => (typeof v === 'bigint' ? String(v) : v)));
     `;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      encoding: 'utf8',
-      cwd: new URL('../..', import.meta.url).pathname,
-      timeout: 60_000,
-    });
+    const r = runScript(script);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     const report = JSON.parse(r.stdout);

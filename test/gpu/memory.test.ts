@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { expect, it, vi } from 'vitest';
 import {
   CudaError,
@@ -10,6 +9,7 @@ import {
   native,
 } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
+import { runScript } from '../child.js';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
@@ -119,24 +119,14 @@ describeGpu('memory', () => {
       // Before the fix the failed attempt left the pool holding almost the whole GPU.
       expect(freeBytes()).toBeGreaterThanOrEqual(before - 64 * MiB);
       // A second process can take 90 % of the GPU right after.
-      const child = spawnSync(
-        process.execPath,
-        [
-          '--import',
-          'tsx',
-          '--input-type=module',
-          '-e',
-          `
+      const child = runScript(`
       import { Device } from './lib/index.ts';
       const d = Device.get(0);
       const big = d.alloc(Math.floor(d.totalMemoryBytes * 0.9 / 4) * 4); // whole 32-bit elements for fill()
       big.fill(7, { elementBytes: 4 });
       d.synchronize();
       console.log('allocated', big.byteLength);
-    `,
-        ],
-        { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 },
-      );
+    `);
       expect(child.stderr).toBe('');
       expect(child.stdout).toMatch(/^allocated \d+/);
       using ok = d().alloc(1024); // this process's context is still fine

@@ -1,7 +1,7 @@
-import { spawnSync } from 'node:child_process';
 import { expect, it } from 'vitest';
 import { AbortError, Device, Program, TimeoutError } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
+import { runScript } from '../child.js';
 
 // Spins until `ns` nanoseconds of GPU time (globaltimer) have passed: a kernel of a known, bounded length.
 const SPIN = `
@@ -16,11 +16,7 @@ function runChild(
   timeoutMs: number,
 ): { status: number | null; stdout: string; stderr: string; wallMs: number } {
   const t0 = Date.now();
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-    encoding: 'utf8',
-    cwd: new URL('../..', import.meta.url).pathname,
-    timeout: timeoutMs,
-  });
+  const r = runScript(script, { timeoutMs });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, wallMs: Date.now() - t0 };
 }
 

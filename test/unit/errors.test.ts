@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import {
   CompileError,
@@ -11,6 +10,7 @@ import {
   Stream,
   probe,
 } from '../../lib/index.js';
+import { runScript } from '../child.js';
 
 describe('errors', () => {
   it('CudaError carries code, api, result, explanation and remedy', () => {
@@ -66,10 +66,7 @@ describe('without a driver', () => {
     try { Device.count(); } catch (e) { err = e; }
     console.log(JSON.stringify({ p, code: err?.code, isCudaError: err instanceof CudaError, message: err?.message }));
   `;
-  const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-    env: { ...process.env, CUDAKIT_LIBCUDA_PATH: '/nonexistent/libcuda.so.1' },
-    encoding: 'utf8',
-  });
+  const run = runScript(script, { env: { ...process.env, CUDAKIT_LIBCUDA_PATH: '/nonexistent/libcuda.so.1' } });
 
   it('import succeeds, probe() reports why, and GPU use throws CUDA_DRIVER_NOT_FOUND listing what was tried', () => {
     expect(run.stderr).toBe('');

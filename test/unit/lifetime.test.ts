@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The handle-owning base class every driver object (Stream, Event, Graph, GraphExec, Module) stands on.
-import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { HandleOwner, disposedError } from '../../lib/core/lifetime.js';
+import { runScript } from '../child.js';
 
 class Thing extends HandleOwner {
   constructor(handle: bigint, release: ((h: bigint) => void) | undefined) {
@@ -81,14 +81,7 @@ describe('cleanup never throws', () => {
 
   it('dispose() after a sticky error is silent', () => {
     // In a child process: the first sticky CudaError marks the whole process's context as lost.
-    const r = spawnSync(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--input-type=module',
-        '-e',
-        `
+    const r = runScript(`
       import { CudaError } from './lib/core/errors.ts';
       import { HandleOwner } from './lib/core/lifetime.ts';
       class Thing extends HandleOwner { constructor(release) { super('Thing', 1n, release); } }
@@ -110,25 +103,15 @@ describe('cleanup never throws', () => {
       t.dispose();
       u.dispose();
       console.log(lost.sticky, t.disposed, u.disposed);
-    `,
-      ],
-      { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 },
-    );
+    `);
     expect(r.stderr).toBe('');
     expect(r.stdout.trim()).toBe('true true true');
   });
 
   it('finalizers of forgotten objects warn once per process, however many fail', () => {
     // In a child process: the warning flag is per process, and a sticky CudaError here would mark it lost.
-    const r = spawnSync(
-      process.execPath,
-      [
-        '--expose-gc',
-        '--import',
-        'tsx',
-        '--input-type=module',
-        '-e',
-        `
+    const r = runScript(
+      `
       import { watch } from './lib/core/lifetime.ts';
       const warnings = [];
       process.on('warning', (w) => warnings.push(w.message));
@@ -138,8 +121,7 @@ describe('cleanup never throws', () => {
       await new Promise((r) => setTimeout(r, 20));
       console.log(JSON.stringify(warnings));
     `,
-      ],
-      { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 },
+      { nodeFlags: ['--expose-gc'] },
     );
     expect(r.status, r.stderr).toBe(0);
     const warnings = JSON.parse(r.stdout.trim()) as string[];

@@ -1,20 +1,13 @@
 // SPDX-License-Identifier: MIT
 // lib/core/native.ts: the object every native call goes through.
-import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { runScript } from '../child.js';
 
 describe('the native layer object', () => {
   it('has fast properties, unlike the addon exports it copies, so a method lookup is not a hash probe', () => {
     // V8's own predicate, in a child process: it needs --allow-natives-syntax, which this process was not started with.
-    const r = spawnSync(
-      process.execPath,
-      [
-        '--allow-natives-syntax',
-        '--import',
-        'tsx',
-        '--input-type=module',
-        '-e',
-        `
+    const r = runScript(
+      `
       import { createRequire } from 'node:module';
       import { getNative } from './lib/core/native.ts';
       const exports = createRequire(import.meta.url)('node-gyp-build')('.');
@@ -25,8 +18,7 @@ describe('the native layer object', () => {
         nativeFast: %HasFastProperties(n),
       }));
     `,
-      ],
-      { encoding: 'utf8', cwd: new URL('../..', import.meta.url).pathname, timeout: 60_000 },
+      { nodeFlags: ['--allow-natives-syntax'] },
     );
     expect(r.status, r.stderr).toBe(0);
     // exportsFast is false on Node 20 (why the copy is made); a V8 that keeps the exports fast is fine too.

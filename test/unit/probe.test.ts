@@ -2,14 +2,13 @@
 // probe() as a user sees it where the driver or NVRTC is missing or unusable. Each case runs probe() in a child
 // process with the libraries forced through CUDAKIT_LIBCUDA_PATH / CUDAKIT_NVRTC_PATH, so it holds on every
 // machine (machines with a GPU included) and this process's own driver state is never touched.
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ProbeResult, native, nvrtcVersion } from '../../lib/index.js';
+import { runScript } from '../child.js';
 
-const root = new URL('../..', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'cudakit-probe-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -19,10 +18,8 @@ function probeWith(libcuda: string, nvrtc: string): { p: ProbeResult; keys: stri
     import { probe } from './lib/index.ts';
     const p = probe();
     console.log(JSON.stringify({ p, keys: Object.keys(p) }));`;
-  const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-    cwd: root,
+  const run = runScript(script, {
     env: { ...process.env, CUDAKIT_LIBCUDA_PATH: libcuda, CUDAKIT_NVRTC_PATH: nvrtc },
-    encoding: 'utf8',
   });
   expect(run.stderr).toBe(''); // probe() never throws, and says nothing on its own
   expect(run.status).toBe(0);
