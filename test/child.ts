@@ -4,7 +4,7 @@
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 
 /** The repository root: a script's imports ('./lib/index.ts') are relative to it. */
-export const repoRoot = new URL('..', import.meta.url).pathname;
+const repoRoot = new URL('..', import.meta.url).pathname;
 
 export interface ScriptOptions {
   /** Node options before the script (e.g. '--expose-gc'). */
