@@ -161,6 +161,13 @@ inline void Export(Napi::Env env, Napi::Object exports, const char* name, Napi::
   exports.Set(name, Napi::Function::New(env, fn, name));
 }
 
+// exports["name"] = fn, a plain N-API callback with `data` (for the hot paths that skip node-addon-api's wrapper).
+inline void ExportPlain(Napi::Env env, Napi::Object exports, const char* name, napi_callback fn, void* data) {
+  napi_value f = nullptr;
+  NAPI_THROW_IF_FAILED_VOID(env, napi_create_function(env, name, NAPI_AUTO_LENGTH, fn, data, &f));
+  exports.Set(name, Napi::Value(env, f));
+}
+
 // Per-file init functions, called from addon.cc.
 void InitErrors(Napi::Env env, Napi::Object exports);
 void InitDevice(Napi::Env env, Napi::Object exports);
