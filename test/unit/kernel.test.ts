@@ -169,6 +169,101 @@ describe('launch options', () => {
   });
 });
 
+describe('frozen launch configs', () => {
+  const header = (): number[] => [...new Uint32Array(stub.buffer!, 0, 7)];
+  const streamHandle = (): bigint => new BigUint64Array(stub.buffer!, 0, 5)[4]!;
+
+  /** A frozen config seen through a Proxy that counts the reads of its options (a Proxy of a frozen object must
+   * answer what the object holds, so it is as unchanging as the object). */
+  function counted(config: LaunchConfig): { config: LaunchConfig; reads: () => number } {
+    let reads = 0;
+    const proxy = new Proxy(Object.freeze(config), {
+      get(target, key, receiver) {
+        if (typeof key === 'string') reads++;
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    return { config: proxy, reads: () => reads };
+  }
+
+  it('are read at the first two launches in a row and kept after, writing only the stream', () => {
+    const k = stubKernel(['i32']);
+    const { config, reads } = counted({ grid: Object.freeze([3, 2] as const), block: 128, stream: fakeStream });
+    const before = stub.launches;
+    k.launch(config, 1);
+    k.launch(config, 2);
+    const seen = reads();
+    expect(seen).toBeGreaterThan(0);
+    for (let i = 3; i <= 10; i++) k.launch(config, i);
+    expect(reads()).toBe(seen);
+    expect(stub.launches).toBe(before + 10);
+    expect(header()).toEqual([3, 2, 1, 128, 1, 1, 0]);
+    expect(streamHandle()).toBe(0x5000n);
+    expect(new DataView(stub.buffer!, 64).getInt32(0, true)).toBe(10);
+  });
+
+  it('are checked again after another config was launched with, and the header follows each launch', () => {
+    const k = stubKernel([]);
+    const { config: a, reads } = counted({ grid: 4, block: 64, stream: fakeStream });
+    for (let i = 0; i < 3; i++) k.launch(a);
+    const seen = reads();
+    k.launch({ grid: 8, block: 32, sharedMemBytes: 512 });
+    expect(header()).toEqual([8, 1, 1, 32, 1, 1, 512]);
+    expect(streamHandle()).toBe(0n);
+    k.launch(a);
+    expect(reads()).toBeGreaterThan(seen);
+    expect(header()).toEqual([4, 1, 1, 64, 1, 1, 0]);
+    expect(streamHandle()).toBe(0x5000n);
+  });
+
+  it('are not kept when a launch could read them differently: a dimension array not frozen, a getter', () => {
+    const k = stubKernel([]);
+    const grid: [number, number] = [2, 2];
+    const withArray = Object.freeze({ grid, block: 1 });
+    k.launch(withArray);
+    k.launch(withArray);
+    grid[1] = 5;
+    k.launch(withArray);
+    expect(header().slice(0, 3)).toEqual([2, 5, 1]);
+    let blocks = 16;
+    const withGetter = Object.freeze({
+      grid: 1,
+      get block() {
+        return blocks;
+      },
+    });
+    k.launch(withGetter);
+    k.launch(withGetter);
+    blocks = 1024;
+    k.launch(withGetter);
+    expect(header().slice(3, 6)).toEqual([1024, 1, 1]);
+    blocks = 1025;
+    expect(() => k.launch(withGetter)).toThrow(RangeError);
+  });
+
+  it('fail the launch once their stream is disposed, and after setMaxDynamicSharedMemory are checked again', () => {
+    const k = stubKernel([]);
+    let disposed = false;
+    const stream = {
+      get handle() {
+        if (disposed) throw new Error('Stream is disposed');
+        return 0x6000n;
+      },
+    } as unknown as Stream;
+    const config = Object.freeze({ grid: 1, block: 1, sharedMemBytes: 40 * 1024, stream });
+    for (let i = 0; i < 3; i++) k.launch(config);
+    const before = stub.launches;
+    disposed = true;
+    expect(() => k.launch(config)).toThrow('Stream is disposed');
+    disposed = false;
+    k.setMaxDynamicSharedMemory(32 * 1024);
+    expect(() => k.launch(config)).toThrow(RangeError);
+    k.setMaxDynamicSharedMemory(64 * 1024);
+    k.launch(config);
+    expect(stub.launches).toBe(before + 1);
+  });
+});
+
 describe('signature checks against the compiled parameters', () => {
   afterEach(() => {
     stub.paramInfo = null;

@@ -18,8 +18,9 @@
 //   (a) native.launchKernel(slot) alone, through the same Native object: the floor.
 //   (b) kernel.launch(cfg) of a kernel without parameters, cfg one object { grid: 1, block: 1, stream } reused;
 //   (c) the same with a ['ptr', 'f32', 'i32'] kernel and (buffer, 1.5, 1024), buffer a DeviceBuffer;
-//   (d) as (c), with a fresh config object literal at every call.
-// (b)-(d) minus (a) is what Kernel.launch() adds. Every case is warmed up before any is timed and the batches are
+//   (d) as (c), with a fresh config object literal at every call;
+//   (e), (f) as (b) and (c), with a frozen config (Object.freeze), which a Kernel checks once and then keeps.
+// (b)-(f) minus (a) is what Kernel.launch() adds. Every case is warmed up before any is timed and the batches are
 // interleaved, so all of them run with the type feedback a program launching several kernels would give launch().
 // `--shapes` first launches with configs of several shapes (other keys, other key orders), as a program with many
 // launch sites does: property lookups on the config then see more shapes than V8 specializes for (megamorphic).
@@ -71,6 +72,7 @@ const buffer = DeviceBuffer.fromPointer(0x7000_0000n, 4096, device);
 const empty = new Kernel(INTERNAL, module, 2n, 'empty', []);
 const axpy = new Kernel(INTERNAL, module, 3n, 'axpy', ['ptr', 'f32', 'i32']);
 const cfg: LaunchConfig = { grid: 1, block: 1, stream };
+const frozen: LaunchConfig = Object.freeze({ grid: 1, block: 1, stream });
 
 /** Each case: one batch of CALLS calls. Separate functions, so each loop is optimized on its own. */
 const cases: { name: string; run: () => void }[] = [
@@ -97,6 +99,18 @@ const cases: { name: string; run: () => void }[] = [
     name: "(d) ['ptr', 'f32', 'i32'], fresh config",
     run: () => {
       for (let i = 0; i < CALLS; i++) axpy.launch({ grid: 1, block: 1, stream }, buffer, 1.5, 1024);
+    },
+  },
+  {
+    name: '(e) empty kernel, frozen config',
+    run: () => {
+      for (let i = 0; i < CALLS; i++) empty.launch(frozen);
+    },
+  },
+  {
+    name: "(f) ['ptr', 'f32', 'i32'], frozen config",
+    run: () => {
+      for (let i = 0; i < CALLS; i++) axpy.launch(frozen, buffer, 1.5, 1024);
     },
   },
 ];
