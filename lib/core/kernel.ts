@@ -150,7 +150,7 @@ class LaunchHeader {
   /** A frozen config that this header holds, and its stream: write() then skips every check (see #keepIfFrozen). */
   #frozen: LaunchConfig | undefined = undefined;
   #frozenStream: Stream | undefined = undefined;
-  /** The config of the previous write, and whether it was looked at for being frozen. */
+  /** The config of the previous write, and whether it was looked at for being frozen (held until another comes). */
   #previous: LaunchConfig | undefined = undefined;
   #previousLooked = false;
 
@@ -392,10 +392,9 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
    */
   // @ts-expect-error TS2394: checking an overload against its implementation erases S, and ArgsFor<any> is no array.
   launch(config: LaunchConfig, ...args: ArgsFor<S>): void;
-  // The implementation declares no rest parameter and reads the arguments from `arguments`: V8 then reads them where
-  // the caller passed them. A rest array would be made at every launch; declared and unused, it is not made, but the
-  // launch next to the driver's calls still read 8-116 ns over the raw layer's on an H200 host (six processes, frozen
-  // config) against -11 to 21 ns without it.
+  // The implementation declares no rest parameter and reads the arguments from `arguments`, where the caller passed
+  // them. With `...args` declared (unused, so never made) a launch still read 0-25 ns more next to the driver's calls
+  // (alternating runs on H200 hosts, bench/RESULTS.md).
   launch(config: LaunchConfig): void {
     if (this.#disposed) throw disposedError(`Kernel '${this.name}'`);
     assertUsable('cuLaunchKernel');
