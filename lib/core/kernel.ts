@@ -3,6 +3,7 @@
 // packed by the writers of args.ts), and the launch rules: grid, block and shared memory within the device's and the
 // kernel's limits, the stream and the launch attributes (cooperative, clusterDim), written by one class
 // (LaunchHeader) for kernel.launch() and for the bound launches the benchmark loop times (core/sampler.ts).
+import { types } from 'node:util';
 import {
   type ArgsFor,
   type Layout,
@@ -244,15 +245,19 @@ class LaunchHeader {
   }
 
   /**
-   * Keeps `config` (just written) when no launch could read it differently: frozen, an ordinary object (its
-   * prototype Object.prototype or null), no getter among its options, and each dimension a number or a frozen array.
+   * Keeps `config` (just written) when no launch could read it differently: a frozen ordinary object (not a Proxy,
+   * which may answer anything for an option the object lacks; its prototype Object.prototype or null), each option
+   * an own data property or absent, and each dimension a number or a frozen array.
    */
   #keepIfFrozen(config: LaunchConfig, stream: Stream | undefined, ...dims: unknown[]): void {
-    if (!Object.isFrozen(config)) return;
+    if (types.isProxy(config) || !Object.isFrozen(config)) return;
     const prototype: unknown = Object.getPrototypeOf(config);
     if (prototype !== Object.prototype && prototype !== null) return;
-    if (LAUNCH_KEYS.some((key) => Object.getOwnPropertyDescriptor(config, key)?.get !== undefined)) return;
-    if (dims.some((d) => typeof d === 'object' && d !== null && !Object.isFrozen(d))) return;
+    for (const key of LAUNCH_KEYS) {
+      const own = Object.getOwnPropertyDescriptor(config, key);
+      if (own === undefined ? key in config : !('value' in own)) return; // a getter, or a value from the prototype
+    }
+    if (dims.some((d) => typeof d === 'object' && d !== null && (types.isProxy(d) || !Object.isFrozen(d)))) return;
     this.#frozen = config;
     this.#frozenStream = stream;
   }

@@ -173,29 +173,31 @@ describe('frozen launch configs', () => {
   const header = (): number[] => [...new Uint32Array(stub.buffer!, 0, 7)];
   const streamHandle = (): bigint => new BigUint64Array(stub.buffer!, 0, 5)[4]!;
 
-  /** A frozen config seen through a Proxy that counts the reads of its options (a Proxy of a frozen object must
-   * answer what the object holds, so it is as unchanging as the object). */
-  function counted(config: LaunchConfig): { config: LaunchConfig; reads: () => number } {
+  /** A kernel whose device counts the reads of its limits: every checked write of an array grid reads them. */
+  function watchedKernel(signature: Signature): { kernel: Kernel; checks: () => number } {
     let reads = 0;
-    const proxy = new Proxy(Object.freeze(config), {
-      get(target, key, receiver) {
-        if (typeof key === 'string') reads++;
-        return Reflect.get(target, key, receiver) as unknown;
+    const limits = (fakeModule.device as unknown as { limits: object }).limits;
+    const device = {
+      ctx: 1n,
+      get limits() {
+        reads++;
+        return limits;
       },
-    });
-    return { config: proxy, reads: () => reads };
+    };
+    const module = { device } as unknown as Module;
+    return { kernel: new Kernel(INTERNAL, module, 2n, 'k', signature), checks: () => reads };
   }
 
-  it('are read at the first two launches in a row and kept after, writing only the stream', () => {
-    const k = stubKernel(['i32']);
-    const { config, reads } = counted({ grid: Object.freeze([3, 2] as const), block: 128, stream: fakeStream });
+  it('are checked at the first two launches in a row and kept after, writing only the stream', () => {
+    const { kernel: k, checks } = watchedKernel(['i32']);
+    const config = Object.freeze({ grid: Object.freeze([3, 2] as const), block: 128, stream: fakeStream });
     const before = stub.launches;
     k.launch(config, 1);
     k.launch(config, 2);
-    const seen = reads();
+    const seen = checks();
     expect(seen).toBeGreaterThan(0);
     for (let i = 3; i <= 10; i++) k.launch(config, i);
-    expect(reads()).toBe(seen);
+    expect(checks()).toBe(seen);
     expect(stub.launches).toBe(before + 10);
     expect(header()).toEqual([3, 2, 1, 128, 1, 1, 0]);
     expect(streamHandle()).toBe(0x5000n);
@@ -203,17 +205,33 @@ describe('frozen launch configs', () => {
   });
 
   it('are checked again after another config was launched with, and the header follows each launch', () => {
-    const k = stubKernel([]);
-    const { config: a, reads } = counted({ grid: 4, block: 64, stream: fakeStream });
+    const { kernel: k, checks } = watchedKernel([]);
+    const a = Object.freeze({ grid: Object.freeze([4] as const), block: 64, stream: fakeStream });
     for (let i = 0; i < 3; i++) k.launch(a);
-    const seen = reads();
-    k.launch({ grid: 8, block: 32, sharedMemBytes: 512 });
+    k.launch({ grid: [8], block: 32, sharedMemBytes: 512 });
     expect(header()).toEqual([8, 1, 1, 32, 1, 1, 512]);
     expect(streamHandle()).toBe(0n);
+    const seen = checks();
     k.launch(a);
-    expect(reads()).toBeGreaterThan(seen);
+    expect(checks()).toBeGreaterThan(seen);
     expect(header()).toEqual([4, 1, 1, 64, 1, 1, 0]);
     expect(streamHandle()).toBe(0x5000n);
+  });
+
+  it('are checked at every launch when seen through a Proxy, or with a prototype of their own', () => {
+    const grid = Object.freeze([2, 2] as const);
+    const proxied = new Proxy(Object.freeze({ grid, block: 1 }), {});
+    const derived = Object.freeze(Object.assign(Object.create({ sharedMemBytes: 0 }) as object, { grid, block: 1 }));
+    for (const config of [proxied, derived] as LaunchConfig[]) {
+      const { kernel: k, checks } = watchedKernel([]);
+      const counts: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        k.launch(config);
+        counts.push(checks());
+      }
+      // every launch checks the grid again (its limits read), the first also the block
+      expect(counts.slice(1).map((n, i) => n - counts[i]!)).toEqual([1, 1, 1]);
+    }
   });
 
   it('are not kept when a launch could read them differently: a dimension array not frozen, a getter', () => {
