@@ -127,6 +127,21 @@ function unknownLaunchOption(key: string): TypeError {
       `known options: ${LAUNCH_KEYS.join(', ')}`,
   );
 }
+/**
+ * Whether a dimension reads the same at every launch: a number (or absent), or a frozen array of Array.prototype
+ * whose every element is its own data property (a hole reads Array.prototype, a getter may answer anything).
+ */
+function isFixedDim(d: unknown): boolean {
+  if (typeof d !== 'object' || d === null) return true;
+  if (types.isProxy(d) || !Object.isFrozen(d) || Object.getPrototypeOf(d) !== Array.prototype) return false;
+  const elements = d as readonly unknown[];
+  for (let i = 0; i < elements.length; i++) {
+    const own = Object.getOwnPropertyDescriptor(elements, i);
+    if (own === undefined || !('value' in own)) return false;
+  }
+  return true;
+}
+
 const NO_LIMIT: readonly [number, number, number] = [0xffffffff, 0xffffffff, 0xffffffff];
 
 /**
@@ -183,11 +198,18 @@ class LaunchHeader {
    */
   #writeChecked(config: LaunchConfig): void {
     this.#frozen = undefined;
+    // Whether the config is frozen is asked at its second write in a row that succeeds, once (#keepIfFrozen, at the
+    // end): a config made afresh for every launch never pays for the question.
+    const again = config === this.#previous;
+    if (!again) {
+      this.#previous = config;
+      this.#previousLooked = false;
+    }
     if (typeof config !== 'object' || config === null)
       throw typeError('config', 'a launch config { grid, block }', config);
     // One for-in walk both rejects unknown keys (a typo such as sharedMemByte or streams must not launch with the
-    // defaults) and reads the known ones. Nothing is cached per config object, so a key added to a config that was
-    // launched with before is still caught. Reading the values in the walk (config[key]) rather than as config.grid
+    // defaults) and reads the known ones. A plain config is not kept between launches (only a frozen one is, see
+    // write()), so a key added to a config that was launched with before is still caught. Reading the values in the walk (config[key]) rather than as config.grid
     // and so on costs the same for one shape of config, and stays as cheap when a program launches with many shapes
     // (object literals with other keys or key orders), where each config.x would be a megamorphic property lookup:
     // 20-30 ns more per launch, measured with test/unit/launch-overhead.ts. for-in sees only enumerable keys, so a key
@@ -233,12 +255,7 @@ class LaunchHeader {
     if (this.#attributes || cooperative === true || clusterDim !== undefined) {
       this.#writeAttributes(cooperative === true, clusterDim);
     }
-    // Whether the config is frozen is asked at its second write in a row, once: a config made afresh for every launch
-    // never pays for the question.
-    if (config !== this.#previous) {
-      this.#previous = config;
-      this.#previousLooked = false;
-    } else if (!this.#previousLooked) {
+    if (again && !this.#previousLooked) {
       this.#previousLooked = true;
       this.#keepIfFrozen(config, stream, grid, block, clusterDim);
     }
@@ -247,7 +264,7 @@ class LaunchHeader {
   /**
    * Keeps `config` (just written) when no launch could read it differently: a frozen ordinary object (not a Proxy,
    * which may answer anything for an option the object lacks; its prototype Object.prototype or null), each option
-   * an own data property or absent, and each dimension a number or a frozen array.
+   * an own data property or absent, and each dimension a number or a frozen plain array of own data elements.
    */
   #keepIfFrozen(config: LaunchConfig, stream: Stream | undefined, ...dims: unknown[]): void {
     if (types.isProxy(config) || !Object.isFrozen(config)) return;
@@ -257,7 +274,7 @@ class LaunchHeader {
       const own = Object.getOwnPropertyDescriptor(config, key);
       if (own === undefined ? key in config : !('value' in own)) return; // a getter, or a value from the prototype
     }
-    if (dims.some((d) => typeof d === 'object' && d !== null && (types.isProxy(d) || !Object.isFrozen(d)))) return;
+    if (!dims.every(isFixedDim)) return;
     this.#frozen = config;
     this.#frozenStream = stream;
   }
@@ -307,6 +324,7 @@ class LaunchHeader {
   sharedMemoryLimitChanged(): void {
     this.#lastSmem = NaN;
     this.#frozen = undefined;
+    this.#previousLooked = false; // a frozen config is kept again at its next write that passes
   }
 }
 

@@ -257,6 +257,35 @@ describe('frozen launch configs', () => {
     expect(header().slice(3, 6)).toEqual([1024, 1, 1]);
     blocks = 1025;
     expect(() => k.launch(withGetter)).toThrow(RangeError);
+    // a frozen array whose element is a getter
+    let y = 2;
+    const elements = Object.freeze(
+      Object.defineProperty([4, 0], 1, { get: () => y, enumerable: true }) as unknown as readonly [number, number],
+    );
+    const withGetterElement = Object.freeze({ grid: elements, block: 1 });
+    k.launch(withGetterElement);
+    k.launch(withGetterElement);
+    y = 70000;
+    expect(() => k.launch(withGetterElement)).toThrow(RangeError);
+    y = 7;
+    k.launch(withGetterElement);
+    expect(header().slice(0, 3)).toEqual([4, 7, 1]);
+  });
+
+  it('are kept again after setMaxDynamicSharedMemory, and after another config failed its checks', () => {
+    const { kernel: k, checks } = watchedKernel([]);
+    const a = Object.freeze({ grid: Object.freeze([4] as const), block: 64 });
+    const keptAfter = (launches: number): boolean => {
+      for (let i = 0; i < launches; i++) k.launch(a);
+      const seen = checks();
+      k.launch(a);
+      return checks() === seen;
+    };
+    expect(keptAfter(2)).toBe(true);
+    k.setMaxDynamicSharedMemory(64 * 1024);
+    expect(keptAfter(1)).toBe(true);
+    expect(() => k.launch({ grid: 0, block: 1 })).toThrow(RangeError);
+    expect(keptAfter(2)).toBe(true);
   });
 
   it('fail the launch once their stream is disposed, and after setMaxDynamicSharedMemory are checked again', () => {
