@@ -127,6 +127,7 @@ function unknownLaunchOption(key: string): TypeError {
       `known options: ${LAUNCH_KEYS.join(', ')}`,
   );
 }
+
 /**
  * Whether a dimension reads the same at every launch: a number (or absent), or a frozen array of Array.prototype
  * whose every element is its own data property (a hole reads Array.prototype, a getter may answer anything).
@@ -209,11 +210,12 @@ class LaunchHeader {
       throw typeError('config', 'a launch config { grid, block }', config);
     // One for-in walk both rejects unknown keys (a typo such as sharedMemByte or streams must not launch with the
     // defaults) and reads the known ones. A plain config is not kept between launches (only a frozen one is, see
-    // write()), so a key added to a config that was launched with before is still caught. Reading the values in the walk (config[key]) rather than as config.grid
-    // and so on costs the same for one shape of config, and stays as cheap when a program launches with many shapes
-    // (object literals with other keys or key orders), where each config.x would be a megamorphic property lookup:
-    // 20-30 ns more per launch, measured with test/unit/launch-overhead.ts. for-in sees only enumerable keys, so a key
-    // it did not see is then read the ordinary way (a getter on a class, a non-enumerable property).
+    // write()), so a key added to a config that was launched with before is still caught. Reading the values in the
+    // walk (config[key]) rather than as config.grid and so on costs the same for one shape of config, and stays as
+    // cheap when a program launches with many shapes (object literals with other keys or key orders), where each
+    // config.x would be a megamorphic property lookup: 20-30 ns more per launch, measured with
+    // test/unit/launch-overhead.ts. for-in sees only enumerable keys, so a key it did not see is then read the
+    // ordinary way (a getter on a class, a non-enumerable property).
     let grid: unknown, block: unknown, smem: unknown, stream: Stream | undefined, cooperative: unknown;
     let clusterDim: Dim3 | undefined;
     for (const key in config) {
