@@ -17,6 +17,7 @@ import {
   packedOffsets,
   writeFast,
 } from './args.js';
+import { launchEpoch } from './epoch.js';
 import { assertUsable } from './errors.js';
 import { KernelFunction } from './function.js';
 import type { ParamInfo } from './image.js';
@@ -143,6 +144,22 @@ function isFixedDim(d: unknown): boolean {
   return true;
 }
 
+/**
+ * Whether no later launch could read `config` (just written) differently: a frozen ordinary object (not a Proxy,
+ * which may answer anything for an option the object lacks; its prototype Object.prototype or null), each option
+ * an own data property or absent, and each dimension a number or a frozen plain array of own data elements.
+ */
+function mayKeep(config: LaunchConfig, ...dims: unknown[]): boolean {
+  if (types.isProxy(config) || !Object.isFrozen(config)) return false;
+  const prototype: unknown = Object.getPrototypeOf(config);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  for (const key of LAUNCH_KEYS) {
+    const own = Object.getOwnPropertyDescriptor(config, key);
+    if (own === undefined ? key in config : !('value' in own)) return false; // a getter, or a value from the prototype
+  }
+  return dims.every(isFixedDim);
+}
+
 const NO_LIMIT: readonly [number, number, number] = [0xffffffff, 0xffffffff, 0xffffffff];
 
 /**
@@ -164,12 +181,19 @@ class LaunchHeader {
   #lastBlock = NaN;
   #lastSmem = 0;
   #attributes = false;
-  /** A frozen config that this header holds, and its stream: write() then skips every check (see #keepIfFrozen). */
+  /**
+   * A frozen config that this header holds as written, and the launch epoch then: write() skips every check and
+   * write for it while no stream was disposed since (its stream may be that one).
+   */
   #frozen: LaunchConfig | undefined = undefined;
-  #frozenStream: Stream | undefined = undefined;
-  /** The config of the previous write, and whether it was looked at for being frozen (held until another comes). */
+  #frozenAt = -1;
+  /**
+   * The config of the previous write, whether it was looked at for being frozen, and whether it may be kept (see
+   * mayKeep); held until another config comes.
+   */
   #previous: LaunchConfig | undefined = undefined;
   #previousLooked = false;
+  #previousMayKeep = false;
 
   /** `u64`: a view of the whole slot buffer, which the Kernel packs arguments through too (one view, not two). */
   constructor(kernel: KernelFunction, u64: BigUint64Array) {
@@ -180,16 +204,14 @@ class LaunchHeader {
 
   /**
    * Validates `config` and writes it. Throws TypeError / RangeError before anything is launched. A frozen config
-   * (Object.freeze) launched with twice in a row is kept, and from then on only its stream is written: nothing else
-   * in it can change. That skips the walk over its keys, which costs 50-100 ns of a launch next to the driver's
-   * calls, measured on an H200 host (well above its cost alone, about 20 ns).
+   * (Object.freeze) written twice in a row is kept: nothing in it can change, so later writes of it check and write
+   * nothing, its stream included, until a stream is disposed (launchEpoch). That skips the walk over its keys, which
+   * costs 50-100 ns of a launch next to the driver's calls, measured on an H200 host (about 20 ns alone), and the
+   * stream's write, which touches the stream and its handle: 25-65 ns more of a launch on H100 hosts (alternating
+   * runs, bench/RESULTS.md).
    */
   write(config: LaunchConfig): void {
-    if (config === this.#frozen) {
-      const stream = this.#frozenStream;
-      this.#u64[4] = stream === undefined ? 0n : stream.handle; // the getter throws for a disposed stream
-      return;
-    }
+    if (config === this.#frozen && this.#frozenAt === launchEpoch) return;
     this.#writeChecked(config);
   }
 
@@ -205,6 +227,7 @@ class LaunchHeader {
     if (!again) {
       this.#previous = config;
       this.#previousLooked = false;
+      this.#previousMayKeep = false;
     }
     if (typeof config !== 'object' || config === null)
       throw typeError('config', 'a launch config { grid, block }', config);
@@ -257,28 +280,15 @@ class LaunchHeader {
     if (this.#attributes || cooperative === true || clusterDim !== undefined) {
       this.#writeAttributes(cooperative === true, clusterDim);
     }
-    if (again && !this.#previousLooked) {
+    if (!again) return;
+    if (!this.#previousLooked) {
       this.#previousLooked = true;
-      this.#keepIfFrozen(config, stream, grid, block, clusterDim);
+      this.#previousMayKeep = mayKeep(config, grid, block, clusterDim);
     }
-  }
-
-  /**
-   * Keeps `config` (just written) when no launch could read it differently: a frozen ordinary object (not a Proxy,
-   * which may answer anything for an option the object lacks; its prototype Object.prototype or null), each option
-   * an own data property or absent, and each dimension a number or a frozen plain array of own data elements.
-   */
-  #keepIfFrozen(config: LaunchConfig, stream: Stream | undefined, ...dims: unknown[]): void {
-    if (types.isProxy(config) || !Object.isFrozen(config)) return;
-    const prototype: unknown = Object.getPrototypeOf(config);
-    if (prototype !== Object.prototype && prototype !== null) return;
-    for (const key of LAUNCH_KEYS) {
-      const own = Object.getOwnPropertyDescriptor(config, key);
-      if (own === undefined ? key in config : !('value' in own)) return; // a getter, or a value from the prototype
+    if (this.#previousMayKeep) {
+      this.#frozen = config;
+      this.#frozenAt = launchEpoch;
     }
-    if (!dims.every(isFixedDim)) return;
-    this.#frozen = config;
-    this.#frozenStream = stream;
   }
 
   #writeGrid(grid: unknown): void {
@@ -325,8 +335,7 @@ class LaunchHeader {
    */
   sharedMemoryLimitChanged(): void {
     this.#lastSmem = NaN;
-    this.#frozen = undefined;
-    this.#previousLooked = false; // a frozen config is kept again at its next write that passes
+    this.#frozen = undefined; // checked again at its next launch, and kept again if that passes
   }
 }
 
@@ -413,7 +422,8 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
    * with `cooperative` or `clusterDim` goes through cuLaunchKernelEx with those attributes, any other through
    * cuLaunchKernel. A plain config object has its keys checked at every launch, so a key added to it later is still
    * caught; a frozen one (`Object.freeze`, its dimensions numbers or frozen arrays) is checked at its first launches
-   * and then kept, and later launches with it write only its stream: the cheapest launch for a hot loop.
+   * and then kept: later launches with it check and write nothing but the arguments, until a stream is disposed (its
+   * stream may be that one). The cheapest launch for a hot loop.
    */
   // @ts-expect-error TS2394: checking an overload against its implementation erases S, and ArgsFor<any> is no array.
   launch(config: LaunchConfig, ...args: ArgsFor<S>): void;

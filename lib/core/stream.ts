@@ -2,6 +2,7 @@
 // Streams: ordered queues of GPU work. Enqueue calls return at once; synchronize() blocks, synchronizeAsync()
 // resolves without blocking the event loop (one native waiter thread for all pending waits).
 import type { Device } from './device.js';
+import { advanceLaunchEpoch } from './epoch.js';
 import { assertUsable } from './errors.js';
 import { Event, type RecordOptions, recordEvent } from './event.js';
 import { Graph, createGraph } from './graph.js';
@@ -127,6 +128,7 @@ export class Stream extends HandleOwner {
   /** Destroys the stream; work already queued still runs. Idempotent. The default stream is never destroyed. */
   override dispose(): void {
     super.dispose();
+    advanceLaunchEpoch(); // a kernel that keeps a launch config naming this stream must check it again
   }
 }
 

@@ -9,7 +9,9 @@ import { Kernel, type LaunchConfig } from '../../lib/core/kernel.js';
 import { INTERNAL } from '../../lib/core/lifetime.js';
 import type { Module } from '../../lib/core/module.js';
 import type { Native } from '../../lib/core/native.js';
-import type { Stream } from '../../lib/core/stream.js';
+import { Stream } from '../../lib/core/stream.js';
+import type { Device } from '../../lib/core/device.js';
+import { CudaError } from '../../lib/core/errors.js';
 
 const stub = vi.hoisted(() => ({
   paramInfo: null as [number, number][] | null,
@@ -34,6 +36,7 @@ vi.mock('../../lib/core/native.js', async (importOriginal) => {
     funcSetAttribute: () => {},
     launchKernel: () => void stub.launches++,
     launchKernelEx: () => void stub.exLaunches++,
+    streamDestroy: () => {},
   };
   return { ...real, getNative: () => fake as Native };
 });
@@ -50,6 +53,11 @@ const fakeModule = {
   },
 } as unknown as Module;
 const fakeStream = { handle: 0x5000n } as unknown as Stream;
+
+/** A Stream over the stub native layer: its handle throws once it is disposed, as a real one's does. */
+function stubStream(handle: bigint): Stream {
+  return new Stream(INTERNAL, fakeModule.device as unknown as Device, handle, true, false, 0);
+}
 
 function stubKernel<const S extends Signature>(signature: S, fromImage?: ParamInfo[]): Kernel<S> {
   return new Kernel(INTERNAL, fakeModule, 2n, 'k', signature, fromImage);
@@ -188,7 +196,7 @@ describe('frozen launch configs', () => {
     return { kernel: new Kernel(INTERNAL, module, 2n, 'k', signature), checks: () => reads };
   }
 
-  it('are checked at the first two launches in a row and kept after, writing only the stream', () => {
+  it('are checked at the first two launches in a row and kept after, writing only the arguments', () => {
     const { kernel: k, checks } = watchedKernel(['i32']);
     const config = Object.freeze({ grid: Object.freeze([3, 2] as const), block: 128, stream: fakeStream });
     const before = stub.launches;
@@ -290,24 +298,48 @@ describe('frozen launch configs', () => {
 
   it('fail the launch once their stream is disposed, and after setMaxDynamicSharedMemory are checked again', () => {
     const k = stubKernel([]);
-    let disposed = false;
-    const stream = {
-      get handle() {
-        if (disposed) throw new Error('Stream is disposed');
-        return 0x6000n;
-      },
-    } as unknown as Stream;
+    const stream = stubStream(0x6000n);
     const config = Object.freeze({ grid: 1, block: 1, sharedMemBytes: 40 * 1024, stream });
     for (let i = 0; i < 3; i++) k.launch(config);
     const before = stub.launches;
-    disposed = true;
-    expect(() => k.launch(config)).toThrow('Stream is disposed');
-    disposed = false;
+    stream.dispose();
+    expect(() => k.launch(config)).toThrow(/^Stream has been disposed/);
+    expect(() => k.launch(config)).toThrow(/^Stream has been disposed/);
+    const live = Object.freeze({ ...config, stream: stubStream(0x7000n) });
+    for (let i = 0; i < 3; i++) k.launch(live);
     k.setMaxDynamicSharedMemory(32 * 1024);
-    expect(() => k.launch(config)).toThrow(RangeError);
+    expect(() => k.launch(live)).toThrow(RangeError);
     k.setMaxDynamicSharedMemory(64 * 1024);
+    k.launch(live);
+    expect(stub.launches).toBe(before + 4);
+    expect(streamHandle()).toBe(0x7000n);
+  });
+
+  it('are checked again after any stream is disposed, and kept again after that check', () => {
+    const { kernel: k, checks } = watchedKernel([]);
+    const config = Object.freeze({ grid: Object.freeze([4] as const), block: 64, stream: stubStream(0x6000n) });
+    for (let i = 0; i < 3; i++) k.launch(config);
+    const kept = checks();
     k.launch(config);
-    expect(stub.launches).toBe(before + 1);
+    expect(checks()).toBe(kept);
+    stubStream(0x7000n).dispose(); // not the config's: a kernel does not know which streams its config names
+    k.launch(config);
+    const checkedAgain = checks();
+    expect(checkedAgain).toBeGreaterThan(kept);
+    k.launch(config);
+    k.launch(config);
+    expect(checks()).toBe(checkedAgain);
+    expect(streamHandle()).toBe(0x6000n);
+  });
+
+  it('fail the launch once the kernel is disposed', () => {
+    const k = stubKernel([]);
+    const config = Object.freeze({ grid: 1, block: 1 });
+    for (let i = 0; i < 3; i++) k.launch(config);
+    const before = stub.launches;
+    k.dispose();
+    expect(() => k.launch(config)).toThrow("Kernel 'k' has been disposed and can no longer be used");
+    expect(stub.launches).toBe(before);
   });
 });
 
@@ -480,5 +512,26 @@ describe('a Kernel is a KernelFunction', () => {
     expect(() => k.launch({ grid: 1, block: 1 }, 1)).toThrow(/has been disposed/);
     expect(() => k.bindLaunch({ grid: 1, block: 1 }, [1])).toThrow(/has been disposed/);
     k.dispose(); // idempotent
+  });
+});
+
+describe('after a sticky error', () => {
+  // Last in this file: a sticky CudaError marks the process's context lost for good.
+  it('a kept launch config fails before the driver is called', () => {
+    const k = stubKernel([]);
+    const config = Object.freeze({ grid: 1, block: 1 });
+    for (let i = 0; i < 3; i++) k.launch(config);
+    const before = stub.launches;
+    const lost = new CudaError({
+      code: 'CUDA_ERROR_ILLEGAL_ADDRESS',
+      api: 'cuStreamSynchronize',
+      result: 700,
+      explanation: 'x',
+    });
+    expect(lost.sticky).toBe(true);
+    expect(() => k.launch(config)).toThrow(
+      expect.objectContaining({ code: 'CUDA_ERROR_ILLEGAL_ADDRESS', api: 'cuLaunchKernel', name: 'CudaError' }),
+    );
+    expect(stub.launches).toBe(before);
   });
 });
