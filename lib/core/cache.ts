@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Compile cache: in memory and on disk. The key hashes everything that can change the output (source, every
-// header, flags, name expressions, arch, target, NVRTC version). Disk writes are atomic (temp file + rename), so
-// concurrent processes are safe; an entry that fails its checksum or does not parse is ignored and rewritten.
+// in-memory header, flags, name expressions, arch, target, NVRTC's version and path, and where the toolkit's headers
+// are looked for: the environment the search reads, not the files it finds, so a hit runs no search; header files on
+// disk are not hashed). Each entry keeps the flags it was compiled with. Disk writes are atomic (temp file + rename),
+// so concurrent processes are safe; an entry that fails its checksum or does not parse is ignored and rewritten.
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -15,10 +17,12 @@ export interface CachedCompile {
   log: string;
   loweredNames: Record<string, string>;
   nvrtcVersion: string;
+  /** The NVRTC flags it was compiled with (the toolkit's include directories included). */
+  options: string[];
 }
 
-const FORMAT = 'cudakit-cache-1';
-const MAGIC = Buffer.from('CKC1');
+const FORMAT = 'cudakit-cache-2';
+const MAGIC = Buffer.from('CKC2');
 const MEMORY_LIMIT = 256;
 
 const memory = new Map<string, CachedCompile>();
@@ -55,7 +59,7 @@ function entryPath(dir: string, key: string): string {
   return join(dir, key.slice(0, 2), `${key}.bin`);
 }
 
-// Layout: 'CKC1' | u32 header length | header JSON (meta + sha256 of the code) | code bytes
+// Layout: 'CKC2' | u32 header length | header JSON (meta + sha256 of the code) | code bytes
 function encode(entry: CachedCompile): Buffer {
   const header = Buffer.from(
     JSON.stringify({
@@ -64,6 +68,7 @@ function encode(entry: CachedCompile): Buffer {
       log: entry.log,
       loweredNames: entry.loweredNames,
       nvrtcVersion: entry.nvrtcVersion,
+      options: entry.options,
       sha256: createHash('sha256').update(entry.bytes).digest('hex'),
       length: entry.bytes.byteLength,
     }),
@@ -84,6 +89,8 @@ export function decode(buf: Buffer): CachedCompile | undefined {
     if (bytes.byteLength !== h.length) return undefined;
     if (createHash('sha256').update(bytes).digest('hex') !== h.sha256) return undefined;
     if (h.target !== 'ptx' && h.target !== 'cubin') return undefined;
+    const options = h.options;
+    if (!Array.isArray(options) || !options.every((o) => typeof o === 'string')) return undefined;
     return {
       target: h.target,
       arch: typeof h.arch === 'string' ? h.arch : undefined,
@@ -91,6 +98,7 @@ export function decode(buf: Buffer): CachedCompile | undefined {
       log: typeof h.log === 'string' ? h.log : '',
       loweredNames: (h.loweredNames ?? {}) as Record<string, string>,
       nvrtcVersion: String(h.nvrtcVersion),
+      options: options as string[],
     };
   } catch {
     return undefined;

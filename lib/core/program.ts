@@ -15,7 +15,7 @@ import {
 import { Device } from './device.js';
 import { CompileError, type Diagnostic } from './errors.js';
 import { getNative, type CompileOutput, type CompileSpec } from './native.js';
-import { cudaIncludeDirs, cudaIncludeSearch, nvrtcIdentity } from './toolkit.js';
+import { cudaIncludeDirs, cudaIncludeSearch, nvrtcIdentity, toolkitSearchEnv } from './toolkit.js';
 import {
   checkBoolean,
   checkObject,
@@ -119,19 +119,14 @@ export class ObjectCode {
   readonly nvrtcVersion: string;
   /** Where this came from when it was not compiled now. */
   readonly cached: 'memory' | 'disk' | undefined;
-  /** The exact NVRTC flags this code was (or would have been) compiled with. */
+  /** The exact NVRTC flags this code was compiled with (when it came from the cache: those of its first compile). */
   readonly options: readonly string[];
   /** Milliseconds NVRTC took for this compile; undefined when it came from the cache. */
   readonly compileMs: number | undefined;
 
   /** @internal */
-  constructor(
-    entry: CachedCompile,
-    cached: 'memory' | 'disk' | undefined,
-    options: readonly string[],
-    compileMs?: number,
-  ) {
-    this.options = Object.freeze([...options]);
+  constructor(entry: CachedCompile, cached: 'memory' | 'disk' | undefined, compileMs?: number) {
+    this.options = Object.freeze([...entry.options]);
     this.compileMs = compileMs;
     this.target = entry.target;
     this.arch = entry.arch;
@@ -181,7 +176,16 @@ function checkSupportedArch(arch: string): void {
 interface Resolved {
   target: CompileTarget;
   arch: string | undefined;
-  flags: string[];
+  /** The options as checked, for the flags of a compile (flagsOf). */
+  checked: CompileOptions;
+  /**
+   * For the cache key: the NVRTC flags but the toolkit's include directories, and what the toolkit search reads from
+   * the environment in their place (null with cudaIncludes false). A cache hit then needs no search.
+   */
+  keyFlags: string[];
+  toolkit: [string | null, string | null] | null;
+  /** The whole list of NVRTC flags, made by flagsOf when a compile needs them. */
+  flags: string[] | undefined;
   nameExpressions: string[];
   cache: { memory: boolean; disk: boolean; dir: string };
   /** Whether the CUDA toolkit's include directories were searched for (options.cudaIncludes). */
@@ -308,7 +312,7 @@ function resolve(options: CompileOptions | undefined): Resolved {
     throw rangeError('options.arch', "a real architecture ('sm_XX') for target 'cubin'", arch);
   }
   const cudaIncludes = o.cudaIncludes !== false;
-  const include = cudaIncludes ? cudaIncludeDirs() : [];
+  const env = cudaIncludes ? toolkitSearchEnv() : undefined;
   const envOff = process.env.CUDAKIT_CACHE === '0';
   const c = o.cache;
   const disk = !envOff && c !== false && (typeof c !== 'object' || c.disk !== false);
@@ -320,11 +324,19 @@ function resolve(options: CompileOptions | undefined): Resolved {
   return {
     target,
     arch,
-    flags: compileFlags(o, arch, include),
+    checked: o,
+    keyFlags: compileFlags(o, arch),
+    toolkit: env === undefined ? null : [env.CUDA_PATH ?? null, env.CUDA_HOME ?? null],
+    flags: undefined,
     nameExpressions: [...(o.nameExpressions ?? [])],
     cache,
     cudaIncludes,
   };
+}
+
+/** The NVRTC flags of a compile under `r`: the toolkit's include directories are searched for here (once a process). */
+function flagsOf(r: Resolved): string[] {
+  return (r.flags ??= compileFlags(r.checked, r.arch, r.cudaIncludes ? cudaIncludeDirs() : []));
 }
 
 const DIAG_RE = /^(.*?)\((\d+)\): (catastrophic error|error|warning|remark)(?: #[\w-]+)?: (.*)$/;
@@ -412,7 +424,7 @@ export class Program {
     const key = this.keyFor(r);
     const hit = this.lookup(r, key);
     if (hit !== undefined) return hit;
-    const spec = this.spec(r);
+    const spec = this.spec(r, flagsOf(r));
     return this.finish(r, key, spec, getNative().compileProgram(spec));
   }
 
@@ -421,19 +433,19 @@ export class Program {
     const r = resolve(options);
     const key = this.keyFor(r);
     const inMemory = r.cache.memory ? memoryGet(key) : undefined;
-    if (inMemory !== undefined) return new ObjectCode(inMemory, 'memory', r.flags);
+    if (inMemory !== undefined) return new ObjectCode(inMemory, 'memory');
     if (r.cache.disk) {
       const onDisk = await diskGetAsync(r.cache.dir, key);
       if (onDisk !== undefined) {
         if (r.cache.memory) memorySet(key, onDisk);
-        return new ObjectCode(onDisk, 'disk', r.flags);
+        return new ObjectCode(onDisk, 'disk');
       }
     }
-    const spec = this.spec(r);
+    const spec = this.spec(r, flagsOf(r));
     return this.finish(r, key, spec, await getNative().compileProgramAsync(spec));
   }
 
-  private spec(r: Resolved): CompileSpec {
+  private spec(r: Resolved, options: string[]): CompileSpec {
     const headerNames = Object.keys(this.headers).sort();
     return {
       source: this.source,
@@ -441,7 +453,7 @@ export class Program {
       target: r.target,
       headerNames,
       headerSources: headerNames.map((h) => this.headers[h]!),
-      options: r.flags,
+      options,
       nameExpressions: r.nameExpressions,
     };
   }
@@ -451,11 +463,11 @@ export class Program {
     const { version, path } = nvrtcIdentity();
     // No key when nothing is cached: hashing the source is the only work of a cache miss besides NVRTC.
     if (!r.cache.memory && !r.cache.disk) return '';
-    const options = JSON.stringify([r.target, r.arch, r.flags, r.nameExpressions]);
+    const options = JSON.stringify([r.target, r.arch, r.keyFlags, r.toolkit, r.nameExpressions]);
     const known = this.#keys.get(options);
     // The properties are readonly to TypeScript only: a key made for another source is not reused.
     if (known?.source === this.source && known.name === this.name && known.headers === this.headers) return known.key;
-    const key = cacheKey([this.spec(r), r.arch, version, path]);
+    const key = cacheKey([this.spec(r, r.keyFlags), r.toolkit, r.arch, version, path]);
     if (this.#keys.size >= MAX_KEYS) this.#keys.clear();
     this.#keys.set(options, { key, source: this.source, name: this.name, headers: this.headers });
     return key;
@@ -463,12 +475,12 @@ export class Program {
 
   private lookup(r: Resolved, key: string): ObjectCode | undefined {
     const inMemory = r.cache.memory ? memoryGet(key) : undefined;
-    if (inMemory !== undefined) return new ObjectCode(inMemory, 'memory', r.flags);
+    if (inMemory !== undefined) return new ObjectCode(inMemory, 'memory');
     if (!r.cache.disk) return undefined;
     const onDisk = diskGet(r.cache.dir, key);
     if (onDisk === undefined) return undefined;
     if (r.cache.memory) memorySet(key, onDisk);
-    return new ObjectCode(onDisk, 'disk', r.flags);
+    return new ObjectCode(onDisk, 'disk');
   }
 
   private finish(r: Resolved, key: string, spec: CompileSpec, out: CompileOutput): ObjectCode {
@@ -499,9 +511,10 @@ export class Program {
       log: out.log,
       loweredNames,
       nvrtcVersion: nvrtcVersion(),
+      options: spec.options,
     };
     if (r.cache.memory) memorySet(key, entry);
     if (r.cache.disk) diskSet(r.cache.dir, key, entry);
-    return new ObjectCode(entry, undefined, r.flags, out.elapsedMs);
+    return new ObjectCode(entry, undefined, out.elapsedMs);
   }
 }

@@ -91,6 +91,18 @@ export function nvrtcIdentity(): { version: string; path: string } {
   return nvrtcMemo;
 }
 
+let searchEnvMemo: { CUDA_PATH: string | undefined; CUDA_HOME: string | undefined } | undefined;
+
+/**
+ * What the toolkit search reads from the environment, read once per process, as the search itself runs once. The
+ * compile cache key holds it (with NVRTC's identity) in place of the directories the search finds, so that a cache
+ * hit needs no search: the search reads a toolkit's cuda.h, the larger part of a disk hit in a new process.
+ */
+export function toolkitSearchEnv(): { CUDA_PATH: string | undefined; CUDA_HOME: string | undefined } {
+  searchEnvMemo ??= { CUDA_PATH: process.env.CUDA_PATH, CUDA_HOME: process.env.CUDA_HOME };
+  return searchEnvMemo;
+}
+
 let searchMemo: (IncludeSearch & { dirs: string[]; nvrtc: string }) | undefined;
 
 /**
@@ -100,7 +112,7 @@ let searchMemo: (IncludeSearch & { dirs: string[]; nvrtc: string }) | undefined;
 export function cudaIncludeSearch(): IncludeSearch & { dirs: string[]; nvrtc: string } {
   if (searchMemo === undefined) {
     const nvrtc = nvrtcIdentity();
-    const found = searchCudaIncludeDir(nvrtc);
+    const found = searchCudaIncludeDir(nvrtc, toolkitSearchEnv());
     const dirs = found.dir === undefined ? [] : [found.dir, join(found.dir, 'cccl')].filter((d) => existsSync(d));
     searchMemo = { ...found, dirs, nvrtc: nvrtc.version };
   }

@@ -11,6 +11,7 @@ const entry = {
   log: 'warning',
   loweredNames: { 'f<int>': '_Z1fIiEvv' },
   nvrtcVersion: '12.8',
+  options: ['--gpu-architecture=sm_90', '--include-path=/usr/local/cuda/include'],
 };
 
 describe('compile cache (disk format)', () => {
@@ -35,6 +36,17 @@ describe('compile cache (disk format)', () => {
     writeFileSync(path, flipped);
     expect(diskGet(dir, key)).toBeUndefined();
     expect(decode(Buffer.from('garbage'))).toBeUndefined();
+  });
+
+  it('ignores an entry without the flags it was compiled with, or with flags that are not strings', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cudakit-cache-'));
+    const key = cacheKey(['flags']);
+    for (const options of [undefined, 'sm_90', [1]]) {
+      diskSet(dir, key, { ...entry, options } as never);
+      expect(diskGet(dir, key)).toBeUndefined();
+    }
+    diskSet(dir, key, entry);
+    expect(diskGet(dir, key)?.options).toEqual(entry.options);
   });
 
   it('keys differ when any part differs', () => {
