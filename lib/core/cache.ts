@@ -89,20 +89,31 @@ export function decode(buf: Buffer): CachedCompile | undefined {
     if (bytes.byteLength !== h.length) return undefined;
     if (createHash('sha256').update(bytes).digest('hex') !== h.sha256) return undefined;
     if (h.target !== 'ptx' && h.target !== 'cubin') return undefined;
-    const options = h.options;
+    const { options, loweredNames, nvrtcVersion } = h;
     if (!Array.isArray(options) || !options.every((o) => typeof o === 'string')) return undefined;
+    if (typeof nvrtcVersion !== 'string' || !isStringRecord(loweredNames)) return undefined;
     return {
       target: h.target,
       arch: typeof h.arch === 'string' ? h.arch : undefined,
       bytes,
       log: typeof h.log === 'string' ? h.log : '',
-      loweredNames: (h.loweredNames ?? {}) as Record<string, string>,
-      nvrtcVersion: String(h.nvrtcVersion),
+      loweredNames,
+      nvrtcVersion,
       options: options as string[],
     };
   } catch {
     return undefined;
   }
+}
+
+/** A plain object of strings (an entry's lowered names), as JSON.parse makes it. */
+function isStringRecord(v: unknown): v is Record<string, string> {
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    Object.values(v as Record<string, unknown>).every((s) => typeof s === 'string')
+  );
 }
 
 export function diskGet(dir: string, key: string): CachedCompile | undefined {

@@ -24,7 +24,7 @@ import type { ParamInfo } from './image.js';
 import { INTERNAL, checkInternal, disposedError } from './lifetime.js';
 import type { Module } from './module.js';
 import { getNative, type Handle, type Native } from './native.js';
-import type { Stream } from './stream.js';
+import { Stream } from './stream.js';
 import { rangeError, typeError } from './validate.js';
 
 /** Grid or block dimensions: `n` for (n, 1, 1), or `[x]`, `[x, y]`, `[x, y, z]`; missing dimensions are 1. */
@@ -147,9 +147,12 @@ function isFixedDim(d: unknown): boolean {
 /**
  * Whether no later launch could read `config` (just written) differently: a frozen ordinary object (not a Proxy,
  * which may answer anything for an option the object lacks; its prototype Object.prototype or null), each option
- * an own data property or absent, and each dimension a number or a frozen plain array of own data elements.
+ * an own data property or absent, each dimension a number or a frozen plain array of own data elements, and its
+ * stream absent or a Stream of this cudakit, whose dispose() the launch epoch counts (another object's handle getter
+ * could answer anything).
  */
-function mayKeep(config: LaunchConfig, ...dims: unknown[]): boolean {
+function mayKeep(config: LaunchConfig, stream: unknown, ...dims: unknown[]): boolean {
+  if (stream !== undefined && !(stream instanceof Stream)) return false;
   if (types.isProxy(config) || !Object.isFrozen(config)) return false;
   const prototype: unknown = Object.getPrototypeOf(config);
   if (prototype !== Object.prototype && prototype !== null) return false;
@@ -221,8 +224,8 @@ class LaunchHeader {
    */
   #writeChecked(config: LaunchConfig): void {
     this.#frozen = undefined;
-    // Whether the config is frozen is asked at its second write in a row that succeeds, once (#keepIfFrozen, at the
-    // end): a config made afresh for every launch never pays for the question.
+    // Whether the config may be kept is asked at its second write in a row that succeeds, once (mayKeep, at the end):
+    // a config made afresh for every launch never pays for the question.
     const again = config === this.#previous;
     if (!again) {
       this.#previous = config;
@@ -283,7 +286,7 @@ class LaunchHeader {
     if (!again) return;
     if (!this.#previousLooked) {
       this.#previousLooked = true;
-      this.#previousMayKeep = mayKeep(config, grid, block, clusterDim);
+      this.#previousMayKeep = mayKeep(config, stream, grid, block, clusterDim);
     }
     if (this.#previousMayKeep) {
       this.#frozen = config;

@@ -15,7 +15,13 @@ import {
 import { Device } from './device.js';
 import { CompileError, type Diagnostic } from './errors.js';
 import { getNative, type CompileOutput, type CompileSpec } from './native.js';
-import { cudaIncludeDirs, cudaIncludeSearch, nvrtcIdentity, toolkitSearchEnv } from './toolkit.js';
+import {
+  type ToolkitSearchEnv,
+  cudaIncludeDirs,
+  cudaIncludeSearch,
+  nvrtcIdentity,
+  toolkitSearchEnv,
+} from './toolkit.js';
 import {
   checkBoolean,
   checkObject,
@@ -176,14 +182,15 @@ function checkSupportedArch(arch: string): void {
 interface Resolved {
   target: CompileTarget;
   arch: string | undefined;
-  /** The options as checked, for the flags of a compile (flagsOf). */
-  checked: CompileOptions;
   /**
-   * For the cache key: the NVRTC flags but the toolkit's include directories, and what the toolkit search reads from
-   * the environment in their place (null with cudaIncludes false). A cache hit then needs no search.
+   * For the cache key: the NVRTC flags but the toolkit's include directories (made here, once: the options object
+   * may change while compileAsync waits), and what the toolkit search reads from the environment in their place
+   * (null with cudaIncludes false). A cache hit then needs no search.
    */
   keyFlags: string[];
-  toolkit: [string | null, string | null] | null;
+  toolkit: ToolkitSearchEnv | null;
+  /** Where in keyFlags the toolkit's include directories go. */
+  toolkitAt: number;
   /** The whole list of NVRTC flags, made by flagsOf when a compile needs them. */
   flags: string[] | undefined;
   nameExpressions: string[];
@@ -201,6 +208,12 @@ export function compileFlags(
   arch: string | undefined,
   cudaIncludeDirs: readonly string[] = [],
 ): string[] {
+  const { flags, toolkitAt } = flagsAround(options, arch);
+  return withToolkit(flags, toolkitAt, cudaIncludeDirs);
+}
+
+/** The flags of `options` but the toolkit's include directories, and where those go (after the includePaths). */
+function flagsAround(options: CompileOptions, arch: string | undefined): { flags: string[]; toolkitAt: number } {
   const flags: string[] = [];
   if (arch !== undefined) flags.push(`--gpu-architecture=${arch}`);
   if (options.std !== undefined) flags.push(`--std=${options.std}`);
@@ -214,13 +227,22 @@ export function compileFlags(
     }
   }
   for (const p of options.includePaths ?? []) flags.push(`--include-path=${p}`);
-  for (const dir of cudaIncludeDirs) flags.push(`--include-path=${dir}`);
+  const toolkitAt = flags.length;
   if (options.fastMath === true) flags.push('--use_fast_math');
   if (options.lineInfo === true) flags.push('--generate-line-info');
   if (options.debug === true) flags.push('--device-debug');
   if (options.maxRegisters !== undefined) flags.push(`--maxrregcount=${options.maxRegisters}`);
   flags.push(...(options.extraFlags ?? []));
-  return flags;
+  return { flags, toolkitAt };
+}
+
+/** `flags` (from flagsAround) with the toolkit's include directories in their place. */
+function withToolkit(flags: readonly string[], toolkitAt: number, cudaIncludeDirs: readonly string[]): string[] {
+  return [
+    ...flags.slice(0, toolkitAt),
+    ...cudaIncludeDirs.map((dir) => `--include-path=${dir}`),
+    ...flags.slice(toolkitAt),
+  ];
 }
 
 function checkCompileOptions(options: CompileOptions | undefined): CompileOptions {
@@ -312,7 +334,7 @@ function resolve(options: CompileOptions | undefined): Resolved {
     throw rangeError('options.arch', "a real architecture ('sm_XX') for target 'cubin'", arch);
   }
   const cudaIncludes = o.cudaIncludes !== false;
-  const env = cudaIncludes ? toolkitSearchEnv() : undefined;
+  const { flags, toolkitAt } = flagsAround(o, arch);
   const envOff = process.env.CUDAKIT_CACHE === '0';
   const c = o.cache;
   const disk = !envOff && c !== false && (typeof c !== 'object' || c.disk !== false);
@@ -324,9 +346,9 @@ function resolve(options: CompileOptions | undefined): Resolved {
   return {
     target,
     arch,
-    checked: o,
-    keyFlags: compileFlags(o, arch),
-    toolkit: env === undefined ? null : [env.CUDA_PATH ?? null, env.CUDA_HOME ?? null],
+    keyFlags: flags,
+    toolkit: cudaIncludes ? toolkitSearchEnv() : null,
+    toolkitAt,
     flags: undefined,
     nameExpressions: [...(o.nameExpressions ?? [])],
     cache,
@@ -336,7 +358,7 @@ function resolve(options: CompileOptions | undefined): Resolved {
 
 /** The NVRTC flags of a compile under `r`: the toolkit's include directories are searched for here (once a process). */
 function flagsOf(r: Resolved): string[] {
-  return (r.flags ??= compileFlags(r.checked, r.arch, r.cudaIncludes ? cudaIncludeDirs() : []));
+  return (r.flags ??= withToolkit(r.keyFlags, r.toolkitAt, r.cudaIncludes ? cudaIncludeDirs() : []));
 }
 
 const DIAG_RE = /^(.*?)\((\d+)\): (catastrophic error|error|warning|remark)(?: #[\w-]+)?: (.*)$/;

@@ -127,8 +127,14 @@ export class Stream extends HandleOwner {
 
   /** Destroys the stream; work already queued still runs. Idempotent. The default stream is never destroyed. */
   override dispose(): void {
-    super.dispose();
-    advanceLaunchEpoch(); // a kernel that keeps a launch config naming this stream must check it again
+    const live = !this.disposed;
+    try {
+      super.dispose();
+    } finally {
+      // A kernel that keeps a launch config naming this stream must check it again; also when destroying it threw
+      // (the handle is gone either way), and not for the default stream, which is never released.
+      if (live && this.disposed) advanceLaunchEpoch();
+    }
   }
 }
 

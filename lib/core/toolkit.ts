@@ -37,7 +37,7 @@ const cudaVersion = (v: number): string => `${Math.floor(v / 1000)}.${(v % 1000)
  */
 export function searchCudaIncludeDir(
   nvrtc: { version: string; path: string },
-  env: NodeJS.ProcessEnv = process.env,
+  env: ToolkitSearchEnv = process.env,
 ): IncludeSearch {
   const major = Number(nvrtc.version.split('.')[0]);
   const roots: [root: string | undefined, from: string][] = [
@@ -91,15 +91,21 @@ export function nvrtcIdentity(): { version: string; path: string } {
   return nvrtcMemo;
 }
 
-let searchEnvMemo: { CUDA_PATH: string | undefined; CUDA_HOME: string | undefined } | undefined;
+/** What the toolkit search reads from the environment. */
+export interface ToolkitSearchEnv {
+  readonly CUDA_PATH?: string | undefined;
+  readonly CUDA_HOME?: string | undefined;
+}
+
+let searchEnvMemo: ToolkitSearchEnv | undefined;
 
 /**
  * What the toolkit search reads from the environment, read once per process, as the search itself runs once. The
  * compile cache key holds it (with NVRTC's identity) in place of the directories the search finds, so that a cache
- * hit needs no search: the search reads a toolkit's cuda.h, the larger part of a disk hit in a new process.
+ * hit needs no search, which reads a toolkit's cuda.h: 0.3-0.5 ms of a disk hit in a new process (bench/RESULTS.md).
  */
-export function toolkitSearchEnv(): { CUDA_PATH: string | undefined; CUDA_HOME: string | undefined } {
-  searchEnvMemo ??= { CUDA_PATH: process.env.CUDA_PATH, CUDA_HOME: process.env.CUDA_HOME };
+export function toolkitSearchEnv(): ToolkitSearchEnv {
+  searchEnvMemo ??= Object.freeze({ CUDA_PATH: process.env.CUDA_PATH, CUDA_HOME: process.env.CUDA_HOME });
   return searchEnvMemo;
 }
 

@@ -82,6 +82,21 @@ describeNvrtc('compile cache and the CUDA toolkit search', () => {
     expect(searches.count).toBe(searched);
   });
 
+  it('compiles with the options as they were at the call, when compileAsync waits for the disk first', async () => {
+    const cache = { dir: mkdtempSync(join(tmpdir(), 'cudakit-ccache-')) };
+    const source = 'extern "C" __global__ void k(int* x) { x[0] = N; }\n';
+    const options = { target: 'ptx' as const, arch, cache, defines: { N: 1 } };
+    const pending = new Program(source).compileAsync(options);
+    options.defines.N = 2; // while compileAsync reads the disk
+    const code = await pending;
+    expect(code.options).toContain('-DN=1');
+    expect(code.ptx).toMatch(/mov\.u32\s+%r\d+,\s*1;/);
+    clearMemoryCache();
+    const again = new Program(source).compile({ target: 'ptx', arch, cache, defines: { N: 1 } });
+    expect(again.cached).toBe('disk');
+    expect(again.ptx).toBe(code.ptx);
+  });
+
   it('gives a process that reads another CUDA_PATH another key', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cudakit-ccache-'));
     const other = stubToolkit();

@@ -38,13 +38,19 @@ describe('compile cache (disk format)', () => {
     expect(decode(Buffer.from('garbage'))).toBeUndefined();
   });
 
-  it('ignores an entry without the flags it was compiled with, or with flags that are not strings', () => {
+  it('ignores an entry whose flags, lowered names or NVRTC version are missing or not strings', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cudakit-cache-'));
     const key = cacheKey(['flags']);
     for (const options of [undefined, 'sm_90', [1]]) {
       diskSet(dir, key, { ...entry, options } as never);
       expect(diskGet(dir, key)).toBeUndefined();
     }
+    for (const loweredNames of [undefined, ['_Z1fv'], { 'f<int>': 1 }]) {
+      diskSet(dir, key, { ...entry, loweredNames } as never);
+      expect(diskGet(dir, key)).toBeUndefined();
+    }
+    diskSet(dir, key, { ...entry, nvrtcVersion: 12.8 } as never);
+    expect(diskGet(dir, key)).toBeUndefined();
     diskSet(dir, key, entry);
     expect(diskGet(dir, key)?.options).toEqual(entry.options);
   });

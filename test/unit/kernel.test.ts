@@ -20,6 +20,7 @@ const stub = vi.hoisted(() => ({
   launches: 0,
   exLaunches: 0,
   slots: 0,
+  destroyFails: false,
 }));
 
 vi.mock('../../lib/core/native.js', async (importOriginal) => {
@@ -36,7 +37,9 @@ vi.mock('../../lib/core/native.js', async (importOriginal) => {
     funcSetAttribute: () => {},
     launchKernel: () => void stub.launches++,
     launchKernelEx: () => void stub.exLaunches++,
-    streamDestroy: () => {},
+    streamDestroy: () => {
+      if (stub.destroyFails) throw new Error('cuStreamDestroy failed');
+    },
   };
   return { ...real, getNative: () => fake as Native };
 });
@@ -198,7 +201,7 @@ describe('frozen launch configs', () => {
 
   it('are checked at the first two launches in a row and kept after, writing only the arguments', () => {
     const { kernel: k, checks } = watchedKernel(['i32']);
-    const config = Object.freeze({ grid: Object.freeze([3, 2] as const), block: 128, stream: fakeStream });
+    const config = Object.freeze({ grid: Object.freeze([3, 2] as const), block: 128, stream: stubStream(0x5000n) });
     const before = stub.launches;
     k.launch(config, 1);
     k.launch(config, 2);
@@ -330,6 +333,36 @@ describe('frozen launch configs', () => {
     k.launch(config);
     expect(checks()).toBe(checkedAgain);
     expect(streamHandle()).toBe(0x6000n);
+  });
+
+  it('fail the launch once their stream is disposed, also when destroying it threw', () => {
+    const k = stubKernel([]);
+    const stream = stubStream(0x6000n);
+    const config = Object.freeze({ grid: 1, block: 1, stream });
+    for (let i = 0; i < 3; i++) k.launch(config);
+    stub.destroyFails = true;
+    try {
+      expect(() => stream.dispose()).toThrow('cuStreamDestroy failed');
+    } finally {
+      stub.destroyFails = false;
+    }
+    expect(stream.disposed).toBe(true);
+    expect(() => k.launch(config)).toThrow(/^Stream has been disposed/);
+  });
+
+  it('are checked at every launch when their stream is not a Stream: its handle may change', () => {
+    const k = stubKernel([]);
+    let handle = 0x6000n;
+    const streamLike = {
+      get handle() {
+        return handle;
+      },
+    } as unknown as Stream;
+    const config = Object.freeze({ grid: 1, block: 1, stream: streamLike });
+    for (let i = 0; i < 3; i++) k.launch(config);
+    handle = 0x7000n;
+    k.launch(config);
+    expect(streamHandle()).toBe(0x7000n);
   });
 
   it('fail the launch once the kernel is disposed', () => {
