@@ -639,7 +639,11 @@ export class EvalService {
       await this.queue.enqueue(queuedJobOf(record));
     }
     if (marked) {
-      this.#event(id, 'started', { gpu: { uuid: lease.info.uuid, name: lease.info.name, arch: lease.info.arch } });
+      // Stored before the worker starts: an agent killed the moment its worker has the job still leaves this start
+      // in the job's history, beside the start of the agent that takes the job over.
+      await this.#event(id, 'started', {
+        gpu: { uuid: lease.info.uuid, name: lease.info.name, arch: lease.info.arch },
+      });
       const queueWaitMs = startedAtMs - record.createdAt;
       for (const l of this.#startListeners) l({ id, gpu: record.options.gpu, queueWaitMs });
     }
