@@ -43,8 +43,15 @@ export function externCKernels(source: string): string[] {
 }
 
 /**
- * The options a source compiles with: its directory first on the include path, and `kernels` that are not extern "C"
- * (C++ names, template instances) added as name expressions so they can be found by those names.
+ * NVRTC otherwise searches the directory of the program's name for #include "..." (the working directory for a bare
+ * name): a source named '/etc/x.cu' could include "passwd". A job's own directory goes on the include path by name.
+ */
+export const NO_SOURCE_INCLUDE = '--no-source-include';
+
+/**
+ * The options a source compiles with: its directory first on the include path, NVRTC's own search of the program
+ * name's directory off (NO_SOURCE_INCLUDE), and `kernels` that are not extern "C" (C++ names, template instances)
+ * added as name expressions so they can be found by those names.
  */
 export function sourceCompileOptions(
   src: SourceText,
@@ -55,7 +62,12 @@ export function sourceCompileOptions(
   const named = new Set(options.nameExpressions ?? []);
   for (const k of kernels) if (!externC.includes(k)) named.add(k);
   const own = src.dir !== undefined ? [src.dir] : [];
-  const o: CompileOptions = { ...options, includePaths: [...own, ...(options.includePaths ?? [])] };
+  const flags = options.extraFlags ?? [];
+  const o: CompileOptions = {
+    ...options,
+    includePaths: [...own, ...(options.includePaths ?? [])],
+    extraFlags: flags.includes(NO_SOURCE_INCLUDE) ? flags : [NO_SOURCE_INCLUDE, ...flags],
+  };
   if (named.size > 0) o.nameExpressions = [...named];
   return o;
 }

@@ -5,8 +5,9 @@
 // slot decides when; this file only does it.
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { dirname, extname, join } from 'node:path';
+import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { type Containment, makeWorkerDir, removeWorkerDir, workerEnv } from './containment.js';
 import { type ForkedChild, Forker } from './forker.js';
 import { type ParentMessage, WORKER_ENV, isChildMessage } from './protocol.js';
 import { findExecutable } from './which.js';
@@ -34,7 +35,7 @@ export function workerScript(role: 'worker' | 'probe', choice = process.env[WORK
   let args: string[] = [];
   if (choice === undefined || choice === '' || choice === 'real') path = sibling(role === 'worker' ? 'main' : 'probe');
   else if (choice === 'fake') [path, args] = [sibling('fake'), role === 'probe' ? ['probe'] : []];
-  else [path, args] = [choice, role === 'probe' ? ['probe'] : []];
+  else [path, args] = [resolve(choice), role === 'probe' ? ['probe'] : []]; // the worker's own folder is not ours
   return { path, args, execArgv: /\.[mc]?ts$/.test(path) ? ['--import', tsxLoader()] : [] };
 }
 
@@ -80,8 +81,10 @@ export interface ChildOptions {
   uuid: string;
   isolation: 'process' | 'warm';
   guard: DeathGuard;
-  /** Added to the service's environment. */
+  /** Set by the service for its workers, on top of the allowed part of its own environment (containment.ts). */
   env: Readonly<Record<string, string | undefined>>;
+  /** Its folder, environment and user. */
+  containment: Containment;
   startTimeoutMs: number;
   stderrTailChars: number;
 }
@@ -137,6 +140,8 @@ export class WorkerChild {
   /** Set when the process has exited. */
   exit: ChildExit | undefined;
   isReady = false;
+  /** Its private working folder (HOME too), removed once it has exited. */
+  readonly dir: string;
   /** Jobs sent to it (one, in process-per-job isolation). */
   jobs = 0;
   /** Messages after `ready`, and its exit after `ready`: the slot's, while it cares. */
@@ -172,19 +177,23 @@ export class WorkerChild {
       else if (this.isReady) this.onExit?.(e);
     };
 
-    const env = {
-      ...process.env,
-      ...o.env,
-      CUDA_VISIBLE_DEVICES: o.uuid,
-      [WORKER_ENV.isolation]: o.isolation,
-      [WORKER_ENV.guard]: o.guard.kind,
-    };
+    this.dir = makeWorkerDir(o.containment);
+    const env = workerEnv(
+      process.env,
+      { ...o.env, CUDA_VISIBLE_DEVICES: o.uuid, [WORKER_ENV.isolation]: o.isolation, [WORKER_ENV.guard]: o.guard.kind },
+      this.dir,
+      o.containment.cacheDir,
+    );
+    const user = o.containment.user;
     const timer = setTimeout(() => fail(`no ready within ${o.startTimeoutMs} ms`), o.startTimeoutMs);
     this.#proc = sharedForker(o.guard).spawn(
       {
         path: o.script.path,
         args: o.script.args,
         env,
+        cwd: this.dir,
+        uid: user?.uid,
+        gid: user?.gid,
         ...(o.guard.kind === 'setpriv'
           ? {
               execPath: o.guard.path,
@@ -197,7 +206,10 @@ export class WorkerChild {
         failed: (message) => fail(message),
         stderr: (text) => this.#append(text),
         exit: (code, signal) => exited({ code, signal }),
-        closed: () => settleStdio(),
+        closed: () => {
+          removeWorkerDir(this.dir); // its whole group is gone or going: nothing writes there any more
+          settleStdio();
+        },
         message: (m) => {
           if (started) return this.onMessage?.(m);
           if (isChildMessage(m) && m.t === 'ready') {

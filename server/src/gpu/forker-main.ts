@@ -44,6 +44,9 @@ function spawnChild(r: Extract<ForkerRequest, { t: 'spawn' }>): void {
       serialization: 'advanced',
       detached: true, // its own process group: one kill takes whatever it started
       env: r.env,
+      cwd: r.cwd,
+      ...(r.uid === undefined ? {} : { uid: r.uid }),
+      ...(r.gid === undefined ? {} : { gid: r.gid }),
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       ...(r.execPath === undefined ? {} : { execPath: r.execPath }),
       execArgv: [...r.execArgv],

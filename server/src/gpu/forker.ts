@@ -21,6 +21,11 @@ export interface ForkRequest {
   execPath: string | undefined;
   execArgv: readonly string[];
   env: Record<string, string | undefined>;
+  /** The child's working folder (its private one: containment.ts). */
+  cwd: string;
+  /** The user and group it runs as; undefined: the forker's. */
+  uid: number | undefined;
+  gid: number | undefined;
 }
 
 /** The service's messages to the forker. */

@@ -4,9 +4,10 @@
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type WorkerScript, workerScript } from './child.js';
+import type { Containment } from './containment.js';
 import { type ComputeApp, computeApps } from './nvidia-smi.js';
 import type { GpuPool, SlotInfo, SlotLease } from './pool.js';
-import type { DeviceFacts } from './protocol.js';
+import type { DeviceFacts, LaunchFacts } from './protocol.js';
 import { GpuSlot, type Isolation, type SlotOptions } from './slot.js';
 
 export interface LocalPoolOptions {
@@ -16,8 +17,10 @@ export interface LocalPoolOptions {
   isolation?: Isolation;
   /** The worker (and probe) script: 'fake', a path, or the real one (default: $CUDAKIT_SERVER_WORKER). */
   worker?: string;
-  /** Added to the probe's and the workers' environment. */
+  /** Added to the probe's environment, and set for the workers (containment.ts). */
   env?: Readonly<Record<string, string | undefined>>;
+  /** The workers' folders, environment and user. Default: defaultContainment(). */
+  containment?: Containment;
   /** How long the probe may take. Default 60 s. */
   probeTimeoutMs?: number;
   /** The processes on the GPUs at probe time (a GPU with others' processes is 'shared'). Default: nvidia-smi. */
@@ -27,7 +30,7 @@ export interface LocalPoolOptions {
   /** Reprobes quarantined slots this often; 0: never. Default 5 min. */
   reprobeIntervalMs?: number;
   /** Per slot (timeouts, gpuReleased ...). */
-  slot?: Omit<SlotOptions, 'facts' | 'classes' | 'shared' | 'isolation' | 'worker' | 'env'>;
+  slot?: Omit<SlotOptions, 'facts' | 'classes' | 'shared' | 'isolation' | 'worker' | 'env' | 'containment'>;
 }
 
 /** What the probe prints. */
@@ -116,7 +119,22 @@ function isDeviceFacts(d: unknown): d is DeviceFacts {
     typeof f.totalMemoryBytes === 'number' &&
     typeof f.multiprocessorCount === 'number' &&
     typeof f.driverVersion === 'string' &&
-    (f.nvrtcVersion === undefined || typeof f.nvrtcVersion === 'string')
+    (f.nvrtcVersion === undefined || typeof f.nvrtcVersion === 'string') &&
+    isLaunchFacts(f.launch)
+  );
+}
+
+function isLaunchFacts(l: unknown): l is LaunchFacts {
+  const f = l as Partial<Record<keyof LaunchFacts, unknown>> | null;
+  const dim = (d: unknown) => Array.isArray(d) && d.length === 3 && d.every((x) => typeof x === 'number');
+  return (
+    typeof f === 'object' &&
+    f !== null &&
+    typeof f.maxThreadsPerBlock === 'number' &&
+    dim(f.maxBlockDim) &&
+    dim(f.maxGridDim) &&
+    typeof f.maxSharedMemoryPerBlockOptinBytes === 'number' &&
+    typeof f.maxClusterBlocks === 'number'
   );
 }
 
@@ -165,6 +183,7 @@ export class LocalGpuPool implements GpuPool {
           shared: facts.uuid.startsWith('MIG-') || apps.some((a) => a.uuid === facts.uuid),
           isolation: this.#o.isolation ?? 'process',
           env,
+          ...(this.#o.containment === undefined ? {} : { containment: this.#o.containment }),
           ...(this.#o.worker === undefined ? {} : { worker: this.#o.worker }),
         }),
     );

@@ -26,6 +26,7 @@ import {
   describeMessage,
   workerScript,
 } from './child.js';
+import { type Containment, defaultContainment } from './containment.js';
 import { type GpuReleased, gpuReleasedBySmi } from './nvidia-smi.js';
 import type { RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from './pool.js';
 import { type ChildMessage, type Deadlines, type DeviceFacts, type JobExtras, isChildMessage } from './protocol.js';
@@ -43,8 +44,10 @@ export interface SlotOptions {
   isolation?: Isolation;
   /** The worker script: 'fake', a path, or the real one (default: $CUDAKIT_SERVER_WORKER; see child.ts). */
   worker?: string;
-  /** Added to the children's environment. */
+  /** Set for the children on top of the allowed part of the service's environment (containment.ts). */
   env?: Readonly<Record<string, string | undefined>>;
+  /** The children's folders, environment and user. Default: defaultContainment(). */
+  containment?: Containment;
   /** 'auto' (default): setpriv --pdeathsig where it works, else the child's watchdog thread. */
   deathGuard?: 'auto' | 'watchdog';
   /** From fork to `ready`. Default 30 s. */
@@ -107,8 +110,9 @@ export class GpuSlot {
   readonly #classes: readonly string[];
   readonly #shared: boolean;
   readonly #isolation: Isolation;
-  readonly #o: Required<Omit<SlotOptions, 'facts' | 'classes' | 'shared' | 'isolation' | 'worker'>> & {
+  readonly #o: Required<Omit<SlotOptions, 'facts' | 'classes' | 'shared' | 'isolation' | 'worker' | 'containment'>> & {
     worker: string | undefined;
+    containment: Containment | undefined;
   };
   #state: SlotState = 'starting';
   #jobs = 0;
@@ -148,6 +152,7 @@ export class GpuSlot {
       gpuReleased: gpuReleasedBySmi,
       ...definedOnly(options),
       worker: options.worker,
+      containment: options.containment,
     };
   }
 
@@ -165,6 +170,7 @@ export class GpuSlot {
       lastError: this.#lastError,
       shared: this.#shared,
       totalMemoryBytes: this.#facts.totalMemoryBytes,
+      launch: this.#facts.launch,
     };
   }
 
@@ -275,6 +281,7 @@ export class GpuSlot {
       isolation: this.#isolation,
       guard,
       env: this.#o.env,
+      containment: this.#o.containment ?? defaultContainment(),
       startTimeoutMs: this.#o.startTimeoutMs,
       stderrTailChars: this.#o.stderrTailChars,
     });

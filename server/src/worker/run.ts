@@ -53,11 +53,40 @@ export function mixSeed(seed: number, salt: string): number {
   return createHash('sha256').update(`${seed}\0${salt}`).digest().readUInt32LE(0);
 }
 
-/** The job as the worker runs it: the mixed seed, and zeroOnFree when asked. Leaves `job` as it is. */
+/** NVRTC's program name when a source's own name has nothing usable left. */
+const FALLBACK_SOURCE_NAME = 'kernel.cu';
+
+/**
+ * The program name NVRTC gets for a client's source name: its last path part, in letters, digits, '.', '_' and '-'.
+ * NVRTC searches the directory of a program's name for #include "..." unless told not to (lib/eval/source.ts tells
+ * it): a bare name leaves nothing to search but the worker's own empty directory, whatever else fails.
+ */
+export function bareSourceName(name: string): string {
+  const last = name.split(/[/\\]/).pop() ?? '';
+  const bare = last.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '');
+  return bare === '' ? FALLBACK_SOURCE_NAME : bare.slice(0, 128);
+}
+
+/** `kernel` with its source's name made bare (bareSourceName); anything else as it is. */
+function withBareName<T>(kernel: T): T {
+  if (typeof kernel !== 'object' || kernel === null) return kernel;
+  const source = (kernel as { source?: unknown }).source;
+  if (typeof source !== 'object' || source === null) return kernel;
+  const name = (source as { name?: unknown }).name;
+  if (typeof name !== 'string') return kernel;
+  return { ...kernel, source: { ...source, name: bareSourceName(name) } };
+}
+
+/**
+ * The job as the worker runs it: the mixed seed, zeroOnFree when asked, and every source's name bare
+ * (bareSourceName; the stored job keeps the client's). Leaves `job` as it is.
+ */
 export function prepareForRun(job: EvalJob, seedSalt: string, zeroOnFree: boolean): EvalJob {
   const check = typeof job.check === 'object' && job.check !== null ? job.check : {};
   const seed = typeof check.seed === 'number' ? check.seed : DEFAULT_SEED;
-  const run: EvalJob = { ...job, check: { ...check, seed: mixSeed(seed, seedSalt) } };
+  const run: EvalJob = { ...withBareName(job), check: { ...check, seed: mixSeed(seed, seedSalt) } };
+  if (job.reference !== undefined) run.reference = withBareName(job.reference);
+  if (job.compare !== undefined) run.compare = withBareName(job.compare);
   if (zeroOnFree) run.zeroOnFree = true;
   return run;
 }
