@@ -35,6 +35,8 @@ export interface ServerConfig {
   isolation: 'process' | 'warm';
   /** Nsight Compute for device metrics: 'auto' (ncu on PATH, if any), 'off', or its path. */
   ncu: string;
+  /** Whom the workers run as when the server runs as root (a name, uid or uid:gid); undefined: 'nobody'. */
+  workerUser: string | undefined;
   retentionDays: number;
   /** How long a SIGTERM lets running jobs finish before their workers are killed. */
   drainSeconds: number;
@@ -75,6 +77,8 @@ Options (each also as an environment variable, e.g. --data-dir as CUDAKIT_SERVER
   --gpus <list>              'all' (default), or GPU indices / UUIDs separated by commas
   --isolation <mode>         process (default: a fresh worker per job) | warm (workers stay; trusted clients)
   --ncu <path|off|auto>      Nsight Compute for deviceMetrics (default auto: ncu on PATH)
+  --worker-user <user>       with the server running as root, the user its GPU workers run as (a name,
+                             uid or uid:gid; default nobody); not for a server that is not root
   --retention-days <n>       delete finished evaluations after n days (default 30)
   --drain-seconds <n>        on SIGTERM, let running jobs finish this long (default 30)
   --submits-per-minute <n>   submissions per token per minute (default 60)
@@ -94,6 +98,7 @@ const OPTIONS = {
   gpus: { type: 'string' },
   isolation: { type: 'string' },
   ncu: { type: 'string' },
+  'worker-user': { type: 'string' },
   'retention-days': { type: 'string' },
   'drain-seconds': { type: 'string' },
   'submits-per-minute': { type: 'string' },
@@ -195,6 +200,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   }
   const isolation = choice('isolation', 'process', ['process', 'warm'] as const);
   const ncu = get('ncu')?.value ?? 'auto';
+  const workerUser = get('worker-user')?.value;
   const retentionDays = number('retention-days', 30, 1, 36_500, false);
   const drainSeconds = number('drain-seconds', 30, 0, 3600, false);
   const submitsPerMinute = number('submits-per-minute', 60, 1, 100_000, true);
@@ -267,6 +273,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
     gpus,
     isolation,
     ncu,
+    workerUser,
     retentionDays,
     drainSeconds,
     submitsPerMinute,

@@ -18,6 +18,7 @@ import { RedisClusterBus } from './cluster/bus.js';
 import { ClusterPool } from './cluster/pool.js';
 import { AgentQueue, ApiQueue, clusterHorizons } from './cluster/queue.js';
 import { USAGE, parseConfig, type ServerConfig } from './config.js';
+import { type Containment, serviceContainment } from './gpu/containment.js';
 import type { GpuPool } from './gpu/pool.js';
 import { LocalGpuPool } from './gpu/local-pool.js';
 import { EmbeddedQueue } from './queue/embedded.js';
@@ -38,6 +39,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   let tokens: TokenEntry[] | undefined;
   let problems: ProblemRegistry;
   let sessionSecret: Buffer | undefined;
+  let containment: Containment | undefined;
   try {
     config = parseConfig(argv, process.env);
     if (config === 'help') {
@@ -47,6 +49,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     tokens = config.tokensFile === undefined ? undefined : loadTokens(config.tokensFile);
     problems = config.problemsDir === undefined ? ProblemRegistry.empty() : ProblemRegistry.load(config.problemsDir);
     sessionSecret = config.sessionSecretFile === undefined ? undefined : readSecret(config.sessionSecretFile);
+    // The API node runs no worker.
+    containment = config.role === 'api' ? undefined : serviceContainment(config.workerUser);
   } catch (e) {
     // A bad flag, tokens file or problem registry: the usage error's exit code.
     return fail((e as Error).message, 2);
@@ -54,7 +58,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   let parts: Parts;
   try {
-    parts = await assemble(config);
+    parts = await assemble(config, containment);
   } catch (e) {
     return fail((e as Error).message, 1);
   }
@@ -159,7 +163,7 @@ interface Parts {
 }
 
 /** The store, queue, pool and bus of the configured role. */
-async function assemble(config: ServerConfig): Promise<Parts> {
+async function assemble(config: ServerConfig, containment: Containment | undefined): Promise<Parts> {
   // The worker reads where Nsight Compute is (or 'off') from its environment; the fake worker's kill-agent job
   // reads the agent's pid.
   const env = { CUDAKIT_SERVER_NCU: config.ncu, CUDAKIT_SERVER_AGENT_PID: String(process.pid) };
@@ -168,6 +172,7 @@ async function assemble(config: ServerConfig): Promise<Parts> {
       ...(config.gpus === 'all' ? {} : { gpus: config.gpus.map((g) => (/^\d+$/.test(g) ? Number(g) : g)) }),
       isolation: config.isolation,
       env,
+      ...(containment === undefined ? {} : { containment }),
       extraClasses: config.gpuClasses,
     });
   if (config.role === 'embedded') {
