@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The embedded queue: priority then FIFO, a slot taking from the classes it serves, positions counted within a class,
-// sizes per principal, expiry, removal, the rebuild from stored jobs, and a property test against a reference model.
+// The embedded queue: turns between principals (fair share), priority then age within a principal, a slot taking from
+// the classes it serves with one turn per principal across them, positions under the turns, sizes per principal,
+// expiry, removal, the rebuild from stored jobs, and a property test against a reference model.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EmbeddedQueue } from '../../server/src/queue/embedded.js';
@@ -151,17 +152,128 @@ describe('EmbeddedQueue', () => {
     });
     const queue = EmbeddedQueue.rebuild(records);
     expect(queue.size('alice')).toBe(3);
-    expect(queue.position(records[1]!.id)).toBe(2);
-    expect(drain(queue, H200_SLOT)).toEqual([records[3]!.id, records[0]!.id, records[1]!.id, records[2]!.id]);
+    // alice came first, so her turn comes first: her H200 jobs are 1st and 3rd, bob's between them.
+    expect(records.slice(0, 3).map((r) => queue.position(r.id))).toEqual([1, 3, 2]);
+    expect(drain(queue, H200_SLOT)).toEqual([records[3]!.id, records[2]!.id, records[0]!.id, records[1]!.id]);
+  });
+});
+
+describe('EmbeddedQueue: fair share between principals', () => {
+  /** `n` jobs of `principal`, named `<prefix><i>`, enqueued at ms `t0 + i`. */
+  function jobsOf(principal: string, n: number, prefix: string, more: Partial<QueuedJob> = {}): QueuedJob[] {
+    return Array.from({ length: n }, (_, i) => job(`${prefix}${i}`, { principal, enqueuedAtMs: i, ...more }));
+  }
+
+  it("takes turns: a principal with 32 jobs queued delays another's job by one, not 32", () => {
+    const queue = queueOf(...jobsOf('alice', 32, 'a'));
+    queue.enqueue(job('b0', { principal: 'bob', enqueuedAtMs: 100 }));
+    expect(queue.position('b0')).toBe(2);
+    expect(queue.position('a1')).toBe(3);
+    expect(queue.position('a31')).toBe(33);
+    expect(drain(queue, ['any']).slice(0, 4)).toEqual(['a0', 'b0', 'a1', 'a2']);
+  });
+
+  it('serves the principals in strict rotation, each joining at the back of it', () => {
+    const queue = queueOf(...jobsOf('alice', 3, 'a'), ...jobsOf('bob', 2, 'b'));
+    expect(queue.take(['any'])?.id).toBe('a0');
+    queue.enqueue(job('c0', { principal: 'carol', enqueuedAtMs: 50 }));
+    queue.enqueue(job('c1', { principal: 'carol', enqueuedAtMs: 51 }));
+    // bob was waiting, alice was just served, carol arrived after that: bob, alice, carol, then round again.
+    expect(drain(queue, ['any'])).toEqual(['b0', 'a1', 'c0', 'b1', 'a2', 'c1']);
+  });
+
+  it('orders by priority only within a principal: it never jumps another principal’s turn', () => {
+    const queue = queueOf(
+      job('a-old', { principal: 'alice', enqueuedAtMs: 0 }),
+      job('a-low', { principal: 'alice', enqueuedAtMs: 1, priority: -5 }),
+      job('b-urgent', { principal: 'bob', enqueuedAtMs: 2, priority: 10 }),
+      job('b-plain', { principal: 'bob', enqueuedAtMs: 3 }),
+      job('a-urgent', { principal: 'alice', enqueuedAtMs: 4, priority: 10 }),
+    );
+    expect(queue.position('b-urgent')).toBe(2);
+    expect(queue.position('a-old')).toBe(3);
+    expect(drain(queue, ['any'])).toEqual(['a-urgent', 'b-urgent', 'a-old', 'b-plain', 'a-low']);
+  });
+
+  it('gives a principal one turn across the classes a slot serves, not one per class', () => {
+    // alice spreads her jobs over the three classes an H200 slot serves; bob has one class.
+    const queue = queueOf(
+      job('a-any', { principal: 'alice', gpu: 'any', enqueuedAtMs: 0 }),
+      job('a-h200', { principal: 'alice', gpu: 'H200', enqueuedAtMs: 1 }),
+      job('a-sm90', { principal: 'alice', gpu: 'sm_90', enqueuedAtMs: 2 }),
+      ...jobsOf('bob', 3, 'b', { gpu: 'any', enqueuedAtMs: 10 }),
+    );
+    expect(drain(queue, H200_SLOT)).toEqual(['a-any', 'b0', 'a-h200', 'b1', 'a-sm90', 'b2']);
+  });
+
+  it('moves a principal served by one kind of slot to the back for every other slot too', () => {
+    const queue = queueOf(
+      job('a-any', { principal: 'alice', gpu: 'any' }),
+      job('a-h200', { principal: 'alice', gpu: 'H200', enqueuedAtMs: 1 }),
+      job('b-h200', { principal: 'bob', gpu: 'H200', enqueuedAtMs: 2 }),
+    );
+    expect(queue.take(H100_SLOT)?.id).toBe('a-any'); // an H100 slot took alice's turn
+    expect(queue.take(H200_SLOT)?.id).toBe('b-h200'); // so bob's comes first on an H200
+    expect(queue.take(H200_SLOT)?.id).toBe('a-h200');
+  });
+
+  it('keeps the rotation when jobs are removed or expire, and drops a principal left with none', () => {
+    const queue = queueOf(
+      ...jobsOf('alice', 2, 'a'),
+      ...jobsOf('bob', 2, 'b', { expiresAtMs: 500 }),
+      ...jobsOf('carol', 2, 'c'),
+    );
+    expect(queue.take(['any'])?.id).toBe('a0'); // turns now: bob, carol, alice
+    expect(queue.remove('b0')).toBe(true); // bob keeps his turn with his next job
+    expect(queue.position('b1')).toBe(1);
+    expect(queue.position('a1')).toBe(3);
+    expect(queue.expire(500).map((j) => j.id)).toEqual(['b1']); // bob has none left: out of the turns
+    expect([queue.position('c0'), queue.position('a1'), queue.position('c1')]).toEqual([1, 2, 3]);
+    queue.enqueue(job('b2', { principal: 'bob', enqueuedAtMs: 600 })); // back, at the back
+    expect(queue.position('b2')).toBe(3);
+    expect(drain(queue, ['any'])).toEqual(['c0', 'a1', 'b2', 'c1']);
+  });
+
+  it('gives a job handed back right after its take its place, and its principal its turn', () => {
+    const queue = queueOf(...jobsOf('alice', 2, 'a'), ...jobsOf('bob', 2, 'b'), ...jobsOf('carol', 2, 'c'));
+    const ids = ['a0', 'a1', 'b0', 'b1', 'c0', 'c1'];
+    const before = ids.map((id) => queue.position(id));
+    const taken = queue.take(['any'])!;
+    expect(taken.id).toBe('a0');
+    queue.enqueue(taken); // no slot after all
+    expect(ids.map((id) => queue.position(id))).toEqual(before);
+    // Handed back after another take, it is an arrival like any other: alice's turn is spent, carol's comes first.
+    expect(queue.take(['any'])?.id).toBe('a0');
+    expect(queue.take(['any'])?.id).toBe('b0');
+    queue.enqueue(job('a0', { principal: 'alice' }));
+    expect(drain(queue, ['any'])).toEqual(['c0', 'a0', 'b1', 'c1', 'a1']);
+  });
+
+  it('reports as position the place each job starts at when the queue drains', () => {
+    const queue = queueOf(
+      ...jobsOf('alice', 5, 'a'),
+      ...jobsOf('bob', 2, 'b', { enqueuedAtMs: 1 }),
+      job('b-urgent', { principal: 'bob', priority: 3, enqueuedAtMs: 9 }),
+      ...jobsOf('carol', 1, 'c'),
+      job('other-class', { principal: 'dave', gpu: 'H200' }),
+    );
+    queue.take(['any']); // alice served: her turn moves behind carol's
+    const ids = [...'a1 a2 a3 a4 b0 b1 b-urgent c0'.split(' ')];
+    const positions = new Map(ids.map((id) => [id, queue.position(id)]));
+    const order = drain(queue, ['any']);
+    expect(order).toEqual(['b-urgent', 'c0', 'a1', 'b0', 'a2', 'b1', 'a3', 'a4']);
+    for (const [i, id] of order.entries()) expect(positions.get(id), id).toBe(i + 1);
+    expect(queue.position('other-class')).toBe(1);
   });
 });
 
 describe('EmbeddedQueue against a reference model (fast-check)', () => {
   const CLASSES = ['any', 'H200', 'H100', 'sm_90'];
-  const PRINCIPALS = ['alice', 'bob'];
+  const PRINCIPALS = ['alice', 'bob', 'carol'];
   type Op =
     | { op: 'enqueue'; priority: number; gpu: string; principal: string; enqueuedAtMs: number; ttlMs: number }
     | { op: 'take'; classes: string[] }
+    | { op: 'takeAndHandBack'; classes: string[] }
     | { op: 'remove'; pick: number }
     | { op: 'expire'; nowMs: number };
 
@@ -178,14 +290,23 @@ describe('EmbeddedQueue against a reference model (fast-check)', () => {
       }),
     },
     { weight: 3, arbitrary: fc.record({ op: fc.constant('take' as const), classes: fc.subarray(CLASSES) }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('takeAndHandBack' as const), classes: fc.subarray(CLASSES) }) },
     { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), pick: fc.nat() }) },
     { weight: 1, arbitrary: fc.record({ op: fc.constant('expire' as const), nowMs: fc.integer({ min: 0, max: 40 }) }) },
   );
 
-  /** The model: every queued job with its arrival number, searched in full for each answer. */
+  /**
+   * The model: every queued job with its arrival number, and each principal's turn, searched in full for each
+   * answer; a position is found by draining a copy with slots of the job's class.
+   */
   interface ModelEntry {
     job: QueuedJob;
     seq: number;
+  }
+  interface Model {
+    entries: ModelEntry[];
+    turns: Map<string, number>;
+    nextTurn: number;
   }
   const runsBefore = (a: ModelEntry, b: ModelEntry): boolean =>
     a.job.priority !== b.job.priority
@@ -193,12 +314,42 @@ describe('EmbeddedQueue against a reference model (fast-check)', () => {
       : a.job.enqueuedAtMs !== b.job.enqueuedAtMs
         ? a.job.enqueuedAtMs < b.job.enqueuedAtMs
         : a.seq < b.seq;
+  const hasJobs = (m: Model, principal: string) => m.entries.some((e) => e.job.principal === principal);
+
+  function modelEnqueue(m: Model, entry: ModelEntry): void {
+    if (!hasJobs(m, entry.job.principal)) m.turns.set(entry.job.principal, m.nextTurn++);
+    m.entries.push(entry);
+  }
+
+  function modelDrop(m: Model, dropped: (e: ModelEntry) => boolean): void {
+    m.entries = m.entries.filter((e) => !dropped(e));
+    for (const p of [...m.turns.keys()]) if (!hasJobs(m, p)) m.turns.delete(p);
+  }
+
+  function modelTake(m: Model, classes: readonly string[]): ModelEntry | undefined {
+    const candidates = m.entries.filter((e) => classes.includes(e.job.gpu));
+    if (candidates.length === 0) return undefined;
+    const principal = candidates
+      .map((e) => e.job.principal)
+      .reduce((a, b) => (m.turns.get(a)! <= m.turns.get(b)! ? a : b));
+    const best = candidates.filter((e) => e.job.principal === principal).reduce((b, e) => (runsBefore(b, e) ? b : e));
+    modelDrop(m, (e) => e === best);
+    if (hasJobs(m, principal)) m.turns.set(principal, m.nextTurn++);
+    return best;
+  }
+
+  function modelPosition(m: Model, entry: ModelEntry): number {
+    const copy: Model = { entries: [...m.entries], turns: new Map(m.turns), nextTurn: m.nextTurn };
+    let position = 1;
+    while (modelTake(copy, [entry.job.gpu]) !== entry) position++;
+    return position;
+  }
 
   it('takes, removes, expires, counts and positions as the model does', () => {
     fc.assert(
       fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
         const queue = new EmbeddedQueue();
-        let model: ModelEntry[] = [];
+        const model: Model = { entries: [], turns: new Map(), nextTurn: 0 };
         let seq = 0;
         const ever: string[] = [];
         for (const o of ops) {
@@ -206,34 +357,34 @@ describe('EmbeddedQueue against a reference model (fast-check)', () => {
             const { priority, gpu, principal, enqueuedAtMs, ttlMs } = o;
             const j = { id: `j${seq}`, principal, priority, gpu, enqueuedAtMs, expiresAtMs: enqueuedAtMs + ttlMs };
             queue.enqueue(j);
-            model.push({ job: j, seq: seq++ });
+            modelEnqueue(model, { job: j, seq: seq++ });
             ever.push(j.id);
           } else if (o.op === 'take') {
-            const candidates = model.filter((e) => o.classes.includes(e.job.gpu));
-            const best = candidates.reduce<ModelEntry | undefined>(
-              (b, e) => (b && runsBefore(b, e) ? b : e),
-              undefined,
-            );
-            expect(queue.take(o.classes)?.id).toBe(best?.job.id);
-            model = model.filter((e) => e !== best);
+            expect(queue.take(o.classes)?.id).toBe(modelTake(model, o.classes)?.job.id);
+          } else if (o.op === 'takeAndHandBack') {
+            // The model does nothing: a job handed back at once is as if never taken.
+            const taken = queue.take(o.classes);
+            if (taken !== undefined) queue.enqueue(taken);
           } else if (o.op === 'remove') {
             const id = ever.length === 0 ? 'none' : ever[o.pick % ever.length]!;
-            expect(queue.remove(id)).toBe(model.some((e) => e.job.id === id));
-            model = model.filter((e) => e.job.id !== id);
+            expect(queue.remove(id)).toBe(model.entries.some((e) => e.job.id === id));
+            modelDrop(model, (e) => e.job.id === id);
           } else {
-            const expired = model.filter((e) => e.job.expiresAtMs <= o.nowMs);
-            expect(new Set(queue.expire(o.nowMs).map((j) => j.id))).toEqual(new Set(expired.map((e) => e.job.id)));
-            model = model.filter((e) => !expired.includes(e));
+            const expired = model.entries.filter((e) => e.job.expiresAtMs <= o.nowMs).map((e) => e.job.id);
+            expect(new Set(queue.expire(o.nowMs).map((j) => j.id))).toEqual(new Set(expired));
+            modelDrop(model, (e) => expired.includes(e.job.id));
           }
-          expect(queue.size()).toBe(model.length);
-          for (const p of PRINCIPALS) expect(queue.size(p)).toBe(model.filter((e) => e.job.principal === p).length);
-          for (const e of model) {
-            const ahead = model.filter((x) => x.job.gpu === e.job.gpu && runsBefore(x, e)).length;
-            expect(queue.position(e.job.id)).toBe(ahead + 1);
+          expect(queue.size()).toBe(model.entries.length);
+          for (const p of PRINCIPALS)
+            expect(queue.size(p)).toBe(model.entries.filter((e) => e.job.principal === p).length);
+          for (const gpu of CLASSES) {
+            expect(queue.sizeByClass()[gpu] ?? 0).toBe(model.entries.filter((e) => e.job.gpu === gpu).length);
           }
+          for (const e of model.entries) expect(queue.position(e.job.id), e.job.id).toBe(modelPosition(model, e));
         }
         // What is left comes out in the model's order too.
-        const rest = [...model].sort((a, b) => (runsBefore(a, b) ? -1 : 1)).map((e) => e.job.id);
+        const rest: string[] = [];
+        for (let e = modelTake(model, CLASSES); e !== undefined; e = modelTake(model, CLASSES)) rest.push(e.job.id);
         expect(drain(queue, CLASSES)).toEqual(rest);
       }),
       { numRuns: 200 },

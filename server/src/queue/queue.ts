@@ -1,7 +1,22 @@
 // SPDX-License-Identifier: MIT
-// The queue between the API and the GPU slots: a priority FIFO per GPU class. The embedded mode keeps it in memory
-// and rebuilds it from the store's queued rows at start (queue/embedded.ts, synchronous); the distributed mode is
-// BullMQ on Redis (cluster/queue.ts), whose calls are network round trips: the service awaits every method.
+// The queue between the API and the GPU slots: per GPU class, fair between principals. The embedded mode keeps it
+// in memory and rebuilds it from the store's queued rows at start (queue/embedded.ts, synchronous); the distributed
+// mode keeps it in Redis beside BullMQ (cluster/queue.ts), whose calls are network round trips: the service awaits
+// every method.
+//
+// Fair share, the one rule both keep. Between principals the queue takes turns; a job's priority, then its age, then
+// its arrival orders only its own principal's jobs. Each principal with a job queued holds a turn: a number from one
+// counter, drawn when it enters the queue (it had no job queued) and again each time one of its jobs is taken. A slot
+// takes from the principal whose turn is the oldest among those with a job in a class the slot serves, that
+// principal's first job of those classes. Within one class this is strict round-robin: the principal served goes to
+// the back, one that arrives joins at the back, so a client with 32 jobs queued delays another's next job by one
+// job, not 32. Across the classes a slot serves (['H200', 'sm_90', 'any']) it holds because a principal has one
+// turn, not one per class: a job taken from 'any' moves its principal to the back for 'H200' too, so spreading jobs
+// over classes buys no extra turns. Priority is not a lever between clients: only a client's own jobs compete on it.
+//
+// A position counts the jobs that start before a job if nothing new arrives and only slots of its class take: its
+// principal's own jobs ahead of it (r), and from every other principal with n jobs in the class min(n, r + 1) when
+// that principal's turn is older (it comes first in each round), min(n, r) when newer.
 import type { JobRecord } from '../store/store.js';
 
 export interface QueuedJob {
@@ -19,11 +34,17 @@ type MaybePromise<T> = T | Promise<T>;
 
 export interface JobQueue {
   enqueue(job: QueuedJob): MaybePromise<void>;
-  /** The next job a slot of these classes may run (highest priority, then oldest), removed from the queue. */
+  /**
+   * The next job a slot of these classes may run, removed from the queue: the fair-share rule above picks the
+   * principal, then that principal's highest priority, oldest job.
+   */
   take(classes: readonly string[]): MaybePromise<QueuedJob | undefined>;
   /** Removes a queued job (cancelled); false when it was not queued (a slot somewhere may be starting it). */
   remove(id: string): MaybePromise<boolean>;
-  /** 1-based position among the jobs a slot of its class would take before it, or undefined when not queued. */
+  /**
+   * 1 + the jobs a slot of its class takes before it if nothing new arrives (the turns above), or undefined when
+   * not queued.
+   */
   position(id: string): MaybePromise<number | undefined>;
   /**
    * The position `job` will have once enqueued, read before it is: for a queue another process takes jobs from the
@@ -57,7 +78,7 @@ export interface JobQueue {
 
 /**
  * A stored job as the queue sees it: enqueued at its creation, so a queue rebuilt from the store at start keeps each
- * job's place in its FIFO and its QUEUE_TIMEOUT deadline (the time the server was down counts as time queued).
+ * job's place among its principal's jobs and its QUEUE_TIMEOUT deadline (the time the server was down counts as time queued).
  */
 export function queuedJobOf(record: JobRecord): QueuedJob {
   return {
