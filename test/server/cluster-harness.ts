@@ -106,6 +106,8 @@ export class Cluster {
             CUDAKIT_SERVER_WORKER: 'fake',
             CUDAKIT_FAKE_GPUS: String(options.gpus ?? 4),
             CUDAKIT_FAKE_LOG: this.fakeLog,
+            // The fake workers append to the log in this test's own folder: they run as the test's user.
+            CUDAKIT_SERVER_WORKER_USER: String(process.getuid?.() ?? ''),
             ...(options.fakeHost === undefined ? {} : { CUDAKIT_FAKE_HOST: options.fakeHost }),
           };
     const env: Record<string, string> = {

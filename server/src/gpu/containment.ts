@@ -146,23 +146,25 @@ export function makeContainment(o: { user: WorkerUser | undefined; cacheDir: str
 
 /**
  * The containment the server's command line asks for. As root: workers run as `userSpec` (default 'nobody'; root
- * itself means no change of user). Otherwise they run as the server, and a `userSpec` is an error, since only root can
- * start a process as another user. The compile cache is $CUDAKIT_CACHE_DIR where the operator set it.
+ * itself means no change of user). Otherwise they run as the server: a `userSpec` naming another user is an error,
+ * since only root can start a process as another user. The compile cache is $CUDAKIT_CACHE_DIR where the operator set
+ * it.
  *
- * @throws Error for a user that does not exist, or a user asked of a server that is not root.
+ * @throws Error for a user that does not exist, or another user asked of a server that is not root.
  */
 export function serviceContainment(userSpec: string | undefined): Containment {
   const cacheDir = process.env.CUDAKIT_CACHE_DIR || undefined;
+  const ownUid = process.getuid?.();
+  const user = userSpec === undefined ? undefined : resolveWorkerUser(userSpec);
   if (!runsAsRoot()) {
-    if (userSpec !== undefined) {
+    if (user !== undefined && user.uid !== ownUid) {
       throw new Error(
         `--worker-user ${userSpec}: only a server running as root can start its workers as another user ` +
-          '(this one runs as uid ' +
-          `${process.getuid?.() ?? 'unknown'}; its workers run as that user)`,
+          `(this one runs as uid ${ownUid ?? 'unknown'}, and so do its workers)`,
       );
     }
     return makeContainment({ user: undefined, cacheDir });
   }
-  const user = resolveWorkerUser(userSpec ?? 'nobody');
-  return makeContainment({ user: user.uid === 0 ? undefined : user, cacheDir });
+  const chosen = user ?? resolveWorkerUser('nobody');
+  return makeContainment({ user: chosen.uid === 0 ? undefined : chosen, cacheDir });
 }
