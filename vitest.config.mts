@@ -11,7 +11,13 @@ export default defineConfig({
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       {
         extends: true,
-        test: { name: 'nvrtc', include: ['test/nvrtc/**/*.test.ts'], testTimeout: 60_000, globalSetup: [TIERS] },
+        test: {
+          name: 'nvrtc',
+          // The service's defences that need real NVRTC live with its other security tests.
+          include: ['test/nvrtc/**/*.test.ts', 'test/server/**/*.nvrtc.test.ts'],
+          testTimeout: 60_000,
+          globalSetup: [TIERS],
+        },
       },
       {
         extends: true,
@@ -29,7 +35,11 @@ export default defineConfig({
         test: {
           name: 'server',
           include: ['test/server/**/*.test.ts'],
-          exclude: ['test/server/load.test.ts', 'test/server/distributed-load.test.ts'],
+          exclude: [
+            'test/server/load.test.ts',
+            'test/server/distributed-load.test.ts',
+            'test/server/**/*.nvrtc.test.ts',
+          ],
           testTimeout: 60_000,
         },
       },
