@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 // What a service refuses that cudakit would accept from a local user: sources that are files of the server, compile
-// options that reach its file system, NVRTC flags outside an allow-list, and jobs whose declared device memory is
-// over the cap. Checked before validateJob and before anything is queued; each problem in the library's format.
+// options that reach its file system, NVRTC flags outside an allow-list, jobs whose declared device memory is over
+// the cap, and launches no GPU here could make (a block, grid, shared memory or cluster over the smallest GPU's
+// limits: cudakit would only find out at the launch, a worker and a GPU slot later). Checked before validateJob and
+// before anything is queued, whichever route the job came by; each problem in the library's format.
 import { parseArgSpec, type JobProblem } from 'cudakit';
+import { type LaunchFacts, PORTABLE_CLUSTER_BLOCKS } from './gpu/protocol.js';
 import { ARGS_MAX } from './schema/native.js';
 
 /** Flags passed as they are. */
@@ -76,12 +79,53 @@ export interface AdmissionLimits {
   maxDeviceBytes: number;
   /** Where maxDeviceBytes comes from, for the message that refuses a job over it. */
   maxDeviceBytesReason?: string;
+  /** What one launch may ask for. Default DEFAULT_LAUNCH_LIMITS (CUDA's own, no GPU known). */
+  launch?: LaunchLimits;
 }
+
+/** One launch limit, and where it comes from for the message that refuses a job over it. */
+export interface SourcedLimit {
+  max: number;
+  /** 'the limit of NVIDIA H200 (GPU-…)', or why it is CUDA's own. */
+  reason: string;
+}
+
+/** The launch limits a job is held to: each the smallest GPU's, and which GPU that is. */
+export interface LaunchLimits {
+  maxThreadsPerBlock: SourcedLimit;
+  /** Along x, y and z. */
+  maxBlockDim: readonly [SourcedLimit, SourcedLimit, SourcedLimit];
+  /** Along x, y and z. */
+  maxGridDim: readonly [SourcedLimit, SourcedLimit, SourcedLimit];
+  /** Dynamic shared memory per block, bytes: the opt-in maximum (cudakit opts a kernel in when a launch needs it). */
+  maxSharedMemoryBytes: SourcedLimit;
+  /** Blocks per thread block cluster; 0: the GPU launches no clusters. */
+  maxClusterBlocks: SourcedLimit;
+}
+
+const UNKNOWN_GPUS = 'the GPUs here are not known';
+
+/**
+ * CUDA's architectural limits, where no GPU's are known: those of every GPU since sm_30 for blocks and grids, the
+ * largest opt-in shared memory of any architecture (227 KiB: sm_90, sm_100) and the portable cluster size. A GPU that
+ * allows less is held to its own once it is known; a job the GPU cannot launch still fails there.
+ */
+export const DEFAULT_LAUNCH_LIMITS: LaunchLimits = (() => {
+  const cuda = (max: number): SourcedLimit => ({ max, reason: `CUDA's limit on every GPU: ${UNKNOWN_GPUS}` });
+  return {
+    maxThreadsPerBlock: cuda(1024),
+    maxBlockDim: [cuda(1024), cuda(1024), cuda(64)],
+    maxGridDim: [cuda(2 ** 31 - 1), cuda(65_535), cuda(65_535)],
+    maxSharedMemoryBytes: { max: 227 * 1024, reason: `the most any GPU allows (sm_90, sm_100): ${UNKNOWN_GPUS}` },
+    maxClusterBlocks: { max: PORTABLE_CLUSTER_BLOCKS, reason: `CUDA's portable cluster size: ${UNKNOWN_GPUS}` },
+  };
+})();
 
 /** The cap where no GPU's memory is known to go by. */
 export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = {
   maxDeviceBytes: 8 * 2 ** 30,
   maxDeviceBytesReason: "the default limit: the GPUs' memory is not known here",
+  launch: DEFAULT_LAUNCH_LIMITS,
 };
 
 /**
@@ -112,6 +156,97 @@ export function gpuAdmissionLimits(gpus: readonly GpuMemory[]): AdmissionLimits 
       `the limit is a quarter of the memory of the smallest GPU here: ${smallest.name} (${smallest.uuid}), ` +
       `${smallest.totalMemoryBytes} bytes`,
   };
+}
+
+/** A GPU's launch limits as the probe reports them (absent where an agent of an older version announced it). */
+export interface GpuLaunch {
+  uuid: string;
+  name: string;
+  launch?: LaunchFacts | undefined;
+}
+
+/**
+ * The launch limits relative to the GPUs: each limit the smallest any GPU here has (a job may run on any of them),
+ * naming that GPU; CUDA's own (DEFAULT_LAUNCH_LIMITS) where no GPU reports its limits.
+ */
+export function gpuLaunchLimits(gpus: readonly GpuLaunch[]): LaunchLimits {
+  const known = gpus.filter((g): g is GpuLaunch & { launch: LaunchFacts } => g.launch !== undefined);
+  // A limit of 0 is a probe that could not read it, except for clusters (0: none).
+  const smallest = (fallback: SourcedLimit, of: (l: LaunchFacts) => number, zeroMeansNone = false): SourcedLimit => {
+    let best: SourcedLimit | undefined;
+    for (const g of known) {
+      const max = of(g.launch);
+      if (!Number.isFinite(max) || max < 0 || (max === 0 && !zeroMeansNone)) continue;
+      if (best === undefined || max < best.max) best = { max, reason: `the limit of ${g.name} (${g.uuid})` };
+    }
+    return best ?? fallback;
+  };
+  const d = DEFAULT_LAUNCH_LIMITS;
+  return {
+    maxThreadsPerBlock: smallest(d.maxThreadsPerBlock, (l) => l.maxThreadsPerBlock),
+    maxBlockDim: [0, 1, 2].map((i) => smallest(d.maxBlockDim[i]!, (l) => l.maxBlockDim[i]!)) as [
+      SourcedLimit,
+      SourcedLimit,
+      SourcedLimit,
+    ],
+    maxGridDim: [0, 1, 2].map((i) => smallest(d.maxGridDim[i]!, (l) => l.maxGridDim[i]!)) as [
+      SourcedLimit,
+      SourcedLimit,
+      SourcedLimit,
+    ],
+    maxSharedMemoryBytes: smallest(d.maxSharedMemoryBytes, (l) => l.maxSharedMemoryPerBlockOptinBytes),
+    maxClusterBlocks: smallest(d.maxClusterBlocks, (l) => l.maxClusterBlocks, true),
+  };
+}
+
+const AXES = ['x', 'y', 'z'] as const;
+
+/** A Dim3 as [x, y, z] (1 where left out); undefined when it is not one (validateJob words that). */
+function dim3Of(v: unknown): [number, number, number] | undefined {
+  const d = typeof v === 'number' ? [v] : v;
+  if (!Array.isArray(d) || d.length < 1 || d.length > 3 || !d.every((x) => typeof x === 'number')) return undefined;
+  const [x = 1, y = 1, z = 1] = d as number[];
+  return [x, y, z];
+}
+
+/** What `limits` refuses in one kernel's launch (`path`: 'job', 'job.reference' ...): each limit it is over. */
+function launchProblems(path: string, k: Record<string, unknown>, limits: LaunchLimits): JobProblem[] {
+  const problems: JobProblem[] = [];
+  const over = (at: string, limit: SourcedLimit, what: string, received: number): void => {
+    if (!(received > limit.max)) return;
+    const message = `Expected at most ${limit.max} ${what} for ${at} but received ${received} (${limit.reason})`;
+    problems.push({ path: at, message, type: 'RangeError' });
+  };
+  const block = dim3Of(k.block);
+  if (block !== undefined) {
+    // The product only of sizes validateJob accepts (a 0 or a fraction is its problem, and no count of threads).
+    if (block.every((b) => Number.isSafeInteger(b) && b >= 1)) {
+      over(`${path}.block`, limits.maxThreadsPerBlock, 'threads per block', block[0] * block[1] * block[2]);
+    }
+    AXES.forEach((axis, i) => over(`${path}.block`, limits.maxBlockDim[i]!, `threads along ${axis}`, block[i]!));
+  }
+  const grid = dim3Of(k.grid);
+  if (grid !== undefined) {
+    AXES.forEach((axis, i) => over(`${path}.grid`, limits.maxGridDim[i]!, `blocks along ${axis}`, grid[i]!));
+  }
+  if (typeof k.sharedMemBytes === 'number') {
+    const what = 'bytes of dynamic shared memory per block';
+    over(`${path}.sharedMemBytes`, limits.maxSharedMemoryBytes, what, k.sharedMemBytes);
+  }
+  const cluster = dim3Of(k.clusterDim);
+  if (cluster !== undefined && cluster.every((c) => Number.isSafeInteger(c) && c >= 1)) {
+    const blocks = cluster[0] * cluster[1] * cluster[2];
+    const limit = limits.maxClusterBlocks;
+    if (limit.max === 0) {
+      const message =
+        `Expected no thread block cluster for ${path}.clusterDim but received one of ${blocks} blocks ` +
+        `(${limit.reason}, which launches no clusters: they need sm_90 or later)`;
+      problems.push({ path: `${path}.clusterDim`, message, type: 'RangeError' });
+    } else {
+      over(`${path}.clusterDim`, limit, 'blocks per cluster', blocks);
+    }
+  }
+  return problems;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -204,11 +339,15 @@ export function admissionProblems(job: Record<string, unknown>, limits: Admissio
       }
     }
   };
+  const launch = limits.launch ?? DEFAULT_LAUNCH_LIMITS;
   kernel('job', job);
+  problems.push(...launchProblems('job', job, launch));
   for (const key of ['reference', 'compare'] as const) {
     const r = job[key];
     if (isObject(r) && !('expected' in r)) {
       kernel(`job.${key}`, r);
+      // Its own grid, block and shared memory (a reference has no clusterDim: it runs with the job's).
+      problems.push(...launchProblems(`job.${key}`, { ...r, clusterDim: undefined }, launch));
       if (Array.isArray(r.args) && r.args.length > ARGS_MAX) {
         problems.push({
           path: `job.${key}.args`,

@@ -13,7 +13,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { InvalidJobError, formatJson, validateJob } from 'cudakit';
 import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
-import { DEFAULT_ADMISSION_LIMITS, admissionProblems, gpuAdmissionLimits, type AdmissionLimits } from './admission.js';
+import {
+  DEFAULT_ADMISSION_LIMITS,
+  admissionProblems,
+  gpuAdmissionLimits,
+  gpuLaunchLimits,
+  type AdmissionLimits,
+} from './admission.js';
 import { jobDeadlines } from './gpu/deadlines.js';
 import { ProblemRegistry } from './problems.js';
 import type { ClusterBus } from './cluster/bus.js';
@@ -389,15 +395,21 @@ export class EvalService {
     return { record, replayed: false, queue };
   }
 
-  /** The configured device-bytes cap, else a quarter of the smallest GPU's memory in the pool, else the default. */
+  /**
+   * The configured device-bytes cap, else a quarter of the smallest GPU's memory in the pool, else the default; the
+   * launch limits of the smallest GPU in the pool (an API node's: the agents' GPUs), else CUDA's own.
+   */
   #admissionLimits(): AdmissionLimits {
+    const slots = this.pool.slots();
+    const launch = gpuLaunchLimits(slots);
     if (this.#deviceCapConfigured) {
       return {
         maxDeviceBytes: this.limits.maxDeviceBytes,
         maxDeviceBytesReason: 'the limit configured for this server',
+        launch,
       };
     }
-    return gpuAdmissionLimits(this.pool.slots()) ?? this.limits;
+    return { ...(gpuAdmissionLimits(slots) ?? this.limits), launch };
   }
 
   /** An estimate of when a place frees up: the jobs in front, over the GPUs, at the average run time. */

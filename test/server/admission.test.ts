@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: MIT
 // What the service refuses before validateJob (server/src/admission.ts): includes and flags that reach the server's
-// files, sources that are files, too much memory, too much source, too deep a body.
+// files, sources that are files, too much memory, too much source, too deep a body, and launches over the smallest
+// GPU's limits (block, grid, dynamic shared memory, cluster), each named with the GPU it comes from.
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_ADMISSION_LIMITS,
+  DEFAULT_LAUNCH_LIMITS,
   MAX_SOURCE_CHARS,
   admissionProblems,
   declaredDeviceBytes,
   gpuAdmissionLimits,
+  gpuLaunchLimits,
   isAllowedFlag,
   nestedDeeperThan,
   unsafeInclude,
+  type AdmissionLimits,
 } from '../../server/src/admission.js';
+import type { LaunchFacts } from '../../server/src/gpu/protocol.js';
+import { H200_LAUNCH } from './fake-pool.js';
 import { body } from './helpers.js';
 
 describe('unsafeInclude', () => {
@@ -134,5 +140,127 @@ describe('admissionProblems', () => {
     const headers = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`h${i}.h`, 'x'.repeat(256 * 1024)]));
     const [big] = admissionProblems(body('x', { headers }), limits);
     expect(big!.message).toContain(`at most ${MAX_SOURCE_CHARS} characters`);
+  });
+});
+
+describe('launch limits', () => {
+  const H200 = { uuid: 'GPU-h200', name: 'NVIDIA H200', launch: H200_LAUNCH };
+  const A100: { uuid: string; name: string; launch: LaunchFacts } = {
+    uuid: 'GPU-a100',
+    name: 'NVIDIA A100-SXM4-80GB',
+    launch: { ...H200_LAUNCH, maxSharedMemoryPerBlockOptinBytes: 166_912, maxClusterBlocks: 0 },
+  };
+  const h200: AdmissionLimits = { maxDeviceBytes: 2 ** 40, launch: gpuLaunchLimits([H200]) };
+  const OF_H200 = '(the limit of NVIDIA H200 (GPU-h200))';
+  const messages = (extra: Record<string, unknown>, limits = h200): string[] =>
+    admissionProblems(body('x', extra), limits).map((p) => `${p.path}: ${p.message}`);
+
+  it("are the smallest GPU's, each naming its GPU; CUDA's own without any GPU's", () => {
+    const mixed = gpuLaunchLimits([H200, A100, { uuid: 'GPU-old', name: 'an older agent' }]);
+    expect(mixed.maxThreadsPerBlock).toEqual({ max: 1024, reason: 'the limit of NVIDIA H200 (GPU-h200)' });
+    expect(mixed.maxBlockDim.map((l) => l.max)).toEqual([1024, 1024, 64]);
+    expect(mixed.maxGridDim.map((l) => l.max)).toEqual([2 ** 31 - 1, 65_535, 65_535]);
+    expect(mixed.maxSharedMemoryBytes).toEqual({
+      max: 166_912,
+      reason: 'the limit of NVIDIA A100-SXM4-80GB (GPU-a100)',
+    });
+    expect(mixed.maxClusterBlocks).toEqual({ max: 0, reason: 'the limit of NVIDIA A100-SXM4-80GB (GPU-a100)' });
+    // A limit a probe could not read (0) is not a limit of 0; no launch facts at all: CUDA's own.
+    const broken = gpuLaunchLimits([{ ...H200, launch: { ...H200_LAUNCH, maxThreadsPerBlock: 0 } }]);
+    expect(broken.maxThreadsPerBlock).toBe(DEFAULT_LAUNCH_LIMITS.maxThreadsPerBlock);
+    expect(gpuLaunchLimits([])).toEqual(DEFAULT_LAUNCH_LIMITS);
+    expect(gpuLaunchLimits([{ uuid: 'GPU-old', name: 'an older agent' }])).toEqual(DEFAULT_LAUNCH_LIMITS);
+    const d = DEFAULT_LAUNCH_LIMITS;
+    expect([d.maxThreadsPerBlock.max, d.maxSharedMemoryBytes.max, d.maxClusterBlocks.max]).toEqual([1024, 232_448, 8]);
+    expect(d.maxBlockDim.map((l) => l.max)).toEqual([1024, 1024, 64]);
+    expect(d.maxGridDim.map((l) => l.max)).toEqual([2 ** 31 - 1, 65_535, 65_535]);
+    expect(DEFAULT_ADMISSION_LIMITS.launch).toBe(DEFAULT_LAUNCH_LIMITS);
+  });
+
+  it('refuses each limit exceeded, naming the limit and its GPU', () => {
+    expect(messages({ block: [1024, 2] })).toEqual([
+      `job.block: Expected at most 1024 threads per block for job.block but received 2048 ${OF_H200}`,
+    ]);
+    expect(messages({ block: 2048 })).toEqual([
+      `job.block: Expected at most 1024 threads per block for job.block but received 2048 ${OF_H200}`,
+      `job.block: Expected at most 1024 threads along x for job.block but received 2048 ${OF_H200}`,
+    ]);
+    expect(messages({ block: [1, 2048] })).toContain(
+      `job.block: Expected at most 1024 threads along y for job.block but received 2048 ${OF_H200}`,
+    );
+    expect(messages({ block: [1, 1, 128] })).toEqual([
+      `job.block: Expected at most 64 threads along z for job.block but received 128 ${OF_H200}`,
+    ]);
+    expect(messages({ grid: 2 ** 31 })).toEqual([
+      `job.grid: Expected at most 2147483647 blocks along x for job.grid but received 2147483648 ${OF_H200}`,
+    ]);
+    expect(messages({ grid: [1, 65_536] })).toEqual([
+      `job.grid: Expected at most 65535 blocks along y for job.grid but received 65536 ${OF_H200}`,
+    ]);
+    expect(messages({ grid: [1, 1, 65_536] })).toEqual([
+      `job.grid: Expected at most 65535 blocks along z for job.grid but received 65536 ${OF_H200}`,
+    ]);
+    expect(messages({ sharedMemBytes: 2 ** 40 })).toEqual([
+      'job.sharedMemBytes: Expected at most 232448 bytes of dynamic shared memory per block for job.sharedMemBytes ' +
+        `but received 1099511627776 ${OF_H200}`,
+    ]);
+    expect(messages({ clusterDim: [4, 4] })).toEqual([
+      `job.clusterDim: Expected at most 8 blocks per cluster for job.clusterDim but received 16 ${OF_H200}`,
+    ]);
+    // Without any GPU's limits: CUDA's, said so.
+    expect(messages({ block: [1, 1, 65] }, { maxDeviceBytes: 2 ** 40 })).toEqual([
+      'job.block: Expected at most 64 threads along z for job.block but received 65 ' +
+        "(CUDA's limit on every GPU: the GPUs here are not known)",
+    ]);
+    // Each problem is a RangeError in the library's format.
+    for (const p of admissionProblems(body('x', { block: 4096, grid: [1, 1, 1e6] }), h200)) {
+      expect(p).toMatchObject({ type: 'RangeError', message: expect.stringMatching(/^Expected at most \d+ /) });
+    }
+  });
+
+  it("holds a reference's and a baseline's own launches to the same limits", () => {
+    const ref = { source: 'extern "C" __global__ void r(float* y, int n) {}', kernel: 'r' };
+    expect(
+      messages({
+        reference: { ...ref, block: [1, 1, 65], sharedMemBytes: 232_449 },
+        compare: { ...ref, grid: [1, 70_000] },
+      }),
+    ).toEqual([
+      `job.reference.block: Expected at most 64 threads along z for job.reference.block but received 65 ${OF_H200}`,
+      'job.reference.sharedMemBytes: Expected at most 232448 bytes of dynamic shared memory per block for ' +
+        `job.reference.sharedMemBytes but received 232449 ${OF_H200}`,
+      `job.compare.grid: Expected at most 65535 blocks along y for job.compare.grid but received 70000 ${OF_H200}`,
+    ]);
+    // Expected outputs launch nothing.
+    expect(messages({ reference: { expected: {} } })).toEqual([]);
+  });
+
+  it('accepts a job exactly at every limit', () => {
+    const at = { grid: [2 ** 31 - 1, 65_535, 65_535], sharedMemBytes: 232_448, clusterDim: [2, 2, 2] };
+    for (const block of [1024, [1024], [1, 1024], [16, 1, 64], [32, 32, 1]]) {
+      expect(messages({ ...at, block })).toEqual([]);
+    }
+    expect(messages({ ...at, block: 32, clusterDim: 8 })).toEqual([]);
+    const ref = { source: 'extern "C" __global__ void r() {}', kernel: 'r', ...at, block: [1, 1, 64] };
+    expect(messages({ reference: ref, compare: ref })).toEqual([]);
+  });
+
+  it('refuses any cluster where the smallest GPU launches none, and holds shared memory to its limit', () => {
+    const mixed: AdmissionLimits = { maxDeviceBytes: 2 ** 40, launch: gpuLaunchLimits([H200, A100]) };
+    expect(messages({ clusterDim: [2, 1, 1] }, mixed)).toEqual([
+      'job.clusterDim: Expected no thread block cluster for job.clusterDim but received one of 2 blocks ' +
+        '(the limit of NVIDIA A100-SXM4-80GB (GPU-a100), which launches no clusters: they need sm_90 or later)',
+    ]);
+    expect(messages({ sharedMemBytes: 166_913 }, mixed)).toEqual([
+      'job.sharedMemBytes: Expected at most 166912 bytes of dynamic shared memory per block for ' +
+        'job.sharedMemBytes but received 166913 (the limit of NVIDIA A100-SXM4-80GB (GPU-a100))',
+    ]);
+    expect(messages({ sharedMemBytes: 166_912 }, mixed)).toEqual([]);
+  });
+
+  it("leaves what is not a launch size to validateJob's words", () => {
+    for (const v of [{ block: 0 }, { block: [2.5, 1] }, { grid: 'many' }, { block: [1, 2, 3, 4] }, { clusterDim: 0 }]) {
+      expect(messages(v)).toEqual([]);
+    }
   });
 });

@@ -4,7 +4,16 @@
 // records every run's interval per slot, so a test can show that no slot ever ran two jobs at once.
 import type { EvalJob, EvalPhase, EvalReport } from 'cudakit';
 import type { GpuPool, RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from '../../server/src/gpu/pool.js';
-import type { Deadlines, JobExtras } from '../../server/src/gpu/protocol.js';
+import type { Deadlines, JobExtras, LaunchFacts } from '../../server/src/gpu/protocol.js';
+
+/** An H200's launch limits, as cudakit's Device reads them there. */
+export const H200_LAUNCH: LaunchFacts = {
+  maxThreadsPerBlock: 1024,
+  maxBlockDim: [1024, 1024, 64],
+  maxGridDim: [2 ** 31 - 1, 65_535, 65_535],
+  maxSharedMemoryPerBlockOptinBytes: 232_448,
+  maxClusterBlocks: 8,
+};
 
 export interface FakeGpu {
   uuid: string;
@@ -12,6 +21,8 @@ export interface FakeGpu {
   arch: string;
   /** Default 150 GB (an H200's 141 GiB, rounded). */
   totalMemoryBytes?: number;
+  /** Default H200_LAUNCH; null: none reported (an agent of an older version). */
+  launch?: LaunchFacts | null;
 }
 
 /** What a run does: wait `delayMs` (or until cancelled, with Infinity), then end with `outcome`. */
@@ -158,6 +169,7 @@ export class FakePool implements GpuPool {
         lastError: undefined,
         shared: false,
         totalMemoryBytes: g.totalMemoryBytes ?? 150_000_000_000,
+        ...(g.launch === null ? {} : { launch: g.launch ?? H200_LAUNCH }),
       },
       running: undefined,
     }));

@@ -489,8 +489,23 @@ __global__ void plain(float* y, int n) {}`;
       /empty/,
     );
     refuse(io(tensor('float32', undefined, 'scratch')), 'kernel -> io -> args -> 0 -> role', /scratch/);
-    refuse({ io: { args: [out], launch: { block: { x: 64, y: 32 } } } }, 'kernel -> io -> launch -> block', /2048/);
     refuse({ source_code: 'int x;', metadata: null }, 'kernel -> metadata -> kernel_name', /kernel_name is required/);
+  });
+
+  it("leaves launch sizes to the service's admission, which names the request's field", () => {
+    const launch = { block: { x: 64, y: 32 }, grid: { x: 1, y: 1, z: 70_000 } };
+    const job = evaluateJob(
+      Value.Default(EvaluationRequest, evaluateBody({}, { io: { args: [out], launch } })) as never,
+    );
+    expect([job.body.block, job.body.grid]).toEqual([
+      [64, 32, 1],
+      [1, 1, 70_000],
+    ]);
+    const problems = admissionProblems(splitBody(job.body).job, DEFAULT_ADMISSION_LIMITS);
+    expect(problems.map((p) => [job.fieldOf(p.path), /(\d+) (threads|blocks)/.exec(p.message)?.[0]])).toEqual([
+      ['kernel -> io -> launch -> block', '1024 threads'],
+      ['kernel -> io -> launch -> grid', '65535 blocks'],
+    ]);
   });
 });
 

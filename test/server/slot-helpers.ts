@@ -10,6 +10,7 @@ import type { EvalJob } from 'cudakit';
 import { afterEach } from 'vitest';
 import type { Deadlines, DeviceFacts } from '../../server/src/gpu/protocol.js';
 import { GpuSlot, type SlotOptions } from '../../server/src/gpu/slot.js';
+import { H200_LAUNCH } from './fake-pool.js';
 
 export const FACTS: DeviceFacts = {
   ordinal: 0,
@@ -20,6 +21,7 @@ export const FACTS: DeviceFacts = {
   multiprocessorCount: 132,
   driverVersion: '13.0',
   nvrtcVersion: '12.8',
+  launch: H200_LAUNCH,
 };
 
 /** A job whose name tells the fake worker what to do ('fake:pass:80ms', 'fake:hang:check' ...). */

@@ -257,7 +257,6 @@ const SCALAR_WIDTHS: Record<string, Record<string, EvalScalarArg['type']>> = {
 const C_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** NVRTC optimises device code by default and has no -O levels: these host-compiler flags are dropped. */
 const HOST_OPTIMISATION = /^-O[0-3s]?$/;
-const BLOCK_THREADS_MAX = 1024;
 
 /** The original's LaunchConfig defaults: one block of 256 threads. */
 const DEFAULT_GRID = { x: 1, y: 1, z: 1 };
@@ -530,14 +529,9 @@ function cudaKernelOf(key: string, k: KernelCode, warnings: string[]): CudaKerne
     const v = d ?? fallback;
     return [v.x ?? 1, v.y ?? 1, v.z ?? 1] as [number, number, number];
   };
+  // Their limits (the GPUs') are the service's admission's, as for every route: a 400 naming the limit's GPU.
   const grid = dim(launch?.grid, DEFAULT_GRID);
   const block = dim(launch?.block, DEFAULT_BLOCK);
-  const threads = block[0] * block[1] * block[2];
-  if (block.every((b) => b >= 1) && threads > BLOCK_THREADS_MAX) {
-    throw new SeedClientError(`A block has at most ${BLOCK_THREADS_MAX} threads; this one has ${threads}`, {
-      field: `${key} -> io -> launch -> block`,
-    });
-  }
   const args = k.io === undefined || k.io === null ? undefined : argsOf(k.io.args, `${key} -> io -> args`, warnings);
   return {
     source: k.source_code,

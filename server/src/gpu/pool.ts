@@ -3,7 +3,7 @@
 // child at a time. gpu/slot.ts implements a slot, gpu/local-pool.ts the pool of this host's GPUs (found by a probe
 // child: the API process never loads the addon).
 import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
-import type { Deadlines, DeviceFacts, JobExtras } from './protocol.js';
+import type { Deadlines, DeviceFacts, JobExtras, LaunchFacts } from './protocol.js';
 
 export type SlotState = 'starting' | 'idle' | 'busy' | 'restarting' | 'quarantined';
 
@@ -25,6 +25,8 @@ export interface SlotInfo {
   shared: boolean;
   /** Its memory, as the probe read it (a job's device-bytes cap follows the smallest GPU's). */
   totalMemoryBytes: number;
+  /** Its launch limits, as the probe read them (admission follows the smallest GPU's); absent from older agents. */
+  launch?: LaunchFacts;
   /** The host of the agent that has it (distributed mode). */
   host?: string;
 }

@@ -19,6 +19,34 @@ export interface DeviceFacts {
   driverVersion: string;
   /** NVRTC's version, or undefined when there is none. */
   nvrtcVersion: string | undefined;
+  /** What one launch may ask of this GPU (the service refuses a job over them before it is queued). */
+  launch: LaunchFacts;
+}
+
+/** Blocks a thread block cluster may have on every GPU that launches clusters (CUDA's portable cluster size). */
+export const PORTABLE_CLUSTER_BLOCKS = 8;
+
+/**
+ * A GPU's launch limits, as cudakit's Device reads them (cuDeviceGetAttribute). A launch over any of them fails with
+ * CUDA_ERROR_INVALID_VALUE, so the service refuses such a job at admission rather than spend a worker on it.
+ */
+export interface LaunchFacts {
+  /** Threads a block may have in all (MAX_THREADS_PER_BLOCK): 1024 on every GPU so far. */
+  maxThreadsPerBlock: number;
+  /** Threads a block may have along x, y and z (MAX_BLOCK_DIM_X/Y/Z): [1024, 1024, 64]. */
+  maxBlockDim: [number, number, number];
+  /** Blocks a grid may have along x, y and z (MAX_GRID_DIM_X/Y/Z): [2^31 − 1, 65535, 65535]. */
+  maxGridDim: [number, number, number];
+  /**
+   * Dynamic shared memory a block may use once its kernel opts in (MAX_SHARED_MEMORY_PER_BLOCK_OPTIN), which cudakit
+   * does for a launch over the 48 KiB default: 227 KiB on sm_90, 163 KiB on sm_80.
+   */
+  maxSharedMemoryPerBlockOptinBytes: number;
+  /**
+   * Blocks a thread block cluster may have: 8, the portable size, where the GPU launches clusters (sm_90 and later),
+   * else 0. Not sm_90's 16: that needs the kernel's non-portable-cluster-size attribute, which cudakit does not set.
+   */
+  maxClusterBlocks: number;
 }
 
 /** Per-phase limits the parent arms; the child never times itself out (a blocked event loop cannot). */

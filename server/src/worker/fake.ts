@@ -23,6 +23,9 @@
 // `fake.ts probe` is the probe instead: CUDAKIT_FAKE_GPUS = a count of fake H200s (4 by default), or a comma list of
 // `name@arch` ('NVIDIA H100 80GB HBM3@sm_90'; a name with the word MIG gets a MIG- UUID), or 'none' (no driver);
 // CUDAKIT_FAKE_HOST = 4 hex digits that start every UUID (default fa4e), so fake hosts have GPUs of their own.
+// A GPU's launch limits are its arch's (an H200's on sm_90: 227 KiB of shared memory, clusters of 8); `@` and
+// `key=value` pairs joined by '+' after the arch set others: threads (per block), block and grid (XxYxZ), smem
+// (opt-in shared memory bytes), cluster (blocks): 'NVIDIA A100-SXM4-80GB@sm_80@smem=166912+cluster=0'.
 // CUDAKIT_FAKE_LOG = a file: each worker appends a JSON line `{ event, pid, gpu, id, atMs }` when it starts ('spawn'),
 // takes a job ('start') and is done with it ('end': its result goes out next, then it exits), so a test can find every
 // worker a server started and see which jobs ran on which GPU when.
@@ -30,7 +33,13 @@ import { spawn } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EvalCompileFacts, EvalError, EvalPhase, EvalReport } from 'cudakit';
-import { type ChildMessage, type DeviceFacts, PROTOCOL_VERSION, WORKER_ENV } from '../gpu/protocol.js';
+import {
+  type ChildMessage,
+  type DeviceFacts,
+  type LaunchFacts,
+  PROTOCOL_VERSION,
+  WORKER_ENV,
+} from '../gpu/protocol.js';
 import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
 
 const FAKE_ENV = {
@@ -43,6 +52,46 @@ const FAKE_ENV = {
 const PHASES: readonly EvalPhase[] = ['validate', 'compile', 'load', 'check', 'time', 'recheck'];
 const v = PROTOCOL_VERSION;
 
+/** Opt-in shared memory per block and cluster blocks by arch, as CUDA's programming guide gives them. */
+const ARCH_LAUNCH: Record<string, [smemBytes: number, clusterBlocks: number]> = {
+  sm_70: [98_304, 0],
+  sm_75: [65_536, 0],
+  sm_80: [166_912, 0],
+  sm_86: [101_376, 0],
+  sm_87: [166_912, 0],
+  sm_89: [101_376, 0],
+  sm_90: [232_448, 8],
+  sm_100: [232_448, 8],
+  sm_120: [101_376, 8],
+};
+
+/** The launch limits of a fake GPU of `arch`, with the overrides of its entry ('smem=166912+cluster=0'). */
+function fakeLaunch(arch: string, overrides: string | undefined): LaunchFacts {
+  const [smem, cluster] = ARCH_LAUNCH[arch] ?? [49_152, 0];
+  const launch: LaunchFacts = {
+    maxThreadsPerBlock: 1024,
+    maxBlockDim: [1024, 1024, 64],
+    maxGridDim: [2 ** 31 - 1, 65_535, 65_535],
+    maxSharedMemoryPerBlockOptinBytes: smem,
+    maxClusterBlocks: cluster,
+  };
+  for (const pair of overrides === undefined || overrides === '' ? [] : overrides.split('+')) {
+    const [key, value = ''] = pair.split('=');
+    const dim = (): [number, number, number] => {
+      const d = value.split('x').map(Number);
+      if (d.length !== 3 || !d.every(Number.isSafeInteger)) throw new Error(`fake probe: ${pair} is not XxYxZ`);
+      return d as [number, number, number];
+    };
+    if (key === 'threads') launch.maxThreadsPerBlock = Number(value);
+    else if (key === 'block') launch.maxBlockDim = dim();
+    else if (key === 'grid') launch.maxGridDim = dim();
+    else if (key === 'smem') launch.maxSharedMemoryPerBlockOptinBytes = Number(value);
+    else if (key === 'cluster') launch.maxClusterBlocks = Number(value);
+    else throw new Error(`fake probe: unknown launch limit '${pair}' (threads, block, grid, smem, cluster)`);
+  }
+  return launch;
+}
+
 /** The probe's answer for CUDAKIT_FAKE_GPUS. */
 function fakeProbe(spec = '4', host = 'fa4e'): { devices: DeviceFacts[]; reason: string | undefined } {
   if (spec === 'none') {
@@ -50,7 +99,7 @@ function fakeProbe(spec = '4', host = 'fa4e'): { devices: DeviceFacts[]; reason:
   }
   const entries = /^\d+$/.test(spec) ? Array<string>(Number(spec)).fill('NVIDIA H200@sm_90') : spec.split(',');
   const devices = entries.map((entry, ordinal): DeviceFacts => {
-    const [name = 'NVIDIA H200', arch = 'sm_90'] = entry.split('@');
+    const [name = 'NVIDIA H200', arch = 'sm_90', overrides] = entry.split('@');
     const id = `${/^[0-9a-f]{4}$/.test(host) ? host : 'fa4e'}${String(ordinal).padStart(4, '0')}-0000-4000-8000-00000000000${ordinal % 10}`;
     return {
       ordinal,
@@ -61,6 +110,7 @@ function fakeProbe(spec = '4', host = 'fa4e'): { devices: DeviceFacts[]; reason:
       multiprocessorCount: 132,
       driverVersion: '13.0',
       nvrtcVersion: '12.8',
+      launch: fakeLaunch(arch, overrides),
     };
   });
   return { devices, reason: undefined };
