@@ -222,7 +222,13 @@ describe('parseConfig', () => {
 });
 
 describe.skipIf(!existsSync(FAKE_WORKER))('with the fake GPU worker', () => {
-  const env = { CUDAKIT_SERVER_WORKER: 'fake', CUDAKIT_FAKE_GPUS: '1' };
+  // The workers run as the test's user: a checkout may sit where another user cannot read it
+  // (security/containment.test.ts starts them as another user).
+  const env = {
+    CUDAKIT_SERVER_WORKER: 'fake',
+    CUDAKIT_FAKE_GPUS: '1',
+    CUDAKIT_SERVER_WORKER_USER: String(process.getuid?.() ?? ''),
+  };
 
   it('runs jobs on loopback without ever mapping the CUDA addon, drains on SIGTERM, and recovers', async () => {
     const dataDir = tempDir();
