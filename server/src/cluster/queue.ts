@@ -1,26 +1,28 @@
 // SPDX-License-Identifier: MIT
-// The distributed queue: BullMQ on Redis, one queue per GPU class (a timing only means something on the class the
-// client asked for). PostgreSQL stays the system of record; a BullMQ job carries the evaluation's id, class,
-// priority and deadlines, never its source or tensor bytes (the agent reads the job from the store).
+// The distributed queue, on Redis, per GPU class (a timing only means something on the class the client asked for).
+// Queued jobs wait in cluster/fair.ts's structures, where principals take turns (queue/queue.ts's rule); a job taken
+// runs as a BullMQ job of its class's queue (jobId = the evaluation id). PostgreSQL stays the system of record; a
+// queued or BullMQ job carries the evaluation's id, principal, class, priority and deadlines, never its source or
+// tensor bytes (the agent reads the job from the store).
 //
-// - ApiQueue (api role): adds jobs (jobId = the evaluation id, so adding twice is one job), removes queued ones on
-//   cancel, answers positions and depths, and reconciles the queue with the store: queued rows the queue lost are
-//   added again (a Redis that died between fsyncs loses nothing), queued rows past their maxQueueSeconds expire,
-//   and running rows whose job the queue failed (a host died on it more than maxStalledCount times) or forgot are
-//   reported lost. One API node reconciles at a time (a Redis lock).
-// - AgentQueue (agent role): takes a job only when a local GPU slot is free (BullMQ's manual fetching: no processor,
-//   so several classes never oversubscribe the slots), keeps its lock renewed while it runs, and completes it once
-//   the result is stored. Both roles run BullMQ's stalled-job checker, so a job whose host died is redelivered (or
-//   failed) even when every agent is gone.
+// - ApiQueue (api role): queues jobs (queuing twice is one job), removes queued ones on cancel, answers positions and
+//   depths, and reconciles the queue with the store: queued rows the queue lost are queued again (a Redis that died
+//   between fsyncs loses nothing), queued rows past their maxQueueSeconds expire, and running rows whose job the
+//   queue failed (a host died on it more than maxStalledCount times) or forgot are reported lost. One API node
+//   reconciles at a time (a Redis lock).
+// - AgentQueue (agent role): takes a job only when a local GPU slot is free (one fair-share take, then BullMQ's manual
+//   fetching: no processor, so several classes never oversubscribe the slots), keeps its lock renewed while it runs,
+//   and completes it once the result is stored. Both roles run BullMQ's stalled-job checker, so a job whose host died
+//   is redelivered (or failed) even when every agent is gone.
 import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents, Worker, type Job, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
-import { PRIORITY } from '../schema/native.js';
 import type { JobStore } from '../store/store.js';
 import { redisOptions, type RedisClusterBus } from './bus.js';
+import { RedisFairShare } from './fair.js';
 import { queuedJobOf, type JobQueue, type QueuedJob } from '../queue/queue.js';
 
-/** What a BullMQ job carries. */
+/** What a queued job and a BullMQ job carry. */
 export interface ClusterJobData extends QueuedJob {
   /** The job's execution budget: the agent stops renewing the lock past it (plus the lock itself). */
   timeoutSeconds: number;
@@ -68,11 +70,6 @@ export function queueName(gpuClass: string): string {
   return `eval.${gpuClass}`;
 }
 
-/** Ours: higher runs first, -10..10. BullMQ's: lower runs first, 1 the highest (0 would mean "no priority"). */
-export function bullPriority(priority: number): number {
-  return PRIORITY.max + 1 - priority;
-}
-
 const JOB_OPTIONS: JobsOptions = {
   // A kernel-caused failure is a result, never retried; a dead host is the stalled checker's business.
   attempts: 1,
@@ -89,6 +86,8 @@ abstract class ClusterQueueBase {
   readonly #queues = new Map<string, Queue<ClusterJobData>>();
   /** Workers that only check for stalled jobs (api) or also fetch (agent), per class. */
   protected readonly workers = new Map<string, Worker<ClusterJobData>>();
+  /** Where queued jobs wait their turn. */
+  protected readonly fair: RedisFairShare;
   protected closed = false;
 
   constructor(options: ClusterQueueOptions) {
@@ -96,6 +95,7 @@ abstract class ClusterQueueBase {
     this.now = options.now ?? Date.now;
     this.redis = new Redis(options.url, redisOptions({ maxRetriesPerRequest: 1 }));
     this.redis.on('error', () => {});
+    this.fair = new RedisFairShare(this.redis, options.prefix, `${options.prefix}:${queueName('')}`);
   }
 
   protected queue(gpuClass: string): Queue<ClusterJobData> {
@@ -135,11 +135,13 @@ abstract class ClusterQueueBase {
     await this.redis.ping();
   }
 
+  /** Jobs waiting their turn, and jobs BullMQ holds waiting (a dead host's, one an agent put back). */
   sizeByClassOf = async (classes: readonly string[]): Promise<Record<string, number>> => {
+    const queued = await this.fair.sizeByClass();
     const sizes: Record<string, number> = {};
     for (const gpu of classes) {
       const counts = await this.queue(gpu).getJobCounts('wait', 'prioritized');
-      const n = (counts.wait ?? 0) + (counts.prioritized ?? 0);
+      const n = (queued[gpu] ?? 0) + (counts.wait ?? 0) + (counts.prioritized ?? 0);
       if (n > 0) sizes[gpu] = n;
     }
     return sizes;
@@ -158,7 +160,7 @@ abstract class ClusterQueueBase {
 export class ApiQueue extends ClusterQueueBase implements JobQueue {
   readonly #store: JobStore;
   readonly #bus: RedisClusterBus;
-  /** How long an add may take before the submission goes on without it (the reconciler adds it later). */
+  /** How long queuing may take before the submission goes on without it (the reconciler queues it later). */
   readonly #addTimeoutMs: number;
   #knownClasses: string[] = [];
   #lastSweepMs = 0;
@@ -177,7 +179,7 @@ export class ApiQueue extends ClusterQueueBase implements JobQueue {
     try {
       // The row is stored: whatever happens here, the reconciler finds it queued and adds it.
       await Promise.race([
-        this.#add(data),
+        this.fair.enqueue(data),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no answer within ${this.#addTimeoutMs} ms`)), this.#addTimeoutMs);
         }),
@@ -189,16 +191,17 @@ export class ApiQueue extends ClusterQueueBase implements JobQueue {
     }
   }
 
-  async #add(data: ClusterJobData): Promise<void> {
-    await this.queue(data.gpu).add('eval', data, { jobId: data.id, priority: bullPriority(data.priority) });
-  }
-
   take(): never {
     throw new Error('An API node takes no jobs: agents do');
   }
 
-  /** Removes a job that waits in its queue; false when an agent holds it (or Redis does not answer). */
+  /** Removes a job that waits its turn, or waits in BullMQ; false when an agent holds it (or Redis does not answer). */
   async remove(id: string): Promise<boolean> {
+    try {
+      if (await this.fair.remove(id)) return true;
+    } catch {
+      return false;
+    }
     const record = await this.#store.get(id);
     if (record === undefined) return false;
     try {
@@ -213,28 +216,19 @@ export class ApiQueue extends ClusterQueueBase implements JobQueue {
     }
   }
 
-  /** 1 + the jobs of its class that run before it (BullMQ's prioritized set, ordered by priority then arrival). */
+  /** 1 + the jobs of its class that start before it under the turns (fair.ts, one script: one consistent read). */
   async position(id: string): Promise<number | undefined> {
-    const record = await this.#store.get(id);
-    if (record === undefined || record.status !== 'queued') return undefined;
     try {
-      const key = `${this.o.prefix}:${queueName(record.options.gpu)}:prioritized`;
-      const rank = await this.redis.zrank(key, id);
-      return rank === null ? undefined : rank + 1;
+      return await this.fair.position(id);
     } catch {
       return undefined;
     }
   }
 
-  /**
-   * 1 + the jobs of the class that an agent takes before one of `job`'s priority added now: BullMQ orders its
-   * prioritized set by priority × 2^32 + arrival, so those are the members scored below the next priority's band.
-   */
+  /** The position of `job` if it were queued now: behind its principal's jobs as good as it, its principal's turn. */
   async arrivalPosition(job: QueuedJob): Promise<number | undefined> {
     try {
-      const key = `${this.o.prefix}:${queueName(job.gpu)}:prioritized`;
-      const ahead = await this.redis.zcount(key, '-inf', `(${(bullPriority(job.priority) + 1) * 0x100000000}`);
-      return ahead + 1;
+      return await this.fair.arrivalPosition(job);
     } catch {
       return undefined;
     }
@@ -251,30 +245,35 @@ export class ApiQueue extends ClusterQueueBase implements JobQueue {
 
   /**
    * The reconciler's pass over queued rows: those past maxQueueSeconds are removed from the queue and returned (the
-   * service fails them with QUEUE_TIMEOUT, only while they are still queued); those the queue lost are added again.
+   * service fails them with QUEUE_TIMEOUT, only while they are still queued); those the queue lost are queued again
+   * (one script call each, in one round trip: a job waiting its turn, leaving or in BullMQ is left as it is).
    */
   async expire(nowMs: number): Promise<QueuedJob[]> {
     if (!(await this.#lock())) return [];
     await this.#checkers();
+    // A release older than a lock never reached BullMQ: its agent died between the two.
+    await this.fair.forgetLeavingBefore(nowMs - this.o.lockMs);
     const records = await this.#store.queued();
-    // One round trip for all: is each job's hash still in Redis?
-    const pipeline = this.redis.pipeline();
-    for (const r of records) pipeline.exists(`${this.o.prefix}:${queueName(r.options.gpu)}:${r.id}`);
-    const exists = ((await pipeline.exec()) ?? []).map(([error, n]) => error === null && n === 1);
     const expired: QueuedJob[] = [];
-    for (const [i, record] of records.entries()) {
+    const live: ClusterJobData[] = [];
+    for (const record of records) {
       const job = queuedJobOf(record);
-      if (job.expiresAtMs <= nowMs) {
-        const queued = exists[i] === true ? await this.queue(job.gpu).getJob(job.id) : undefined;
-        if (queued !== undefined && (await queued.getState()) === 'active') continue; // an agent is starting it
-        await queued?.remove().catch(() => {});
-        expired.push(job);
-      } else if (exists[i] !== true) {
-        await this.#add({ ...job, timeoutSeconds: record.options.timeoutSeconds });
-      }
+      if (job.expiresAtMs > nowMs) live.push({ ...job, timeoutSeconds: record.options.timeoutSeconds });
+      else if (await this.#expireOne(job)) expired.push(job);
     }
+    await this.fair.enqueueAll(live);
     this.#lastSweepMs = nowMs;
     return expired;
+  }
+
+  /** Takes an expired job out of the queue; false when an agent is starting it (its start sees the deadline). */
+  async #expireOne(job: QueuedJob): Promise<boolean> {
+    if (await this.fair.remove(job.id)) return true;
+    if (await this.fair.leaving(job.id)) return false;
+    const queued = await this.queue(job.gpu).getJob(job.id);
+    if (queued !== undefined && (await queued.getState()) === 'active') return false;
+    await queued?.remove().catch(() => {});
+    return true;
   }
 
   /**
@@ -350,14 +349,9 @@ export class AgentQueue extends ClusterQueueBase implements JobQueue {
   readonly #held = new Map<string, Held>();
   readonly #availableListeners = new Set<() => void>();
   readonly #events: QueueEvents[] = [];
+  /** Hears the classes of jobs queued (fair.ts publishes each); BullMQ's events tell of jobs it puts back. */
+  #queuedListener: Redis | undefined;
   #classes: string[] = [];
-  /**
-   * Where the next take starts: the class that gave the last job, so a busy queue is asked once per job rather than
-   * after every empty one; every fourth take starts one class further, so no class starves another on a slot that
-   * serves several.
-   */
-  #lastClass = 0;
-  #takes = 0;
   #poll: NodeJS.Timeout | undefined;
   readonly #agentId: string;
 
@@ -368,9 +362,17 @@ export class AgentQueue extends ClusterQueueBase implements JobQueue {
     this.#poll.unref();
   }
 
-  /** Starts taking the jobs of these classes (the agent's GPUs' classes), woken when one is added. */
+  /** Starts taking the jobs of these classes (the agent's GPUs' classes), woken when one is queued or put back. */
   serve(classes: readonly string[]): void {
     this.#classes = [...classes];
+    if (this.#queuedListener === undefined) {
+      this.#queuedListener = new Redis(this.o.url, redisOptions());
+      this.#queuedListener.on('error', () => {});
+      void this.#queuedListener.subscribe(this.fair.keys.available).catch(() => {});
+      this.#queuedListener.on('message', (_channel: string, gpu: string) => {
+        if (this.#classes.includes(gpu)) this.#available();
+      });
+    }
     for (const gpu of classes) {
       this.worker(gpu);
       const events = new QueueEvents(queueName(gpu), {
@@ -393,20 +395,31 @@ export class AgentQueue extends ClusterQueueBase implements JobQueue {
     for (const l of this.#availableListeners) l();
   }
 
+  /**
+   * The job a slot of these classes runs next: one BullMQ holds waiting first (it had its turn), else the fair-share
+   * take's, which this agent adds to its class's BullMQ queue and fetches at once. Another agent fetching in between
+   * may get it first (BullMQ hands a job to one fetch only): it runs there, and this take tries again.
+   */
   async take(classes: readonly string[]): Promise<QueuedJob | undefined> {
     const mine = classes.filter((c) => this.#classes.includes(c));
-    const start = (this.#lastClass + (this.#takes++ % 4 === 3 ? 1 : 0)) % Math.max(1, mine.length);
-    for (let i = 0; i < mine.length; i++) {
-      const gpu = mine[(start + i) % mine.length]!;
+    for (let attempt = 0; attempt < 3; attempt++) {
       const token = `${this.#agentId}:${randomUUID()}`;
       let job: Job<ClusterJobData> | undefined;
       try {
-        job = await this.worker(gpu).getNextJob(token, { block: false });
+        const next = await this.fair.take(mine, this.now());
+        if (next === undefined) return undefined;
+        if (next.kind === 'bullmq') job = await this.worker(next.gpu).getNextJob(token, { block: false });
+        else {
+          const data = JSON.parse(next.json) as ClusterJobData;
+          await this.queue(data.gpu).add('eval', data, { jobId: data.id });
+          void this.fair.landed(data.id).catch(() => {});
+          job = await this.worker(data.gpu).getNextJob(token, { block: false });
+        }
       } catch {
-        return undefined; // Redis down: the poll tries again
+        // Redis down: the poll tries again (a job taken but never added is queued again by the reconciler).
+        return undefined;
       }
       if (job === undefined || job.id === undefined) continue;
-      this.#lastClass = (start + i) % mine.length;
       this.#hold(job, token);
       const { timeoutSeconds: _, ...queued } = job.data;
       return queued;
@@ -470,6 +483,7 @@ export class AgentQueue extends ClusterQueueBase implements JobQueue {
 
   override async close(): Promise<void> {
     clearInterval(this.#poll);
+    this.#queuedListener?.disconnect();
     for (const id of [...this.#held.keys()]) this.#release(id);
     await Promise.allSettled(this.#events.map((e) => e.close()));
     await super.close();
