@@ -48,6 +48,7 @@ describe('fair share, embedded mode', () => {
     const html = { ...auth('bob'), accept: 'text/html' };
     const page = await app.inject({ method: 'GET', url: `/evaluations/${bob.id}`, headers: html });
     expect(page.body).toContain('2nd in the queue');
+    expect(page.body).toContain('Clients take turns: 1 job starts before this one');
 
     // Each run ends in turn, and the GPU takes the next job.
     const next: string[] = [];

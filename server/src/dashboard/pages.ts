@@ -253,7 +253,7 @@ export interface ResultPage {
   report: StoredReport | undefined;
   /** The GPU it ran on, as the pool knows it now. */
   gpu: { uuid: string; name?: string; arch?: string } | undefined;
-  /** Its place in the queue, while queued. */
+  /** Its place in the queue, while queued: under the turns clients take (queue/queue.ts). */
   queue: QueueInfo | undefined;
 }
 
@@ -279,12 +279,15 @@ function resultHead(p: ResultPage): Html {
         : `class ${r.options.gpu}`
       : `${p.gpu.name ?? p.gpu.uuid}${p.gpu.arch === undefined ? '' : ` (${p.gpu.arch})`}`;
   const limits = `${r.options.timeoutSeconds} s to run, ${r.options.maxQueueSeconds} s to queue, priority ${r.options.priority}`;
+  const ahead = p.queue?.ahead === 1 ? '1 job starts' : `${p.queue?.ahead ?? 0} jobs start`;
   const queue =
     p.queue === undefined
       ? ''
       : markup`<p>${ordinal(p.queue.position)} in the queue · ${p.queue.running} of ${p.queue.gpus} GPU${
           p.queue.gpus === 1 ? '' : 's'
-        } of its class busy</p>`;
+        } of its class busy</p>
+<p class="muted small">Clients take turns: ${ahead} before this one, one per client in each round; a client's own
+jobs go by priority, then age.</p>`;
   return markup`<nav class="crumbs" aria-label="Breadcrumb"><a href="/">← Evaluations</a></nav>
 <section class="card" aria-labelledby="job-h">
 <div class="job-head"><div><h1 id="job-h">${jobName(r.job)}</h1>
