@@ -21,7 +21,7 @@ export function fairKeys(prefix: string) {
     fair,
     /** Channel: a class's name, published when a job of it is queued (agents' wake-up). */
     available: `${fair}available`,
-    /** Sorted set: id → when it was released (ms), until BullMQ has it. */
+    /** Sorted set: id → when it was released (ms, Redis's clock: the hosts' may differ), until BullMQ has it. */
     leaving: `${fair}leaving`,
     /** Hash: class → jobs queued (the metrics' queue depth). */
     perClass: `${fair}class`,
@@ -99,26 +99,35 @@ redis.call('PUBLISH', F .. 'available', gpu)
 return 1
 `;
 
+/** Redis's clock in ms (allowed before writes: Redis 7 replicates a script's effects; 6.2 once asked to). */
+const NOW_MS = `
+redis.replicate_commands()
+local function nowMs()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+`;
+
 /**
- * ARGV: F, BullMQ's key prefix of the class queues, now (ms), the slot's classes. {'bullmq', class} when BullMQ
- * holds a job of one of them waiting (fetch it there); {'fair', JSON} for the job taken by the rule, now leaving;
- * nil when none is queued.
+ * ARGV: F, BullMQ's key prefix of the class queues, the slot's classes. {'bullmq', class} when BullMQ holds a job of
+ * one of them waiting (fetch it there); {'fair', JSON} for the job taken by the rule, now leaving; nil when none is
+ * queued.
  */
-const TAKE = `${COMMON}
-for i = 4, #ARGV do
+const TAKE = `${NOW_MS}${COMMON}
+for i = 3, #ARGV do
   local queue = ARGV[2] .. ARGV[i]
   if redis.call('LLEN', queue .. ':wait') > 0 or redis.call('ZCARD', queue .. ':prioritized') > 0 then
     return {'bullmq', ARGV[i]}
   end
 end
 local principal, turn
-for i = 4, #ARGV do
+for i = 3, #ARGV do
   local head = redis.call('ZRANGE', F .. 'turns:' .. ARGV[i], 0, 0, 'WITHSCORES')
   if head[1] and (turn == nil or tonumber(head[2]) < turn) then principal, turn = head[1], tonumber(head[2]) end
 end
 if principal == nil then return nil end
 local id, gpu, score
-for i = 4, #ARGV do
+for i = 3, #ARGV do
   local head = redis.call('ZRANGE', jobsKey(ARGV[i], principal), 0, 0, 'WITHSCORES')
   if head[1] then
     local s = tonumber(head[2])
@@ -134,8 +143,13 @@ if drop(id, principal, gpu) > 0 then
     redis.call('ZADD', F .. 'turns:' .. class, 'XX', nextTurn, principal)
   end
 end
-redis.call('ZADD', F .. 'leaving', ARGV[3], id)
+redis.call('ZADD', F .. 'leaving', nowMs(), id)
 return {'fair', data}
+`;
+
+/** ARGV: F, ms. Forgets releases older than that (their agents died before BullMQ had the job). */
+const FORGET = `${NOW_MS}${COMMON}
+return redis.call('ZREMRANGEBYSCORE', F .. 'leaving', '-inf', '(' .. (nowMs() - tonumber(ARGV[2])))
 `;
 
 /** ARGV: F, id. 1 when it was queued here (and is no longer). */
@@ -179,6 +193,7 @@ interface FairCommands {
   cudakitFairEnqueue(...args: Array<string | number>): Promise<number>;
   cudakitFairTake(...args: Array<string | number>): Promise<[string, string] | null>;
   cudakitFairRemove(...args: Array<string | number>): Promise<number>;
+  cudakitFairForget(...args: Array<string | number>): Promise<number>;
   cudakitFairPosition(...args: Array<string | number>): Promise<number | null>;
   cudakitFairArrival(...args: Array<string | number>): Promise<number>;
 }
@@ -197,6 +212,7 @@ export class RedisFairShare {
       cudakitFairEnqueue: ENQUEUE,
       cudakitFairTake: TAKE,
       cudakitFairRemove: REMOVE,
+      cudakitFairForget: FORGET,
       cudakitFairPosition: POSITION,
       cudakitFairArrival: ARRIVAL,
     };
@@ -223,9 +239,9 @@ export class RedisFairShare {
   }
 
   /** The next job for a slot of these classes (see TAKE). */
-  async take(classes: readonly string[], nowMs: number): Promise<Next> {
+  async take(classes: readonly string[]): Promise<Next> {
     if (classes.length === 0) return undefined;
-    const answer = await this.#redis.cudakitFairTake(this.keys.fair, this.#bullPrefix, nowMs, ...classes);
+    const answer = await this.#redis.cudakitFairTake(this.keys.fair, this.#bullPrefix, ...classes);
     if (answer === null) return undefined;
     return answer[0] === 'bullmq' ? { kind: 'bullmq', gpu: answer[1] } : { kind: 'fair', json: answer[1] };
   }
@@ -240,9 +256,12 @@ export class RedisFairShare {
     return (await this.#redis.zscore(this.keys.leaving, id)) !== null;
   }
 
-  /** Forgets releases older than `beforeMs`: their agents died before BullMQ had the job (the reconciler re-queues). */
-  async forgetLeavingBefore(beforeMs: number): Promise<void> {
-    await this.#redis.zremrangebyscore(this.keys.leaving, '-inf', `(${beforeMs}`);
+  /**
+   * Forgets releases older than `ageMs` by Redis's clock: their agents died before BullMQ had the job (the reconciler
+   * then queues them again).
+   */
+  async forgetLeavingOlderThan(ageMs: number): Promise<void> {
+    await this.#redis.cudakitFairForget(this.keys.fair, ageMs);
   }
 
   /** true when the job was queued here and is removed. */

@@ -252,7 +252,7 @@ export class ApiQueue extends ClusterQueueBase implements JobQueue {
     if (!(await this.#lock())) return [];
     await this.#checkers();
     // A release older than a lock never reached BullMQ: its agent died between the two.
-    await this.fair.forgetLeavingBefore(nowMs - this.o.lockMs);
+    await this.fair.forgetLeavingOlderThan(this.o.lockMs);
     const records = await this.#store.queued();
     const expired: QueuedJob[] = [];
     const live: ClusterJobData[] = [];
@@ -402,11 +402,12 @@ export class AgentQueue extends ClusterQueueBase implements JobQueue {
    */
   async take(classes: readonly string[]): Promise<QueuedJob | undefined> {
     const mine = classes.filter((c) => this.#classes.includes(c));
+    // A few tries, then the slot waits for the next wake-up (the job another agent fetched there woke it too).
     for (let attempt = 0; attempt < 3; attempt++) {
       const token = `${this.#agentId}:${randomUUID()}`;
       let job: Job<ClusterJobData> | undefined;
       try {
-        const next = await this.fair.take(mine, this.now());
+        const next = await this.fair.take(mine);
         if (next === undefined) return undefined;
         if (next.kind === 'bullmq') job = await this.worker(next.gpu).getNextJob(token, { block: false });
         else {
