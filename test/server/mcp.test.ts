@@ -10,7 +10,8 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { Ajv } from 'ajv';
 import {
   summarize,
   type BenchResult,
@@ -27,6 +28,8 @@ import {
   CompareResponse,
   EvaluationRequest,
   EvaluationResponse,
+  IOContract,
+  SEED_KERNEL_TYPES,
 } from '../../server/src/schema/seed.js';
 import { auth, closeApps, harness, type Harness, type Who } from './app-harness.js';
 import { body as nativeBody } from './helpers.js';
@@ -86,6 +89,21 @@ async function httpError(promise: Promise<unknown>): Promise<StreamableHTTPError
   );
   expect(error).toBeInstanceOf(StreamableHTTPError);
   return error as StreamableHTTPError;
+}
+
+/** A JSON Schema object's parts these tests read. */
+interface ObjectSchema {
+  properties: Record<string, unknown>;
+  required: string[];
+}
+
+const json = (schema: unknown) => JSON.parse(JSON.stringify(schema)) as ObjectSchema;
+
+/** The complete example a tool's description ends with, as JSON. */
+function exampleOf(tool: Tool): Record<string, unknown> {
+  const found = /```json\n([\s\S]*?)\n```\s*$/.exec(tool.description ?? '');
+  expect(found, `${tool.name}'s description ends with a JSON example`).not.toBeNull();
+  return JSON.parse(found![1]!) as Record<string, unknown>;
 }
 
 /** An answer of the compatible routes without the evaluation's id, which differs between two submissions. */
@@ -221,15 +239,39 @@ function compileError(job: EvalJob): FakeScript {
 // ---------------------------------------------------------------------------------------------------------------
 
 describe('the tools', () => {
-  it('are the four, with the service’s TypeBox schemas', async () => {
+  it('are the four, with the service’s TypeBox schemas, narrowed to what this server takes', async () => {
     const { url } = await serve();
     const { tools } = await (await connect(url)).listTools();
     expect(tools.map((t) => t.name)).toEqual(['evaluate_kernel', 'compare_kernels', 'get_evaluation', 'list_gpus']);
     const [evaluate, compare, get, gpus] = tools;
-    // The /evaluate and /compare routes' body schemas, and their 200 answers' schemas.
-    expect(evaluate!.inputSchema).toEqual(JSON.parse(JSON.stringify(EvaluationRequest)));
+    // The /evaluate and /compare routes' body schemas with kernel_type 'cuda' only and a candidate's io required
+    // (a reference's stays optional: without it, the candidate's), and their 200 answers' schemas.
+    const narrowed = (kernel: ObjectSchema, io: 'required' | 'optional') => ({
+      ...kernel,
+      properties: {
+        ...kernel.properties,
+        kernel_type: { type: 'string', enum: ['cuda'] },
+        ...(io === 'required' ? { io: json(IOContract) } : {}),
+      },
+      required: io === 'required' ? [...kernel.required, 'io'] : kernel.required,
+    });
+    const routeEvaluate = json(EvaluationRequest);
+    const kernel = routeEvaluate.properties.kernel as ObjectSchema;
+    expect(evaluate!.inputSchema).toEqual({
+      ...routeEvaluate,
+      properties: { ...routeEvaluate.properties, kernel: narrowed(kernel, 'required') },
+    });
+    // Less the route's note on the legacy form, which no tool takes.
+    const { description: _, ...routeCompare } = json(CompareRequest) as ObjectSchema & { description: string };
+    expect(compare!.inputSchema).toEqual({
+      ...routeCompare,
+      properties: {
+        ...routeCompare.properties,
+        custom_kernel: narrowed(kernel, 'required'),
+        ref_kernel: narrowed(kernel, 'optional'),
+      },
+    });
     expect(evaluate!.outputSchema).toEqual(JSON.parse(JSON.stringify(EvaluationResponse)));
-    expect(compare!.inputSchema).toEqual(JSON.parse(JSON.stringify(CompareRequest)));
     expect(compare!.outputSchema).toEqual(JSON.parse(JSON.stringify(CompareResponse)));
     expect(get!.inputSchema).toMatchObject({
       type: 'object',
@@ -457,6 +499,94 @@ describe('the tools', () => {
 
 // ---------------------------------------------------------------------------------------------------------------
 
+describe('the tools’ descriptions stand alone', () => {
+  it('each ends with a complete example its input schema takes, and which runs as it is', async () => {
+    const h = await serve();
+    h.pool.script = timed;
+    // A fresh client, as a model meets the server: the listing is all it knows.
+    const client = new Client({ name: 'fresh', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(h.url, { requestInit: { headers: auth('alice') } }));
+    clients.push(client);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(['evaluate_kernel', 'compare_kernels', 'get_evaluation', 'list_gpus']);
+    const ajv = new Ajv({ strict: false });
+    let evaluationId: string | undefined;
+    for (const tool of tools) {
+      const args = exampleOf(tool);
+      const validate = ajv.compile(tool.inputSchema);
+      expect(validate(args), `${tool.name}: ${ajv.errorsText(validate.errors)}`).toBe(true);
+      // get_evaluation's example reads an evaluation by id: the one evaluate_kernel's example made.
+      if (tool.name === 'get_evaluation') args.id = evaluationId;
+      const result = await call(client, tool.name, args);
+      expect(result.isError, `${tool.name}: ${textOf(result)}`).toBeFalsy();
+      expect(result.structuredContent, tool.name).toBeDefined();
+      if (tool.name === 'evaluate_kernel') {
+        evaluationId = (result.structuredContent as { job_id: string }).job_id;
+        expect(textOf(result)).toMatch(/^PASSED: vector_add /);
+      }
+    }
+    expect(h.pool.runs.map((r) => r.job.kernel)).toEqual(['vector_add', 'vector_add']);
+  });
+
+  it('each explains every field of its request, and which kernel types run and why the others do not', async () => {
+    const { url } = await serve();
+    const { tools } = await (await connect(url)).listTools();
+    /** The field is a bullet of the description ('- num_trials (optional ...', '- atol, rtol ...'). */
+    const explained = (tool: Tool, field: string): boolean =>
+      new RegExp(`^\\s*- (\\w+, )*${field}\\b`, 'm').test(tool.description ?? '');
+    for (const tool of tools) {
+      const schema = tool.inputSchema as unknown as ObjectSchema;
+      for (const field of Object.keys(schema.properties))
+        expect(explained(tool, field), `${tool.name}: ${field}`).toBe(true);
+    }
+    const [evaluate, compare] = tools;
+    const kernel = (evaluate!.inputSchema as unknown as ObjectSchema).properties.kernel as ObjectSchema;
+    const io = json(IOContract) as ObjectSchema;
+    for (const tool of [evaluate!, compare!]) {
+      for (const field of [...Object.keys(kernel.properties), ...Object.keys(io.properties)]) {
+        expect(explained(tool, field), `${tool.name}: ${field}`).toBe(true);
+      }
+      expect(tool.description).toContain("kernel_type: 'cuda' (CUDA C++, compiled with NVRTC).");
+      expect(tool.description).toContain(
+        "The original server's other types ('torch', 'torch_cuda', 'triton', 'multi_kernel') are refused: they need " +
+          'Python',
+      );
+      expect(tool.description).not.toContain('EvaluationRequest');
+    }
+  });
+
+  it('kernel_type’s enum is exactly the kernel types the compatible routes run', async () => {
+    const h = await serve();
+    const { tools } = await (await connect(h.url)).listTools();
+    const [evaluate, compare] = tools;
+    const sides: [Tool, string, 'kernel' | 'custom_kernel' | 'ref_kernel'][] = [
+      [evaluate!, '/evaluate', 'kernel'],
+      [compare!, '/compare', 'custom_kernel'],
+      [compare!, '/compare', 'ref_kernel'],
+    ];
+    for (const [tool, url, side] of sides) {
+      const taken: string[] = [];
+      for (const type of SEED_KERNEL_TYPES) {
+        const request = exampleOf(tool) as Record<string, { kernel_type: string }>;
+        request[side]!.kernel_type = type;
+        const res = await h.app.inject({
+          method: 'POST',
+          url,
+          headers: { ...auth('alice'), 'content-type': 'application/json' },
+          payload: request,
+        });
+        expect([200, 400], res.body).toContain(res.statusCode);
+        if (res.statusCode === 200) taken.push(type);
+      }
+      const kernel = (tool.inputSchema as unknown as ObjectSchema).properties[side] as ObjectSchema;
+      expect(kernel.properties.kernel_type, `${tool.name} ${side}`).toEqual({ type: 'string', enum: taken });
+      expect(taken).toEqual(['cuda']);
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+
 describe('invalid arguments', () => {
   /** POST `url`'s 400 body for the same arguments. */
   async function http(h: Harness, url: string, payload: unknown) {
@@ -473,11 +603,11 @@ describe('invalid arguments', () => {
   it('a schema error is a tool error listing the problems as POST /evaluate words them', async () => {
     const h = await serve();
     const client = await connect(h.url);
+    // Where the tool's schema and the route's agree, the same words.
     const cases: Record<string, unknown>[] = [
-      { kernel: { ...(EVALUATE.kernel as object), kernel_type: 'rust' } },
-      { kernel: { source_code: 'x' }, num_trials: 'many' },
       { num_trials: 5 },
       { kernel: { ...(EVALUATE.kernel as object), launch: {} } },
+      { kernel: { ...(EVALUATE.kernel as object), source_code: 5 }, timeout: 'soon' },
     ];
     for (const args of cases) {
       const result = await call(client, 'evaluate_kernel', structuredClone(args));
@@ -489,11 +619,31 @@ describe('invalid arguments', () => {
         [body.error, ...body.validation_errors!.map((v) => `- ${v.field}: ${v.message}`)].join('\n'),
       );
     }
-    const enumError = await call(client, 'evaluate_kernel', { kernel: { source_code: '', kernel_type: 'rust' } });
-    expect(textOf(enumError)).toBe(
-      "Invalid request format\n- kernel -> kernel_type: Input should be 'torch', 'torch_cuda', 'triton', 'cuda' or " +
-        "'multi_kernel'",
-    );
+    // The tool's schema names only the kernel types this server takes (the route's: five), and io as required.
+    const kernel = EVALUATE.kernel as Record<string, unknown>;
+    const enumError = await call(client, 'evaluate_kernel', { kernel: { ...kernel, kernel_type: 'rust' } });
+    expect(textOf(enumError)).toBe("Invalid request format\n- kernel -> kernel_type: Input should be 'cuda'");
+    const compareError = await call(client, 'compare_kernels', {
+      custom_kernel: kernel,
+      ref_kernel: { ...kernel, kernel_type: 'rust' },
+    });
+    expect(textOf(compareError)).toBe("Invalid request format\n- ref_kernel -> kernel_type: Input should be 'cuda'");
+    const ioError = await call(client, 'evaluate_kernel', { kernel: { source_code: '', kernel_type: 'rust' } });
+    expect(textOf(ioError)).toBe('Invalid request format\n- kernel -> io: Field required');
+  });
+
+  it('a request only the narrowed schema refuses gets the compatible routes’ reason: why, what instead', async () => {
+    const h = await serve();
+    const client = await connect(h.url);
+    const kernel = EVALUATE.kernel as Record<string, unknown>;
+    const withoutIo = { kernel: { ...kernel, io: undefined } };
+    const noIo = await call(client, 'evaluate_kernel', withoutIo);
+    expect(noIo.isError).toBe(true);
+    expect(textOf(noIo).split('\n')[0]).toBe((await http(h, '/evaluate', withoutIo)).error);
+    expect(textOf(noIo)).toMatch(/^CUDA kernels require io_contract to be specified/);
+    const triton = await call(client, 'evaluate_kernel', { kernel: { ...kernel, kernel_type: 'triton' } });
+    expect(textOf(triton)).toMatch(/^kernel_type 'triton' needs Python, which this server does not run/);
+    expect(h.pool.runs).toEqual([]);
   });
 
   it('the original’s business rules and validateJob’s problems, in the compatible routes’ words', async () => {

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 // POST /mcp: the service as tools for model-driven kernel generators, over MCP's streamable HTTP transport. Four
 // tools: evaluate_kernel and compare_kernels take the original server's requests (the compatible routes' TypeBox
-// schemas, translated by compat/seed.ts) and answer what POST /evaluate and /compare answer, as structured content
-// beside a few lines of text; get_evaluation and list_gpus answer what GET /v1/evaluations/{id} and /v1/gpus answer
-// (those routes' own handlers, through app.inject, so the two faces cannot drift). Stateless: every POST gets its own
-// Server and transport, so there is no session to keep or lose; GET and DELETE /mcp are 405. What is HTTP stays the
-// API's: Fastify parses the JSON body once (gzip and deflate, the 64 MiB limit of the submitting routes) and hands
-// it to the transport; the bearer token's scopes (read to talk at all, submit for the two tools that queue a job);
-// the per-principal submission budget shared with POST /v1/evaluations and /evaluate. Arguments are checked by the
-// Ajv validator Fastify compiles for the routes' schemas (the app's options; once per schema, cached by Fastify).
+// schemas narrowed to what this server takes: the kernel types the mapping in compat/seed.ts accepts, io where it is
+// required; each description explains the request in full, with a complete example) and answer what POST /evaluate
+// and /compare answer, as structured content beside a few lines of text; get_evaluation and list_gpus answer what
+// GET /v1/evaluations/{id} and /v1/gpus answer (those routes' own handlers, through app.inject, so the two faces
+// cannot drift). Stateless: every POST gets its own Server and transport, so there is no session to keep or lose;
+// GET and DELETE /mcp are 405. What is HTTP stays the API's: Fastify parses the JSON body once (gzip and deflate,
+// the 64 MiB limit of the submitting routes) and hands it to the transport; the bearer token's scopes (read to talk
+// at all, submit for the two tools that queue a job); the per-principal submission budget shared with POST
+// /v1/evaluations and /evaluate. Arguments are checked by the Ajv validator Fastify compiles for the schemas (the
+// app's options; once per schema, cached by Fastify).
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
@@ -35,8 +37,19 @@ import {
   validationErrorsOf,
   type SeedJob,
 } from '../compat/seed.js';
+import { DEFAULT_LAUNCH_LIMITS } from '../admission.js';
 import { ErrorBody, Evaluation, GetQuery, GpuList, IdParams, SUBMIT_BODY_LIMIT_BYTES } from '../schema/native.js';
-import { CompareRequest, CompareResponse, EvaluationRequest, EvaluationResponse } from '../schema/seed.js';
+import {
+  CompareRequest,
+  CompareResponse,
+  EvaluationRequest,
+  EvaluationResponse,
+  SEED_KERNEL_TYPES,
+  compareToolRequest,
+  evaluateToolRequest,
+  type KernelCode,
+  type SeedKernelType,
+} from '../schema/seed.js';
 import { ServiceError, type EvalService } from '../service.js';
 import { TERMINAL, type JobEvent } from '../store/store.js';
 import { errorBodyOf, type App, type SubmitLimit } from './app.js';
@@ -80,83 +93,269 @@ interface ToolSpec {
 // The listing carries the service's TypeBox schemas as they are: TypeBox builds plain JSON Schema.
 const jsonSchema = (schema: TSchema) => schema as unknown as Tool['inputSchema'];
 
-const TOOLS = new Map<string, ToolSpec>([
-  [
-    'evaluate_kernel',
-    {
-      scope: 'submit',
-      run: (args, ctx) => runSeed('evaluate', args, ctx),
-      tool: {
-        name: 'evaluate_kernel',
-        title: 'Evaluate a CUDA kernel',
-        description:
-          "Compile a CUDA C++ kernel (NVRTC), check its outputs and time it on this host's GPU, and wait for the " +
-          "verdict. The original evaluation server's EvaluationRequest with kernel_type 'cuda': the same body as " +
-          'POST /evaluate, and the same answer as structured content. Expected outputs go in cudakit.expected; ' +
-          'without them the check needs no reference (outputs written, finite, in bounds). A kernel that does not ' +
-          'compile or computes wrong values is a result (see the verdict), not a tool error.',
-        inputSchema: jsonSchema(EvaluationRequest),
-        outputSchema: jsonSchema(EvaluationResponse),
-        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-      },
+// ---------------------------------------------------------------------------------------------------------------
+// What the tools tell a model: each description explains its request in full and ends with a complete example (the
+// tests validate each against its tool's schema and run it), since a model cannot look up the original server.
+
+const VECTOR_ADD =
+  '__global__ void vector_add(const float* a, const float* b, float* c, int n) { ' +
+  'int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }';
+const VECTOR_ADD_REF =
+  '__global__ void vector_add_ref(const float* a, const float* b, float* c, int n) { ' +
+  'for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) c[i] = a[i] + b[i]; }';
+
+const tensor = (name: string, role: 'input' | 'output') => ({
+  name,
+  type: 'tensor',
+  role,
+  tensor_spec: { shape: [1024], dtype: 'float32' },
+});
+
+/** c = a + b over 1024 floats, checked without a reference (every output written, finite) and timed. */
+const EVALUATE_EXAMPLE: EvaluationRequest = {
+  kernel: {
+    source_code: VECTOR_ADD,
+    kernel_type: 'cuda',
+    io: {
+      args: [
+        tensor('a', 'input'),
+        tensor('b', 'input'),
+        tensor('c', 'output'),
+        { name: 'n', type: 'int', value: 1024 },
+      ],
+      launch: { grid: { x: 4 }, block: { x: 256 } },
     },
-  ],
-  [
-    'compare_kernels',
-    {
-      scope: 'submit',
-      run: (args, ctx) => runSeed('compare', args, ctx),
-      tool: {
-        name: 'compare_kernels',
-        title: 'Compare a CUDA kernel with a reference kernel',
-        description:
-          'Check a CUDA kernel (custom_kernel) against a CUDA reference (ref_kernel) and time both in interleaved ' +
-          "rounds: the speedup with its 95% interval, and the verdict. The original server's CompareRequest with " +
-          "kernel_type 'cuda' on both sides: the same body as POST /compare, and the same answer as structured " +
-          'content. A Python reference cannot run here: the error names what can take its place.',
-        inputSchema: jsonSchema(CompareRequest),
-        outputSchema: jsonSchema(CompareResponse),
-        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  },
+};
+
+/** The same kernel against a reference kernel with the same arguments (its io left out: the custom kernel's). */
+const COMPARE_EXAMPLE: CompareRequest = {
+  custom_kernel: EVALUATE_EXAMPLE.kernel,
+  ref_kernel: { source_code: VECTOR_ADD_REF, kernel_type: 'cuda' },
+};
+
+/** The example get_evaluation shows: an id as evaluate_kernel's answer gives it (job_id). */
+const GET_EXAMPLE = { id: 'ev_01JD3Q9W6V8G2T5R7K4M1N0P3X', wait: 30 };
+
+/**
+ * The kernel types the compatible mapping (compat/seed.ts) takes in the KernelCode `at` picks out of `example`:
+ * each type tried there, so that a tool's enum is what this server accepts and cannot drift from the mapping.
+ */
+function kernelTypesTaken<T>(
+  example: T,
+  at: (request: T) => KernelCode,
+  map: (request: T) => unknown,
+): SeedKernelType[] {
+  return SEED_KERNEL_TYPES.filter((type) => {
+    const request = structuredClone(example);
+    at(request).kernel_type = type;
+    try {
+      map(request);
+      return true;
+    } catch (e) {
+      if (e instanceof SeedClientError) return false;
+      throw e;
+    }
+  });
+}
+
+const quoted = (values: readonly string[]): string => values.map((v) => `'${v}'`).join(', ');
+
+/** Which kernel types a side takes, and why not the others. */
+function kernelTypesText(taken: readonly SeedKernelType[]): string {
+  const refused = SEED_KERNEL_TYPES.filter((t) => !taken.includes(t));
+  return (
+    `kernel_type: ${quoted(taken)} (CUDA C++, compiled with NVRTC).` +
+    (refused.length === 0
+      ? ''
+      : ` The original server's other types (${quoted(refused)}) are refused: they need Python (PyTorch, ` +
+        'Triton), which this server does not run.')
+  );
+}
+
+const L = DEFAULT_LAUNCH_LIMITS;
+const LAUNCH_TEXT =
+  'launch: { grid: {x, y, z}, block: {x, y, z}, shared_mem_bytes } (any part left out: grid 1 x 1 x 1, block ' +
+  "256 x 1 x 1, 0 bytes of dynamic shared memory). The GPUs' limits hold: at most " +
+  `${L.maxThreadsPerBlock.max} threads per block (x and y at most ${L.maxBlockDim[0].max}, z at most ` +
+  `${L.maxBlockDim[2].max}), grid x at most ` +
+  `${L.maxGridDim[0].max}, y and z at most ${L.maxGridDim[1].max}, shared_mem_bytes at most the smallest GPU's ` +
+  `opt-in maximum (${L.maxSharedMemoryBytes.max} bytes on an H200); a launch over one is refused, naming it.`;
+
+/** One KernelCode's fields, `indent` deep; `io` says whether and why io may be left out. */
+function kernelFields(taken: readonly SeedKernelType[], io: string, indent: string): string[] {
+  const i = indent;
+  return [
+    `${i}- source_code (required): CUDA C++ source text with the __global__ function to run. #include reaches ` +
+      "CUDA's own headers only.",
+    `${i}- ${kernelTypesText(taken)}`,
+    `${i}- io ${io}: the kernel's arguments and its launch.`,
+    `${i}  - args: one per kernel parameter, in order (at most 64). Each has a name (a C identifier) and a type:`,
+    `${i}    - a tensor, a device buffer: { name, type: 'tensor', role: 'input' (default), 'output' or 'inout', ` +
+      "tensor_spec: { shape: [d0, d1, ...], dtype: 'float32' (default), 'float64', 'float16', 'bfloat16', " +
+      "'int64', 'int32', 'int16', 'int8', 'uint8' or 'bool', init } }. init: { kind: 'randn' (default, with mean, " +
+      "std), 'uniform' (low, high), 'zeros', 'ones', 'full' (fill_value) or 'arange' (start, step), seed }; an " +
+      'output without init starts filled with a poison value, so elements the kernel never writes are caught.',
+    `${i}    - a scalar, passed by value: { name, type: 'int', 'float' or 'bool', value }: int is a 32-bit int ` +
+      "(64-bit when the value needs it), float a 32-bit float; dtype: 'int64', 'float64' ... gives another width.",
+    `${i}  - ${LAUNCH_TEXT}`,
+    `${i}- metadata (optional): { kernel_name: the __global__ function to run (default: the first in ` +
+      "source_code), compiler_options: NVRTC flags such as '-DN=4', '--use_fast_math' (an allow-list) }.",
+  ];
+}
+
+const COMMON_FIELDS = [
+  '- num_trials (optional, default 100): the fewest timed samples (1 to 10000).',
+  '- timeout (optional, default 120): seconds the evaluation may take once a GPU runs it (5 to 600).',
+];
+
+const cudakitText = (expected: boolean): string =>
+  '- cudakit (optional): { ' +
+  (expected
+    ? 'expected: { <output tensor name>: { data_b64: base64 of its exact bytes, little-endian, C order; dtype, ' +
+      "shape, compress: 'zlib' } } the outputs to check against (without it the check needs no reference: every " +
+      'output element written and finite, inputs unchanged, two runs agreeing); '
+    : '') +
+  "timing: { mode: 'cold' (L2 flushed before each sample, default), 'hot' or 'graph'; preset: 'quick', " +
+  "'default' or 'rigorous' }; gpu: a GPU class from list_gpus ('H200', 'sm_90'; default 'any'); " +
+  'max_queue_seconds: how long to wait for a GPU (default 300); device_metrics: true for Nsight Compute counters }.';
+
+const example = (value: unknown): string[] => [
+  'Example (complete; it runs as it is):',
+  '```json',
+  JSON.stringify(value, null, 2),
+  '```',
+];
+
+function evaluateDescription(taken: readonly SeedKernelType[]): string {
+  return [
+    "Compile a CUDA C++ kernel with NVRTC, check its outputs and time it on one of this server's GPUs, and wait " +
+      'for the verdict (PASSED, COMPILE_ERROR, INCORRECT, TIMEOUT, ...): as text, and as structured content in the ' +
+      "original evaluation server's EvaluationResponse (POST /evaluate's answer). A kernel that does not compile or " +
+      'computes wrong values is a result, not a tool error; a request this server cannot run is a tool error ' +
+      'naming the field.',
+    '',
+    'Arguments:',
+    '- kernel (required): the kernel to evaluate.',
+    ...kernelFields(taken, '(required: without it the kernel has no arguments)', '  '),
+    ...COMMON_FIELDS,
+    cudakitText(true),
+    '',
+    ...example(EVALUATE_EXAMPLE),
+  ].join('\n');
+}
+
+function compareDescription(custom: readonly SeedKernelType[], reference: readonly SeedKernelType[]): string {
+  return [
+    'Check a CUDA kernel (custom_kernel) against a CUDA reference kernel (ref_kernel) on the same inputs, time ' +
+      'both in interleaved rounds, and wait for the verdict and the speedup with its 95% interval: as text, and ' +
+      "as structured content in the original evaluation server's CompareResponse (POST /compare's answer). Wrong " +
+      'values or a kernel that does not compile are a result, not a tool error.',
+    '',
+    'Arguments:',
+    '- custom_kernel (required): the kernel under test.',
+    ...kernelFields(custom, '(required: without it the kernel has no arguments)', '  '),
+    '- ref_kernel (required): the reference, the same fields.',
+    `  - ${kernelTypesText(reference)}`,
+    "  - io (optional): left out, the reference takes custom_kernel's arguments and launch, and is timed as the " +
+      "baseline. Its own args (other order, other scalars) are matched to custom_kernel's tensors by name; it " +
+      'is then only checked against, not timed.',
+    '- atol, rtol (optional, default 0.01 each): an element passes when |got - expected| <= atol + rtol * |expected|.',
+    ...COMMON_FIELDS,
+    cudakitText(false),
+    '',
+    ...example(COMPARE_EXAMPLE),
+  ].join('\n');
+}
+
+function buildTools(): Map<string, ToolSpec> {
+  const evaluateTypes = kernelTypesTaken(EVALUATE_EXAMPLE, (r) => r.kernel, evaluateJob);
+  const customTypes = kernelTypesTaken(COMPARE_EXAMPLE, (r) => r.custom_kernel, compareJob);
+  const referenceTypes = kernelTypesTaken(COMPARE_EXAMPLE, (r) => r.ref_kernel, compareJob);
+  const evaluateSchema = evaluateToolRequest(evaluateTypes);
+  const compareSchema = compareToolRequest(customTypes, referenceTypes);
+  return new Map<string, ToolSpec>([
+    [
+      'evaluate_kernel',
+      {
+        scope: 'submit',
+        run: (args, ctx) => runSeed('evaluate', evaluateSchema, args, ctx),
+        tool: {
+          name: 'evaluate_kernel',
+          title: 'Evaluate a CUDA kernel',
+          description: evaluateDescription(evaluateTypes),
+          inputSchema: jsonSchema(evaluateSchema),
+          outputSchema: jsonSchema(EvaluationResponse),
+          annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+        },
       },
-    },
-  ],
-  [
-    'get_evaluation',
-    {
-      scope: 'read',
-      run: getEvaluation,
-      tool: {
-        name: 'get_evaluation',
-        title: 'Read an evaluation',
-        description:
-          "An evaluation by id ('ev_…', the job_id of evaluate_kernel's and compare_kernels' answers): status, " +
-          "phase, verdict and, once finished, cudakit's whole report; what GET /v1/evaluations/{id} answers. With " +
-          'wait (at most 60 s) it answers when the evaluation ends, or after that long.',
-        inputSchema: jsonSchema(GetArguments),
-        outputSchema: jsonSchema(Evaluation),
-        annotations: { readOnlyHint: true, openWorldHint: false },
+    ],
+    [
+      'compare_kernels',
+      {
+        scope: 'submit',
+        run: (args, ctx) => runSeed('compare', compareSchema, args, ctx),
+        tool: {
+          name: 'compare_kernels',
+          title: 'Compare a CUDA kernel with a reference kernel',
+          description: compareDescription(customTypes, referenceTypes),
+          inputSchema: jsonSchema(compareSchema),
+          outputSchema: jsonSchema(CompareResponse),
+          annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+        },
       },
-    },
-  ],
-  [
-    'list_gpus',
-    {
-      scope: 'read',
-      run: listGpus,
-      tool: {
-        name: 'list_gpus',
-        title: "List this host's GPUs",
-        description:
-          "This host's GPUs, their classes (for cudakit.gpu) and their workers' states; why there is none, when " +
-          'there is none. What GET /v1/gpus answers.',
-        inputSchema: jsonSchema(NoArguments),
-        outputSchema: jsonSchema(GpuList),
-        annotations: { readOnlyHint: true, openWorldHint: false },
+    ],
+    [
+      'get_evaluation',
+      {
+        scope: 'read',
+        run: getEvaluation,
+        tool: {
+          name: 'get_evaluation',
+          title: 'Read an evaluation',
+          description: [
+            'An evaluation by id: status (queued, running, succeeded, failed, cancelled), phase, verdict and, once ' +
+              "finished, cudakit's whole report; what GET /v1/evaluations/{id} answers. One's own evaluations only.",
+            '',
+            'Arguments:',
+            "- id (required): the evaluation's id, 'ev_' and 26 characters: the job_id of an evaluate_kernel or " +
+              'compare_kernels answer, or the id a still-running one names.',
+            '- wait (optional, 0 to 60): seconds to wait for the evaluation to end before answering; answers at ' +
+              'once without it.',
+            '',
+            ...example(GET_EXAMPLE).map((line) => line.replace('it runs as it is', 'with an id of yours')),
+          ].join('\n'),
+          inputSchema: jsonSchema(GetArguments),
+          outputSchema: jsonSchema(Evaluation),
+          annotations: { readOnlyHint: true, openWorldHint: false },
+        },
       },
-    },
-  ],
-]);
-const TOOL_LIST = [...TOOLS.values()].map((t) => t.tool);
+    ],
+    [
+      'list_gpus',
+      {
+        scope: 'read',
+        run: listGpus,
+        tool: {
+          name: 'list_gpus',
+          title: "List this server's GPUs",
+          description: [
+            "This server's GPUs: name, architecture, the classes a request may ask for (cudakit.gpu: 'H200', " +
+              "'sm_90', 'any'), each worker's state and jobs run; why there is none, when there is none. What GET " +
+              '/v1/gpus answers.',
+            '',
+            'Arguments: none.',
+            '',
+            ...example({}),
+          ].join('\n'),
+          inputSchema: jsonSchema(NoArguments),
+          outputSchema: jsonSchema(GpuList),
+          annotations: { readOnlyHint: true, openWorldHint: false },
+        },
+      },
+    ],
+  ]);
+}
 
 const INSTRUCTIONS =
   "CUDA kernel evaluation on this host's GPUs. evaluate_kernel and compare_kernels queue a job and wait for its " +
@@ -174,6 +373,7 @@ function toolCalls(body: unknown): string[] {
 const SUBMITTING = new Set(['evaluate_kernel', 'compare_kernels']);
 
 export function mcpRoutes(app: App, deps: McpDeps): void {
+  const tools = buildTools();
   app.post(
     '/mcp',
     {
@@ -194,7 +394,7 @@ export function mcpRoutes(app: App, deps: McpDeps): void {
       preHandler: async (request, reply) => {
         const calls = toolCalls(request.body);
         for (const name of calls) {
-          const scope = TOOLS.get(name)?.scope;
+          const scope = tools.get(name)?.scope;
           if (scope !== undefined && !request.principal.scopes.has(scope)) {
             void reply.header(
               'www-authenticate',
@@ -206,7 +406,7 @@ export function mcpRoutes(app: App, deps: McpDeps): void {
         if (calls.some((name) => SUBMITTING.has(name))) await deps.submitLimit(request, reply);
       },
     },
-    async (request, reply) => handle(app, deps, request, reply),
+    async (request, reply) => handle(app, deps, tools, request, reply),
   );
 
   app.route({
@@ -226,17 +426,23 @@ export function mcpRoutes(app: App, deps: McpDeps): void {
 }
 
 /** One POST: a Server and a stateless transport for it alone, answering in the raw response. */
-async function handle(app: App, deps: McpDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+async function handle(
+  app: App,
+  deps: McpDeps,
+  tools: Map<string, ToolSpec>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
   const gone = new AbortController();
   const server = new Server(
     { name: 'cudakit-server', version: '1' },
     { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
   );
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...tools.values()].map((t) => t.tool) }));
   server.setRequestHandler(CallToolRequestSchema, async (call, extra) => {
-    const spec = TOOLS.get(call.params.name);
+    const spec = tools.get(call.params.name);
     if (spec === undefined) {
-      const known = [...TOOLS.keys()].join(', ');
+      const known = [...tools.keys()].join(', ');
       throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${call.params.name.slice(0, 64)}': ${known}`);
     }
     const token = extra._meta?.progressToken;
@@ -393,16 +599,14 @@ function reportOf(text: string | undefined): EvalReport | undefined {
 /** evaluate_kernel and compare_kernels: POST /evaluate's and /compare's work, answered as a tool result. */
 async function runSeed(
   kind: 'evaluate' | 'compare',
+  schema: TSchema,
   args: Record<string, unknown>,
   ctx: CallContext,
 ): Promise<CallToolResult> {
   const { service } = ctx.deps;
   // The legacy form is recognised before the schema, as POST /compare does.
   if (kind === 'compare') refuseLegacy(args);
-  const validate = ctx.request.compileValidationSchema(kind === 'evaluate' ? EvaluationRequest : CompareRequest);
-  if (!validate(args)) throw new SeedValidationError(validationErrorsOf(validate.errors ?? []));
-  const job: SeedJob =
-    kind === 'evaluate' ? evaluateJob(args as EvaluationRequest) : compareJob(args as CompareRequest);
+  const job = seedJobOf(kind, schema, args, ctx.request);
 
   const record = await submitSeedJob(service, ctx.request.principal.name, job);
   const waitMs = seedWaitMs(job, ctx.deps.syncWaitMs);
@@ -435,6 +639,26 @@ async function runSeed(
   // A job the service could not finish (cancelled, queue timeout): the original's 500, a tool error here.
   if (answer.statusCode !== 200) return textResult(text, true);
   return { ...textResult(text), structuredContent: answer.body as unknown as Record<string, unknown> };
+}
+
+/**
+ * The arguments as a job, checked against the tool's schema: POST /evaluate's (or /compare's) narrowed to what this
+ * server takes. A request only the narrowing refuses (a PyTorch kernel, a kernel without io) gets the compatible
+ * mapping's message rather than the schema's: it says why, and what to give instead.
+ */
+function seedJobOf(
+  kind: 'evaluate' | 'compare',
+  schema: TSchema,
+  args: Record<string, unknown>,
+  request: FastifyRequest,
+): SeedJob {
+  const map = (a: Record<string, unknown>): SeedJob =>
+    kind === 'evaluate' ? evaluateJob(a as EvaluationRequest) : compareJob(a as CompareRequest);
+  const validate = request.compileValidationSchema(schema);
+  if (validate(args)) return map(args);
+  const errors = validate.errors ?? [];
+  if (request.compileValidationSchema(kind === 'evaluate' ? EvaluationRequest : CompareRequest)(args)) map(args);
+  throw new SeedValidationError(validationErrorsOf(errors));
 }
 
 /**

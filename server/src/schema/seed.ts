@@ -124,25 +124,33 @@ export const IOContract = Type.Object(
 );
 export type IOContract = Static<typeof IOContract>;
 
-export const KernelCode = Type.Object(
-  {
-    source_code: Type.String({ maxLength: SOURCE_CHARS_MAX }),
-    kernel_type: Type.Unsafe<SeedKernelType>({ type: 'string', enum: [...SEED_KERNEL_TYPES] }),
-    io: Type.Optional(Nullable(IOContract)),
-    metadata: Type.Optional(
-      Nullable(
-        Type.Object(
-          {},
-          {
-            additionalProperties: true,
-            description: 'cuda: kernel_name, compiler_options, backend, name_expressions, jitify',
-          },
+/**
+ * The original's KernelCode with `kernelTypes` in kernel_type's enum; `io` optional and nullable, as the original has
+ * it, or required (an MCP tool's schema says what this server needs: a CUDA candidate has no arguments without io).
+ */
+function kernelCode<Io extends TSchema>(kernelTypes: readonly SeedKernelType[], io: Io) {
+  return Type.Object(
+    {
+      source_code: Type.String({ maxLength: SOURCE_CHARS_MAX }),
+      kernel_type: Type.Unsafe<SeedKernelType>({ type: 'string', enum: [...kernelTypes] }),
+      io,
+      metadata: Type.Optional(
+        Nullable(
+          Type.Object(
+            {},
+            {
+              additionalProperties: true,
+              description: 'cuda: kernel_name, compiler_options, backend, name_expressions, jitify',
+            },
+          ),
         ),
       ),
-    ),
-  },
-  { additionalProperties: false },
-);
+    },
+    { additionalProperties: false },
+  );
+}
+
+export const KernelCode = kernelCode(SEED_KERNEL_TYPES, Type.Optional(Nullable(IOContract)));
 export type KernelCode = Static<typeof KernelCode>;
 
 /** The cudakit extension: what the original has no field for. */
@@ -204,6 +212,29 @@ export const CompareRequest = Type.Object(
   { ...open, description: 'Also the legacy { ref_code, custom_code } (Python: answered 400)' },
 );
 export type CompareRequest = Static<typeof CompareRequest>;
+
+/**
+ * POST /evaluate's request as the evaluate_kernel tool advertises it: kernel_type only one of `kernelTypes` (those
+ * the server evaluates), io required. Every request it describes is one POST /evaluate takes.
+ */
+export function evaluateToolRequest(kernelTypes: readonly SeedKernelType[]) {
+  return Type.Object({ ...EvaluationRequest.properties, kernel: kernelCode(kernelTypes, IOContract) }, open);
+}
+
+/**
+ * POST /compare's request as the compare_kernels tool advertises it: each side's kernel types only those the server
+ * takes there; the custom kernel's io required, the reference's optional (without it, the custom kernel's).
+ */
+export function compareToolRequest(customTypes: readonly SeedKernelType[], referenceTypes: readonly SeedKernelType[]) {
+  return Type.Object(
+    {
+      ...CompareRequest.properties,
+      ref_kernel: kernelCode(referenceTypes, Type.Optional(Nullable(IOContract))),
+      custom_kernel: kernelCode(customTypes, IOContract),
+    },
+    open,
+  );
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Responses
