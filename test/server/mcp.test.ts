@@ -546,7 +546,7 @@ describe('the tools’ descriptions stand alone', () => {
       for (const field of [...Object.keys(kernel.properties), ...Object.keys(io.properties)]) {
         expect(explained(tool, field), `${tool.name}: ${field}`).toBe(true);
       }
-      expect(tool.description).toContain("kernel_type: 'cuda' (CUDA C++, compiled with NVRTC).");
+      expect(tool.description).toContain("kernel_type (required): 'cuda' (CUDA C++, compiled with NVRTC).");
       expect(tool.description).toContain(
         "The original server's other types ('torch', 'torch_cuda', 'triton', 'multi_kernel') are refused: they need " +
           'Python',

@@ -162,10 +162,10 @@ function kernelTypesTaken<T>(
 const quoted = (values: readonly string[]): string => values.map((v) => `'${v}'`).join(', ');
 
 /** Which kernel types a side takes, and why not the others. */
-function kernelTypesText(taken: readonly SeedKernelType[]): string {
+function kernelTypesText(taken: readonly SeedKernelType[], required: string): string {
   const refused = SEED_KERNEL_TYPES.filter((t) => !taken.includes(t));
   return (
-    `kernel_type: ${quoted(taken)} (CUDA C++, compiled with NVRTC).` +
+    `kernel_type ${required}: ${quoted(taken)} (CUDA C++, compiled with NVRTC).` +
     (refused.length === 0
       ? ''
       : ` The original server's other types (${quoted(refused)}) are refused: they need Python (PyTorch, ` +
@@ -188,7 +188,7 @@ function kernelFields(taken: readonly SeedKernelType[], io: string, indent: stri
   return [
     `${i}- source_code (required): CUDA C++ source text with the __global__ function to run. #include reaches ` +
       "CUDA's own headers only.",
-    `${i}- ${kernelTypesText(taken)}`,
+    `${i}- ${kernelTypesText(taken, '(required)')}`,
     `${i}- io ${io}: the kernel's arguments and its launch.`,
     `${i}  - args: one per kernel parameter, in order (at most 64). Each has a name (a C identifier) and a type:`,
     `${i}    - a tensor, a device buffer: { name, type: 'tensor', role: 'input' (default), 'output' or 'inout', ` +
@@ -220,10 +220,40 @@ const cudakitText = (expected: boolean): string =>
   "'default' or 'rigorous' }; gpu: a GPU class from list_gpus ('H200', 'sm_90'; default 'any'); " +
   'max_queue_seconds: how long to wait for a GPU (default 300); device_metrics: true for Nsight Compute counters }.';
 
+/** `value` as JSON on one line: `{ "a": [1, 2] }`. */
+function flatJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(flatJson).join(', ')}]`;
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+  const entries = Object.entries(value).filter(([, v]) => v !== undefined);
+  return entries.length === 0
+    ? '{}'
+    : `{ ${entries.map(([k, v]) => `${JSON.stringify(k)}: ${flatJson(v)}`).join(', ')} }`;
+}
+
+/**
+ * `value` as indented JSON, each array or object on one line where it fits in `width` columns (`column`: where it
+ * starts), so that an example reads in a few lines rather than one per number.
+ */
+function compactJson(value: unknown, indent = '', column = 0, width = 120): string {
+  const flat = flatJson(value);
+  if (column + flat.length <= width || typeof value !== 'object' || value === null) return flat;
+  const inner = `${indent}  `;
+  if (Array.isArray(value)) {
+    return `[\n${value.map((v) => inner + compactJson(v, inner, inner.length, width)).join(',\n')}\n${indent}]`;
+  }
+  const lines = Object.entries(value)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => {
+      const key = `${inner}${JSON.stringify(k)}: `;
+      return key + compactJson(v, inner, key.length, width);
+    });
+  return `{\n${lines.join(',\n')}\n${indent}}`;
+}
+
 const example = (value: unknown): string[] => [
   'Example (complete; it runs as it is):',
   '```json',
-  JSON.stringify(value, null, 2),
+  compactJson(value),
   '```',
 ];
 
@@ -256,7 +286,7 @@ function compareDescription(custom: readonly SeedKernelType[], reference: readon
     '- custom_kernel (required): the kernel under test.',
     ...kernelFields(custom, '(required: without it the kernel has no arguments)', '  '),
     '- ref_kernel (required): the reference, the same fields.',
-    `  - ${kernelTypesText(reference)}`,
+    `  - ${kernelTypesText(reference, '(required)')}`,
     "  - io (optional): left out, the reference takes custom_kernel's arguments and launch, and is timed as the " +
       "baseline. Its own args (other order, other scalars) are matched to custom_kernel's tensors by name; it " +
       'is then only checked against, not timed.',
