@@ -24,7 +24,7 @@ interface Submitted {
 describe('fair share, embedded mode', () => {
   afterEach(closeApps);
 
-  it("a client at its queue cap: another client's job is 2nd in the queue and among the next two to start", async () => {
+  it("a client at its queue cap: another's job is 2nd in the queue and among the next two to start", async () => {
     const { app, service, pool } = await harness(); // one fake GPU
     const started: string[] = [];
     service.onStarted((job) => started.push(job.id));
@@ -101,7 +101,7 @@ describeWithServices('fair share, distributed mode', ['redis', 'postgres'], () =
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("a client at its queue cap: another client's job is 2nd in the queue and among the next two to start", async () => {
+  it("a client at its queue cap: another's job is 2nd in the queue and among the next two to start", async () => {
     const tokensFile = join(dir, 'tokens');
     writeFileSync(tokensFile, `alice:${tokenDigest('alice-token')}\nbob:${tokenDigest('bob-token')}\n`);
     cluster = await Cluster.create({ redisUrl: redis.url, postgresUrl: postgres.url });

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The queue between the API and the GPU slots: per GPU class, fair between principals. The embedded mode keeps it
 // in memory and rebuilds it from the store's queued rows at start (queue/embedded.ts, synchronous); the distributed
-// mode keeps it in Redis beside BullMQ (cluster/queue.ts), whose calls are network round trips: the service awaits
-// every method.
+// mode keeps it in Redis beside BullMQ (cluster/queue.ts, cluster/fair.ts), whose calls are network round trips: the
+// service awaits every method.
 //
 // Fair share, the one rule both keep. Between principals the queue takes turns; a job's priority, then its age, then
 // its arrival orders only its own principal's jobs. Each principal with a job queued holds a turn: a number from one
@@ -78,7 +78,8 @@ export interface JobQueue {
 
 /**
  * A stored job as the queue sees it: enqueued at its creation, so a queue rebuilt from the store at start keeps each
- * job's place among its principal's jobs and its QUEUE_TIMEOUT deadline (the time the server was down counts as time queued).
+ * job's place among its principal's jobs and its QUEUE_TIMEOUT deadline (the time the server was down counts as time
+ * queued).
  */
 export function queuedJobOf(record: JobRecord): QueuedJob {
   return {
