@@ -3,7 +3,9 @@
 // The package's install script. Uses the addon that node-gyp-build resolves (build/Release, then
 // prebuilds/<platform>-<arch>) when it loads; otherwise compiles it from source with node-gyp, as node-gyp-build's
 // own install script does. When neither works it prints one message (what was tried, why each failed, what to
-// install, where node-gyp's full output is) and exits 1. `npm install --build-from-source` skips the prebuild.
+// install, where node-gyp's full output is) and exits 1. CUDAKIT_BUILD_FROM_SOURCE=1 skips the prebuild: an
+// environment variable of cudakit's own, which npm passes on without a word, where npm 11 warns that it will stop
+// accepting the older `--build-from-source` and `npm_config_build_from_source=true` (both still work).
 import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -69,9 +71,18 @@ function missingTools() {
   return missing;
 }
 
+/** Why the prebuild is skipped ('CUDAKIT_BUILD_FROM_SOURCE=1'), or undefined when it is tried. */
+function buildFromSource(env) {
+  const own = env.CUDAKIT_BUILD_FROM_SOURCE;
+  if (own === '1' || own === 'true') return `CUDAKIT_BUILD_FROM_SOURCE=${own}`;
+  // npm's own spelling, which npm 11 warns about: `--build-from-source` reaches the script as this variable.
+  if (env.npm_config_build_from_source === 'true') return '--build-from-source';
+  return undefined;
+}
+
 const facts = `${platform}, ${glibc ? `glibc ${glibc}, ` : ''}Node ${process.version}`;
-const fromSource = process.env.npm_config_build_from_source === 'true';
-const prebuild = fromSource ? 'skipped (--build-from-source)' : tryAddon();
+const fromSource = buildFromSource(process.env);
+const prebuild = fromSource !== undefined ? `skipped (${fromSource})` : tryAddon();
 if (prebuild !== undefined) {
   const logDir = mkdtempSync(join(tmpdir(), 'cudakit-install-'));
   const log = join(logDir, 'node-gyp.log');
