@@ -13,6 +13,7 @@ import {
   type EvalKernelRef,
   type EvalSource,
   type PresetName,
+  isArch,
   parseArgSpecs,
 } from '../index.js';
 
@@ -364,7 +365,6 @@ export function defined<T extends object>(o: T): Defined<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Defined<T>;
 }
 
-const ARCH_RE = /^(sm|compute)_\d{2,3}[af]?$/;
 const STDS: readonly CppStandard[] = ['c++03', 'c++11', 'c++14', 'c++17', 'c++20'];
 export const MODES: readonly BenchMode[] = ['cold', 'hot', 'graph'];
 export const TIMERS: readonly BenchTimer[] = ['cupti', 'events'];
@@ -384,7 +384,7 @@ export interface CompileFlagValues {
 
 /** Compile options from the command line, on top of `base` (a spec's own). */
 export function compileOptionsFrom(v: CompileFlagValues, base: CompileOptions = {}): CompileOptions {
-  if (v.arch !== undefined && !ARCH_RE.test(v.arch)) {
+  if (v.arch !== undefined && !isArch(v.arch)) {
     throw new UsageError(`--arch expects an architecture such as sm_90 or compute_90, not '${v.arch}'`);
   }
   const std = oneOf(v.std, '--std', STDS);
@@ -403,7 +403,7 @@ export function compileOptionsFrom(v: CompileFlagValues, base: CompileOptions = 
             .map(([k, x]) => (x === true ? k : `${k}=${String(x)}`));
   const o: CompileOptions = { ...base };
   if (v.ptx === true) o.target = 'ptx';
-  if (v.arch !== undefined) o.arch = v.arch;
+  if (v.arch !== undefined && isArch(v.arch)) o.arch = v.arch;
   if (std !== undefined) o.std = std;
   if (v.define !== undefined) o.defines = [...baseDefines, ...v.define];
   if (v.include !== undefined) o.includePaths = [...(base.includePaths ?? []), ...v.include];

@@ -9,7 +9,7 @@ import { type HostRegistration, allocHostArray, registerHostMemory } from './hos
 import { DeviceArray, DeviceBuffer, type AllocOptions, allocDevice } from './memory.js';
 import { Module, type LoadModuleOptions, loadModule } from './module.js';
 import { getNative, type Handle } from './native.js';
-import type { ObjectCode } from './program.js';
+import type { ObjectCode, SmArch } from './program.js';
 import { Stream, type StreamOptions, createStream, defaultStream } from './stream.js';
 import { checkSize, rangeError, typeError } from './validate.js';
 import { type WaitOptions, waitWithLimit } from './wait.js';
@@ -169,9 +169,9 @@ export class Device {
   }
 
   /** 'sm_90' for compute capability 9.0: what NVRTC's arch option expects. */
-  get arch(): string {
+  get arch(): SmArch {
     const { major, minor } = this.computeCapability;
-    return `sm_${major}${minor}`;
+    return `sm_${major * 10 + minor}`; // 9.0 → sm_90, 12.1 → sm_121 (a minor version is one digit)
   }
 
   /** Number of streaming multiprocessors (SMs). */

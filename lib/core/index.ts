@@ -7,7 +7,16 @@ export { DEFAULT_POOL_CACHE_LIMIT_BYTES, Device } from './device.js';
 export { AbortError, CudaError, CompileError, TimeoutError, contextLostBy } from './errors.js';
 export { DeviceBuffer, DeviceArray } from './memory.js';
 export { HostRegistration, freeHost, isPinned } from './host.js';
-export { Program, ObjectCode, compileFlags, nvrtcVersion, supportedArchs, parseDiagnostics } from './program.js';
+export {
+  Program,
+  ObjectCode,
+  compileFlags,
+  isArch,
+  nvrtcVersion,
+  supportedArchNames,
+  supportedArchs,
+  parseDiagnostics,
+} from './program.js';
 export { Module } from './module.js';
 export { Kernel } from './kernel.js';
 export { KernelFunction } from './function.js';
@@ -25,7 +34,15 @@ export type { ComputeCapability, MemoryInfo, LaunchLimits } from './device.js';
 export type { Diagnostic } from './errors.js';
 export type { AllocOptions, CopyOptions, DeviceCopy } from './memory.js';
 export type { DType, TypedArrayConstructor } from './dtype.js';
-export type { CompileOptions, CompileTarget, CppStandard, ProgramOptions } from './program.js';
+export type {
+  Arch,
+  CompileOptions,
+  CompileTarget,
+  ComputeArch,
+  CppStandard,
+  ProgramOptions,
+  SmArch,
+} from './program.js';
 export type { JitOptions, LoadModuleOptions } from './module.js';
 export type {
   ArgFor,

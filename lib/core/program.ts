@@ -41,6 +41,19 @@ export type CompileTarget = 'ptx' | 'cubin';
 export type CppStandard = 'c++03' | 'c++11' | 'c++14' | 'c++17' | 'c++20';
 
 /**
+ * A real architecture, which a CUBIN is compiled for and `device.arch` names: 'sm_90', or with a suffix, 'sm_90a'
+ * (architecture-specific features) or 'sm_100f' (family-specific features, NVRTC 12.9 and later).
+ */
+export type SmArch = `sm_${number}` | `sm_${number}a` | `sm_${number}f`;
+/** A virtual architecture, which PTX is compiled for: 'compute_90', 'compute_90a', 'compute_100f'. */
+export type ComputeArch = `compute_${number}` | `compute_${number}a` | `compute_${number}f`;
+/**
+ * An architecture NVRTC's `--gpu-architecture` takes: a real one ('sm_90') or a virtual one ('compute_90'). A misspelt
+ * name ('sm90', 90) does not type-check; one of the right shape that this NVRTC does not know is a RangeError.
+ */
+export type Arch = SmArch | ComputeArch;
+
+/**
  * Options of `program.compile(options)` and `compileAsync(options)`: each field is one NVRTC flag (compileFlags() shows
  * them), undefined leaves the flag out.
  */
@@ -48,10 +61,10 @@ export interface CompileOptions {
   /** 'cubin' (default): machine code for one architecture; 'ptx': portable assembly the driver JIT-compiles. */
   target?: CompileTarget;
   /**
-   * 'sm_90', 'sm_90a', 'compute_90' ...
+   * 'sm_90', 'sm_90a', 'compute_90' ... (`device.arch`, or one of supportedArchNames()).
    * Default: the current device's arch (without a device: NVRTC's default, PTX only).
    */
-  arch?: string;
+  arch?: Arch;
   /** C++ dialect, e.g. 'c++17'. Default: NVRTC's (c++17 for NVRTC 11+). */
   std?: CppStandard;
   /** Preprocessor macros: { N: 256, USE_FAST: true } or ['N=256', 'USE_FAST']. */
@@ -114,7 +127,7 @@ export class ObjectCode {
   /** 'ptx' or 'cubin'. */
   readonly target: CompileTarget;
   /** The architecture compiled for, 'sm_90'; undefined when NVRTC chose (PTX without an arch). */
-  readonly arch: string | undefined;
+  readonly arch: Arch | undefined;
   /** The code: PTX text as bytes, or the CUBIN; `device.loadModule(objectCode)` loads it. */
   readonly bytes: Uint8Array;
   /** NVRTC's log, kept on success so warnings are visible. */
@@ -135,7 +148,7 @@ export class ObjectCode {
     this.options = Object.freeze([...entry.options]);
     this.compileMs = compileMs;
     this.target = entry.target;
-    this.arch = entry.arch;
+    this.arch = entry.arch as Arch | undefined; // the arch of the key it was found under (a checked Arch)
     this.bytes = entry.bytes;
     this.log = withoutNul(entry.log);
     this.loweredNames = Object.freeze({ ...entry.loweredNames });
@@ -156,13 +169,32 @@ export function nvrtcVersion(): string {
 }
 
 let supportedMemo: number[] | undefined;
-/** Architectures this NVRTC can target, e.g. [50, 52, ..., 90]. */
+/**
+ * Architectures this NVRTC can target, as numbers: [50, 52, ..., 90] (90 for sm_90 and compute_90). To pass one to
+ * compile(), take supportedArchNames(), or make the name: `sm_${n}`. Empty when NVRTC predates the query (11.1).
+ */
 export function supportedArchs(): number[] {
   supportedMemo ??= getNative().nvrtcGetSupportedArchs();
   return [...supportedMemo];
 }
 
+/**
+ * Architectures this NVRTC can target, as compile() takes them: ['sm_50', 'sm_52', ..., 'sm_90'] (each also as
+ * `compute_${n}` for PTX). The same list as supportedArchs(), which gives the numbers.
+ * @example
+ * const newest = supportedArchNames().at(-1)!;
+ * new Program(source).compile({ arch: newest });
+ */
+export function supportedArchNames(): SmArch[] {
+  return supportedArchs().map((n): SmArch => `sm_${n}`);
+}
+
 const ARCH_RE = /^(sm|compute)_(\d{2,3})([af]?)$/;
+
+/** True for a string of an architecture's shape ('sm_90', 'sm_90a', 'compute_90'), as compile() checks it. */
+export function isArch(value: unknown): value is Arch {
+  return typeof value === 'string' && ARCH_RE.test(value);
+}
 
 /** NVRTC's log ends with the C string's NUL. */
 const withoutNul = (log: string): string => log.replace(/\0+$/, '');
@@ -181,7 +213,7 @@ function checkSupportedArch(arch: string): void {
 
 interface Resolved {
   target: CompileTarget;
-  arch: string | undefined;
+  arch: Arch | undefined;
   /**
    * For the cache key: the NVRTC flags but the toolkit's include directories (made here, once: the options object
    * may change while compileAsync waits), and what the toolkit search reads from the environment in their place
@@ -250,7 +282,7 @@ function checkCompileOptions(options: CompileOptions | undefined): CompileOption
   if (o.target !== undefined && o.target !== 'ptx' && o.target !== 'cubin') {
     throw typeError('options.target', "'cubin' or 'ptx'", o.target);
   }
-  if (o.arch !== undefined && (typeof o.arch !== 'string' || !ARCH_RE.test(o.arch))) {
+  if (o.arch !== undefined && !isArch(o.arch)) {
     throw typeError('options.arch', "an architecture such as 'sm_90' or 'compute_90'", o.arch);
   }
   if (o.std !== undefined && !['c++03', 'c++11', 'c++14', 'c++17', 'c++20'].includes(o.std)) {
@@ -288,9 +320,9 @@ function checkCompileOptions(options: CompileOptions | undefined): CompileOption
   return o;
 }
 
-let deviceArchMemo: string | null | undefined;
+let deviceArchMemo: SmArch | null | undefined;
 /** The first device's arch, or undefined without a usable driver/device (never throws). */
-function deviceArch(): string | undefined {
+function deviceArch(): SmArch | undefined {
   if (deviceArchMemo === undefined) {
     try {
       const n = getNative();

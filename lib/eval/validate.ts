@@ -4,7 +4,7 @@
 // also returns what the pipeline runs on: the parsed argument specs, the decoded literal bytes.
 import { inflateSync } from 'node:zlib';
 import type { Signature } from '../core/index.js';
-import { DTYPES, DTYPE_INFO, describe, isDType, typeError } from '../core/index.js';
+import { DTYPES, DTYPE_INFO, describe, isArch, isDType, typeError } from '../core/index.js';
 import {
   type ArgSpec,
   type InitSpec,
@@ -134,7 +134,6 @@ const CHECK_KEYS = [
 const TIMING_KEYS = ['skip', 'mode', 'preset', 'timer', 'rule', 'inputSets', 'rounds', 'bytes', 'flops'] as const;
 const MODES = ['cold', 'hot', 'graph'] as const;
 const SCALAR_TYPES = [...DTYPES, 'bool'];
-const ARCH_RE = /^(sm|compute)_\d{2,3}[af]?$/;
 const quoted = (list: readonly string[]): string => list.map((s) => `'${s}'`).join(', ');
 
 function source(p: Problems, path: string, v: unknown): void {
@@ -200,7 +199,7 @@ function compileOptions(p: Problems, path: string, v: unknown): void {
   if (!isObject(v)) return p.type(path, 'compile options { arch, std, defines, ... }', v);
   p.keys(path, v, COMPILE_KEYS);
   if (v.target !== undefined) oneOf(p, `${path}.target`, v.target, ['cubin', 'ptx']);
-  if (v.arch !== undefined && (typeof v.arch !== 'string' || !ARCH_RE.test(v.arch))) {
+  if (v.arch !== undefined && !isArch(v.arch)) {
     p.type(`${path}.arch`, "an architecture such as 'sm_90' or 'compute_90'", v.arch);
   }
   if (v.std !== undefined) oneOf(p, `${path}.std`, v.std, ['c++03', 'c++11', 'c++14', 'c++17', 'c++20']);

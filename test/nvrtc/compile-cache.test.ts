@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, expect, it, vi } from 'vitest';
-import { Program, clearMemoryCache, nvrtcVersion } from '../../lib/index.js';
+import { type Arch, Program, clearMemoryCache, nvrtcVersion } from '../../lib/index.js';
 import { describeNvrtc } from '../helpers.js';
 
 const searches = vi.hoisted(() => ({ count: 0 }));
@@ -24,7 +24,7 @@ vi.mock('../../lib/core/toolkit.js', async (importOriginal) => {
   };
 });
 
-const arch = 'sm_80';
+const arch: Arch = 'sm_80';
 const SOURCE = 'extern "C" __global__ void k(float* x) { x[0] = 2; }\n';
 
 /** A toolkit NVRTC would take: cuda_fp16.h, and cuda.h of NVRTC's major release. */

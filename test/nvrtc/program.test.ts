@@ -3,7 +3,15 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { CompileError, Program, clearMemoryCache, nvrtcVersion, supportedArchs } from '../../lib/index.js';
+import {
+  type Arch,
+  CompileError,
+  Program,
+  clearMemoryCache,
+  nvrtcVersion,
+  supportedArchNames,
+  supportedArchs,
+} from '../../lib/index.js';
 import { describeNvrtc } from '../helpers.js';
 
 const SAXPY = `
@@ -11,13 +19,23 @@ extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
 }`;
-const arch = 'sm_80'; // every NVRTC from 11.1 on knows it; no device needed
+const arch: Arch = 'sm_80'; // every NVRTC from 11.1 on knows it; no device needed
 const noCache = { cache: false } as const;
 
 describeNvrtc('NVRTC compile', () => {
   it('reports its version and architectures', () => {
     expect(nvrtcVersion()).toMatch(/^\d+\.\d+$/);
     expect(supportedArchs()).toContain(80);
+  });
+
+  it('names its architectures as compile() takes them, and compiles for each end of the list', () => {
+    const names = supportedArchNames();
+    expect(names).toEqual(supportedArchs().map((n) => `sm_${n}`));
+    expect(names).toContain('sm_80');
+    for (const a of [names[0]!, names.at(-1)!]) {
+      const code = new Program(SAXPY).compile({ arch: a, ...noCache });
+      expect([code.target, code.arch]).toEqual(['cubin', a]);
+    }
   });
 
   it('compiles to PTX and to CUBIN', () => {
@@ -85,6 +103,7 @@ describeNvrtc('NVRTC compile', () => {
   it('validates options before NVRTC is called', () => {
     const p = new Program(SAXPY);
     expect(() => p.compile({ target: 'sass' as never })).toThrow(TypeError);
+    // @ts-expect-error 'sm90' is not an Arch (test/unit/arch-types.ts has the type tests)
     expect(() => p.compile({ arch: 'sm90' })).toThrow(/architecture such as 'sm_90'/);
     expect(() => p.compile({ maxRegisters: 0 })).toThrow(RangeError);
     expect(() => p.compile({ target: 'cubin', arch: 'compute_80' })).toThrow(/real architecture/);

@@ -6,10 +6,10 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, expect, it, vi } from 'vitest';
-import { CompileError, Program, nvrtcVersion } from '../../lib/index.js';
+import { type Arch, CompileError, Program, nvrtcVersion } from '../../lib/index.js';
 import { cli, describeNvrtc } from '../helpers.js';
 
-const arch = 'sm_80';
+const arch: Arch = 'sm_80';
 // A header no toolkit has: the test does not depend on which toolkit this machine has installed.
 const MISSING = '#include <cudakit_absent_header.h>\nextern "C" __global__ void k(float* x) { x[0] = 1; }\n';
 

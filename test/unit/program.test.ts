@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileFlags, parseDiagnostics } from '../../lib/core/program.js';
+import { compileFlags, isArch, parseDiagnostics } from '../../lib/core/program.js';
 
 describe('compileFlags (options → NVRTC flags, one function)', () => {
   it('maps every typed option to its flag, extra flags last', () => {
@@ -82,5 +82,32 @@ describe('parseDiagnostics', () => {
     expect(parseDiagnostics(log)[0]!.column).toBe(9);
     // No caret line (NVRTC 11): no column
     expect(parseDiagnostics('p.cu(2): error: expected an expression\n', source)[0]!.column).toBeUndefined();
+  });
+});
+
+describe('isArch (the shape compile() checks before NVRTC runs)', () => {
+  it('takes real and virtual architectures with their suffixes', () => {
+    for (const a of ['sm_80', 'sm_90a', 'sm_100f', 'sm_121', 'compute_90', 'compute_90a', 'compute_100f']) {
+      expect(isArch(a), a).toBe(true);
+    }
+  });
+
+  it('refuses misspelt names and what is not a string', () => {
+    for (const a of [
+      'sm90',
+      'sm_9',
+      'sm_1000',
+      'sm_90x',
+      'SM_90',
+      'gfx_90',
+      ' sm_90',
+      'sm_90 ',
+      '',
+      90,
+      undefined,
+      null,
+    ]) {
+      expect(isArch(a), String(a)).toBe(false);
+    }
   });
 });
