@@ -113,7 +113,7 @@ describe('security: tokens', () => {
     }
   });
 
-  it('a read token submits nothing: POST /v1/evaluations, /evaluate, /compare, / and the MCP tools are 403', async () => {
+  it('a read token submitting: 403 on POST /v1/evaluations, /evaluate, /compare, / and the MCP tools', async () => {
     const viewer = auth('viewer');
     const runs = h.pool.runs.length;
     const before = await h.service.store.counts();
@@ -142,7 +142,7 @@ describe('security: tokens', () => {
     expect(h.pool.runs.length).toBe(runs);
   });
 
-  it("another principal's job: 404 by id, events, /job, the dashboard and MCP; no cancel or purge; 403 ?principal=", async () => {
+  it("another principal's job: 404 by id, events, /job, page, MCP; no cancel or purge; 403 ?principal=", async () => {
     const done = (await submit(h, body('pass', { name: 'alices-secret-job' }))).json().id as string;
     await settled(h.service, done);
     const live = (await submit(h, body('hang'))).json().id as string;
