@@ -83,6 +83,7 @@ export {
 export { InvalidJobError, evaluate, profileJob, validateJob } from './eval/index.js';
 
 export type {
+  AbortSignalLike,
   AllocOptions,
   Arch,
   ArgFor,

@@ -78,8 +78,10 @@ function encode(entry: CachedCompile): Buffer {
   return Buffer.concat([MAGIC, len, header, entry.bytes]);
 }
 
-/** Parses an entry; undefined for anything truncated, corrupt or from another format. */
-export function decode(buf: Buffer): CachedCompile | undefined {
+/** Parses an entry (a file's bytes); undefined for anything truncated, corrupt or from another format. */
+export function decode(bytes: Uint8Array): CachedCompile | undefined {
+  // Uint8Array in the signature: the package's types need no @types/node.
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   try {
     if (buf.length < 8 || !buf.subarray(0, 4).equals(MAGIC)) return undefined;
     const headerLength = buf.readUInt32LE(4);

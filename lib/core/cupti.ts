@@ -44,6 +44,9 @@ export interface ActivityRecord {
 
 const SONAMES = ['libcupti.so.13', 'libcupti.so.12', 'libcupti.so.11', 'libcupti.so'];
 
+/** Environment variables by name, as process.env holds them (its own type here: the package's types need no @types/node). */
+type Environment = Readonly<Record<string, string | undefined>>;
+
 /** The directories under a CUDA root that hold CUPTI: CUDA 13's targets/<arch>-linux/lib, older toolkits' extras. */
 function underRoot(root: string, arch: string): string[] {
   const target = arch === 'arm64' ? 'sbsa-linux' : 'x86_64-linux';
@@ -51,7 +54,7 @@ function underRoot(root: string, arch: string): string[] {
 }
 
 /** NVIDIA's CUPTI wheels (nvidia-cuda-cupti-cu12, CUDA 13's nvidia-cuda-cupti) in Python environments. */
-function wheelDirs(env: NodeJS.ProcessEnv): string[] {
+function wheelDirs(env: Environment): string[] {
   const prefixes = [env.VIRTUAL_ENV, env.CONDA_PREFIX, env.HOME ? join(env.HOME, '.local') : undefined, '/usr/local'];
   const dirs: string[] = [];
   for (const prefix of prefixes) {
@@ -79,11 +82,7 @@ function wheelDirs(env: NodeJS.ProcessEnv): string[] {
  * above libnvrtc's directory and /usr/local/cuda (targets/<arch>-linux/lib, extras/CUPTI/lib64, lib64), libnvrtc's
  * own directory, then NVIDIA's CUPTI wheels in Python environments. Files that do not exist are left out.
  */
-export function cuptiCandidates(
-  env: NodeJS.ProcessEnv = process.env,
-  nvrtcPath = '',
-  arch: string = process.arch,
-): string[] {
+export function cuptiCandidates(env: Environment = process.env, nvrtcPath = '', arch: string = process.arch): string[] {
   if (env.CUDAKIT_CUPTI_PATH) return [env.CUDAKIT_CUPTI_PATH];
   const out = [...SONAMES];
   const roots = [

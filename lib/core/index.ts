@@ -59,7 +59,7 @@ export type { Dim3, LaunchConfig } from './kernel.js';
 export type { CompiledParam, KernelAttributes } from './function.js';
 export type { StreamOptions, CaptureMode } from './stream.js';
 export type { RecordOptions } from './event.js';
-export type { WaitOptions } from './wait.js';
+export type { AbortSignalLike, WaitOptions } from './wait.js';
 export type { ProbeResult } from './probe.js';
 export type { CuptiStatus } from './cupti.js';
 export type { CuptiLoadStatus, CuptiRecords, Native, NativeStats, Handle } from './native.js';

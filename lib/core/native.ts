@@ -38,7 +38,8 @@ export interface CompileOutput {
   log: string;
   /** Wall time of the NVRTC calls (create to destroy), measured natively. */
   elapsedMs: number;
-  code?: Buffer;
+  /** The code (a Buffer at run time; typed by its base class so the package's types need no @types/node). */
+  code?: Uint8Array;
   loweredNames?: string[];
 }
 

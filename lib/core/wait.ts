@@ -6,12 +6,28 @@ import { AbortError, TimeoutError } from './errors.js';
 import { getNative } from './native.js';
 import { checkOptions, rangeError, typeError } from './validate.js';
 
+/**
+ * An AbortSignal (`new AbortController().signal`, `AbortSignal.timeout(ms)`), by the members cudakit uses: the
+ * package's types name no global that only @types/node or the DOM library declares. At run time it must be an
+ * AbortSignal (a TypeError otherwise).
+ */
+export interface AbortSignalLike {
+  /** True once the signal has aborted. */
+  readonly aborted: boolean;
+  /** Why it aborted (AbortController.abort's argument); the AbortError's `cause`. */
+  readonly reason: unknown;
+  /** Calls `listener` when the signal aborts (a wait listens once, and stops listening when it settles). */
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  /** Stops calling `listener`. */
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
 /** Options of the `synchronizeAsync()` waits (stream, event, device): a time limit and an AbortSignal. */
 export interface WaitOptions {
   /** Reject with a TimeoutError after this many milliseconds. The GPU work keeps running. */
   timeoutMs?: number;
   /** Reject with an AbortError (its `cause` is the signal's reason) when the signal aborts. The work keeps running. */
-  signal?: AbortSignal;
+  signal?: AbortSignalLike;
 }
 
 const MAX_TIMEOUT_MS = 2 ** 31 - 1; // setTimeout's limit
@@ -39,7 +55,7 @@ export function waitWithLimit(
   if (signal !== undefined && !(signal instanceof AbortSignal))
     throw typeError('options.signal', 'an AbortSignal', signal);
   if (timeoutMs === undefined && signal === undefined) return start();
-  const abortSignal = signal as AbortSignal | undefined;
+  const abortSignal = signal as AbortSignalLike | undefined;
   if (abortSignal?.aborted === true) return Promise.reject(new AbortError(what, abortSignal.reason));
   const waitId = nextWaitId;
   nextWaitId = nextWaitId >= 0x7fffffff ? 1 : nextWaitId + 1;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // EvalJob: one evaluation as plain JSON (the CLI's flags, a spec file's default export and an evaluation service's
 // request all become one), and the options that JSON cannot carry. Pure types; validateJob() is in validate.ts.
-import type { CompileOptions, Device, Dim3, Signature } from '../core/index.js';
+import type { AbortSignalLike, CompileOptions, Device, Dim3, Signature } from '../core/index.js';
 import type {
   ArgSpec,
   BenchMode,
@@ -308,7 +308,7 @@ export interface EvalOptions {
   /** Called as the evaluation goes: each phase as it starts, the check's outcome, timing progress. */
   onProgress?: (progress: EvalProgress) => void;
   /** Stops the evaluation between phases (a running kernel cannot be stopped: see docs/errors.md). */
-  signal?: AbortSignal;
+  signal?: AbortSignalLike;
   /**
    * Where relative source files are read from (default: the working directory), and where an inline source's
    * #include "..." looks first (default: nowhere but compile.includePaths and in-memory headers).
