@@ -6,7 +6,10 @@
 // ≥ 20.19) with CUDAKIT_PORTABLE=1, binding.gyp's portable build: libstdc++ linked in, glibc 2.28 floor. Each arch
 // builds in a staging copy of binding.gyp and native/, so build/ (a development build) is left alone, and the
 // result is refused when it needs a glibc above the floor or any GLIBCXX/CXXABI version (check-prebuild.mjs).
-//   npm run build:prebuilds [-- --arch x64,arm64] [-- --out DIR]   (DIR/prebuilds/; default: the package)
+// Without --arch it builds every arch the README promises (PROMISED), and fails when a cross compiler for one is
+// missing, unless CUDAKIT_PREBUILD_SKIP names that arch: a package packed without it must not go out unnoticed (the
+// README's sizes and platforms assume both).
+//   npm run build:prebuilds [-- --arch x64,arm64] [-- --out DIR] [-- --dry-run]   (DIR/prebuilds/; default: the package)
 // Run it through npm, which gives node-gyp its configuration (nodedir) and puts its bundled node-gyp on PATH.
 import { spawn, spawnSync } from 'node:child_process';
 import {
@@ -35,16 +38,37 @@ const CROSS = { arm64: 'aarch64-linux-gnu-', x64: 'x86_64-linux-gnu-' };
 
 const onPath = (command) => spawnSync('sh', ['-c', `command -v "${command}"`], { stdio: 'ignore' }).status === 0;
 
+/** The prebuilds the package ships, as the README says. */
+const PROMISED = ['x64', 'arm64'];
+/** Archs the packer agreed to leave out (CUDAKIT_PREBUILD_SKIP=arm64). */
+const SKIP_ENV = 'CUDAKIT_PREBUILD_SKIP';
+
+/**
+ * The archs to build: those asked for, else every promised one.
+ *
+ * @throws Error when a promised arch cannot be built here and SKIP_ENV does not name it.
+ */
 function targets(requested) {
   if (requested !== undefined) return requested.split(',').filter(Boolean);
-  const archs = [process.arch];
-  for (const [arch, prefix] of Object.entries(CROSS)) {
-    if (arch === process.arch) continue;
-    if (onPath(`${prefix}g++`)) archs.push(arch);
-    else
-      console.log(
-        `prebuild: linux-${arch} skipped: no ${prefix}g++ (Debian: g++-${prefix.slice(0, -1).replace(/_/g, '-')})`,
+  const skip = new Set((process.env[SKIP_ENV] ?? '').split(',').map((a) => a.trim()));
+  const archs = [];
+  for (const arch of PROMISED) {
+    const prefix = arch === process.arch ? '' : CROSS[arch];
+    if (prefix === '' || onPath(`${prefix}g++`)) {
+      archs.push(arch);
+      continue;
+    }
+    const install = `g++-${prefix.slice(0, -1).replace(/_/g, '-')}`;
+    if (!skip.has(arch)) {
+      throw new Error(
+        `linux-${arch} cannot be built here: no ${prefix}g++ (Debian: apt-get install ${install}). The README ` +
+          `promises it; to pack without it anyway, set ${SKIP_ENV}=${arch}`,
       );
+    }
+    console.warn(
+      `prebuild: linux-${arch} skipped (${SKIP_ENV}): this package has no linux-${arch} prebuild, so the ` +
+        "README's platforms and package sizes do not hold for it",
+    );
   }
   return archs;
 }
@@ -82,9 +106,15 @@ function build(arch) {
 
 async function main() {
   if (process.platform !== 'linux') throw new Error('prebuilds are built on Linux only');
-  const { values } = parseArgs({ options: { arch: { type: 'string' }, out: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { arch: { type: 'string' }, out: { type: 'string' }, 'dry-run': { type: 'boolean' } },
+  });
   const out = values.out ?? root;
   const archs = targets(values.arch);
+  if (values['dry-run']) {
+    console.log(`prebuild: would build ${archs.map((a) => `linux-${a}`).join(', ')}`);
+    return;
+  }
   const results = await Promise.allSettled(archs.map(build));
   let failed = false;
   results.forEach((result, i) => {
