@@ -46,6 +46,8 @@ export interface ServerConfig {
   /** The problem registry's directory (operator-installed references), or undefined for none. */
   problemsDir: string | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Request bodies over 1 MiB read at once, one per 32 MiB they may reach (api/body.ts). */
+  maxLargeBodies: number;
 }
 
 export class ConfigError extends Error {
@@ -87,6 +89,8 @@ Options (each also as an environment variable, e.g. --data-dir as CUDAKIT_SERVER
   --problems-dir <dir>       installed reference problems, one folder each (jobs name them as
                              reference: { problem }; default none)
   --log-level <level>        fatal, error, warn, info (default), debug, trace, silent
+  --max-large-bodies <n>     request bodies over 1 MiB read at once, one per 32 MiB they may reach
+                             (default 2); others wait up to 10 s, then get 503
   -h, --help                 this text
 `;
 
@@ -105,6 +109,7 @@ const OPTIONS = {
   'max-device-bytes': { type: 'string' },
   'problems-dir': { type: 'string' },
   'log-level': { type: 'string' },
+  'max-large-bodies': { type: 'string' },
   role: { type: 'string' },
   'redis-url': { type: 'string' },
   'database-url': { type: 'string' },
@@ -209,6 +214,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   const problemsRaw = get('problems-dir');
   const problemsDir = problemsRaw === undefined ? undefined : resolve(problemsRaw.value);
   const logLevel = choice('log-level', 'info', LOG_LEVELS);
+  const maxLargeBodies = number('max-large-bodies', 2, 1, 64, true);
   const role = choice('role', 'embedded', ['embedded', 'api', 'agent'] as const);
   const url = (flag: 'redis-url' | 'database-url', schemes: readonly string[]): string | undefined => {
     const got = get(flag);
@@ -280,5 +286,6 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
     maxDeviceBytes,
     problemsDir,
     logLevel,
+    maxLargeBodies,
   };
 }

@@ -86,6 +86,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     tokens,
     logger: { level: config.logLevel },
     submitsPerMinute: config.submitsPerMinute,
+    largeBodies: config.maxLargeBodies,
     ...(sessionSecret === undefined ? {} : { sessionSecret }),
     ...(bus === undefined ? {} : { rateLimitRedis: bus.redis }),
     opsOnly: config.role === 'agent',

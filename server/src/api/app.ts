@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 // buildApp(deps): the HTTP face of the service. Fastify 5 with TypeBox schemas (validation, types, OpenAPI), bearer
-// auth with scopes, a per-principal submit rate, load shedding, body limits counted after decompression, and one
-// error format for everything: Fastify's { statusCode, code, error, message } plus details [{ path, message }]. No
-// route here touches a GPU or the CUDA addon; the service behind it owns the scheduling.
+// auth with scopes, a per-principal submit rate, load shedding, request bodies read with bounded memory (body.ts:
+// limits counted after decompression, large bodies a few at a time), and one error format for everything: Fastify's
+// { statusCode, code, error, message } plus details [{ path, message }]. No route here touches a GPU or the CUDA
+// addon; the service behind it owns the scheduling.
 import { STATUS_CODES } from 'node:http';
-import { Readable } from 'node:stream';
-import { promisify } from 'node:util';
-import { gunzip, inflate } from 'node:zlib';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -33,6 +31,7 @@ import { Sessions, signInLocation, wantsSignIn } from '../dashboard/session.js';
 import { BODY_LIMIT_BYTES, type ErrorBody } from '../schema/native.js';
 import { ServiceError, type EvalService } from '../service.js';
 import { StoreUnavailableError } from '../store/store.js';
+import { bodyHandling, DEFAULT_LARGE_BODIES } from './body.js';
 import { LOCAL_PRINCIPAL, type Principal, type Scope, type TokenEntry, TokenVerifier } from './auth.js';
 import { mcpRoutes } from './mcp.js';
 import { nativeRoutes } from './native.js';
@@ -90,12 +89,14 @@ export interface AppDeps {
    * each process counts alone.
    */
   rateLimitRedis?: Redis;
+  /**
+   * Request bodies over 1 MiB read at once, one per 32 MiB they may reach (body.ts); others wait briefly for their
+   * turn, then get 503. Default 2.
+   */
+  largeBodies?: number;
   /** Only the operations routes (health, readiness, metrics): a GPU agent's port. Default false. */
   opsOnly?: boolean;
 }
-
-const gunzipAsync = promisify(gunzip);
-const inflateAsync = promisify(inflate);
 
 // ajv-formats is CommonJS with a default export; its ESM shape depends on the loader.
 const ajvFormats = ((ajvFormatsModule as unknown as { default?: unknown }).default ?? ajvFormatsModule) as never;
@@ -170,7 +171,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const sessions = new Sessions({ secret: deps.sessionSecret, tokens: deps.tokens });
   app.addHook('onRequest', authHook(deps.tokens, sessions));
-  app.addHook('preParsing', inflateHook);
+  bodyHandling(app, { largeBodies: deps.largeBodies ?? DEFAULT_LARGE_BODIES });
   app.addHook('preValidation', convertQueryHook);
 
   if (deps.opsOnly === true) {
@@ -255,46 +256,7 @@ function authHook(tokens: readonly TokenEntry[] | undefined, sessions: Sessions)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Bodies
-
-/**
- * gzip and deflate bodies, inflated with the route's body limit on the inflated size (a small bomb is still a 413;
- * zlib stops at the limit, it does not inflate the rest). The encoded length is reported so that Fastify's
- * Content-Length check still holds. The whole body is read first: Fastify would buffer it anyway, and an error
- * thrown here is answered like any other (a stream failing before Fastify listens would never be answered).
- */
-async function inflateHook(request: FastifyRequest, _reply: FastifyReply, payload: Readable): Promise<Readable> {
-  const encoding = String(request.headers['content-encoding'] ?? 'identity')
-    .trim()
-    .toLowerCase();
-  if (encoding === 'identity' || encoding === '') return payload;
-  if (encoding !== 'gzip' && encoding !== 'x-gzip' && encoding !== 'deflate') {
-    const message = `Content-Encoding '${encoding.slice(0, 40)}' is not supported: use gzip, deflate or none`;
-    throw new ServiceError(415, 'UNSUPPORTED_CONTENT_ENCODING', message);
-  }
-  const limit = request.routeOptions.bodyLimit;
-  const tooLarge = (what: string) =>
-    new ServiceError(413, 'FST_ERR_CTP_BODY_TOO_LARGE', `Request body is too large (${what})`);
-  const chunks: Buffer[] = [];
-  let encodedBytes = 0;
-  for await (const chunk of payload as AsyncIterable<Buffer>) {
-    encodedBytes += chunk.length;
-    if (encodedBytes > limit) throw tooLarge(encoding);
-    chunks.push(chunk);
-  }
-  let inflated: Buffer;
-  try {
-    const inflate = encoding === 'deflate' ? inflateAsync : gunzipAsync;
-    inflated = await inflate(Buffer.concat(chunks), { maxOutputLength: limit });
-  } catch (e) {
-    if ((e as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge('inflated');
-    const message = `The ${encoding} body does not inflate: ${(e as Error).message}`;
-    throw new ServiceError(400, 'INVALID_CONTENT_ENCODING', message);
-  }
-  const out = Readable.from([inflated], { objectMode: false }) as Readable & { receivedEncodedLength: number };
-  out.receivedEncodedLength = encodedBytes;
-  return out;
-}
+// Query strings
 
 /** Query strings arrive as text: convert them to the route schema's types ('30' → 30, 'true' → true) first. */
 async function convertQueryHook(request: FastifyRequest): Promise<void> {
