@@ -283,12 +283,14 @@ function isEntry(): boolean {
   }
 }
 
-if (isEntry()) {
-  main(process.argv.slice(2)).then(
+/**
+ * Runs the server as a command: exits with main()'s code once it has closed, whatever still holds the event loop (a
+ * stuck socket, tsx's esbuild service when run from sources). The bin (bin/cudakit-server.mjs) calls it.
+ */
+export function runCommand(argv: readonly string[]): void {
+  main(argv).then(
     (code) => {
       process.exitCode = code;
-      // Everything is closed: whatever still holds the event loop (a stuck socket, tsx's esbuild service when run
-      // from sources) does not hold the exit.
       setTimeout(() => process.exit(code), 250).unref();
     },
     (e: unknown) => {
@@ -297,3 +299,5 @@ if (isEntry()) {
     },
   );
 }
+
+if (isEntry()) runCommand(process.argv.slice(2));
