@@ -82,7 +82,7 @@ async function signIn(app: App, token: string): Promise<string> {
 }
 
 describe('security: the dashboard', () => {
-  it('CSRF: sign-in and sign-out without the form field, or without its cookie, are 403 and change nothing', async () => {
+  it('CSRF: sign-in and sign-out without the form field or without its cookie are 403, changing nothing', async () => {
     const { cookie, csrf } = await signInForm(h.app);
     const other = await signInForm(h.app); // another browser: its own nonce and token
     const attempts: Array<[string, Record<string, string>, string | undefined]> = [

@@ -139,7 +139,7 @@ export function seedPost(h: Harness, url: string, payload: unknown, headers: Rec
     method: 'POST',
     url,
     headers: { 'content-type': 'application/json', ...headers },
-    payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+    payload: typeof payload === 'string' || Buffer.isBuffer(payload) ? payload : JSON.stringify(payload),
   });
 }
 
@@ -150,15 +150,18 @@ export function seedPost(h: Harness, url: string, payload: unknown, headers: Rec
 export async function mcpCall(
   h: Harness,
   name: string,
-  args: Record<string, unknown>,
+  args: Record<string, unknown> | string,
   headers: Record<string, string> = auth('alice'),
 ): Promise<Answer> {
+  // Arguments as JSON text: what JSON.stringify could not write (nesting past its stack).
+  const json = typeof args === 'string' ? args : JSON.stringify(args);
   if (!h.app.server.listening) await h.app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = h.app.server.address() as AddressInfo;
+  const params = `{"name":${JSON.stringify(name)},"arguments":${json}}`;
   const res = await fetch(`http://127.0.0.1:${port}/mcp`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
+    body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":${params}}`,
   });
   return { statusCode: res.status, body: await res.text(), headers: Object.fromEntries(res.headers) };
 }
