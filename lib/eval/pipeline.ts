@@ -8,6 +8,7 @@
 // before anything touches the GPU, so a job that does not compile is reported without one (given compile.arch).
 import { basename } from 'node:path';
 import {
+  CudaError,
   Device,
   type Kernel,
   type LaunchConfig,
@@ -18,6 +19,7 @@ import {
   fromDeviceBytes,
   isContextLost,
   parseDiagnostics,
+  probe,
   typeError,
 } from '../core/index.js';
 import {
@@ -311,6 +313,19 @@ class Pipeline {
     const options = { ...j.compile, ...own };
     const device = this.#o.device;
     if (options.arch === undefined && device !== undefined && options.target !== 'ptx') options.arch = device.arch;
+    if (options.arch === undefined && device === undefined && options.target !== 'ptx' && !probe().ok) {
+      // The arch would be the GPU's, and there is none: that is the failure (the driver's CudaError, kind 'cuda', with
+      // its remedy), not the compiler's RangeError about a missing arch.
+      await this.#guard(() => {
+        try {
+          Device.get(0);
+        } catch (e) {
+          throw e instanceof CudaError
+            ? CudaError.inPhase(e, "evaluate(): compile for the GPU's arch (no compile.arch)")
+            : e;
+        }
+      }, k.role);
+    }
     try {
       k.code = await compileSource(src, options, [k.ref.kernel], k.ref.headers ?? j.headers);
     } catch (e) {

@@ -7,12 +7,16 @@ import type { BenchResult, CompareResult, Defence } from '../measure/index.js';
 import type { EvalCheck, EvalKernelRole, EvalPhase } from './job.js';
 import { InvalidJobError, type JobProblem } from './validate.js';
 
+/** Every value of EvalError's `kind`, in the order the README lists them. */
+export const EVAL_ERROR_KINDS = ['invalid-job', 'compile', 'cuda', 'verdict', 'aborted', 'exception'] as const;
+
 /**
  * Why a phase failed. `kind` says what sort of failure it is:
  * - 'invalid-job': validateJob's problems (phase 'validate');
  * - 'compile': NVRTC rejected a kernel (diagnostics, log and flags below);
- * - 'cuda': a driver error: a module that does not load, a kernel fault (in the check it is also the check's verdict,
- *   `defence: 'fault'`), a fault while timing; `sticky` when it cost the CUDA context;
+ * - 'cuda': a driver error: no usable GPU (`CUDA_DRIVER_NOT_FOUND`, `CUDA_ERROR_NO_DEVICE`; in phase 'compile' when
+ *   the job has no compile.arch to compile for without one), a module that does not load, a kernel fault (in the check
+ *   it is also the check's verdict, `defence: 'fault'`), a fault while timing; `sticky` when it cost the CUDA context;
  * - 'verdict': the check or the re-check failed on the values (`defence` says which defence fired);
  * - 'aborted': EvalOptions.signal was aborted before the phase;
  * - 'exception': anything else: a JavaScript reference that threw, an unreadable source file, a launch configuration
@@ -20,7 +24,7 @@ import { InvalidJobError, type JobProblem } from './validate.js';
  */
 export interface EvalError {
   /** What sort of failure it is (see above). */
-  kind: 'invalid-job' | 'compile' | 'cuda' | 'verdict' | 'aborted' | 'exception';
+  kind: (typeof EVAL_ERROR_KINDS)[number];
   /**
    * 'CUDA_ERROR_ILLEGAL_ADDRESS', 'NVRTC_ERROR_COMPILATION', 'ERR_INVALID_JOB', 'ABORT_ERR', the defence of a
    * verdict ('mismatch'), a system error's code ('ENOENT'), or the error's class name ('TypeError').

@@ -133,12 +133,14 @@ describeNvrtc('evaluate(): compile', () => {
     });
   });
 
-  it.skipIf(machine.ok)('without a GPU and without compile.arch, says an architecture is needed', async () => {
-    const report = await evaluate(base({ compile: { cache: false } }));
-    expect(report).toMatchObject({
-      phase: 'compile',
-      error: { kind: 'exception', code: 'RangeError', kernel: 'candidate' },
-    });
-    expect(report.error!.message).toMatch(/^target 'cubin' needs an architecture and no CUDA device was found/);
-  });
+  it.skipIf(machine.ok)(
+    'without a GPU and without compile.arch, fails for the missing GPU, with its remedy',
+    async () => {
+      const report = await evaluate(base({ compile: { cache: false } }));
+      expect(report).toMatchObject({ phase: 'compile', error: { kind: 'cuda', kernel: 'candidate' } });
+      expect(report.error!.message).toMatch(/^evaluate\(\): compile for the GPU's arch \(no compile\.arch\): /);
+      expect(report.error!.message).toContain('\n  Remedy: ');
+      expect(report.compile).toEqual({}); // NVRTC did not run
+    },
+  );
 });

@@ -3,13 +3,15 @@
 // objects; the canonical form), evaluate()'s report for jobs that stop before the GPU, and the public types as a
 // user's spec file sees them through the package name.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { prepareJob } from '../../lib/eval/validate.js';
-import { type EvalJob, InvalidJobError, evaluate, parseArgSpec, validateJob } from '../../lib/index.js';
+import { EVAL_ERROR_KINDS } from '../../lib/eval/report.js';
+import { type EvalError, type EvalJob, InvalidJobError, evaluate, parseArgSpec, validateJob } from '../../lib/index.js';
+import { runScript } from '../child.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 const base = { source: 'extern "C" __global__ void k(float* y) {}', kernel: 'k', grid: 1, block: 32 };
@@ -372,6 +374,25 @@ describe('evaluate() without a GPU', () => {
     expect(progress).toEqual([]);
   });
 
+  it("without compile.arch, fails in the compile phase for the missing GPU: kind 'cuda', the driver's code", () => {
+    // Forced in a child process, so on any machine: no driver, hence no GPU to take the architecture from.
+    const r = runScript(
+      `import { evaluate } from './lib/index.ts';
+       const report = await evaluate({
+         source: 'extern "C" __global__ void k(float* y) {}', kernel: 'k', grid: 1, block: 32,
+         args: ['ptr:f32[32]:out'],
+       });
+       console.log(JSON.stringify({ phase: report.phase, error: report.error }));`,
+      { env: { ...process.env, CUDAKIT_LIBCUDA_PATH: '/nonexistent/libcuda.so.1' } },
+    );
+    expect(r.stderr).toBe('');
+    const { phase, error } = JSON.parse(r.stdout) as { phase: string; error: EvalError };
+    expect(phase).toBe('compile');
+    expect(error).toMatchObject({ kind: 'cuda', code: 'CUDA_DRIVER_NOT_FOUND', kernel: 'candidate', sticky: false });
+    expect(error.message).toMatch(/^evaluate\(\): compile for the GPU's arch \(no compile\.arch\): /);
+    expect(error.message).toContain('\n  Remedy: Install the NVIDIA driver');
+  });
+
   it("rejects bad options: they are the caller's mistake, not the job's", async () => {
     await expect(evaluate(job({}), { reference: 5 } as never)).rejects.toThrow(
       'Expected a function for options.reference but received 5 of type number',
@@ -379,6 +400,23 @@ describe('evaluate() without a GPU', () => {
     await expect(evaluate(job({}), { colour: 1 } as never)).rejects.toThrow(
       /^Unknown option options\.colour; known options: /,
     );
+  });
+});
+
+describe("EvalError's kinds", () => {
+  it("are the README's list, in its order", () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    // "an `error` saying why (`kind`: 'invalid-job'; 'compile' with ...; ... 'exception' for anything else: ...)"
+    const list = /an `error` saying why \(`kind`: (.*?'exception')/.exec(readme)?.[1];
+    expect(list).toBeDefined();
+    const listed = [...list!.matchAll(/(?:^|; )'([a-z-]+)'/g)].map((m) => m[1]);
+    expect(listed).toEqual([...EVAL_ERROR_KINDS]);
+  });
+
+  it('are the type of EvalError.kind, both ways', () => {
+    type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+    const same: Equal<EvalError['kind'], (typeof EVAL_ERROR_KINDS)[number]> = true;
+    expect(same).toBe(true);
   });
 });
 
