@@ -239,10 +239,17 @@ export class CompileError extends Error {
   /** The log's diagnostics, parsed (parseDiagnostics()). */
   readonly diagnostics: readonly Diagnostic[];
   /**
-   * What cudakit adds to NVRTC's log, also in the message: for a missing #include, where the CUDA toolkit's headers
-   * were looked for and why each place was passed over. Undefined when there is nothing to add.
+   * What cudakit adds to NVRTC's log, also in the message: for a missing #include of the program's own, every place
+   * it was looked for (the in-memory headers, the include path, the program's folder); for one of the CUDA toolkit's
+   * (cuda_fp16.h ...), where the toolkit's headers were looked for and why each place was passed over. Undefined
+   * when there is nothing to add.
    */
   readonly note: string | undefined;
+  /**
+   * What to do about it, also the message's last line: for a missing #include, how to provide the header (or install
+   * the CUDA toolkit's); otherwise to fix the reported lines.
+   */
+  readonly remedy: string;
 
   /** @internal Made by cudakit itself (the native layer's error factory), not by users. */
   constructor(f: CompileErrorFields) {
@@ -265,6 +272,7 @@ export class CompileError extends Error {
     this.options = f.options;
     this.diagnostics = f.diagnostics;
     this.note = f.note;
+    this.remedy = f.remedy ?? FIX_THE_LINES;
   }
 }
 

@@ -2,6 +2,7 @@
 // Run-time compilation with NVRTC: typed options mapped to flags in one function, in-memory headers, name
 // expressions for templates, a memory + disk cache, and CompileError with parsed diagnostics. The CUDA toolkit's
 // headers (cuda_fp16.h ...) are found by toolkit.ts.
+import { dirname, resolve as resolvePath } from 'node:path';
 import {
   type CachedCompile,
   cacheKey,
@@ -19,6 +20,7 @@ import {
   type ToolkitSearchEnv,
   cudaIncludeDirs,
   cudaIncludeSearch,
+  isCudaHeader,
   nvrtcIdentity,
   toolkitSearchEnv,
 } from './toolkit.js';
@@ -425,21 +427,90 @@ export function parseDiagnostics(log: string, source?: string): Diagnostic[] {
   return out;
 }
 
-const MISSING_INCLUDE = /^(cannot|could not) open source file /;
+/** NVRTC's words for a missing #include (11.x says 'could not', 12.x 'cannot'), with the name it was given. */
+const MISSING_INCLUDE = /^(?:cannot|could not) open source file "(.*)"/;
+
+/** The include path in NVRTC's flags, in order: --include-path=dir (as flagsOf makes it), -Idir, -I dir. */
+function includePathOf(flags: readonly string[]): string[] {
+  const dirs: string[] = [];
+  for (let i = 0; i < flags.length; i++) {
+    const f = flags[i]!;
+    const joined = /^(?:--include-path=|-I)(.+)$/.exec(f);
+    if (joined !== null) dirs.push(joined[1]!);
+    else if ((f === '-I' || f === '--include-path') && i + 1 < flags.length) dirs.push(flags[++i]!);
+  }
+  return dirs;
+}
+
+/** The README's section with the lines that install NVRTC and CUDA's headers. */
+const README_HEADERS = 'the README\'s "NVRTC and CUDA headers"';
 
 /**
- * For a missing #include: where the CUDA toolkit's headers were looked for and why each place was passed over (a
- * toolkit of another major release than NVRTC's ...), and what to do.
+ * How to get the CUDA toolkit's headers of NVRTC's major version, as the README says: Debian's package for its NVRTC
+ * 11.8, else a toolkit CUDA_PATH points at.
  */
-function includeSearchNote(searched: boolean): { note: string; remedy: string } {
-  const remedy =
-    "add the header's directory to includePaths (or the header to headers); for the CUDA toolkit's own headers " +
-    `(cuda_fp16.h ...), point CUDA_PATH at a CUDA ${nvrtcVersion().split('.')[0]}.x toolkit, NVRTC's major version.`;
-  if (!searched) return { note: 'CUDA toolkit headers: not searched for (options.cudaIncludes is false)', remedy };
-  const s = cudaIncludeSearch();
-  const found = s.dir !== undefined ? `${s.dir} is on the include path` : 'none found';
-  const head = `CUDA toolkit headers for NVRTC ${s.nvrtc}: ${found}; looked at:`;
-  return { note: [head, ...s.tried.map((t) => `  ${t}`)].join('\n'), remedy };
+function cudaHeadersRemedy(major: string): string {
+  const toolkit = `point CUDA_PATH at a CUDA ${major}.x toolkit (NVRTC's major version)`;
+  return major === '11'
+    ? `with Debian's NVRTC 11.8, sudo apt-get install nvidia-cuda-dev (the CUDA 11.8 headers, in /usr/include); ` +
+        `else ${toolkit}; see ${README_HEADERS}`
+    : `install a CUDA ${major}.x toolkit and ${toolkit}; see ${README_HEADERS}`;
+}
+
+/**
+ * For missing #includes (`names`, as the source names them): for one of the program's own headers, every place it
+ * was looked for (the in-memory headers, the include path, the program's folder) and how to provide it; for one of
+ * the CUDA toolkit's (cuda_fp16.h ...), where the toolkit was looked for, why each place was passed over, and how to
+ * install it.
+ */
+function missingIncludeNote(
+  names: readonly string[],
+  program: Program,
+  flags: readonly string[],
+  searched: boolean,
+): { note: string; remedy: string } {
+  const notes: string[] = [];
+  const remedies: string[] = [];
+  const own = names.filter((n) => !isCudaHeader(n));
+  const cuda = names.filter((n) => isCudaHeader(n));
+  if (own.length > 0) {
+    const headers = Object.keys(program.headers);
+    const path = includePathOf(flags);
+    const folder = flags.some((f) => /^-?-no-source-include$/.test(f))
+      ? 'not searched (--no-source-include)'
+      : `${resolvePath(dirname(program.name))} (the folder of its name, '${program.name}')`;
+    notes.push(
+      [
+        `${own.map((n) => `"${n}"`).join(', ')} ${own.length === 1 ? 'was' : 'were'} looked for in:`,
+        `  the in-memory headers (the headers option): ${headers.length > 0 ? headers.join(', ') : 'none'}`,
+        `  the include path (includePaths, in order): ${path.length > 0 ? path.join(', ') : 'none'}`,
+        `  the program's folder: ${folder}`,
+      ].join('\n'),
+    );
+    remedies.push(
+      `give ${own.length === 1 ? 'the header' : 'each header'} from memory ` +
+        `(new Program(source, { headers: { '${own[0]}': text } })), ` +
+        `or add the folder that holds it to includePaths`,
+    );
+  }
+  if (cuda.length > 0) {
+    const major = nvrtcVersion().split('.')[0]!;
+    const which = cuda.join(', ');
+    if (!searched) {
+      notes.push('CUDA toolkit headers: not searched for (options.cudaIncludes is false)');
+      remedies.push(
+        `${which} is the CUDA toolkit's: leave cudaIncludes on, or add the include folder of a CUDA ${major}.x ` +
+          'toolkit to includePaths',
+      );
+    } else {
+      const s = cudaIncludeSearch();
+      const found = s.dir !== undefined ? `${s.dir} is on the include path` : 'none found';
+      const head = `CUDA toolkit headers for NVRTC ${s.nvrtc}: ${found}; looked at:`;
+      notes.push([head, ...s.tried.map((t) => `  ${t}`)].join('\n'));
+      remedies.push(`${which} is the CUDA toolkit's: ${cudaHeadersRemedy(major)}`);
+    }
+  }
+  return { note: notes.join('\n'), remedy: `${remedies.join('; ')}.` };
 }
 
 /** Option sets a Program remembers cache keys for (a program compiled for more starts over). */
@@ -541,7 +612,9 @@ export class Program {
     if (out.result !== 0 || out.code === undefined) {
       const log = withoutNul(out.log);
       const diagnostics = parseDiagnostics(log, this.source);
-      const missing = diagnostics.some((d) => MISSING_INCLUDE.test(d.message));
+      const missing = [
+        ...new Set(diagnostics.flatMap((d) => MISSING_INCLUDE.exec(d.message)?.slice(1, 2) ?? [])),
+      ] as string[];
       throw new CompileError({
         code: out.resultName || `NVRTC_ERROR_${out.result}`,
         api: out.failedCall || 'nvrtcCompileProgram',
@@ -550,7 +623,7 @@ export class Program {
         options: spec.options,
         diagnostics,
         name: this.name,
-        ...(missing ? includeSearchNote(r.cudaIncludes) : {}),
+        ...(missing.length > 0 ? missingIncludeNote(missing, this, spec.options, r.cudaIncludes) : {}),
       });
     }
     const loweredNames: Record<string, string> = {};

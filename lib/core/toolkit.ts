@@ -25,6 +25,44 @@ export interface IncludeSearch {
   tried: string[];
 }
 
+/** Headers of the CUDA toolkit that kernels include by name (the folders below hold the rest: cuda/std, cub ...). */
+const CUDA_HEADERS = new Set([
+  'cuda.h',
+  'cuda_runtime.h',
+  'cuda_runtime_api.h',
+  'cuda_awbarrier.h',
+  'cuda_awbarrier_primitives.h',
+  'cuda_pipeline.h',
+  'cuda_pipeline_primitives.h',
+  'cuda_texture_types.h',
+  'cuda_surface_types.h',
+  'cuda_device_runtime_api.h',
+  'cooperative_groups.h',
+  'mma.h',
+  'cuComplex.h',
+  'math_constants.h',
+  'vector_types.h',
+  'vector_functions.h',
+  'device_types.h',
+  'driver_types.h',
+  'library_types.h',
+  'builtin_types.h',
+  'host_defines.h',
+  'device_launch_parameters.h',
+  'texture_fetch_functions.h',
+  'surface_functions.h',
+]);
+const CUDA_HEADER_RE =
+  /^(?:(?:cuda|cub|thrust|cooperative_groups|nv|crt)\/.+|cuda_(?:fp\d+|bf16)\.h(?:pp)?|curand\w*\.h|sm_\d+_\w+\.h)$/;
+
+/**
+ * Whether `name`, as an #include names it, is one of the CUDA toolkit's headers (cuda_fp16.h, cooperative_groups.h,
+ * cuda/std/...) rather than one of the program's own: a missing one is then a toolkit to install, not a path to add.
+ */
+export function isCudaHeader(name: string): boolean {
+  return CUDA_HEADERS.has(name) || CUDA_HEADER_RE.test(name);
+}
+
 /** CUDA_VERSION 11080 as '11.8'. */
 const cudaVersion = (v: number): string => `${Math.floor(v / 1000)}.${(v % 1000) / 10}`;
 

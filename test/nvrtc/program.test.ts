@@ -1,10 +1,11 @@
 // Real NVRTC, no GPU: runs in CI (CUDAKIT_REQUIRE_NVRTC=1 there).
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import {
   type Arch,
+  type CompileOptions,
   CompileError,
   Program,
   clearMemoryCache,
@@ -218,5 +219,68 @@ describeNvrtc('compile cache', () => {
     expect(again.ptx).toContain('.entry saxpy');
     clearMemoryCache();
     expect(new Program(src).compile({ target: 'ptx', arch, cache }).cached).toBe('disk'); // rewritten
+  });
+});
+
+describeNvrtc("a missing #include of the program's own", () => {
+  const source = '#include "nothere.h"\nextern "C" __global__ void k(int* o) { o[0] = VALUE; }\n';
+  // cudaIncludes off: the include path is the test's alone, whatever toolkit this machine has.
+  const options = { target: 'ptx', arch, cache: false, cudaIncludes: false } as const;
+
+  function compileError(program: Program, more: CompileOptions = {}): CompileError {
+    try {
+      program.compile({ ...options, ...more });
+    } catch (e) {
+      if (e instanceof CompileError) return e;
+      throw e;
+    }
+    throw new Error('compiled');
+  }
+
+  it('says where it was looked for (in-memory headers, include path, the folder) and how to provide it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cudakit-missing-'));
+    const [inc1, inc2] = [join(dir, 'inc1'), join(dir, 'inc2')];
+    const name = join(dir, 'k.cu');
+    const program = new Program(source, { name, headers: { 'common.h': '', 'more.h': '' } });
+    const e = compileError(program, { includePaths: [inc1, inc2] });
+    expect(e.note).toBe(
+      [
+        '"nothere.h" was looked for in:',
+        '  the in-memory headers (the headers option): common.h, more.h',
+        `  the include path (includePaths, in order): ${inc1}, ${inc2}`,
+        `  the program's folder: ${dir} (the folder of its name, '${name}')`,
+      ].join('\n'),
+    );
+    expect(e.note).not.toContain('CUDA toolkit'); // not CUDA's own header
+    expect(e.remedy).toBe(
+      "give the header from memory (new Program(source, { headers: { 'nothere.h': text } })), " +
+        'or add the folder that holds it to includePaths.',
+    );
+    expect(e.message).toContain(`\n    the include path (includePaths, in order): ${inc1}, ${inc2}\n`);
+    expect(e.message.endsWith(`\n  Remedy: ${e.remedy}`)).toBe(true);
+
+    // Each remedy works: the header from memory, or its folder on the include path.
+    const fromMemory = new Program(source, { name, headers: { 'nothere.h': '#define VALUE 1\n' } });
+    expect(fromMemory.compile(options).ptx).toContain('.entry k');
+    mkdirSync(inc2);
+    writeFileSync(join(inc2, 'nothere.h'), '#define VALUE 2\n');
+    expect(program.compile({ ...options, includePaths: [inc1, inc2] }).ptx).toContain('.entry k');
+  });
+
+  it('says so when there are no in-memory headers or include path, or the folder is left out', () => {
+    const e = compileError(new Program(source, { name: 'k.cu' }), { extraFlags: ['--no-source-include'] });
+    expect(e.note!.split('\n').slice(1)).toEqual([
+      '  the in-memory headers (the headers option): none',
+      '  the include path (includePaths, in order): none',
+      "  the program's folder: not searched (--no-source-include)",
+    ]);
+  });
+
+  it("tells the program's headers from CUDA's", () => {
+    const cuda = compileError(new Program('#include <cuda_fp16.h>\n'));
+    expect(cuda.note).toBe('CUDA toolkit headers: not searched for (options.cudaIncludes is false)');
+    expect(cuda.remedy).toMatch(/^cuda_fp16\.h is the CUDA toolkit's: /);
+    const own = compileError(new Program('#include "cuda_helpers.h"\n')); // a name of the user's, not CUDA's
+    expect(own.note).toMatch(/^"cuda_helpers\.h" was looked for in:\n/);
   });
 });

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// A missing #include: the CompileError says where the CUDA toolkit's headers were looked for and why each place was
-// passed over. CUDA_PATH points at a stub toolkit of another major release than NVRTC's before this process's first
+// A missing #include of one of the CUDA toolkit's headers: the CompileError says where the toolkit's headers were
+// looked for and why each place was passed over, and how to install them (test/nvrtc/program.test.ts has the program's
+// own headers). CUDA_PATH points at a stub toolkit of another major release than NVRTC's before this process's first
 // compile (the search runs once per process; vitest runs each file in its own).
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, expect, it, vi } from 'vitest';
@@ -10,8 +11,9 @@ import { type Arch, CompileError, Program, nvrtcVersion } from '../../lib/index.
 import { cli, describeNvrtc } from '../helpers.js';
 
 const arch: Arch = 'sm_80';
-// A header no toolkit has: the test does not depend on which toolkit this machine has installed.
-const MISSING = '#include <cudakit_absent_header.h>\nextern "C" __global__ void k(float* x) { x[0] = 1; }\n';
+// A toolkit header (cuda/..., as libcu++'s are) that no toolkit has: the test does not depend on which toolkit this
+// machine has installed.
+const MISSING = '#include <cuda/cudakit_absent.h>\nextern "C" __global__ void k(float* x) { x[0] = 1; }\n';
 
 function compileError(options: { cudaIncludes?: boolean }, source = MISSING): CompileError {
   try {
@@ -39,15 +41,30 @@ describeNvrtc('a missing #include', () => {
 
   it('says which toolkit include directories were tried and why each was passed over', () => {
     const e = compileError({});
-    expect(e.diagnostics[0]!.message).toMatch(/^(cannot|could not) open source file "cudakit_absent_header\.h"/);
+    expect(e.diagnostics[0]!.message).toMatch(/^(cannot|could not) open source file "cuda\/cudakit_absent\.h"/);
     const passedOver = `${join(stub, 'include')} (CUDA_PATH): toolkit ${otherMajor}.0 beside NVRTC ${nvrtcVersion()}`;
     expect(e.note).toMatch(new RegExp(`^CUDA toolkit headers for NVRTC ${nvrtcVersion().replace('.', '\\.')}: `));
     expect(e.note!.split('\n')[1]).toBe(`  ${passedOver}`);
     expect(e.message).toContain(`\n  CUDA toolkit headers for NVRTC ${nvrtcVersion()}: `);
     expect(e.message).toContain(`\n    ${passedOver}\n`);
-    expect(e.message).toMatch(
-      /\n {2}Remedy: add the header's directory to includePaths \(or the header to headers\); for the CUDA toolkit's /,
-    );
+    expect(e.remedy).toMatch(/^cuda\/cudakit_absent\.h is the CUDA toolkit's: /);
+    expect(e.message.endsWith(`\n  Remedy: ${e.remedy}`)).toBe(true);
+    expect(e.note).not.toContain('was looked for in'); // not as if it were one of the program's own headers
+  });
+
+  it("names the README's install line for the CUDA toolkit's headers of NVRTC's major version", () => {
+    const major = nvrtcVersion().split('.')[0]!;
+    const { remedy } = compileError({});
+    expect(remedy).toContain(`CUDA_PATH at a CUDA ${major}.x toolkit`);
+    expect(remedy).toContain('see the README\'s "NVRTC and CUDA headers"');
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    expect(readme).toContain('## NVRTC and CUDA headers');
+    if (major === '11') {
+      // Debian's NVRTC 11.8: the README's own line, word for word.
+      const line = 'sudo apt-get install nvidia-cuda-dev';
+      expect(remedy).toContain(line);
+      expect(readme).toContain(`\`${line}\``);
+    }
   });
 
   it('cudakit compile prints the same list after the error', async () => {
@@ -65,6 +82,7 @@ describeNvrtc('a missing #include', () => {
     const e = compileError({ cudaIncludes: false });
     expect(e.note).toBe('CUDA toolkit headers: not searched for (options.cudaIncludes is false)');
     expect(e.message).toContain('\n  CUDA toolkit headers: not searched for (options.cudaIncludes is false)\n');
+    expect(e.remedy).toMatch(/: leave cudaIncludes on, or add the include folder of a CUDA \d+\.x toolkit to /);
   });
 
   it('adds nothing to other compile errors', () => {
@@ -72,5 +90,6 @@ describeNvrtc('a missing #include', () => {
     expect(e.note).toBeUndefined();
     expect(e.message).not.toContain('CUDA toolkit headers');
     expect(e.message).toMatch(/\n {2}Remedy: fix the reported lines; /);
+    expect(e.remedy).toMatch(/^fix the reported lines; /);
   });
 });
