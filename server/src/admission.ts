@@ -70,9 +70,19 @@ const FLAG_PREFIXES = [
   '-Werror=',
 ];
 
+/**
+ * A flag is one argument: whitespace or a control character in one would be another flag ('--std=c++17 -I/etc') or
+ * a line of its own ('-DX=1\n#include ...') to whatever splits or writes it.
+ */
+const ONE_ARGUMENT = /^[^\s\p{Cc}]+$/u;
+
 export function isAllowedFlag(flag: string): boolean {
+  if (!ONE_ARGUMENT.test(flag)) return false;
   return EXACT_FLAGS.has(flag) || FLAG_PREFIXES.some((p) => flag.startsWith(p) && flag.length > p.length);
 }
+
+/** A line break or another control character: what a name or macro NVRTC writes into a file of its own must lack. */
+const CONTROL = /\p{Cc}/u;
 
 export interface AdmissionLimits {
   /** Device bytes the job's buffers may declare in all (the check and timing allocate copies on top). */
@@ -320,6 +330,17 @@ export function admissionProblems(job: Record<string, unknown>, limits: Admissio
       );
     }
     includes(`${path}.source`, isObject(s) ? s.text : s);
+    // NVRTC writes a kernel's name (cudakit asks for its lowered name) and each name expression as a line of a file
+    // of its own: a line break in one starts a directive of the client's, an #include of any host file.
+    const oneLine = (at: string, v: unknown): void => {
+      if (typeof v === 'string' && CONTROL.test(v)) {
+        type(at, 'a name on one line (no line break or control character)', v, ' (NVRTC would read it as a line)');
+      }
+    };
+    oneLine(`${path}.kernel`, k.kernel);
+    if (isObject(k.compile) && Array.isArray(k.compile.nameExpressions)) {
+      k.compile.nameExpressions.forEach((e: unknown, i) => oneLine(`${path}.compile.nameExpressions[${i}]`, e));
+    }
     if (isObject(k.headers)) {
       for (const [name, text] of Object.entries(k.headers)) includes(`${path}.headers['${name}']`, text);
     }
@@ -336,6 +357,17 @@ export function admissionProblems(job: Record<string, unknown>, limits: Admissio
             type(`${path}.compile.extraFlags[${i}]`, 'an allowed NVRTC flag (-D, --use_fast_math, --ftz= ...)', f);
           }
         });
+      }
+      // A macro is one line too: '-DX=1\n#include ...' is NVRTC's to refuse, and refused here first.
+      const defines = Array.isArray(c.defines)
+        ? c.defines.map((d: unknown, i): [string, unknown] => [`[${i}]`, d])
+        : isObject(c.defines)
+          ? Object.entries(c.defines).map(([name, v]): [string, unknown] => [`.${name}`, `${name}=${String(v)}`])
+          : [];
+      for (const [at, d] of defines) {
+        if (typeof d === 'string' && CONTROL.test(d)) {
+          type(`${path}.compile.defines${at}`, 'a macro on one line (no line break or control character)', d);
+        }
       }
     }
   };
@@ -421,14 +453,16 @@ function preprocessed(source: string): string {
 
 /**
  * The first #include (or __has_include) that could reach the server's file system, or undefined: an absolute name,
- * one with '..' or a backslash, or a computed one (a macro can spell any path). The digraph %: counts as #.
+ * one with '..' or a backslash, or a computed one (a macro can spell any path). The digraph %: counts as #; #import
+ * and #embed (and __has_embed) count as #include, though NVRTC 11.8 and 13.0 know neither: a later one may.
  * Conservative: an odd but harmless include may be refused (one inside #if 0, say); a harmful one may not pass.
  */
 export function unsafeInclude(source: string): string | undefined {
   const text = preprocessed(source);
   const found: [string, string][] = [];
-  for (const m of text.matchAll(/^[ \t]*(?:#|%:)[ \t]*include(?:_next)?\b(.*)$/gm)) found.push([m[0], m[1]!]);
-  for (const m of text.matchAll(/__has_include(?:_next)?\s*\(([^)]*)\)/g)) found.push([m[0], m[1]!]);
+  const directive = /^[ \t]*(?:#|%:)[ \t]*(?:include(?:_next)?|import|embed)\b(.*)$/gm;
+  for (const m of text.matchAll(directive)) found.push([m[0], m[1]!]);
+  for (const m of text.matchAll(/__has_(?:include(?:_next)?|embed)\s*\(([^)]*)\)/g)) found.push([m[0], m[1]!]);
   for (const [whole, argument] of found) {
     const name = /^(?:<([^>]*)>|"([^"]*)")/.exec(argument.trim());
     const file = name?.[1] ?? name?.[2];
