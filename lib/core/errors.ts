@@ -56,6 +56,11 @@ const REMEDIES: Record<string, string> = {
   CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: 'The kernel module and libcuda versions differ: reinstall the driver or reboot.',
 };
 
+/** The remedy a CudaError of `code` carries ('CUDA_DRIVER_NOT_FOUND' ...), or undefined where there is none. */
+export function remedyFor(code: string): string | undefined {
+  return Object.hasOwn(REMEDIES, code) ? REMEDIES[code] : undefined;
+}
+
 /** Errors after which the CUDA context is unusable until the process restarts. */
 const STICKY = new Set([
   'CUDA_ERROR_ILLEGAL_ADDRESS',

@@ -20,7 +20,7 @@ import {
 import { launchEpoch } from './epoch.js';
 import { assertUsable } from './errors.js';
 import { KernelFunction } from './function.js';
-import type { ParamInfo } from './image.js';
+import { type ParamInfo, imageParams } from './image.js';
 import { INTERNAL, checkInternal, disposedError } from './lifetime.js';
 import type { Module } from './module.js';
 import { getNative, type Handle, type Native } from './native.js';
@@ -510,6 +510,22 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
 }
 
 /** A signature must match the compiled parameter list: count and every size (TypeError, with alignment advice). */
+/**
+ * Checks `signature` against the parameters of kernel `name` as `code` holds them (its PTX .entry or its CUBIN's
+ * parameter info), as getKernel() does when the module loads, but without a device: the same TypeError for a count or
+ * a size that differs. Checks nothing where the image does not tell (a fatbin).
+ */
+export function checkCompiledSignature(
+  code: { bytes: Uint8Array; loweredNames: Readonly<Record<string, string>> },
+  name: string,
+  signature: Signature,
+): void {
+  const compiled = imageParams(code.bytes, code.loweredNames[name] ?? name);
+  if (compiled === undefined) return;
+  const layouts = signature.map((p, i) => layoutOf(p, `argument ${i} (${formatParam(p)}) of kernel '${name}'`));
+  checkSignature(name, signature, layouts, compiled);
+}
+
 function checkSignature(
   name: string,
   signature: Signature,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // probe(): what this machine can do, without ever throwing.
+import { remedyFor } from './errors.js';
 import { getNative } from './native.js';
 
 /** What `probe()` found: the driver, NVRTC and the devices, and why something is missing. */
@@ -14,6 +15,11 @@ export interface ProbeResult {
   deviceCount: number;
   /** Why `ok` is false (or what is missing, such as NVRTC), with what was tried; undefined when all is there. */
   reason: string | undefined;
+  /**
+   * What to do about `reason`: the remedy a CudaError gives for each thing missing (install the driver, NVRTC ...),
+   * one line each; undefined when nothing is missing.
+   */
+  remedy: string | undefined;
 }
 
 const version = (v: number): string => `${Math.floor(v / 1000)}.${(v % 1000) / 10}`;
@@ -27,6 +33,11 @@ const version = (v: number): string => `${Math.floor(v / 1000)}.${(v % 1000) / 1
  */
 export function probe(): ProbeResult {
   const reasons: string[] = [];
+  const remedies: string[] = [];
+  const remedy = (code: string | undefined): void => {
+    const r = code === undefined ? undefined : remedyFor(code);
+    if (r !== undefined && !remedies.includes(r)) remedies.push(r);
+  };
   let driverVersion: string | undefined;
   let nvrtc: string | undefined;
   let deviceCount = 0;
@@ -37,13 +48,20 @@ export function probe(): ProbeResult {
     if (!d.loaded) {
       const why = d.initError !== undefined ? `cuInit failed: ${d.initError}` : `${d.code}: ${d.message}`;
       reasons.push(why + (d.tried.length > 0 ? ` (tried: ${d.tried.join('; ')})` : ''));
+      remedy(d.initError ?? d.code);
     } else {
       deviceCount = n.deviceGetCount();
-      if (deviceCount === 0) reasons.push('the driver reports no CUDA devices');
+      if (deviceCount === 0) {
+        reasons.push('the driver reports no CUDA devices');
+        remedy('CUDA_ERROR_NO_DEVICE');
+      }
     }
     const r = n.nvrtcStatus();
     if (r.loaded) nvrtc = version(r.version);
-    else reasons.push(`${r.code}: ${r.message} (tried: ${r.tried.join('; ')})`);
+    else {
+      reasons.push(`${r.code}: ${r.message} (tried: ${r.tried.join('; ')})`);
+      remedy(r.code);
+    }
   } catch (e) {
     reasons.push((e as Error).message);
   }
@@ -53,5 +71,6 @@ export function probe(): ProbeResult {
     nvrtcVersion: nvrtc,
     deviceCount,
     reason: reasons.length > 0 ? reasons.join('\n') : undefined,
+    remedy: remedies.length > 0 ? remedies.join('\n') : undefined,
   };
 }

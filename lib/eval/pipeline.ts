@@ -10,6 +10,7 @@ import { basename } from 'node:path';
 import {
   CudaError,
   Device,
+  checkCompiledSignature,
   type Kernel,
   type LaunchConfig,
   type Module,
@@ -185,7 +186,16 @@ class Pipeline {
     this.#end();
 
     this.#begin('load');
-    const device = await this.#guard(() => this.#o.device ?? Device.get(0));
+    const device = await this.#guard(() => {
+      try {
+        return this.#o.device ?? Device.get(0);
+      } catch (e) {
+        // No GPU to load on: what the load checks first, each kernel's arguments against its compiled parameters,
+        // is still checked from the code itself, so that a mismatch is reported as itself (as it is with a GPU).
+        for (const k of plans) checkCompiledSignature(k.code!, k.ref.kernel, k.signature);
+        throw e;
+      }
+    });
     const first = new Map<EvalKernelRole, Kernel>();
     for (const k of plans) first.set(k.role, await this.#load(device, k, true));
     this.#end();

@@ -26,6 +26,14 @@ function probeWith(libcuda: string, nvrtc: string): { p: ProbeResult; keys: stri
   return JSON.parse(run.stdout) as { p: ProbeResult; keys: string[] };
 }
 
+// The remedies a CudaError of the same codes gives (lib/core/errors.ts), which probe() passes on.
+const DRIVER_REMEDY =
+  'Install the NVIDIA driver (it provides libcuda.so.1), or point CUDAKIT_LIBCUDA_PATH at libcuda.so.1. ' +
+  'In a container, run it with the GPU exposed (e.g. --gpus all).';
+const NVRTC_REMEDY =
+  'Install NVRTC (the CUDA toolkit, the nvidia-cuda-nvrtc pip wheel, or Debian non-free libnvrtc11.2), ' +
+  'or point CUDAKIT_NVRTC_PATH at libnvrtc.so.';
+
 const notFound = (path: string): string =>
   `${path}: ${path}: cannot open shared object file: No such file or directory`;
 
@@ -34,7 +42,7 @@ describe('probe()', () => {
     const libcuda = join(dir, 'missing', 'libcuda.so.1');
     const libnvrtc = join(dir, 'missing', 'libnvrtc.so.13');
     const { p, keys } = probeWith(libcuda, libnvrtc);
-    expect(keys.sort()).toEqual(['deviceCount', 'driverVersion', 'nvrtcVersion', 'ok', 'reason']);
+    expect(keys.sort()).toEqual(['deviceCount', 'driverVersion', 'nvrtcVersion', 'ok', 'reason', 'remedy']);
     expect(p).toEqual({
       ok: false,
       driverVersion: undefined,
@@ -45,6 +53,8 @@ describe('probe()', () => {
         'CUDA_DRIVER_NOT_FOUND: The NVIDIA driver library (libcuda.so.1) could not be loaded. ' +
         `(tried: ${notFound(libcuda)})\n` +
         `NVRTC_NOT_FOUND: The NVRTC library (libnvrtc) could not be loaded. (tried: ${notFound(libnvrtc)})`,
+      // What to do, one line per library, as the CudaError of each code says it.
+      remedy: `${DRIVER_REMEDY}\n${NVRTC_REMEDY}`,
     });
   });
 
@@ -76,6 +86,7 @@ describe('probe()', () => {
     expect(driver).toBe(`CUDA_DRIVER_TOO_OLD: ${libc} has no cuGetProcAddress: the driver predates CUDA 11.3.`);
     expect(nvrtc!.startsWith(`NVRTC_NOT_FOUND: ${libc} is not an NVRTC library (no nvrtcVersion)`), nvrtc).toBe(true);
     expect(rest).toEqual([]);
+    expect(p.remedy).toBe(`Update the NVIDIA driver, or avoid this call on this machine.\n${NVRTC_REMEDY}`);
   });
 
   // The NVRTC this process loaded, forced in the child: present NVRTC is reported by version and is no reason.
@@ -95,6 +106,7 @@ describe('probe()', () => {
         reason:
           'CUDA_DRIVER_NOT_FOUND: The NVIDIA driver library (libcuda.so.1) could not be loaded. ' +
           `(tried: ${notFound(libcuda)})`,
+        remedy: DRIVER_REMEDY,
       });
       expect(p.nvrtcVersion).toMatch(/^\d+\.\d+$/);
     },

@@ -15,6 +15,7 @@ const machine = (p: Partial<ProbeResult>): ProbeResult => ({
   nvrtcVersion: undefined,
   deviceCount: 0,
   reason: undefined,
+  remedy: undefined,
   ...p,
 });
 const free = { gpu: false, nvrtc: false, gpus: 0 };
