@@ -313,6 +313,15 @@ function checkCompileOptions(options: CompileOptions | undefined): CompileOption
     if (!Array.isArray(list)) throw typeError(`options.${key}`, 'an array of strings', list);
     for (const s of list as unknown[]) checkString(`options.${key}[]`, s);
   }
+  // NVRTC writes each name expression as a line of a source of its own: a line break would start a directive there
+  // (an #include of any file). A macro is one line too.
+  for (const e of o.nameExpressions ?? []) {
+    if (CONTROL.test(e)) throw rangeError('options.nameExpressions[]', 'a name expression on one line', e);
+  }
+  const macros = Array.isArray(o.defines) ? (o.defines as string[]) : Object.values(o.defines ?? {}).map(String);
+  for (const d of macros) {
+    if (CONTROL.test(d)) throw rangeError('options.defines', 'a macro on one line', d);
+  }
   for (const key of ['fastMath', 'lineInfo', 'debug', 'cudaIncludes'] as const) {
     if (o[key] !== undefined) checkBoolean(`options.${key}`, o[key]);
   }
@@ -321,6 +330,9 @@ function checkCompileOptions(options: CompileOptions | undefined): CompileOption
     checkOptions('options.cache', o.cache, ['memory', 'disk', 'dir'] as const);
   return o;
 }
+
+/** A line break or another control character. */
+const CONTROL = /\p{Cc}/u;
 
 let deviceArchMemo: SmArch | null | undefined;
 /** The first device's arch, or undefined without a usable driver/device (never throws). */

@@ -147,6 +147,19 @@ describeNvrtc('security: a job reads no host file through NVRTC', () => {
     }
   });
 
+  it('a kernel name or name expression on two lines includes nothing (NVRTC writes each as a line)', async () => {
+    const template = 'template <int N> __global__ void k(float* x) { x[threadIdx.x] = N; }\n';
+    const smuggled = `k<1>\n#include "${tmpFile}"`;
+    const jobs = [
+      job(template, { kernel: smuggled }),
+      job(template, { kernel: 'k<1>', compile: { arch: 'sm_80', cache: false, nameExpressions: [smuggled] } }),
+    ];
+    for (const r of await reportTexts(jobs.map((j, i) => ({ what: `job ${i}`, job: j })))) {
+      expect(r.text, r.what).not.toContain(SECRET);
+      expect(r.text, r.what).toContain('a name expression on one line');
+    }
+  });
+
   it('still compiles what a job may include: its in-memory headers', async () => {
     process.chdir(workerDir);
     const source = '#include "scale.h"\nextern "C" __global__ void k(float* x) { x[threadIdx.x] = SCALE; }\n';
