@@ -131,7 +131,7 @@ describeWithServices('security: the distributed API node', ['redis', 'postgres']
     expect((await finished(id)).status).toBe('succeeded');
   });
 
-  it('invalid UTF-8, NUL and lone surrogates: stored in PostgreSQL and given back as the embedded server does', async () => {
+  it('invalid UTF-8, NUL and lone surrogates: kept in PostgreSQL, given back as the embedded server does', async () => {
     const decoder = new TextDecoder('utf-8', { fatal: true });
     for (const escape of ['\\u0000', '\\ud800', '\\udfff', '\\ud800\\u0000x']) {
       const text = JSON.stringify(body('pass', { name: 'esc-NAME', source: `// SRC\n${String(body().source)}` }));
