@@ -7,6 +7,7 @@ import { basename, dirname, extname, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
   type EvalCheck,
+  type EvalError,
   type EvalJob,
   type EvalKernelRef,
   type EvalKernelRole,
@@ -93,8 +94,9 @@ export async function benchCommand(args: string[], o: Output): Promise<number> {
 }
 
 /**
- * Without a usable GPU: compiles the job's kernels all the same (PTX, unless --arch names the target) so that a
- * compile error or an unknown kernel is reported as itself, then says the GPU is missing. Undefined with a GPU.
+ * Without a usable GPU: compiles the job's kernels all the same (PTX, unless --arch names the target) and checks the
+ * arguments against them, so that a compile error, an unknown kernel or a wrong argument count is reported as itself;
+ * then says the GPU is missing, with what was tried and what to do (and in --json). Undefined with a GPU.
  */
 export async function compileWithoutGpu(plan: BenchPlan, command: string, o: Output): Promise<number | undefined> {
   const p = probe();
@@ -104,9 +106,31 @@ export async function compileWithoutGpu(plan: BenchPlan, command: string, o: Out
     if (compile.arch === undefined) compile.target = 'ptx';
     // Compiling is the phase before the GPU is asked for: a report that gets past it fails for the missing GPU.
     const report = await evaluate({ ...plan.job, compile }, defined({ baseDir: plan.baseDir }));
-    if (report.phase === 'validate' || report.phase === 'compile') return reportFailure(report, plan, o);
+    // A load without a GPU still checks the arguments against the compiled kernels: a mismatch is reported as itself.
+    const loadFailed = report.phase === 'load' && report.error?.kind !== 'cuda';
+    if (report.phase === 'validate' || report.phase === 'compile' || loadFailed) return reportFailure(report, plan, o);
   }
-  throw new UsageError(`${command} needs a CUDA GPU and none is usable: ${firstLine(p.reason)}`);
+  const reason = firstLine(p.reason);
+  const message = `${command} needs a CUDA GPU and none is usable: ${reason}`;
+  o.err(`cudakit: ${message}\n`);
+  for (const line of (p.remedy ?? '').split('\n').filter((l) => l !== '')) o.err(`  Remedy: ${line}\n`);
+  // The driver's code, as a CudaError would carry it: 'CUDA_DRIVER_NOT_FOUND: ...', 'cuInit failed: CUDA_ERROR_...'.
+  const code = /^(?:cuInit failed: )?([A-Z][A-Z0-9_]+)\b/.exec(reason)?.[1] ?? 'CUDA_ERROR_NO_DEVICE';
+  const error: EvalError = { kind: 'cuda', code, message, ...(p.remedy === undefined ? {} : { remedy: p.remedy }) };
+  writeJson(plan.json, { error }, o);
+  return USAGE;
+}
+
+/** --json: `value` to the file it names, or to stdout for '-'; nothing without --json. */
+function writeJson(json: string | undefined, value: object, o: Output): void {
+  if (json === undefined) return;
+  const text = `${formatJson(value as Record<string, unknown>)}\n`;
+  if (json === '-') return void o.out(text);
+  try {
+    writeFileSync(json, text);
+  } catch (e) {
+    throw new UsageError(`cannot write ${json}: ${systemMessage(e)}`);
+  }
 }
 
 /** `cudakit bench file.cu --kernel ... --arg ...`: the job from the flags (see jobFromFlags). */
@@ -280,17 +304,9 @@ export async function runBench(plan: BenchPlan, o: Output): Promise<number> {
   const jsonOnly = plan.json === '-';
   // With JSON on stdout, the human lines move to stderr so stdout stays parseable.
   const note = (text: string): void => (jsonOnly ? o.err(`${text}\n`) : o.out(`${text}\n`));
-  // --json carries the correctness verdict too (also when it fails, then without timings), so scripts need no stderr.
-  const writeJson = (value: object): void => {
-    if (plan.json === undefined) return;
-    const text = `${formatJson(value as Record<string, unknown>)}\n`;
-    if (jsonOnly) return void o.out(text);
-    try {
-      writeFileSync(plan.json, text);
-    } catch (e) {
-      throw new UsageError(`cannot write ${plan.json}: ${systemMessage(e)}`);
-    }
-  };
+  // --json carries the correctness verdict too (also when it fails, then without timings, and why a run failed:
+  // `{ error }`), so scripts need no stderr.
+  const json = (value: object): void => writeJson(plan.json, value, o);
   const color = o.color && !jsonOnly;
 
   let report: EvalReport;
@@ -331,18 +347,18 @@ export async function runBench(plan: BenchPlan, o: Output): Promise<number> {
       plan.metrics === undefined
         ? undefined
         : await benchMetrics(plan, (t ?? c!.b).name, o, jsonOnly ? 'err' : 'out', color);
-    writeJson({ ...(t ?? c), check, ...(metrics === undefined ? {} : { metrics }) });
+    json({ ...(t ?? c), check, ...(metrics === undefined ? {} : { metrics }) });
     return OK;
   }
   if (check !== undefined && 'before' in check) {
     if (report.phase === 'check' && !check.before.passed) {
       o.err(`cudakit: check failed against ${check.reference}: ${check.before.summary}\n`);
-      writeJson({ check });
+      json({ check });
       return CHECK_FAILED;
     }
     if (report.phase === 'recheck' && check.afterTiming?.passed === false) {
       o.err(`cudakit: check failed after timing against ${check.reference}: ${check.afterTiming.summary}\n`);
-      writeJson({ check });
+      json({ check });
       return CHECK_FAILED;
     }
   }
@@ -389,17 +405,27 @@ export async function benchMetrics(
   return { deviceMetrics: r.deviceMetrics, failure: r.failure ?? null, warnings: r.warnings };
 }
 
-/** A failed report (not a failed check): a usage error, the compile errors with their source lines, or why. */
+/**
+ * A failed report (not a failed check): a usage error, the compile errors with their source lines (and what cudakit
+ * adds: where a missing header was looked for, the remedy), or why; --json gets `{ error }`, the report's.
+ */
 function reportFailure(report: EvalReport, plan: BenchPlan, o: Output): number {
   const e = report.error!;
   if (report.phase === 'validate') {
     throw new UsageError((e.problems ?? []).map((p) => `${plan.what}: ${p.message}`).join('\n') || e.message);
   }
   if (e.kind === 'compile') {
-    const failure = { code: e.code, log: e.log ?? '', diagnostics: e.diagnostics ?? [] };
+    const failure = {
+      code: e.code,
+      log: e.log ?? '',
+      diagnostics: e.diagnostics ?? [],
+      note: e.note,
+      remedy: e.remedy,
+    };
     reportCompileFailure(failure, shownSource(plan, e.kernel ?? 'candidate'), o);
-    return USAGE;
+  } else {
+    o.err(`cudakit: ${e.message.replace(/^cudakit: /, '')}\n`);
   }
-  o.err(`cudakit: ${e.message.replace(/^cudakit: /, '')}\n`);
+  writeJson(plan.json, { error: e }, o);
   return USAGE;
 }

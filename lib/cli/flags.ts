@@ -14,7 +14,9 @@ import {
   type EvalSource,
   type PresetName,
   isArch,
+  nvrtcVersion,
   parseArgSpecs,
+  supportedArchs,
 } from '../index.js';
 
 export const OK = 0;
@@ -382,11 +384,29 @@ export interface CompileFlagValues {
   'no-cache'?: boolean | undefined;
 }
 
+/**
+ * An --arch this NVRTC does not know, said in the command line's words (the library's RangeError names options.arch);
+ * nothing to say where NVRTC does not load (the compile says so) or cannot list its architectures.
+ */
+function checkArchSupported(arch: string): void {
+  let supported: number[];
+  try {
+    supported = supportedArchs();
+  } catch {
+    return;
+  }
+  const [, kind, num] = /^(sm|compute)_(\d+)/.exec(arch)!;
+  if (supported.length === 0 || supported.includes(Number(num))) return;
+  const list = supported.map((n) => `${kind}_${n}`).join(', ');
+  throw new UsageError(`--arch expects an architecture NVRTC ${nvrtcVersion()} supports (${list}), not '${arch}'`);
+}
+
 /** Compile options from the command line, on top of `base` (a spec's own). */
 export function compileOptionsFrom(v: CompileFlagValues, base: CompileOptions = {}): CompileOptions {
   if (v.arch !== undefined && !isArch(v.arch)) {
     throw new UsageError(`--arch expects an architecture such as sm_90 or compute_90, not '${v.arch}'`);
   }
+  if (v.arch !== undefined) checkArchSupported(v.arch);
   const std = oneOf(v.std, '--std', STDS);
   for (const d of v.define ?? []) {
     if (!/^[A-Za-z_]\w*(=.*)?$/s.test(d)) throw new UsageError(`-D expects NAME or NAME=VALUE, not '${d}'`);

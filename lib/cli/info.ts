@@ -26,10 +26,15 @@ export function infoCommand(args: string[], o: Output): number {
   const nvrtc = p.nvrtcVersion ?? 'not found';
   if (!p.ok) {
     o.out(`No usable CUDA GPU.\n${row('driver', driver, 8)}${row('NVRTC', nvrtc, 8)}`);
-    // Label and value columns take 10 of the 80.
-    const [head, ...more] = reasonLines(p.reason ?? 'unknown reason', 70);
-    o.out(row('reason', head!, 8));
-    for (const line of more) o.out(row('', line, 8));
+    // The label column takes 10 of the width; what is left is the text's (at least 30, however narrow).
+    const width = Math.max(30, o.columns - 10);
+    const labelled = (label: string, text: string): void => {
+      const [head, ...more] = reasonLines(text, width);
+      o.out(row(label, head!, 8));
+      for (const line of more) o.out(row('', line, 8));
+    };
+    labelled('reason', p.reason ?? 'unknown reason');
+    if (p.remedy !== undefined) labelled('remedy', p.remedy); // the library's: what to do about each reason
     return USAGE;
   }
   const devices = Device.all();

@@ -31,6 +31,7 @@ export async function main(argv: string[], io?: CliIO): Promise<number> {
       stdout: process.stdout,
       stderr: process.stderr,
       isTTY: { stdout: process.stdout.isTTY === true, stderr: process.stderr.isTTY === true },
+      columns: process.stdout.columns,
     },
   );
   const [command, ...rest] = argv;

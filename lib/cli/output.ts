@@ -12,6 +12,23 @@ export interface CliIO {
   stderr: { write(text: string): unknown };
   /** Whether stdout / stderr are terminals: colours need stdout, the progress line stderr. A boolean sets both. */
   isTTY?: boolean | { stdout: boolean; stderr: boolean };
+  /** The terminal's width, when stdout is one (process.stdout.columns). */
+  columns?: number | undefined;
+}
+
+/**
+ * Where text on stdout wraps: at COLUMNS when it is set (a positive integer), else at the terminal's width (80 when
+ * it does not say) when stdout is a terminal, else nowhere (a file or a pipe gets whole lines).
+ */
+export function wrapColumns(
+  env: Readonly<Record<string, string | undefined>>,
+  tty: boolean,
+  terminal?: number,
+): number {
+  const set = Number(env.COLUMNS);
+  if (Number.isInteger(set) && set > 0) return set;
+  if (!tty) return Infinity;
+  return terminal !== undefined && terminal > 0 ? terminal : 80;
 }
 
 /** stdout / stderr with the TTY-dependent parts: colours and the progress line. */
@@ -19,6 +36,8 @@ export class Output {
   readonly color: boolean;
   readonly errColor: boolean;
   readonly progress: boolean;
+  /** Where text on stdout wraps (wrapColumns): Infinity for no wrapping. */
+  readonly columns: number;
   #io: CliIO;
   #progressWidth = 0;
 
@@ -29,6 +48,7 @@ export class Output {
     this.color = tty.stdout && !noColor;
     this.errColor = tty.stderr && !noColor;
     this.progress = tty.stderr;
+    this.columns = wrapColumns(process.env, tty.stdout, io.columns);
   }
 
   out(text: string): void {
@@ -180,10 +200,17 @@ function unknownKernels(log: string): string[] {
 
 /**
  * A failed compile: every diagnostic with its source line (a kernel that is not there as one line naming it), then
- * one line saying how many errors, then what cudakit adds (CompileError.note), on stderr.
+ * one line saying how many errors, then what cudakit adds (CompileError.note: where a missing header was looked
+ * for) and its remedy, on stderr.
  */
 export function reportCompileFailure(
-  f: { code: string; log: string; diagnostics: readonly Diagnostic[]; note?: string | undefined },
+  f: {
+    code: string;
+    log: string;
+    diagnostics: readonly Diagnostic[];
+    note?: string | undefined;
+    remedy?: string | undefined;
+  },
   src: ShownSource,
   o: Output,
 ): void {
@@ -203,5 +230,10 @@ export function reportCompileFailure(
     const log = f.log.trim() === '' ? '' : `:\n${f.log.trim().replace(/^/gm, '  ')}`;
     o.err(`cudakit: compile failed: ${f.code} compiling ${src.name}${log}\n`);
   }
-  if (f.note !== undefined) o.err(`${f.note.replace(/^/gm, '  ')}\n`); // e.g. where CUDA's headers were looked for
+  if (f.note !== undefined) {
+    o.err(`${f.note.replace(/^/gm, '  ')}\n`); // e.g. where a missing header was looked for
+    // The remedy that goes with the note (how to provide the header), in the command line's words where they differ.
+    if (f.remedy !== undefined)
+      o.err(`  Remedy: ${f.remedy.replace(/\bincludePaths\b/g, 'includePaths (-I <dir>)')}\n`);
+  }
 }

@@ -54,6 +54,13 @@ export interface EvalError {
   flags?: string[];
   /** 'invalid-job': every problem (see validateJob). */
   problems?: JobProblem[];
+  /**
+   * 'cuda' and 'compile': what to do about it, as the error's `remedy` says (also the message's last line); absent
+   * where there is no advice.
+   */
+  remedy?: string;
+  /** 'compile': what cudakit adds to NVRTC's log (CompileError.note): for a missing #include, where it was looked for. */
+  note?: string;
 }
 
 /** What compiling and loading a kernel told: for people, and for tools (ncu -k needs the mangled name). */
@@ -158,6 +165,8 @@ export function errorOf(e: unknown, kernel?: EvalKernelRole): EvalError {
       diagnostics: [...e.diagnostics],
       log: e.log,
       flags: [...e.options],
+      remedy: e.remedy,
+      ...(e.note === undefined ? {} : { note: e.note }),
     };
   }
   if (e instanceof CudaError) {
@@ -171,6 +180,7 @@ export function errorOf(e: unknown, kernel?: EvalKernelRole): EvalError {
       result: e.result,
       sticky: isContextLost(e),
       ...where,
+      ...(e.remedy === '' ? {} : { remedy: e.remedy }),
     };
   }
   if (e instanceof Error) {

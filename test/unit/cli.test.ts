@@ -10,16 +10,20 @@ import { parseArgSpec } from '../../lib/measure/argspec.js';
 import { planFromCommandLine, planFromSpec } from '../../lib/cli/bench.js';
 import { ptxasFacts } from '../../lib/cli/compile.js';
 import { BENCH_FLAGS, jobFromFlags, metricsOption, parseCommand, parseDim } from '../../lib/cli/flags.js';
-import { reasonLines } from '../../lib/cli/output.js';
+import { reasonLines, wrapColumns } from '../../lib/cli/output.js';
 import { externCKernels } from '../../lib/eval/source.js';
-import { Device, nvrtcVersion, supportedArchs, validateJob } from '../../lib/index.js';
-import { cli, describeNvrtc, machine } from '../helpers.js';
+import { Device, type EvalError, nvrtcVersion, supportedArchs, validateJob } from '../../lib/index.js';
+import { type CliRun, cli, describeNvrtc, machine } from '../helpers.js';
 
 const ANSI = /\x1b\[/;
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 const STACK = /\n\s+at /;
 const driverReason = (machine.reason ?? '').split('\n')[0]!;
 const shortReason = driverReason.replace(/ \(tried: .*\)$/, '');
+/** What bench says on this machine where it has no GPU: the reason, then the library's remedy. */
+const noGpu = (command: string): string =>
+  `cudakit: ${command} needs a CUDA GPU and none is usable: ${driverReason}\n` +
+  `${(machine.remedy ?? '').replace(/^/gm, '  Remedy: ')}\n`;
 
 let dir = '';
 const file = (name: string): string => join(dir, name);
@@ -90,6 +94,28 @@ beforeAll(() => {
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
+
+const repoRoot = new URL('../..', import.meta.url).pathname;
+// The library's remedy for a missing driver (lib/core/errors.ts), which the commands pass on.
+const DRIVER_REMEDY =
+  'Install the NVIDIA driver (it provides libcuda.so.1), or point CUDAKIT_LIBCUDA_PATH at libcuda.so.1. ' +
+  'In a container, run it with the GPU exposed (e.g. --gpus all).';
+
+/**
+ * The command line in a child process on a machine without a GPU (forced: no driver), so on any machine; stdout is a
+ * pipe, and COLUMNS is only what `env` says.
+ */
+function cliWithoutGpu(args: string[], env: Record<string, string> = {}): CliRun {
+  const inherited = { ...process.env };
+  delete inherited.COLUMNS;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'lib/cli/main.ts', ...args], {
+    cwd: repoRoot,
+    env: { ...inherited, CUDAKIT_LIBCUDA_PATH: '/nonexistent/libcuda.so.1', ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
 
 describe('cudakit help and usage errors', () => {
   it('prints usage with examples for --help and help, exit 0', async () => {
@@ -267,7 +293,7 @@ describe('cudakit bench: what is checked before the GPU', () => {
       expect(await cli(bench(...args, '--require-determinism'))).toEqual({
         code: 2,
         stdout: '',
-        stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,
+        stderr: noGpu('bench'),
       });
     },
   );
@@ -307,7 +333,7 @@ describe('cudakit bench: what is checked before the GPU', () => {
       expect(await cli(bench(...args, '--metrics', '--ncu', '/opt/ncu'))).toEqual({
         code: 2,
         stdout: '',
-        stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,
+        stderr: noGpu('bench'),
       });
     },
   );
@@ -322,18 +348,42 @@ describe('cudakit bench: what is checked before the GPU', () => {
     expect(missing.stderr).toBe(`cudakit: cannot read ${file('nothere.bench.ts')}: no such file or directory\n`);
   });
 
-  it.skipIf(machine.ok)('without a GPU exits 2 with the driver message, for a source file and a spec', async () => {
+  it.skipIf(machine.ok)(
+    "without a GPU exits 2 with the driver message and the library's remedy, for a source file and a spec",
+    async () => {
+      const args = ['f32=2', 'ptr:f32[1k]=uniform(-1,1)', 'ptr:f32[1k]:out', 'i32=1024'].flatMap((a) => ['--arg', a]);
+      const fromFile = await cli(bench(...args));
+      expect(fromFile).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: noGpu('bench'),
+      });
+      expect(driverReason).not.toBe('');
+      const spec = new URL('../../examples/saxpy.bench.ts', import.meta.url).pathname;
+      const fromSpec = await cli(['bench', spec, '--preset', 'quick']);
+      expect(fromSpec).toEqual(fromFile);
+    },
+  );
+
+  it('without a GPU (no driver, in a child), --json - prints why on stdout: the error, its code and remedy', () => {
     const args = ['f32=2', 'ptr:f32[1k]=uniform(-1,1)', 'ptr:f32[1k]:out', 'i32=1024'].flatMap((a) => ['--arg', a]);
-    const fromFile = await cli(bench(...args));
-    expect(fromFile).toEqual({
-      code: 2,
-      stdout: '',
-      stderr: `cudakit: bench needs a CUDA GPU and none is usable: ${driverReason}\n`,
+    const r = cliWithoutGpu([...bench(...args), '--json', '-']);
+    expect(r.code).toBe(2);
+    const { error } = JSON.parse(r.stdout) as { error: Record<string, unknown> };
+    expect(error).toEqual({
+      kind: 'cuda',
+      code: 'CUDA_DRIVER_NOT_FOUND',
+      message: expect.stringMatching(/^bench needs a CUDA GPU and none is usable: CUDA_DRIVER_NOT_FOUND: /) as string,
+      remedy: DRIVER_REMEDY,
     });
-    expect(driverReason).not.toBe('');
-    const spec = new URL('../../examples/saxpy.bench.ts', import.meta.url).pathname;
-    const fromSpec = await cli(['bench', spec, '--preset', 'quick']);
-    expect(fromSpec).toEqual(fromFile);
+    // The human lines on stderr, the remedy among them.
+    expect(r.stderr).toMatch(/^cudakit: bench needs a CUDA GPU and none is usable: CUDA_DRIVER_NOT_FOUND: /);
+    expect(r.stderr).toContain(`\n  Remedy: ${DRIVER_REMEDY}\n`);
+    // --json to a file: the same object there, nothing on stdout.
+    const out = file('no-gpu.json');
+    const toFile = cliWithoutGpu([...bench(...args), '--json', out]);
+    expect([toFile.code, toFile.stdout]).toEqual([2, '']);
+    expect(JSON.parse(readFileSync(out, 'utf8'))).toEqual({ error });
   });
 });
 
@@ -364,6 +414,70 @@ describeNvrtc('cudakit bench and profile: compiling comes before the GPU', () =>
       }
     },
   );
+
+  it('without a GPU (in a child), checks the argument count against the compiled kernel before the GPU', () => {
+    // saxpy takes 4 parameters; NVRTC's PTX says so, without a driver.
+    const args = ['f32=2', 'ptr:f32[1k]=uniform(-1,1)', 'ptr:f32[1k]:out'].flatMap((a) => ['--arg', a]);
+    for (const command of ['bench', 'profile']) {
+      const r = cliWithoutGpu([command, file('good.cu'), '--kernel', 'saxpy', ...launch, ...args]);
+      expect(r).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: "cudakit: Kernel 'saxpy' takes 4 parameters but the signature lists 3: [f32, ptr, ptr]\n",
+      });
+    }
+    // The right count gets as far as the missing GPU.
+    const right = cliWithoutGpu(['bench', file('good.cu'), '--kernel', 'saxpy', ...launch, ...args, '--arg', 'i32=1']);
+    expect(right.code).toBe(2);
+    expect(right.stderr).toMatch(/^cudakit: bench needs a CUDA GPU and none is usable: /);
+  });
+
+  it("says that --arch is unknown to this NVRTC in the command line's words, for every command", async () => {
+    const arch = supportedArchs().includes(100) ? 'sm_99' : 'sm_100';
+    const list = supportedArchs()
+      .map((n) => `sm_${n}`)
+      .join(', ');
+    const stderr = `cudakit: --arch expects an architecture NVRTC ${nvrtcVersion()} supports (${list}), not '${arch}'\n`;
+    const kernel = ['--kernel', 'saxpy', ...launch, '--arg', 'f32=1'];
+    const commands = [
+      ['compile', file('good.cu')],
+      ['bench', file('good.cu'), ...kernel],
+      ['profile', file('good.cu'), ...kernel],
+    ];
+    for (const args of commands) expect(await cli([...args, '--arch', arch])).toEqual({ code: 2, stdout: '', stderr });
+    const virtual = await cli(['compile', file('good.cu'), '--ptx', '--arch', arch.replace('sm_', 'compute_')]);
+    expect(virtual.stderr).toMatch(/^cudakit: --arch expects an architecture NVRTC \S+ supports \(compute_\d+, /);
+  });
+
+  it("with --json -, prints a compile failure on stdout as the report's error, the human lines on stderr", async () => {
+    const args = ['bench', file('bad.cu'), '--kernel', 'k', ...launch, '--arg', 'ptr:f32[1]:out', '--json', '-'];
+    const r = await cli(args);
+    expect(r.code).toBe(2);
+    const { error } = JSON.parse(r.stdout) as { error: EvalError };
+    expect(error).toMatchObject({ kind: 'compile', code: 'NVRTC_ERROR_COMPILATION', kernel: 'candidate' });
+    expect(error.diagnostics![0]).toMatchObject({ line: 2, severity: 'error', message: 'identifier "y" is undefined' });
+    expect(r.stderr).toMatch(/\ncudakit: compile failed: 1 error in .*bad\.cu\n$/);
+  });
+
+  it('prints where a missing header was looked for and how to provide it (-I), for compile and bench', async () => {
+    writeFileSync(file('needs-header.cu'), '#include "absent.h"\nextern "C" __global__ void k(float* x) {}\n');
+    const launchK = ['--kernel', 'k', ...launch, '--arg', 'ptr:f32[1]:out'];
+    const commands = [
+      ['compile', file('needs-header.cu'), '--ptx', '-I', file('inc')],
+      ['bench', file('needs-header.cu'), ...launchK, '-I', file('inc')],
+    ];
+    for (const args of commands) {
+      const r = await cli(args);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`cudakit: compile failed: 1 error in ${file('needs-header.cu')}\n`);
+      expect(r.stderr).toContain('\n  "absent.h" was looked for in:\n');
+      // The source's own folder first (the command line puts it there), then -I.
+      expect(r.stderr).toContain(`\n    the include path (includePaths, in order): ${dir}, ${file('inc')}\n`);
+      expect(r.stderr).toMatch(
+        /\n {2}Remedy: give the header from memory .*, or add the folder that holds it to includePaths \(-I <dir>\)\.\n$/,
+      );
+    }
+  });
 });
 
 describe('cudakit info', () => {
@@ -377,14 +491,10 @@ describe('cudakit info', () => {
     expect(r.stdout).toContain(Device.get(0).name);
   });
 
-  it('exits 2 where no GPU is usable, and says why in lines of at most 80 columns (no driver, in a child)', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'lib/cli/main.ts', 'info'], {
-      cwd: new URL('../..', import.meta.url).pathname,
-      env: { ...process.env, CUDAKIT_LIBCUDA_PATH: '/nonexistent/libcuda.so.1' },
-      encoding: 'utf8',
-    });
+  it('exits 2 where no GPU is usable, and says why and what to do in lines of COLUMNS=80 (no driver, in a child)', () => {
+    const r = cliWithoutGpu(['info'], { COLUMNS: '80' });
     expect(r.stderr).toBe('');
-    expect(r.status).toBe(2);
+    expect(r.code).toBe(2);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines.slice(0, 5)).toEqual([
       'No usable CUDA GPU.',
@@ -394,7 +504,40 @@ describe('cudakit info', () => {
       '            not be loaded.',
     ]);
     expect(lines[5]).toMatch(/^ {10}tried \/nonexistent\/libcuda\.so\.1: /);
+    // The library's remedy, wrapped the same way.
+    const remedy = lines.findIndex((line) => line.startsWith('  remedy  '));
+    expect(remedy).toBeGreaterThan(5);
+    expect(lines[remedy]).toBe('  remedy  Install the NVIDIA driver (it provides libcuda.so.1), or point');
+    expect(
+      lines
+        .slice(remedy)
+        .map((l) => l.trim().replace(/^remedy {2}/, ''))
+        .join(' '),
+    ).toContain(DRIVER_REMEDY);
     expect(lines.filter((line) => line.length > 80)).toEqual([]);
+  });
+
+  it('does not wrap into a file or a pipe, and wraps at COLUMNS when it is set (no driver, in a child)', () => {
+    const piped = cliWithoutGpu(['info']).stdout.split('\n');
+    expect(piped[3]).toBe(
+      '  reason  CUDA_DRIVER_NOT_FOUND: The NVIDIA driver library (libcuda.so.1) could not be loaded.',
+    );
+    expect(piped[4]).toMatch(/^ {10}tried \/nonexistent\/libcuda\.so\.1: .*: No such file or directory$/);
+    expect(piped).toContain(`  remedy  ${DRIVER_REMEDY}`);
+    const wide = cliWithoutGpu(['info'], { COLUMNS: '200' }).stdout;
+    expect(wide).toBe(piped.join('\n')); // every line fits in 200 columns
+    const narrow = cliWithoutGpu(['info'], { COLUMNS: '60' }).stdout.trimEnd().split('\n');
+    expect(narrow.length).toBeGreaterThan(piped.length);
+    expect(narrow.filter((line) => line.length > 60)).toEqual([]);
+  });
+
+  it('takes its width from COLUMNS, else the terminal, else none for a file or a pipe', () => {
+    expect(wrapColumns({ COLUMNS: '200' }, false)).toBe(200);
+    expect(wrapColumns({ COLUMNS: '200' }, true, 100)).toBe(200);
+    expect(wrapColumns({}, true, 132)).toBe(132);
+    expect(wrapColumns({}, true, undefined)).toBe(80);
+    expect(wrapColumns({}, false, 132)).toBe(Infinity);
+    for (const bad of ['', '0', '-5', 'wide', '12.5']) expect(wrapColumns({ COLUMNS: bad }, true, 100)).toBe(100);
   });
 
   it('wraps a reason at the width, its paths tried one a line, a long word whole', () => {
@@ -513,20 +656,6 @@ describeNvrtc('cudakit compile', () => {
       expect(r.stdout).not.toContain('\0');
     },
   );
-
-  it('says that --arch is unknown to this NVRTC and lists what it supports, before compiling', async () => {
-    const arch = supportedArchs().includes(100) ? 'sm_99' : 'sm_100';
-    const list = supportedArchs()
-      .map((n) => `sm_${n}`)
-      .join(', ');
-    expect(await cli(['compile', file('good.cu'), '--arch', arch, '--no-cache'])).toEqual({
-      code: 2,
-      stdout: '',
-      stderr:
-        `cudakit: Expected an architecture NVRTC ${nvrtcVersion()} supports (${list}) for options.arch ` +
-        `but received '${arch}' of type string\n`,
-    });
-  });
 
   it('prints a compile error as file:line: error, the source line and a caret; exit 2', async () => {
     const bad = file('bad.cu');

@@ -696,12 +696,15 @@ describe('cudakit profile', () => {
     expect((await cli(['profile', good])).stderr).toMatch(/^cudakit: profile needs a CUDA GPU and none is usable: /);
   });
 
-  it.skipIf(machine.ok)('without a GPU exits 2 with the driver message (skipped with one)', async () => {
+  it.skipIf(machine.ok)('without a GPU exits 2 with the driver message and its remedy (skipped with one)', async () => {
     const cu = join(dir, 'k2.cu');
     writeFileSync(cu, 'extern "C" __global__ void k(float* x) { x[0] = 1; }\n');
     const r = await cli(['profile', cu, '--kernel', 'k', '--grid', '1', '--block', '1', '--arg', 'ptr:f32[1]:out']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`cudakit: profile needs a CUDA GPU and none is usable: ${machine.reason!.split('\n')[0]}\n`);
+    expect(r.stderr).toBe(
+      `cudakit: profile needs a CUDA GPU and none is usable: ${machine.reason!.split('\n')[0]}\n` +
+        `${machine.remedy!.replace(/^/gm, '  Remedy: ')}\n`,
+    );
   });
 });
 
