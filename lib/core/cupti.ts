@@ -44,7 +44,7 @@ export interface ActivityRecord {
 
 const SONAMES = ['libcupti.so.13', 'libcupti.so.12', 'libcupti.so.11', 'libcupti.so'];
 
-/** Environment variables by name, as process.env holds them (its own type here: the package's types need no @types/node). */
+/** Environment variables by name, as process.env holds them (a type of its own: no @types/node in the .d.ts files). */
 type Environment = Readonly<Record<string, string | undefined>>;
 
 /** The directories under a CUDA root that hold CUPTI: CUDA 13's targets/<arch>-linux/lib, older toolkits' extras. */

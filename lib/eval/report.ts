@@ -59,7 +59,7 @@ export interface EvalError {
    * where there is no advice.
    */
   remedy?: string;
-  /** 'compile': what cudakit adds to NVRTC's log (CompileError.note): for a missing #include, where it was looked for. */
+  /** 'compile': what cudakit adds to NVRTC's log (CompileError.note), e.g. where a missing #include was looked for. */
   note?: string;
 }
 

@@ -437,7 +437,8 @@ describeNvrtc('cudakit bench and profile: compiling comes before the GPU', () =>
     const list = supportedArchs()
       .map((n) => `sm_${n}`)
       .join(', ');
-    const stderr = `cudakit: --arch expects an architecture NVRTC ${nvrtcVersion()} supports (${list}), not '${arch}'\n`;
+    const supported = `an architecture NVRTC ${nvrtcVersion()} supports (${list})`;
+    const stderr = `cudakit: --arch expects ${supported}, not '${arch}'\n`;
     const kernel = ['--kernel', 'saxpy', ...launch, '--arg', 'f32=1'];
     const commands = [
       ['compile', file('good.cu')],
@@ -473,9 +474,8 @@ describeNvrtc('cudakit bench and profile: compiling comes before the GPU', () =>
       expect(r.stderr).toContain('\n  "absent.h" was looked for in:\n');
       // The source's own folder first (the command line puts it there), then -I.
       expect(r.stderr).toContain(`\n    the include path (includePaths, in order): ${dir}, ${file('inc')}\n`);
-      expect(r.stderr).toMatch(
-        /\n {2}Remedy: give the header from memory .*, or add the folder that holds it to includePaths \(-I <dir>\)\.\n$/,
-      );
+      expect(r.stderr).toMatch(/\n {2}Remedy: give the header from memory .*, or add the folder that holds it to /);
+      expect(r.stderr.endsWith(' to includePaths (-I <dir>).\n')).toBe(true);
     }
   });
 });
@@ -491,7 +491,7 @@ describe('cudakit info', () => {
     expect(r.stdout).toContain(Device.get(0).name);
   });
 
-  it('exits 2 where no GPU is usable, and says why and what to do in lines of COLUMNS=80 (no driver, in a child)', () => {
+  it('exits 2 where no GPU is usable, says why and what to do in lines of COLUMNS=80 (no driver, in a child)', () => {
     const r = cliWithoutGpu(['info'], { COLUMNS: '80' });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(2);
