@@ -2,6 +2,7 @@
 // The server's configuration: command-line flags, each with a CUDAKIT_SERVER_* environment variable beside it (a
 // flag wins over its variable), checked all at once with messages that say what was expected. A non-loopback
 // --host without --tokens-file is refused here: without tokens every request may run code on the GPUs.
+import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -48,6 +49,13 @@ export interface ServerConfig {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Request bodies over 1 MiB read at once, one per 32 MiB they may reach (api/body.ts). */
   maxLargeBodies: number;
+  /**
+   * Fastify's trustProxy: believe X-Forwarded-For and X-Forwarded-Proto from true (any sender), this many proxies in
+   * front, or these addresses and CIDRs. Default false.
+   */
+  trustProxy: boolean | number | string[];
+  /** /metrics answers anyone, not only loopback and the admin scope. */
+  metricsPublic: boolean;
 }
 
 export class ConfigError extends Error {
@@ -71,6 +79,10 @@ Options (each also as an environment variable, e.g. --data-dir as CUDAKIT_SERVER
                              this long after it died (default 30)
   --session-secret-file <f>  the dashboard's session key (32 bytes or more; every API node the same);
                              default: a random key per process
+  --trust-proxy <proxies>    behind a reverse proxy: believe its X-Forwarded-For and -Proto from true
+                             (anyone), a number of proxies in front, or their addresses and CIDRs
+                             separated by commas (127.0.0.1, 10.0.0.0/8, loopback); default off
+  --metrics-public           /metrics for anyone (default: loopback clients and the admin scope)
   --host <address>           address to listen on (default 127.0.0.1; another needs --tokens-file)
   --port <n>                 port, 0 for any free one (default 8000)
   --data-dir <dir>           job store directory (default $XDG_DATA_HOME/cudakit-server,
@@ -117,12 +129,44 @@ const OPTIONS = {
   'gpu-class': { type: 'string' },
   'lock-seconds': { type: 'string' },
   'session-secret-file': { type: 'string' },
+  'trust-proxy': { type: 'string' },
+  'metrics-public': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 type Flag = Exclude<keyof typeof OPTIONS, 'help'>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** proxy-addr's names for address ranges, which Fastify's trustProxy takes beside addresses and CIDRs. */
+const PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
+/** More proxies in front of a server than this is no deployment's. */
+const MAX_PROXY_HOPS = 32;
+
+/** One of --trust-proxy's addresses: an IPv4 or IPv6 address, a CIDR, or a range's name. */
+function isProxyAddress(text: string): boolean {
+  if (PROXY_RANGES.includes(text)) return true;
+  const [address = '', prefix, ...rest] = text.split('/');
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128);
+}
+
+/**
+ * --trust-proxy's value as Fastify's trustProxy: 'true' or 'false', a number of proxies, or addresses and CIDRs
+ * separated by commas; undefined for anything else.
+ */
+export function parseTrustProxy(text: string): boolean | number | string[] | undefined {
+  const t = text.trim();
+  if (t === 'true' || t === 'false') return t === 'true';
+  if (/^\d+$/.test(t)) {
+    const hops = Number(t);
+    return hops >= 1 && hops <= MAX_PROXY_HOPS ? hops : undefined;
+  }
+  const list = t.split(',').map((a) => a.trim());
+  return list.every(isProxyAddress) ? list : undefined;
+}
 
 /** Whether `host` only reaches this machine. */
 export function isLoopbackHost(host: string): boolean {
@@ -255,6 +299,24 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   const lockSeconds = number('lock-seconds', 30, 2, 3600, false);
   const secretRaw = get('session-secret-file');
   const sessionSecretFile = secretRaw === undefined ? undefined : resolve(secretRaw.value);
+  const trustRaw = get('trust-proxy');
+  const trustProxy = trustRaw === undefined ? false : parseTrustProxy(trustRaw.value);
+  if (trustProxy === undefined) {
+    problems.push(
+      `Expected true, a number of proxies from 1 to ${MAX_PROXY_HOPS}, or the proxies' addresses and CIDRs ` +
+        `separated by commas (127.0.0.1, 10.0.0.0/8, ::1, loopback) for ${trustRaw!.where} ` +
+        `but received '${trustRaw!.value}'`,
+    );
+  }
+  let metricsPublic = values['metrics-public'] === true;
+  const metricsEnv = env[envName('metrics-public')];
+  if (values['metrics-public'] === undefined && metricsEnv !== undefined && metricsEnv !== '') {
+    if (!['1', 'true', '0', 'false'].includes(metricsEnv)) {
+      const name = envName('metrics-public');
+      problems.push(`Expected 1, true, 0 or false for ${name} but received '${metricsEnv}'`);
+    }
+    metricsPublic = metricsEnv === '1' || metricsEnv === 'true';
+  }
 
   // An agent's HTTP port serves health and metrics only: nothing there runs code.
   if (tokensFile === undefined && !isLoopbackHost(host) && role !== 'agent') {
@@ -287,5 +349,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
     problemsDir,
     logLevel,
     maxLargeBodies,
+    trustProxy: trustProxy ?? false,
+    metricsPublic,
   };
 }

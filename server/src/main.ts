@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildApp, type App } from './api/app.js';
 import { loadTokens, type TokenEntry } from './api/auth.js';
-import { RedisClusterBus } from './cluster/bus.js';
+import { RedisClusterBus, RedisConnections } from './cluster/bus.js';
 import { ClusterPool } from './cluster/pool.js';
 import { AgentQueue, ApiQueue, clusterHorizons } from './cluster/queue.js';
 import { USAGE, parseConfig, type ServerConfig } from './config.js';
@@ -25,9 +25,13 @@ import { EmbeddedQueue } from './queue/embedded.js';
 import type { JobQueue } from './queue/queue.js';
 import { ProblemRegistry } from './problems.js';
 import { EvalService, type ServiceLog } from './service.js';
+import { addressOf } from './reachability.js';
 import { PostgresJobStore } from './store/postgres.js';
 import { SqliteJobStore } from './store/sqlite.js';
 import type { JobStore } from './store/store.js';
+
+/** Log records kept until the logger exists (the first seconds of a start); more are dropped. */
+const EARLY_LOG_RECORDS = 100;
 
 function fail(message: string, code: number): number {
   process.stderr.write(`cudakit-server: ${message}\n`);
@@ -56,20 +60,24 @@ export async function main(argv: readonly string[]): Promise<number> {
     return fail((e as Error).message, 2);
   }
 
+  // Everything logs through the app's pino logger, which exists only once the app does: what comes before it (a
+  // connection lost while the parts start) waits for it.
+  let app: App | undefined;
+  const early: Array<[level: keyof ServiceLog, obj: object, msg: string | undefined]> = [];
+  const logAt =
+    (level: keyof ServiceLog) =>
+    (obj: object, msg?: string): void => {
+      if (app !== undefined) app.log[level](obj, msg);
+      else if (early.length < EARLY_LOG_RECORDS) early.push([level, obj, msg]);
+    };
+  const log: ServiceLog = { info: logAt('info'), warn: logAt('warn'), error: logAt('error') };
   let parts: Parts;
   try {
-    parts = await assemble(config, containment);
+    parts = await assemble(config, containment, log);
   } catch (e) {
     return fail((e as Error).message, 1);
   }
   const { store, queue, pool, bus, poolStarted } = parts;
-  // The service logs through the app's pino logger, which exists only once the app does.
-  let app: App | undefined;
-  const log: ServiceLog = {
-    info: (obj, msg) => app?.log.info(obj, msg),
-    warn: (obj, msg) => app?.log.warn(obj, msg),
-    error: (obj, msg) => app?.log.error(obj, msg),
-  };
   const service = new EvalService({
     role: config.role,
     ...(bus === undefined ? {} : { bus }),
@@ -87,6 +95,16 @@ export async function main(argv: readonly string[]): Promise<number> {
     logger: { level: config.logLevel },
     submitsPerMinute: config.submitsPerMinute,
     largeBodies: config.maxLargeBodies,
+    trustProxy: config.trustProxy,
+    metricsPublic: config.metricsPublic,
+    ...(config.role === 'embedded'
+      ? {}
+      : {
+          endpoints: {
+            store: `PostgreSQL at ${addressOf(config.databaseUrl!, 5432)}`,
+            queue: `Redis at ${addressOf(config.redisUrl!, 6379)}`,
+          },
+        }),
     ...(sessionSecret === undefined ? {} : { sessionSecret }),
     ...(bus === undefined ? {} : { rateLimitRedis: bus.redis }),
     opsOnly: config.role === 'agent',
@@ -94,6 +112,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       ? { seedSyncWaitMs: (job) => clusterHorizons(job, lockMsOf(config), stalledIntervalMsOf(config)).httpWaitMs }
       : {}),
   });
+
+  for (const [level, obj, msg] of early.splice(0)) app.log[level](obj, msg);
 
   await poolStarted;
   const announcer = config.role === 'agent' ? announce(pool as LocalGpuPool, bus!) : undefined;
@@ -164,7 +184,7 @@ interface Parts {
 }
 
 /** The store, queue, pool and bus of the configured role. */
-async function assemble(config: ServerConfig, containment: Containment | undefined): Promise<Parts> {
+async function assemble(config: ServerConfig, containment: Containment | undefined, log: ServiceLog): Promise<Parts> {
   // The worker reads where Nsight Compute is (or 'off') from its environment; the fake worker's kill-agent job
   // reads the agent's pid.
   const env = { CUDAKIT_SERVER_NCU: config.ncu, CUDAKIT_SERVER_AGENT_PID: String(process.pid) };
@@ -184,10 +204,12 @@ async function assemble(config: ServerConfig, containment: Containment | undefin
   }
   let store: JobStore;
   try {
-    store = await PostgresJobStore.open(config.databaseUrl!);
+    store = await PostgresJobStore.open(config.databaseUrl!, { log });
   } catch (e) {
     throw new Error(`cannot open the job store at ${redactUrl(config.databaseUrl!)}: ${(e as Error).message}`);
   }
+  // Every connection to Redis reports to one place, which logs an outage once (cluster/bus.ts).
+  RedisConnections.of(config.redisUrl!).reachability.log = log;
   const bus = new RedisClusterBus(config.redisUrl!, config.redisPrefix);
   const lockMs = lockMsOf(config);
   const timing = {

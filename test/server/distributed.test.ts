@@ -241,7 +241,9 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
       expect(read.status).toBe(503);
       const ready = await getJson(api, '/readyz');
       expect(ready.status).toBe(503);
-      expect(JSON.stringify(ready.body)).toMatch(/job store/);
+      expect((ready.body as { reasons: string[] }).reasons).toContainEqual(
+        expect.stringMatching(/^PostgreSQL at 127\.0\.0\.1:\d+ is not reachable$/),
+      );
     } finally {
       await postgres.restart();
     }

@@ -75,8 +75,16 @@ export interface AppDeps {
   /** @fastify/under-pressure's limits, or false to shed no load (tests). Default: 1 s event-loop delay. */
   underPressure?:
     { maxEventLoopDelay?: number; maxHeapUsedBytes?: number; maxRssBytes?: number; sampleInterval?: number } | false;
-  /** Believe X-Forwarded-For (behind a reverse proxy on this host). Default false. */
-  trustProxy?: boolean;
+  /**
+   * Behind a reverse proxy: believe its X-Forwarded-For and X-Forwarded-Proto (client addresses for the rate limits
+   * and /metrics, https for the session cookie's Secure) from true (any sender), this many proxies in front, or these
+   * addresses and CIDRs (Fastify's trustProxy). Default false.
+   */
+  trustProxy?: boolean | number | string[];
+  /** /metrics answers anyone. Default false: loopback clients, and the admin scope. */
+  metricsPublic?: boolean;
+  /** What /readyz names when the store or the queue does not answer ('PostgreSQL at db:5432'). */
+  endpoints?: { store?: string; queue?: string };
   /** How long the compatible synchronous routes wait for a job (tests). Default (maxQueueSeconds + timeout + 10) s. */
   seedSyncWaitMs?: SeedDeps['syncWaitMs'];
   /**
@@ -111,7 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false },
       plugins: [ajvFormats],
     },
-    trustProxy: deps.trustProxy ?? false,
+    trustProxy: trustProxyOption(deps.trustProxy ?? false),
     // Event streams and long-polls would hold a close open: a drain ends them.
     forceCloseConnections: true,
     return503OnClosing: true,
@@ -121,6 +129,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Set by the auth hook on every request (an object default would be shared by all requests).
   app.decorateRequest('principal', null as unknown as Principal);
   app.setErrorHandler((error: FastifyError, request, reply) => errorHandler(error, request, reply));
+  app.addHook('onError', onErrorHook);
   app.setNotFoundHandler((request, reply) => {
     const message = `Route ${request.method} ${request.url.split('?')[0]} not found`;
     sendError(reply, { statusCode: 404, code: 'NOT_FOUND', error: STATUS_CODES[404]!, message });
@@ -144,13 +153,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       maxEventLoopDelay: 1000,
       ...deps.underPressure,
       retryAfter: 10,
-      pressureHandler: (_request, reply, type, value) => {
+      pressureHandler: (request, reply, type, value) => {
         // A sample window without one sample reads as an infinite delay: the loop was busy for all of it, which at
         // start-up (modules loading) is no overload. Measured lag, memory and the rest still shed.
         if (type === 'eventLoopDelay' && value === Infinity) return;
         reply.header('retry-after', '10');
         const message = `The server is overloaded (${String(type)}: ${String(value)}); retry in 10 s`;
-        sendError(reply, { statusCode: 503, code: 'UNDER_PRESSURE', error: STATUS_CODES[503]!, message });
+        const body = { statusCode: 503, code: 'UNDER_PRESSURE', error: STATUS_CODES[503]!, message };
+        logRefusal(request, body, 10);
+        sendError(reply, body);
       },
     });
   }
@@ -174,8 +185,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   bodyHandling(app, { largeBodies: deps.largeBodies ?? DEFAULT_LARGE_BODIES });
   app.addHook('preValidation', convertQueryHook);
 
+  const ops = { service: deps.service, metricsPublic: deps.metricsPublic ?? false, endpoints: deps.endpoints ?? {} };
   if (deps.opsOnly === true) {
-    opsRoutes(app, { service: deps.service });
+    opsRoutes(app, ops);
     return app;
   }
   app.get('/openapi.json', { schema: { hide: true }, config: { access: 'open' } }, async () => app.swagger());
@@ -193,7 +205,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     syncWaitMs: deps.seedSyncWaitMs,
     sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000,
   });
-  opsRoutes(app, { service: deps.service });
+  opsRoutes(app, ops);
   await app.register(dashboardRoutes, {
     service: deps.service,
     tokens: deps.tokens,
@@ -203,11 +215,27 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   return app;
 }
 
+/** Fastify's trustProxy: a number of proxies as the function Fastify makes of one (its types take no number). */
+function trustProxyOption(
+  trust: boolean | number | string[],
+): boolean | string[] | ((a: string, hop: number) => boolean) {
+  return typeof trust === 'number' ? (_address, hop) => hop < trust : trust;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Auth
 
 function isLoopback(address: string | undefined): boolean {
   return address !== undefined && (address === '::1' || /^(::ffff:)?127\./.test(address));
+}
+
+/**
+ * Whether the client is on this host: the connection's address, and with trustProxy every address the trusted
+ * proxies forwarded too. A proxy on this host forwards from loopback; its client's own address decides.
+ */
+export function isLoopbackClient(request: FastifyRequest): boolean {
+  const chain = request.ips ?? [request.socket.remoteAddress];
+  return chain.length > 0 && chain.every((a) => isLoopback(a));
 }
 
 function authHook(tokens: readonly TokenEntry[] | undefined, sessions: Sessions) {
@@ -223,7 +251,7 @@ function authHook(tokens: readonly TokenEntry[] | undefined, sessions: Sessions)
     const unlabelled = request.is404 || url === '/docs' || url?.startsWith('/docs/') === true ? 'open' : 'admin';
     const access = request.routeOptions.config.access ?? unlabelled;
     if (access === 'open') return;
-    if (access === 'metrics' && isLoopback(request.socket.remoteAddress)) return;
+    if (access === 'metrics' && isLoopbackClient(request)) return;
     const header = request.headers.authorization;
     const token = TokenVerifier.bearerOf(header);
     if (token === undefined && header === undefined) {
@@ -345,9 +373,37 @@ export function errorBodyOf(error: unknown): ErrorBody {
   };
 }
 
+/** A refusal the server means to make (a rate limit, a full queue, too many streams): no fault, no stack. */
+function isRefusal(error: unknown, statusCode: number): boolean {
+  if (statusCode === 429) return true;
+  if (statusCode !== 503) return false;
+  return (
+    (error instanceof ServiceError && error.retryAfterSeconds !== undefined) || error instanceof StoreUnavailableError
+  );
+}
+
+/** The log record of a refusal: warn, what the client was told, without a stack. */
+export function logRefusal(request: FastifyRequest, body: ErrorBody, retryAfterSeconds: number | undefined): void {
+  const { statusCode, code, message } = body;
+  request.log.warn({ statusCode, code, retryAfterSeconds }, `refused: ${message}`);
+}
+
+/** Every route's errors (the compatible routes' own error handler included) pass here first: refusals are logged. */
+async function onErrorHook(request: FastifyRequest, _reply: FastifyReply, error: FastifyError): Promise<void> {
+  const body = errorBodyOf(error);
+  if (!isRefusal(error, body.statusCode)) return;
+  const retryAfter =
+    error instanceof ServiceError
+      ? error.retryAfterSeconds
+      : error instanceof StoreUnavailableError
+        ? STORE_RETRY_AFTER_SECONDS
+        : undefined;
+  logRefusal(request, body, retryAfter);
+}
+
 function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const body = errorBodyOf(error);
-  if (body.statusCode >= 500) request.log.error({ err: error }, 'request failed');
+  if (body.statusCode >= 500 && !isRefusal(error, body.statusCode)) request.log.error({ err: error }, 'request failed');
   if (error instanceof ServiceError && error.retryAfterSeconds !== undefined) {
     reply.header('retry-after', String(error.retryAfterSeconds));
   }

@@ -1,19 +1,41 @@
 // SPDX-License-Identifier: MIT
 // Operations routes: liveness (/healthz: the process answers), readiness (/readyz: it can take work now), a health
 // summary (/v1/health; /health answers in the original server's shape, api/seed.ts), and Prometheus metrics
-// (/metrics: loopback, or a token with the admin scope). Each app has its own registry, so several apps in one
-// process (tests) do not share counters.
+// (/metrics: loopback clients, or a token with the admin scope; anyone with --metrics-public). Each app has its own
+// registry, so several apps in one process (tests) do not share counters. Every metric the README lists is there from
+// the start: a gauge of something counted per GPU class or per GPU reads 0 for each rather than being absent.
+import type { RestartReason } from '../gpu/slot.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { Type } from 'typebox';
 import type { SlotState } from '../gpu/pool.js';
 import { ErrorBody } from '../schema/native.js';
 import type { EvalService } from '../service.js';
+import { StoreUnavailableError } from '../store/store.js';
 import type { App } from './app.js';
 
 const SLOT_STATES: readonly SlotState[] = ['starting', 'idle', 'busy', 'restarting', 'quarantined'];
 
+/** Every reason a slot replaces its worker for (gpu/slot.ts), each counted from 0 on every GPU. */
+const RESTART_REASONS = [
+  'start-failed',
+  'spare-exited',
+  'idle-exit',
+  'exit-before-job',
+  'timeout',
+  'cancelled',
+  'protocol',
+  'crash',
+] as const satisfies readonly RestartReason[];
+// A reason added to RestartReason and not here fails to compile: its count would otherwise appear only once non-zero.
+const everyReason: Exclude<RestartReason, (typeof RESTART_REASONS)[number]> extends never ? true : never = true;
+void everyReason;
+
 export interface OpsDeps {
   service: EvalService;
+  /** /metrics answers anyone. Default false: loopback clients and the admin scope. */
+  metricsPublic?: boolean;
+  /** What /readyz names when the store or the queue does not answer ('PostgreSQL at db:5432'). */
+  endpoints?: { store?: string; queue?: string };
 }
 
 const Health = Type.Object({
@@ -53,15 +75,19 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
     async (_request, reply) => {
       const reasons: string[] = [];
       if (!service.accepting) reasons.push('shutting down');
+      // In plain words: which server this process cannot reach, not the client library's message.
+      const { store, queue } = deps.endpoints ?? {};
       try {
         await service.store.counts();
       } catch (e) {
-        reasons.push(`job store: ${(e as Error).message}`);
+        if (e instanceof StoreUnavailableError) {
+          reasons.push(store === undefined ? 'the job store cannot be reached' : `${store} is not reachable`);
+        } else reasons.push(`the job store failed: ${(e as Error).message}`);
       }
       try {
         await service.queue.ping?.();
       } catch (e) {
-        reasons.push(`queue: ${(e as Error).message}`);
+        reasons.push(queue === undefined ? `the queue failed: ${(e as Error).message}` : `${queue} is not reachable`);
       }
       // An API node needs no GPU of its own to take submissions: agents come and go behind the queue.
       const reason = service.role === 'api' ? undefined : service.pool.unavailableReason;
@@ -91,8 +117,12 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
   app.get(
     '/metrics',
     {
-      schema: { summary: 'Prometheus metrics (loopback, or the admin scope)', produces: ['text/plain'] },
-      config: { access: 'metrics' },
+      schema: {
+        summary:
+          deps.metricsPublic === true ? 'Prometheus metrics' : 'Prometheus metrics (loopback, or the admin scope)',
+        produces: ['text/plain'],
+      },
+      config: { access: deps.metricsPublic === true ? 'open' : 'metrics' },
     },
     async (_request, reply) => {
       const text = await registry.metrics();
@@ -122,8 +152,13 @@ function metrics(app: App, service: EvalService): Registry {
     registers: [registry],
     async collect() {
       // A queue that does not answer (Redis down) leaves the gauge empty rather than failing the scrape.
-      const byClass = await Promise.resolve(service.queue.sizeByClass()).catch(() => ({}));
+      const byClass: Record<string, number> | undefined = await Promise.resolve(service.queue.sizeByClass()).catch(
+        () => undefined,
+      );
       this.reset();
+      if (byClass === undefined) return;
+      // Every class a GPU serves reads 0 when nothing waits for it: a series that vanishes says nothing.
+      for (const gpuClass of new Set(service.slots().flatMap((s) => s.classes))) this.set({ gpu_class: gpuClass }, 0);
       for (const [gpuClass, n] of Object.entries(byClass)) this.set({ gpu_class: gpuClass }, n);
     },
   });
@@ -147,15 +182,24 @@ function metrics(app: App, service: EvalService): Registry {
       for (const s of service.slots()) this.set({ uuid: s.uuid, state: s.state }, 1);
     },
   });
-  new Gauge({
+  // The slots count their restarts since they started; the counter adds what each count grew by since the last
+  // scrape. A count that went down is a slot (an agent) that started again: all of it is new.
+  const restartsSeen = new Map<string, number>();
+  new Counter({
     name: 'cudakit_worker_restarts',
-    help: 'Worker children replaced per GPU since start, by why (timeout, cancelled, crash, protocol, start-failed …)',
+    help: 'Worker children replaced per GPU, by why (timeout, cancelled, crash, protocol, start-failed …)',
     labelNames: ['uuid', 'reason'],
     registers: [registry],
     collect() {
-      this.reset();
       for (const s of service.slots()) {
-        for (const [reason, n] of Object.entries(s.restartsByReason ?? {})) this.set({ uuid: s.uuid, reason }, n);
+        const counts: Record<string, number> = s.restartsByReason ?? {};
+        for (const reason of new Set([...RESTART_REASONS, ...Object.keys(counts)])) {
+          const key = `${s.uuid}\0${reason}`;
+          const now = counts[reason] ?? 0;
+          const seen = restartsSeen.get(key) ?? 0;
+          this.inc({ uuid: s.uuid, reason }, now >= seen ? now - seen : now);
+          restartsSeen.set(key, now);
+        }
       }
     },
   });

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { SlotInfo } from '../gpu/pool.js';
+import { addressOf, Reachability } from '../reachability.js';
 import type { JobEvent } from '../store/store.js';
 
 /** Redis keys and channels, one prefix for all: several deployments may share one Redis with their own prefixes. */
@@ -59,6 +60,86 @@ export function redisOptions(extra: RedisOptions = {}): RedisOptions {
   };
 }
 
+/** How long connections must go without an error, after one is ready again, for Redis to count as reachable. */
+const SETTLE_MS = 5000;
+
+/**
+ * Every Redis connection of this process to one URL (the bus's, the queue's, BullMQ's workers' and their blocking
+ * duplicates), feeding one Reachability: each has an 'error' listener from its start, so ioredis never prints its
+ * "Unhandled error event" with a stack; the first error makes Redis unreachable, and it is reachable again when every
+ * live connection is ready (or one is and none has failed for SETTLE_MS: a connection left behind by its owner must
+ * not keep the outage open).
+ */
+export class RedisConnections {
+  static readonly #byUrl = new Map<string, RedisConnections>();
+  readonly reachability: Reachability;
+  readonly #clients = new Set<Redis>();
+  #lastErrorMs = 0;
+
+  private constructor(url: string) {
+    this.reachability = new Reachability('Redis', addressOf(url, 6379));
+  }
+
+  /** This process's connections to `url`. */
+  static of(url: string): RedisConnections {
+    let connections = RedisConnections.#byUrl.get(url);
+    if (connections === undefined) {
+      connections = new RedisConnections(url);
+      RedisConnections.#byUrl.set(url, connections);
+    }
+    return connections;
+  }
+
+  /** Watches `client` from now until it ends; returns it. */
+  attach<T extends Redis>(client: T): T {
+    this.#clients.add(client);
+    client.on('error', (e: unknown) => {
+      this.#lastErrorMs = Date.now();
+      this.reachability.lost(e);
+    });
+    client.on('ready', () => this.#onReady());
+    client.on('end', () => {
+      this.#clients.delete(client);
+      this.#onReady();
+    });
+    return client;
+  }
+
+  #onReady(): void {
+    if (this.reachability.reachable === true) return;
+    const live = [...this.#clients];
+    if (live.length > 0 && live.every((c) => c.status === 'ready')) {
+      this.reachability.reached();
+      return;
+    }
+    if (!live.some((c) => c.status === 'ready')) return;
+    const readyMs = Date.now();
+    setTimeout(() => {
+      if (this.#lastErrorMs < readyMs && this.#clients.size > 0) this.reachability.reached();
+    }, SETTLE_MS).unref();
+  }
+}
+
+/** An ioredis client whose duplicates (BullMQ's blocking connections) are watched as it is. */
+class WatchedRedis extends Redis {
+  readonly #connections: RedisConnections;
+
+  constructor(url: string, options: RedisOptions, connections: RedisConnections) {
+    super(url, options);
+    this.#connections = connections;
+    connections.attach(this);
+  }
+
+  override duplicate(override?: Partial<RedisOptions>): Redis {
+    return this.#connections.attach(super.duplicate(override));
+  }
+}
+
+/** A connection to `url`, watched with this process's others to it (RedisConnections): use it for every one. */
+export function redisClient(url: string, options: RedisOptions): Redis {
+  return new WatchedRedis(url, options, RedisConnections.of(url));
+}
+
 /** A cancel or reprobe message. */
 interface Envelope {
   /** The process that published it. */
@@ -78,11 +159,10 @@ export class RedisClusterBus implements ClusterBus {
 
   constructor(url: string, prefix: string) {
     this.keys = clusterKeys(prefix);
-    // Commands fail at once while Redis is down (an event is in the store; a cancel is retried by its client).
-    this.#publisher = new Redis(url, redisOptions({ maxRetriesPerRequest: 1, enableOfflineQueue: false }));
-    this.#subscriber = new Redis(url, redisOptions());
-    this.#publisher.on('error', () => {}); // reconnects by itself; readiness reports the outage
-    this.#subscriber.on('error', () => {});
+    // Commands fail at once while Redis is down (an event is in the store; a cancel is retried by its client). Both
+    // reconnect by themselves; their errors go to the log once per outage (RedisConnections), readiness reports it.
+    this.#publisher = redisClient(url, redisOptions({ maxRetriesPerRequest: 1, enableOfflineQueue: false }));
+    this.#subscriber = redisClient(url, redisOptions());
     void this.#subscriber.subscribe(this.keys.events, this.keys.cancel, this.keys.reprobe).catch(() => {});
     this.#subscriber.on('message', (channel: string, text: string) => this.#onMessage(channel, text));
   }

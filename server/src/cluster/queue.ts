@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents, Worker, type Job, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { JobStore } from '../store/store.js';
-import { redisOptions, type RedisClusterBus } from './bus.js';
+import { redisClient, redisOptions, type RedisClusterBus } from './bus.js';
 import { RedisFairShare } from './fair.js';
 import { queuedJobOf, type JobQueue, type QueuedJob } from '../queue/queue.js';
 
@@ -93,7 +93,7 @@ abstract class ClusterQueueBase {
   constructor(options: ClusterQueueOptions) {
     this.o = options;
     this.now = options.now ?? Date.now;
-    this.redis = new Redis(options.url, redisOptions({ maxRetriesPerRequest: 1 }));
+    this.redis = redisClient(options.url, redisOptions({ maxRetriesPerRequest: 1 }));
     this.redis.on('error', () => {});
     this.fair = new RedisFairShare(this.redis, options.prefix, `${options.prefix}:${queueName('')}`);
   }
@@ -117,7 +117,7 @@ abstract class ClusterQueueBase {
     let worker = this.workers.get(gpuClass);
     if (worker === undefined) {
       worker = new Worker<ClusterJobData>(queueName(gpuClass), null, {
-        connection: new Redis(this.o.url, redisOptions()),
+        connection: redisClient(this.o.url, redisOptions()),
         prefix: this.o.prefix,
         lockDuration: this.o.lockMs,
         stalledInterval: this.o.stalledIntervalMs,
@@ -366,7 +366,7 @@ export class AgentQueue extends ClusterQueueBase implements JobQueue {
   serve(classes: readonly string[]): void {
     this.#classes = [...classes];
     if (this.#queuedListener === undefined) {
-      this.#queuedListener = new Redis(this.o.url, redisOptions());
+      this.#queuedListener = redisClient(this.o.url, redisOptions());
       this.#queuedListener.on('error', () => {});
       void this.#queuedListener.subscribe(this.fair.keys.available).catch(() => {});
       this.#queuedListener.on('message', (_channel: string, gpu: string) => {
@@ -376,7 +376,7 @@ export class AgentQueue extends ClusterQueueBase implements JobQueue {
     for (const gpu of classes) {
       this.worker(gpu);
       const events = new QueueEvents(queueName(gpu), {
-        connection: new Redis(this.o.url, redisOptions()),
+        connection: redisClient(this.o.url, redisOptions()),
         prefix: this.o.prefix,
       });
       events.on('error', () => {});

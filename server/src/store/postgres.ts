@@ -29,6 +29,7 @@ import {
   toRow,
   zeroCounts,
 } from './common.js';
+import { addressOf, Reachability, type ReachabilityLog } from '../reachability.js';
 import { splitLiterals } from './literals.js';
 import type { Migration } from './migrations.js';
 import {
@@ -52,6 +53,8 @@ export interface PostgresStoreOptions {
    * a call waits on a server that stopped answering without closing the connection. Default 10000.
    */
   statementTimeoutMs?: number;
+  /** Where "PostgreSQL at host:port is not reachable" and "... is reachable again" go, once per change. */
+  log?: ReachabilityLog;
 }
 
 /** What the store is connected to (for /readyz and the tests). */
@@ -132,6 +135,8 @@ export const POSTGRES_LATEST_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.l
 
 /** pg_advisory_xact_lock's key pair for migrating: 'cuda' in ASCII, then 1. */
 const MIGRATION_LOCK = [0x63756461, 1] as const;
+/** How often a store that lost its database asks it again. */
+const RECONNECT_PROBE_MS = 2000;
 /** How much longer than the statement timeout a call waits for an answer before it gives the connection up. */
 const QUERY_TIMEOUT_MARGIN_MS = 2000;
 
@@ -302,14 +307,24 @@ function positiveInteger(name: string, value: number): number {
 export class PostgresJobStore implements JobStore {
   /** The URL without its password. */
   readonly url: string;
+  /** Whether the database answers, as the last call found it: the log's record of an outage. */
+  readonly reachability: Reachability;
   readonly #pool: pg.Pool;
-  readonly #options: Required<PostgresStoreOptions>;
+  readonly #options: Required<Omit<PostgresStoreOptions, 'log'>>;
   #closed = false;
+  /** While the database does not answer: the timer that asks it again. */
+  #probe: NodeJS.Timeout | undefined;
 
-  private constructor(url: string, pool: pg.Pool, options: Required<PostgresStoreOptions>) {
+  private constructor(
+    url: string,
+    pool: pg.Pool,
+    options: Required<Omit<PostgresStoreOptions, 'log'>>,
+    reachability: Reachability,
+  ) {
     this.url = url;
     this.#pool = pool;
     this.#options = options;
+    this.reachability = reachability;
   }
 
   /**
@@ -326,7 +341,7 @@ export class PostgresJobStore implements JobStore {
         `Expected a PostgreSQL URL (postgresql://…) for url but received ${url === '' ? "''" : typeof url}`,
       );
     }
-    const resolved: Required<PostgresStoreOptions> = {
+    const resolved: Required<Omit<PostgresStoreOptions, 'log'>> = {
       maxConnections: positiveInteger('maxConnections', options.maxConnections ?? 10),
       connectTimeoutMs: positiveInteger('connectTimeoutMs', options.connectTimeoutMs ?? 2000),
       statementTimeoutMs: positiveInteger('statementTimeoutMs', options.statementTimeoutMs ?? 10_000),
@@ -341,9 +356,13 @@ export class PostgresJobStore implements JobStore {
       fallback_application_name: 'cudakit-server',
       types: TYPES,
     });
+    const reachability = new Reachability('PostgreSQL', addressOf(url, 5432), options.log);
+    const store = new PostgresJobStore(redact(url), pool, resolved, reachability);
     // An idle connection lost (the server restarted) is no call's failure: the pool drops it, the next call connects.
-    pool.on('error', () => {});
-    const store = new PostgresJobStore(redact(url), pool, resolved);
+    // The server went away, though: the log says so (once), and says when it answers again.
+    pool.on('error', (e) => {
+      if (isConnectionError(e)) store.#lost(e);
+    });
     try {
       await store.#migrate();
       return store;
@@ -559,6 +578,7 @@ export class PostgresJobStore implements JobStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#probe);
     await this.#pool.end();
   }
 
@@ -567,8 +587,31 @@ export class PostgresJobStore implements JobStore {
     return this.#pool;
   }
 
+  /**
+   * The database stopped answering: logged once, and asked every RECONNECT_PROBE_MS until it answers again, so that
+   * the log says when it is back even on a process that has nothing to ask it meanwhile (an idle agent).
+   */
+  #lost(e: unknown): void {
+    this.reachability.lost(e);
+    if (this.#probe !== undefined || this.#closed) return;
+    this.#probe = setInterval(() => {
+      this.#pool.query('SELECT 1').then(
+        () => this.#reached(),
+        () => {},
+      );
+    }, RECONNECT_PROBE_MS);
+    this.#probe.unref();
+  }
+
+  #reached(): void {
+    this.reachability.reached();
+    clearInterval(this.#probe);
+    this.#probe = undefined;
+  }
+
   #unavailable(e: unknown): unknown {
     if (!isConnectionError(e)) return e;
+    this.#lost(e);
     const why = e instanceof Error ? e.message : String(e);
     return new StoreUnavailableError(`The job store's database ${this.url} cannot be reached: ${why}`, { cause: e });
   }
@@ -580,7 +623,9 @@ export class PostgresJobStore implements JobStore {
   ): Promise<pg.QueryResult<R>> {
     const pool = this.#live();
     try {
-      return await pool.query<R>(text, values);
+      const result = await pool.query<R>(text, values);
+      this.#reached();
+      return result;
     } catch (e) {
       throw this.#unavailable(e);
     }
@@ -592,6 +637,7 @@ export class PostgresJobStore implements JobStore {
     let client: pg.PoolClient;
     try {
       client = await pool.connect();
+      this.#reached();
     } catch (e) {
       throw this.#unavailable(e);
     }
