@@ -4,7 +4,8 @@
 // limits counted after decompression, large bodies a few at a time), and one error format for everything: Fastify's
 // { statusCode, code, error, message } plus details [{ path, message }]. No route here touches a GPU or the CUDA
 // addon; the service behind it owns the scheduling.
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -125,6 +126,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return503OnClosing: true,
     requestTimeout: 120_000,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Node closes a connection whose request is not complete at the headers timeout, but not one that sends no byte at
+  // all: that one would be held for ever (a file descriptor each). It gets the same timeout, which a request ends.
+  app.server.on('connection', (socket: Socket) => socket.setTimeout(app.server.headersTimeout, () => socket.destroy()));
+  app.server.on('request', (request: IncomingMessage) => request.socket.setTimeout(0));
 
   // Set by the auth hook on every request (an object default would be shared by all requests).
   app.decorateRequest('principal', null as unknown as Principal);
