@@ -4,7 +4,7 @@
 // records the sampler cuts into samples (sampleDurations). A kernel record's start and end are the GPU's own
 // timestamps around the kernel, the source closest to Nsight Compute's gpu__time_duration; events around a kernel
 // also time the event pair and the gaps beside the kernel (docs/benchmarking.md, 'Timers').
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { getNative } from './native.js';
 
@@ -105,15 +105,49 @@ export function cuptiCandidates(env: Environment = process.env, nvrtcPath = '', 
   return out;
 }
 
+// compute-sanitizer's own libraries (the launcher libraries it maps beside them ship with Nsight Compute too).
+const SANITIZER_LIBRARY = /\/libsanitizer-(collection|public)\.so$/;
+
+/**
+ * Whether a process runs under compute-sanitizer, which holds every launch (ncu cannot profile one) and CUPTI (a
+ * trace of ours records nothing): from what the tool gives the process it starts (NV_SANITIZER_INJECTION_PORT_BASE,
+ * or CUDA_INJECTION64_PATH naming its collection library), or from its libraries mapped into the process (`maps`: the
+ * text of /proc/self/maps; the tool need not leave its variables in the environment).
+ */
+export function underComputeSanitizer(env: Environment, maps: string): boolean {
+  if (env.NV_SANITIZER_INJECTION_PORT_BASE !== undefined) return true;
+  if (/(^|\/)libsanitizer-collection\.so$/.test(env.CUDA_INJECTION64_PATH ?? '')) return true;
+  return maps.split('\n').some((line) => SANITIZER_LIBRARY.test(line.trimEnd()));
+}
+
+/** Whether this process runs under compute-sanitizer (underComputeSanitizer of its environment and memory map). */
+export function inComputeSanitizer(): boolean {
+  let maps = '';
+  try {
+    maps = readFileSync('/proc/self/maps', 'utf8');
+  } catch {
+    // no /proc (not Linux): the environment alone tells
+  }
+  return underComputeSanitizer(process.env, maps);
+}
+
 let status: CuptiStatus | undefined;
 
 /**
- * Whether CUPTI can time kernels in this process (decided once): not when a CUDA tool is injected (Nsight Compute,
- * Nsight Systems and compute-sanitizer set CUDA_INJECTION64_PATH and hold CUPTI themselves), nor when no candidate
- * loads. Never throws; the reason says why not.
+ * Whether CUPTI can time kernels in this process (decided once), and so which timer bench() takes: not under
+ * compute-sanitizer (known by its variables or its libraries in the process, as profile() knows it), nor when another
+ * CUDA tool is injected (Nsight Compute and Nsight Systems set CUDA_INJECTION64_PATH and hold CUPTI themselves), nor
+ * when no candidate loads. Never throws; the reason says why not.
  */
 export function cuptiStatus(): CuptiStatus {
   if (status !== undefined) return status;
+  if (inComputeSanitizer()) {
+    status = {
+      available: false,
+      reason: 'this process runs under compute-sanitizer, which holds CUPTI (kernels are timed by events)',
+    };
+    return status;
+  }
   const injected = process.env.CUDA_INJECTION64_PATH;
   if (injected) {
     status = {

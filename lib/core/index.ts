@@ -67,7 +67,14 @@ export type { CuptiLoadStatus, CuptiRecords, Native, NativeStats, Handle } from 
 // For the layers above.
 export { isContextLost } from './errors.js';
 export { checkCompiledSignature } from './kernel.js';
-export { ActivityTrace, disableCupti, durationTick, sampleDurations } from './cupti.js';
+export {
+  ActivityTrace,
+  disableCupti,
+  durationTick,
+  inComputeSanitizer,
+  sampleDurations,
+  underComputeSanitizer,
+} from './cupti.js';
 export type { ActivityRecord } from './cupti.js';
 export {
   checkBoolean,

@@ -322,19 +322,9 @@ export function lacksCounterPermission(output: string): boolean {
   return output.includes('ERR_NVGPUCTRPERM');
 }
 
-// compute-sanitizer's own libraries (the launcher libraries it maps beside them ship with Nsight Compute too).
-const SANITIZER_LIBRARY = /\/libsanitizer-(collection|public)\.so$/;
-
-/**
- * Whether this process runs under compute-sanitizer, which holds every launch so that ncu cannot profile one: from
- * what the tool gives the process it starts (NV_SANITIZER_INJECTION_PORT_BASE, or CUDA_INJECTION64_PATH naming its
- * collection library), or from its libraries mapped into the process (`maps`: the text of /proc/self/maps).
- */
-export function underComputeSanitizer(env: Readonly<Record<string, string | undefined>>, maps: string): boolean {
-  if (env.NV_SANITIZER_INJECTION_PORT_BASE !== undefined) return true;
-  if (/(^|\/)libsanitizer-collection\.so$/.test(env.CUDA_INJECTION64_PATH ?? '')) return true;
-  return maps.split('\n').some((line) => SANITIZER_LIBRARY.test(line.trimEnd()));
-}
+// Whether this process runs under compute-sanitizer, where ncu cannot profile: the core layer knows it, since CUPTI is
+// not usable there either (cuptiStatus).
+export { underComputeSanitizer } from '../core/index.js';
 
 /**
  * The last lines of `output` for a message, without the raw page and ncu's progress lines: what says why. At most

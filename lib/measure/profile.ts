@@ -33,6 +33,7 @@ import {
   checkPositiveInt,
   checkSize,
   checkString,
+  inComputeSanitizer,
   rangeError,
   typeError,
 } from '../core/index.js';
@@ -48,7 +49,6 @@ import {
   ncuVersionOf,
   outputTail,
   parseRawPage,
-  underComputeSanitizer,
 } from './profile-ncu.js';
 import { LAUNCHED_MARKER, type LaunchFile, encodeLaunch } from './profile-launch.js';
 
@@ -191,7 +191,7 @@ export async function profile(launch: ProfileLaunch, options?: ProfileOptions): 
     const remedy = r.ncu === undefined ? ': install Nsight Compute, or give its path' : '';
     return failed('ncu-not-found', `ncu (Nsight Compute) not found ${where}${remedy}`);
   }
-  if (underComputeSanitizer(process.env, readMaps())) {
+  if (inComputeSanitizer()) {
     return failed(
       'sanitizer',
       'this process runs under compute-sanitizer, and ncu cannot profile a launch it holds: run without it',
@@ -276,15 +276,6 @@ export async function profile(launch: ProfileLaunch, options?: ProfileOptions): 
 
 function failed(failure: ProfileFailure, why: string): ProfileResult {
   return { deviceMetrics: null, failure, warnings: [`device metrics not collected: ${why}`] };
-}
-
-/** This process's memory map (Linux), for underComputeSanitizer; empty where there is none. */
-function readMaps(): string {
-  try {
-    return readFileSync('/proc/self/maps', 'utf8');
-  } catch {
-    return '';
-  }
 }
 
 function lastOutput(output: string): string {

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 // CUPTI without a GPU: where the library is looked for, how a trace is cut into samples, and when CUPTI is not used
-// at all (a CUDA tool attached). The trace itself is the GPU tier's (test/gpu/cupti.test.ts).
+// at all (a CUDA tool attached, compute-sanitizer). The trace itself is the GPU tier's (test/gpu/cupti.test.ts).
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { type ActivityRecord, cuptiCandidates, durationTick, sampleDurations } from '../../lib/core/cupti.js';
+import { runScript } from '../child.js';
 
 const SONAMES = ['libcupti.so.13', 'libcupti.so.12', 'libcupti.so.11', 'libcupti.so'];
 
@@ -140,7 +142,7 @@ describe('sampleDurations', () => {
 });
 
 describe('cuptiStatus', () => {
-  it('does not use CUPTI when a CUDA tool is attached (ncu, nsys, compute-sanitizer), and says so', async () => {
+  it('does not use CUPTI when a CUDA tool is attached (ncu, nsys), and says so', async () => {
     vi.resetModules();
     vi.stubEnv('CUDA_INJECTION64_PATH', '/opt/nvidia/nsight-compute/target/libTreeLauncherTargetInjection.so');
     try {
@@ -154,6 +156,59 @@ describe('cuptiStatus', () => {
     } finally {
       vi.unstubAllEnvs();
       vi.resetModules();
+    }
+  });
+});
+
+describe('cuptiStatus under compute-sanitizer', () => {
+  const SANITIZER = 'this process runs under compute-sanitizer, which holds CUPTI (kernels are timed by events)';
+
+  /** cuptiStatus() of a fresh module with these variables set (and none of the tools' others). */
+  async function statusWith(env: Record<string, string>): Promise<unknown> {
+    vi.resetModules();
+    for (const name of ['CUDA_INJECTION64_PATH', 'NV_SANITIZER_INJECTION_PORT_BASE']) vi.stubEnv(name, undefined);
+    for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
+    try {
+      const { cuptiStatus } = await import('../../lib/core/cupti.js');
+      return cuptiStatus();
+    } finally {
+      vi.unstubAllEnvs();
+      vi.resetModules();
+    }
+  }
+
+  it('knows the sanitizer by its variables, before any other tool, and says so', async () => {
+    expect(await statusWith({ NV_SANITIZER_INJECTION_PORT_BASE: '49152' })).toEqual({
+      available: false,
+      reason: SANITIZER,
+    });
+    const collection = '/usr/local/cuda-13.0/compute-sanitizer/libsanitizer-collection.so';
+    expect(await statusWith({ CUDA_INJECTION64_PATH: collection })).toEqual({ available: false, reason: SANITIZER });
+  });
+
+  // The sanitizer need not leave its variables in the environment (the run that failed had none): its libraries
+  // mapped into the process say it. A child process with an (empty) library of that name preloaded, so on any machine.
+  const cc = spawnSync('sh', ['-c', 'command -v cc']).status === 0;
+  it.skipIf(!cc)(`knows it by its libraries mapped into the process${cc ? '' : ' [skipped: no cc]'}`, () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cudakit-sanitizer-'));
+    try {
+      const lib = join(dir, 'compute-sanitizer', 'libsanitizer-public.so');
+      mkdirSync(join(dir, 'compute-sanitizer'));
+      const built = spawnSync('cc', ['-shared', '-fPIC', '-o', lib, '-x', 'c', '/dev/null'], { encoding: 'utf8' });
+      expect(built.status, built.stderr).toBe(0);
+      const script = `import { cuptiStatus } from './lib/core/cupti.ts';
+        console.log(JSON.stringify(cuptiStatus()));`;
+      const env = { ...process.env };
+      delete env.CUDA_INJECTION64_PATH;
+      delete env.NV_SANITIZER_INJECTION_PORT_BASE;
+      const under = runScript(script, { env: { ...env, LD_PRELOAD: lib } });
+      expect(under.stderr).toBe('');
+      expect(JSON.parse(under.stdout)).toEqual({ available: false, reason: SANITIZER });
+      // The same process without the library is not under the sanitizer (CUPTI may still be missing here).
+      const plain = runScript(script, { env });
+      expect((JSON.parse(plain.stdout) as { reason?: string }).reason ?? '').not.toContain('compute-sanitizer');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
