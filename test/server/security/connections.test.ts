@@ -276,7 +276,10 @@ describe('security: connections', () => {
       expectAnswer({ statusCode: s.status, body: s.text, headers: {} }, 200, 'a job stream');
     }
     await until(() => summaries.every((s) => s.status !== 0), 30_000, 'every summary stream to answer');
-    expect(summaries.filter((s) => s.status === 200)).toHaveLength(64);
+    const served = summaries.filter((s) => s.status === 200);
+    expect(served).toHaveLength(64);
+    await until(() => served.every((s) => s.text.includes('event: summary')), 30_000, 'every served stream to speak');
+    for (const s of served) expectAnswer({ statusCode: s.status, body: s.text, headers: {} }, 200, 'a summary stream');
     for (const s of summaries.filter((x) => x.status !== 200)) {
       expectAnswer({ statusCode: s.status, body: s.text, headers: {} }, 503, 'a summary stream past the cap');
     }
