@@ -3,7 +3,7 @@
 // (`--mode hot`, `--preset quick`, `--json saxpy.json`). Run directly, `tsx examples/saxpy.bench.ts` does the same
 // through evaluate(), the function behind the command.
 import { pathToFileURL } from 'node:url';
-import { type EvalJob, type JsReference, evaluate, formatResult } from '../lib/index.js';
+import { type EvalJob, type JsReference, evaluate, formatResult, probe } from '../lib/index.js';
 
 const n = 1 << 24;
 
@@ -32,9 +32,23 @@ export const reference: JsReference = (args) => {
   for (let i = 0; i < len; i++) y[i] = a * x[i]! + y[i]!;
 };
 
-// Run as a script, it evaluates itself. No top-level await: the CLI imports this module while it runs.
+// Run as a script, it evaluates itself: exit status 0 when it passed, 1 when it failed, 2 without a usable GPU (as
+// `cudakit bench` says it). No top-level await: the CLI imports this module while it runs.
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  void evaluate(job, { reference }).then((report) => {
+  const p = probe();
+  // Checking and timing need a GPU. Without one, the part that needs none: compiling the kernel (to PTX, since no
+  // device names an architecture); evaluate() then stops where it needs the GPU.
+  void evaluate(p.ok ? job : { ...job, compile: { target: 'ptx' } }, { reference }).then((report) => {
+    if (!p.ok) {
+      const compiled = report.compile.candidate;
+      if (compiled !== undefined) console.log(`saxpy compiles: NVRTC ${compiled.nvrtcVersion} made PTX`);
+      else console.error(`saxpy cannot be compiled here either: ${report.error?.message.split('\n')[0]}`);
+      const driver = (p.reason ?? '').split('\n')[0]!.replace(/ \(tried: .*\)$/, '');
+      console.error(`Checking and timing saxpy need a machine with an NVIDIA GPU; this one has none usable: ${driver}`);
+      for (const line of (p.remedy ?? '').split('\n').filter((l) => l !== '')) console.error(`Remedy: ${line}`);
+      process.exitCode = 2;
+      return;
+    }
     if (!report.passed) {
       console.error(`${report.phase} failed: ${report.error?.message}`);
       process.exitCode = 1;

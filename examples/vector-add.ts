@@ -1,19 +1,31 @@
-// The main job: compile a kernel at run time, launch it, verify the result and time it.
+// The main job: compile a kernel at run time, launch it, verify the result and time it. Without a GPU it does the
+// part that needs none, compiling the kernel with NVRTC, says why it cannot run it and exits with status 2 (as
+// `cudakit info` and `cudakit bench` do: scripts can test for a GPU with it); 1 means a wrong result.
 import { Device, Event, Program, probe } from '../lib/index.js';
 
-const p = probe();
-if (!p.ok) {
-  console.log(`cudakit needs a CUDA GPU for this example: ${p.reason}`);
-  process.exit(0);
-}
-
-const device = Device.get(0);
 const source = `
 extern "C" __global__ void vector_add(const float* a, const float* b, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = a[i] + b[i];
 }`;
 
+const p = probe();
+if (!p.ok) {
+  // probe()'s reasons, one a line (the driver's, NVRTC's), without the paths tried (`npx cudakit info` lists them).
+  const [driver, ...more] = (p.reason ?? '').split('\n').map((line) => line.replace(/ \(tried: .*\)$/, ''));
+  if (p.nvrtcVersion !== undefined) {
+    // PTX: without a device there is no architecture to compile machine code for.
+    const ptx = new Program(source, { name: 'vector_add.cu' }).compile({ target: 'ptx' });
+    console.log(`vector_add compiles: NVRTC ${ptx.nvrtcVersion} made ${ptx.bytes.byteLength} bytes of PTX`);
+  } else {
+    console.error(`vector_add cannot be compiled here either: ${more.join('; ')}`);
+  }
+  console.error(`Running vector_add needs a machine with an NVIDIA GPU, and this one has none usable: ${driver}`);
+  for (const line of (p.remedy ?? '').split('\n').filter((l) => l !== '')) console.error(`Remedy: ${line}`);
+  process.exit(2);
+}
+
+const device = Device.get(0);
 const code = new Program(source, { name: 'vector_add.cu' }).compile(); // cubin for this device, cached on disk
 using module = device.loadModule(code);
 const kernel = module.getKernel('vector_add', ['ptr', 'ptr', 'ptr', 'i32']);
