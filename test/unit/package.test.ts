@@ -96,6 +96,7 @@ describe('npm package', () => {
   let unpacked = ''; // the tarball's package/ folder
   let bare = ''; // node, npm and sh: no compiler, make or python3
   let tarball = '';
+  let stage = ''; // the copy of the repository that is packed
   let packed: string[] = [];
   const depTarballs: string[] = [];
   afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -104,8 +105,8 @@ describe('npm package', () => {
     work = mkdtempSync(join(tmpdir(), 'cudakit-package-'));
     unpacked = join(work, 'unpacked', 'package');
     bare = join(work, 'bin');
-    // What npm pack reads and what prepack and prepare run on; dist/ and prebuilds/ are built by the pack itself.
-    const stage = join(work, 'stage');
+    // What npm pack reads and what prepack runs on; dist/ and prebuilds/ are built by the pack itself.
+    stage = join(work, 'stage');
     mkdirSync(stage);
     const copied = [
       'package.json',
@@ -206,6 +207,19 @@ describe('npm package', () => {
       expect(packed).toContain(f);
     expect(packed.filter((f) => f.startsWith('build/') || f.endsWith('.map'))).toEqual([]);
     expect(packed.includes(`prebuilds/linux-${crossArch}/cudakit.node`)).toBe(hasCross);
+    // The service's deployment guide: the service is not in the package.
+    expect(packed).not.toContain('docs/deploying.md');
+  });
+
+  it("packs a package.json with the install script alone, no clone's fields, and leaves the working copy as it was", () => {
+    const manifest = JSON.parse(readFileSync(join(unpacked, 'package.json'), 'utf8')) as Record<string, unknown>;
+    expect(manifest.scripts).toEqual({ install: 'node scripts/install.mjs' }); // no prepare, build, test ...
+    for (const field of ['devDependencies', 'workspaces']) expect(manifest).not.toHaveProperty(field);
+    const { scripts: _scripts, devDependencies: _dev, workspaces: _ws, ...runtime } = pkg as Record<string, unknown>;
+    expect(manifest).toMatchObject(runtime);
+    // postpack put the staged copy's own package.json back
+    expect(readFileSync(join(stage, 'package.json'), 'utf8')).toBe(readFileSync(join(root, 'package.json'), 'utf8'));
+    expect(existsSync(join(stage, 'package.json.packing'))).toBe(false);
   });
 
   it(`the ${host} prebuild needs glibc ${FLOOR} at most, no GLIBCXX or CXXABI version, and no libstdc++`, () => {
@@ -253,6 +267,7 @@ describe('npm package', () => {
           `(tried: ${missing('libcuda.so.1')})\n` +
           'NVRTC_NOT_FOUND: The NVRTC library (libnvrtc) could not be loaded. ' +
           `(tried: ${missing('libnvrtc.so.13')})`,
+        remedy: expect.stringMatching(/^Install the NVIDIA driver .*\nInstall NVRTC /) as string,
       },
       stats: 'function',
       // A C++ exception, thrown and caught inside the addon: libstdc++ linked in, the unwinder from libgcc_s.
