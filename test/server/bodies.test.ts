@@ -171,6 +171,36 @@ function parseText(text: string, chunk = 65_536): unknown {
   return result;
 }
 
+describe('JsonScanner past the depth it follows', () => {
+  it('counts deeper levels instead of keeping a frame each, and takes nothing out of them', () => {
+    const long = 'd'.repeat(LONG_STRING_BYTES);
+    // Deep enough to pass the followed depth, with a long name and a long value down there.
+    const deep = `${'{"k":['.repeat(50)}{"${long}":"${long}"}${']}'.repeat(50)}`;
+    expect(parseText(deep)).toEqual(JSON.parse(deep));
+    const { scanner } = scan({}, deep, 65_536);
+    expect(scanner.longStrings).toEqual([]);
+    // A long value after the deep part is still taken out, and a megabyte of '[' is a counter.
+    const after = `[${deep},"${long}"]`;
+    expect(scan({}, after, 65_536).scanner.longStrings).toHaveLength(1);
+    expect(parseText(after)).toEqual(JSON.parse(after));
+    expect(scan({}, '['.repeat(2 ** 20), 65_536).over).toBeUndefined();
+  });
+
+  it('holds 8 MiB of nesting in a few bytes of memory', () => {
+    const gc = (globalThis as { gc?: () => void }).gc;
+    expect(gc, 'the tests run with --expose-gc (vitest.config.mts)').toBeDefined();
+    gc!();
+    const before = process.memoryUsage().heapUsed;
+    const scanner = new JsonScanner(undefined);
+    const chunk = Buffer.alloc(65_536, '[');
+    for (let i = 0; i < 128; i++) scanner.feed(chunk);
+    gc!();
+    const grown = process.memoryUsage().heapUsed - before;
+    expect(scanner.longStrings).toEqual([]);
+    expect(grown, `${(grown / 2 ** 20).toFixed(1)} MiB`).toBeLessThan(16 * 2 ** 20);
+  });
+});
+
 describe('parseBody', () => {
   it('gives what JSON.parse gives, long strings included', () => {
     const long = fc

@@ -305,7 +305,12 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 /** Longer property names are no schema property's: they are not kept. */
 const MAX_KEY_BYTES = 256;
-/** A string value this long (bytes) is a long one: parseJson takes it out of the text before JSON.parse. */
+/**
+ * Nesting followed in full (a frame per level); deeper levels are only counted, so that a body of 64 MiB of '[' costs
+ * a counter, not 64 million frames. Every schema here is far shallower.
+ */
+const MAX_SCAN_DEPTH = 64;
+/** A string value this long (bytes) is a long one: parseBody takes it out of the text before JSON.parse. */
 export const LONG_STRING_BYTES = 64 * 1024;
 
 /**
@@ -333,6 +338,8 @@ export class JsonScanner {
   #stringStart = 0;
   #escaped = false;
   #rootDone = false;
+  /** Levels of nesting past MAX_SCAN_DEPTH: counted, not followed. */
+  #deep = 0;
   /** The long string values (LONG_STRING_BYTES or more), in order. */
   readonly longStrings: StringSpan[] = [];
 
@@ -359,17 +366,24 @@ export class JsonScanner {
             this.#startString(this.#offset + i);
             break;
           case 0x7b: // {
-            this.#stack.push({ array: false, bounds: this.#valueBounds(), key: undefined, expectsKey: true, index: 0 });
+          case 0x5b: {
+            // [
+            if (this.#deep > 0 || this.#stack.length >= MAX_SCAN_DEPTH) {
+              this.#deep++;
+              break;
+            }
+            const array = b === 0x5b;
+            this.#stack.push({ array, bounds: this.#valueBounds(), key: undefined, expectsKey: !array, index: 0 });
             break;
-          case 0x5b: // [
-            this.#stack.push({ array: true, bounds: this.#valueBounds(), key: undefined, expectsKey: false, index: 0 });
-            break;
+          }
           case 0x7d: // }
           case 0x5d: // ]
-            this.#stack.pop();
+            if (this.#deep > 0) this.#deep--;
+            else this.#stack.pop();
             break;
           case 0x2c: {
             // ,
+            if (this.#deep > 0) break;
             const top = this.#stack[this.#stack.length - 1];
             if (top?.array === true) top.index++;
             else if (top !== undefined) top.expectsKey = true;
@@ -405,6 +419,13 @@ export class JsonScanner {
     this.#chars = 0;
     this.#stringStart = start;
     this.#escaped = false;
+    if (this.#deep > 0) {
+      // Past the depth followed, a name and a value look alike: neither is bounded nor taken out as long.
+      this.#isKey = false;
+      this.#maxChars = undefined;
+      this.#stringStart = Number.POSITIVE_INFINITY;
+      return;
+    }
     this.#isKey = top !== undefined && !top.array && top.expectsKey;
     if (this.#isKey) {
       top!.expectsKey = false;
