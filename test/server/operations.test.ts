@@ -89,7 +89,7 @@ describe('--trust-proxy and --metrics-public', () => {
     expect(await signIns(1)).toEqual({ first: 429, second: 403, secure: true });
   });
 
-  it('/metrics: loopback clients or the admin scope; behind a trusted proxy the client decides, not the proxy', async () => {
+  it('/metrics: loopback clients or the admin scope; behind a trusted proxy, the client, not the proxy', async () => {
     const status = async (
       options: { trustProxy?: boolean | number | string[]; metricsPublic?: boolean },
       from: string,
