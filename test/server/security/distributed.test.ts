@@ -174,9 +174,10 @@ describeWithServices('security: the distributed API node', ['redis', 'postgres']
     }
   });
 
-  it('1,000 submissions in a burst, counted in Redis: at most 60 taken, the rest 429 with Retry-After', async () => {
+  // A burst of 200 is past the budget by far; the embedded server takes 1,000 (connections.test.ts).
+  it('a burst of submissions, counted in Redis: at most 60 taken, the rest 429 with Retry-After', async () => {
     const answers: Answer[] = [];
-    for (let i = 0; i < 1000; i += 100) {
+    for (let i = 0; i < 200; i += 100) {
       answers.push(
         ...(await Promise.all(Array.from({ length: 100 }, () => send('POST', '/v1/evaluations', 'bob', body())))),
       );
