@@ -7,7 +7,7 @@
 // are scrubbed before they are freed and the memory pool is trimmed between jobs). The parent times every phase and
 // kills the process group when a deadline passes: this process never times itself out (a kernel that never ends
 // blocks it); only ncu, which it kills itself before the profile deadline so the job keeps its verdict.
-import { Device, Program, contextLostBy, probe } from 'cudakit';
+import { Device, Program, contextLostBy, isArch, probe } from 'cudakit';
 import { PROTOCOL_VERSION, WORKER_ENV } from '../gpu/protocol.js';
 import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
 import { runJob, workerDevice } from './run.js';
@@ -27,7 +27,7 @@ const facts = workerDevice(); // read before any job can lose the context
 
 // A small compile loads NVRTC's builtins, which a job's first compile would otherwise wait for (no context needed).
 // A failure here (no NVRTC, say) is the job's to report, with its own compile.
-if (facts !== undefined) {
+if (facts !== undefined && isArch(facts.arch)) {
   const warmUp = 'extern "C" __global__ void warm_up(float* y) { y[threadIdx.x] = 2.0f * y[threadIdx.x]; }';
   await new Program(warmUp, { name: 'warm-up.cu' }).compileAsync({ arch: facts.arch, cache: false }).catch(() => {});
 }
