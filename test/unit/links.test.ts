@@ -2,7 +2,8 @@
 // Links in the Markdown that ships in the package (README, CHANGELOG, SECURITY, docs/) work from the package as
 // published: a relative link names a file the package ships (package.json "files", or one npm always includes), a
 // link into the repository on GitHub names a file or folder that exists, and every #anchor names a heading of its
-// page. Other web links are not fetched (no network in tests).
+// page. A page of docs/ the package leaves out (deploying.md, the service's) is read in the repository: its relative
+// links need only exist there. Other web links are not fetched (no network in tests).
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, normalize, posix, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -61,6 +62,7 @@ function generatedDocs(): string {
 
 /** Every problem with the links of `page`, as 'page: target: what is wrong'. */
 function problems(page: string, files: readonly string[]): string[] {
+  const inPackage = shipped(page, files);
   const text = readFileSync(join(root, page), 'utf8');
   const out: string[] = [];
   const anchorsOf = (file: string): Set<string> => headingAnchors(readFileSync(join(root, file), 'utf8'));
@@ -88,7 +90,9 @@ function problems(page: string, files: readonly string[]): string[] {
       fail('points outside the package');
       continue;
     }
-    if (!shipped(file, files)) fail('not in the package (package.json "files"); link to it on GitHub instead');
+    if (inPackage && !shipped(file, files)) {
+      fail('not in the package (package.json "files"); link to it on GitHub instead');
+    }
     if (file.startsWith(`${generatedDocs()}/`)) continue; // generated at pack time
     if (!existsSync(join(root, file))) fail('no such file');
     else if (anchor !== undefined && file.endsWith('.md') && !anchorsOf(file).has(anchor)) fail('no such heading');
@@ -108,6 +112,12 @@ describe('links in the shipped Markdown', () => {
 
   it('checks README, CHANGELOG, SECURITY and docs/', () => {
     expect(PAGES).toEqual(expect.arrayContaining(['README.md', 'CHANGELOG.md', 'SECURITY.md', 'docs/errors.md']));
+  });
+
+  it('holds a shipped page to the package, a page left out to the repository', () => {
+    const { files } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as PackageJson;
+    expect(shipped('docs/errors.md', files)).toBe(true);
+    expect(shipped('docs/deploying.md', files)).toBe(false);
   });
 
   it('finds no broken link: relative ones ship, repository ones exist, anchors name headings', () => {

@@ -211,7 +211,7 @@ describe('npm package', () => {
     expect(packed).not.toContain('docs/deploying.md');
   });
 
-  it("packs a package.json with the install script alone, no clone's fields, and leaves the working copy as it was", () => {
+  it("packs a package.json with the install script alone, no clone's fields; the working copy stays as it was", () => {
     const manifest = JSON.parse(readFileSync(join(unpacked, 'package.json'), 'utf8')) as Record<string, unknown>;
     expect(manifest.scripts).toEqual({ install: 'node scripts/install.mjs' }); // no prepare, build, test ...
     for (const field of ['devDependencies', 'workspaces']) expect(manifest).not.toHaveProperty(field);
