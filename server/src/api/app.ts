@@ -37,6 +37,7 @@ import { LOCAL_PRINCIPAL, type Principal, type Scope, type TokenEntry, TokenVeri
 import { mcpRoutes } from './mcp.js';
 import { nativeRoutes } from './native.js';
 import { opsRoutes } from './ops.js';
+import { CountingStore } from './rate-store.js';
 import { seedRoutes, type SeedDeps } from './seed.js';
 
 /** What a route asks of its caller: a scope, nothing ('open'), or loopback or the admin scope ('metrics'). */
@@ -173,7 +174,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(rateLimit, {
     global: false,
     ...(deps.rateLimitRedis === undefined
-      ? {}
+      ? { store: CountingStore }
       : // A Redis outage lets submissions through rather than failing them: the queue caps still hold.
         { redis: deps.rateLimitRedis, nameSpace: 'cudakit-rate:', skipOnError: true }),
     errorResponseBuilder: (_request, context) =>
