@@ -303,7 +303,10 @@ export class EvalService {
       await this.pool.recheck();
     }
     const reason = this.pool.unavailableReason;
-    if (reason !== undefined) throw new ServiceError(503, 'NO_GPU', `No GPU to run evaluations on: ${reason}`, 60);
+    if (reason !== undefined) {
+      const message = `No GPU to run evaluations on: ${reason}`;
+      throw new ServiceError(503, 'NO_GPU', message, this.pool.unavailableRetryAfterSeconds);
+    }
     if (!this.pool.serves(options.gpu)) {
       const known = new Set(this.pool.slots().flatMap((s) => s.classes));
       if (!known.has(options.gpu)) {

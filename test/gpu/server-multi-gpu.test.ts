@@ -101,6 +101,9 @@ class RecordingPool implements GpuPool {
   get unavailableReason(): string | undefined {
     return this.local.unavailableReason;
   }
+  get unavailableRetryAfterSeconds(): number | undefined {
+    return this.local.unavailableRetryAfterSeconds;
+  }
   start(): Promise<void> {
     return this.local.start();
   }

@@ -37,6 +37,8 @@ function fakeRegistry() {
   const registry = {
     reads: 0,
     register: () => (entries = [agent(0)]),
+    /** A Redis restart without persistence: the registry is empty until the agents announce again. */
+    empty: () => (entries = []),
     bus: {
       agents: async () => {
         registry.reads++;
@@ -71,6 +73,31 @@ describe('ClusterPool.recheck', () => {
     nowMs += 200;
     await pool.recheck();
     expect(registry.reads).toBe(readsBefore + 2);
+    await pool.stop();
+  });
+});
+
+describe('ClusterPool.unavailableRetryAfterSeconds', () => {
+  it('asks for a retry in seconds while agents seen a moment ago re-announce, in a minute once none was for long', async () => {
+    let nowMs = 1000;
+    const registry = fakeRegistry();
+    const pool = new ClusterPool({ bus: registry.bus, refreshMs: 60_000, now: () => nowMs });
+    await pool.start();
+    // No agent ever: a person must start one.
+    expect(pool.unavailableRetryAfterSeconds).toBe(60);
+    registry.register();
+    await pool.refresh();
+    expect(pool.unavailableReason).toBeUndefined();
+    // Redis restarted: the registry is empty for a moment, and the agents are back within their next announcement.
+    registry.empty();
+    nowMs += 1500;
+    await pool.refresh();
+    expect(pool.unavailableReason).toBe('no GPU agent is connected');
+    expect(pool.unavailableRetryAfterSeconds).toBe(2);
+    // A minute on, none came back: they are gone.
+    nowMs += 60_000;
+    await pool.refresh();
+    expect(pool.unavailableRetryAfterSeconds).toBe(60);
     await pool.stop();
   });
 });

@@ -211,6 +211,15 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
     // Submissions while Redis is down are stored and answered 202: the reconciler queues them once it is back.
     for (let i = 0; i < 5; i++) accepted.push(await submit(api, 'fake:pass:100ms'));
     await redis.restart();
+    // Right after the restart the registry is empty until the agents announce again (every second): a submission is
+    // taken, or refused for a few seconds, never for a minute.
+    const early = await sendJson(api, 'POST', '/v1/evaluations', fakeBody('fake:pass:100ms'));
+    if (early.status === 202) accepted.push((early.body as { id: string }).id);
+    else {
+      expect(early.status, JSON.stringify(early.body)).toBe(503);
+      expect(Number(early.headers.get('retry-after'))).toBeLessThanOrEqual(5);
+    }
+    await c.gpusSeen(api, 8);
     for (let i = 0; i < 5; i++) accepted.push(await submit(api, 'fake:pass:100ms'));
 
     for (const id of accepted) {

@@ -141,6 +141,8 @@ export class FakePool implements GpuPool {
   /** Leases of a busy slot, or runs on a slot already running: must stay empty. */
   readonly violations: string[] = [];
   unavailableReason: string | undefined;
+  /** Without a GPU, as a host without a driver: no Retry-After (an API node's pool gives one: set it). */
+  unavailableRetryAfterSeconds: number | undefined = undefined;
   /** A test's own recheck (GpuPool.recheck), when it plays a pool whose view lags. */
   recheck?: () => Promise<void>;
   script: (job: EvalJob, id: string) => FakeScript = scriptByName;

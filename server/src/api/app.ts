@@ -383,9 +383,8 @@ export function errorBodyOf(error: unknown): ErrorBody {
 function isRefusal(error: unknown, statusCode: number): boolean {
   if (statusCode === 429) return true;
   if (statusCode !== 503) return false;
-  return (
-    (error instanceof ServiceError && error.retryAfterSeconds !== undefined) || error instanceof StoreUnavailableError
-  );
+  // A 503 the service decided on (no GPU, a full queue, a store away), with or without a time to come back.
+  return error instanceof ServiceError || error instanceof StoreUnavailableError;
 }
 
 /** The log record of a refusal: warn, what the client was told, without a stack. */

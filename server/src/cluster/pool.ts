@@ -16,6 +16,13 @@ export interface ClusterPoolOptions {
   now?: () => number;
 }
 
+/** A GPU seen this recently is taken to be re-announcing, not gone. */
+const RECENT_GPU_MS = 60_000;
+/** Retry-After while agents re-announce: twice their announcement period. */
+const REANNOUNCE_RETRY_SECONDS = 2;
+/** Retry-After when no agent has had a GPU for a while. */
+const ABSENT_RETRY_SECONDS = 60;
+
 export class ClusterPool implements GpuPool {
   readonly #o: ClusterPoolOptions;
   #agents: AgentEntry[] = [];
@@ -23,6 +30,8 @@ export class ClusterPool implements GpuPool {
   /** Why the registry could not be read (Redis down), if it could not. */
   #readError: string | undefined;
   #started: Promise<void> | undefined;
+  /** When the registry last showed an agent with a GPU. */
+  #gpuSeenAtMs = -Infinity;
   /** The registry read in flight, which concurrent rechecks share, and when the last one ended. */
   #recheck: Promise<void> | undefined;
   #recheckedAtMs = -Infinity;
@@ -46,6 +55,7 @@ export class ClusterPool implements GpuPool {
     try {
       this.#agents = await this.#o.bus.agents(now(), this.#o.staleMs ?? 10_000);
       this.#readError = undefined;
+      if (this.#agents.some((a) => a.slots.length > 0)) this.#gpuSeenAtMs = now();
     } catch (e) {
       // The last registry read stays: a Redis outage does not make the GPUs vanish from /v1/gpus.
       this.#readError = (e as Error).message;
@@ -65,6 +75,16 @@ export class ClusterPool implements GpuPool {
       this.#recheck = undefined;
     });
     return this.#recheck;
+  }
+
+  /**
+   * Agents re-announce every second: right after a Redis restart (which empties the registry), or while Redis cannot be
+   * read, GPUs seen a moment ago are back within seconds. Where none was seen for a while, a person must start one.
+   */
+  get unavailableRetryAfterSeconds(): number {
+    const now = this.#o.now ?? Date.now;
+    const recently = now() - this.#gpuSeenAtMs < RECENT_GPU_MS;
+    return recently || this.#readError !== undefined ? REANNOUNCE_RETRY_SECONDS : ABSENT_RETRY_SECONDS;
   }
 
   get unavailableReason(): string | undefined {

@@ -154,6 +154,11 @@ export class LocalGpuPool implements GpuPool {
     this.#o = options;
   }
 
+  /** The probe found no GPU here: no wait brings one (it takes an operator and a restart). */
+  get unavailableRetryAfterSeconds(): undefined {
+    return undefined;
+  }
+
   get unavailableReason(): string | undefined {
     return this.#unavailableReason;
   }

@@ -74,6 +74,11 @@ export interface GpuPool {
   start(): Promise<void>;
   /** Why there is no GPU, when the probe found none (the service still starts and answers 503 to submissions). */
   readonly unavailableReason: string | undefined;
+  /**
+   * While there is no GPU: how long a client should wait before it submits again (Retry-After), or undefined when
+   * waiting will not bring one (a host without a driver or a GPU: it takes an operator).
+   */
+  readonly unavailableRetryAfterSeconds: number | undefined;
   slots(): SlotInfo[];
   /** Leases an idle slot that serves `gpuClass`, or undefined when none is idle now. */
   lease(gpuClass: string): SlotLease | undefined;
