@@ -4,9 +4,9 @@
 // to it; the admin routes refuse a submit token; a token anywhere but the Authorization header counts for nothing;
 // and tokens are compared as fixed-length digests, every entry each time. Each answer is checked for its status and
 // for leaks (no path of this host, no stack trace); after each row the server still runs a correct job.
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { TokenVerifier, parseTokens, tokenDigest } from '../../../server/src/api/auth.js';
-import { closeApps, keepApp, type Harness } from '../app-harness.js';
+import type { Harness } from '../app-harness.js';
 import { settled } from '../helpers.js';
 import {
   CHECKER,
@@ -14,12 +14,11 @@ import {
   auth,
   body,
   evaluateBody,
-  expectAlive,
   expectAnswer,
   expectError,
   mcpCall,
   mcpResult,
-  securityHarness,
+  sharedHarness,
   seedPost,
   submit,
   writer,
@@ -39,18 +38,7 @@ vi.mock('node:crypto', async (importOriginal) => {
 });
 
 let h: Harness;
-beforeAll(async () => {
-  h = await securityHarness();
-  keepApp(h);
-});
-afterAll(async () => {
-  h.service.close();
-  await h.app.close();
-});
-afterEach(async () => {
-  await expectAlive(h);
-  await closeApps();
-});
+sharedHarness((x) => (h = x));
 
 /** An address that is not loopback: /metrics is open to loopback, and must be asked for from elsewhere. */
 const REMOTE = { remoteAddress: '203.0.113.7' };

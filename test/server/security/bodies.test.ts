@@ -9,37 +9,28 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateSync, gzipSync } from 'node:zlib';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ProblemRegistry } from '../../../server/src/problems.js';
-import { closeApps, keepApp, type Harness } from '../app-harness.js';
+import type { Harness } from '../app-harness.js';
 import { settled } from '../helpers.js';
 import {
   auth,
   body,
   evaluateBody,
-  expectAlive,
   expectAnswer,
   expectError,
   mcpCall,
   mcpResult,
   securityHarness,
+  sharedHarness,
   seedPost,
   submit,
 } from './helpers.js';
 
 let h: Harness;
 const own: Harness[] = [];
-beforeAll(async () => {
-  h = await securityHarness();
-  keepApp(h);
-});
-afterAll(async () => {
-  h.service.close();
-  await h.app.close();
-});
-afterEach(async () => {
-  for (const x of [h, ...own.splice(0)]) await expectAlive(x);
-  await closeApps();
+sharedHarness((x) => (h = x), own);
+afterEach(() => {
   // No body, however hostile, reached Object.prototype.
   expect(Object.keys(Object.prototype)).toEqual([]);
 });

@@ -6,36 +6,23 @@
 // POST /v1/evaluations, the compatible POST /evaluate and the MCP tools; what a worker does with what gets past it
 // is host-files.nvrtc.test.ts's and containment.test.ts's. Each answer is checked for its status and for leaks; after
 // each row the server still runs a correct job.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { closeApps, keepApp, type Harness } from '../app-harness.js';
+import { describe, expect, it } from 'vitest';
+import type { Harness } from '../app-harness.js';
 import { settled } from '../helpers.js';
 import {
-  auth,
   body,
   evaluateBody,
-  expectAlive,
   expectAnswer,
   expectError,
   mcpCall,
   mcpResult,
-  securityHarness,
+  sharedHarness,
   seedPost,
   submit,
 } from './helpers.js';
 
 let h: Harness;
-beforeAll(async () => {
-  h = await securityHarness();
-  keepApp(h);
-});
-afterAll(async () => {
-  h.service.close();
-  await h.app.close();
-});
-afterEach(async () => {
-  await expectAlive(h);
-  await closeApps();
-});
+sharedHarness((x) => (h = x));
 
 const KERNEL = String(body().source);
 const withLine = (line: string): string => `${line}\n${KERNEL}`;

@@ -4,9 +4,9 @@
 // (the job, its report, the GPUs, the query) stays text; and next= never sends a browser to another site. Each
 // answer is checked for its status and for leaks; after each row the server still runs a correct job.
 import type { EvalReport } from 'cudakit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../../server/src/api/app.js';
-import { closeApps, keepApp, type Harness } from '../app-harness.js';
+import type { Harness } from '../app-harness.js';
 import { H200, fakeGpus, failedReport, passedReport, scriptByName } from '../fake-pool.js';
 import { settled } from '../helpers.js';
 import {
@@ -14,28 +14,16 @@ import {
   auth,
   body,
   evaluateBody,
-  expectAlive,
   expectAnswer,
   securityHarness,
-  seedPost,
+  sharedHarness,
   submit,
 } from './helpers.js';
 
 let h: Harness;
 /** Harnesses a row made for itself: each must be alive after it too. */
 const own: Harness[] = [];
-beforeAll(async () => {
-  h = await securityHarness();
-  keepApp(h);
-});
-afterAll(async () => {
-  h.service.close();
-  await h.app.close();
-});
-afterEach(async () => {
-  for (const x of [h, ...own.splice(0)]) await expectAlive(x);
-  await closeApps();
-});
+sharedHarness((x) => (h = x), own);
 
 const HTML = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' };
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };

@@ -5,9 +5,9 @@
 // routes' and MCP's shapes.
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { parseTokens, tokenDigest } from '../../../server/src/api/auth.js';
-import { TOKENS, auth, harness, type Harness } from '../app-harness.js';
+import { TOKENS, auth, closeApps, harness, keepApp, type Harness } from '../app-harness.js';
 import { fakeGpus } from '../fake-pool.js';
 import { body, settled } from '../helpers.js';
 
@@ -182,3 +182,24 @@ export function mcpResult(res: Answer): { isError: boolean; text: string } {
 
 /** The correct job's body, once more, for rows that submit it themselves. */
 export { body };
+
+/**
+ * One app for all of a file's tests (`set` gets it before them; closed after them), and after each test that app and
+ * those a row made for itself (`own`, emptied) still answer and run a correct job.
+ */
+export function sharedHarness(set: (h: Harness) => void, own: Harness[] = []): void {
+  let shared: Harness | undefined;
+  beforeAll(async () => {
+    shared = await securityHarness();
+    keepApp(shared);
+    set(shared);
+  });
+  afterAll(async () => {
+    shared?.service.close();
+    await shared?.app.close();
+  });
+  afterEach(async () => {
+    for (const x of [shared!, ...own.splice(0)]) await expectAlive(x);
+    await closeApps();
+  });
+}
