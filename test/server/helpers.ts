@@ -60,3 +60,23 @@ export async function settled(service: EvalService, id: string, timeoutMs = 5000
   );
   return (await service.get(id))!;
 }
+
+/** A small valid body of the compatible POST /evaluate: y = 1 over 32 floats; `kernel` replaces its fields. */
+export function evaluateBody(extra: Record<string, unknown> = {}, kernel: Record<string, unknown> = {}) {
+  return {
+    kernel: {
+      source_code: '__global__ void fill(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 1.0f; }',
+      kernel_type: 'cuda',
+      io: {
+        args: [
+          { name: 'y', type: 'tensor', role: 'output', tensor_spec: { shape: [32], dtype: 'float32' } },
+          { name: 'n', type: 'int', value: 32 },
+        ],
+        launch: { grid: { x: 1 }, block: { x: 32 } },
+      },
+      metadata: { kernel_name: 'fill' },
+      ...kernel,
+    },
+    ...extra,
+  };
+}

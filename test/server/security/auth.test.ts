@@ -7,13 +7,12 @@
 import { describe, expect, it, vi } from 'vitest';
 import { TokenVerifier, parseTokens, tokenDigest } from '../../../server/src/api/auth.js';
 import type { Harness } from '../app-harness.js';
-import { settled } from '../helpers.js';
+import { evaluateBody, settled } from '../helpers.js';
 import {
   CHECKER,
   SECURITY_TOKENS,
   auth,
   body,
-  evaluateBody,
   expectAnswer,
   expectError,
   mcpCall,

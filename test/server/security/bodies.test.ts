@@ -12,11 +12,10 @@ import { deflateSync, gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProblemRegistry } from '../../../server/src/problems.js';
 import type { Harness } from '../app-harness.js';
-import { settled } from '../helpers.js';
+import { evaluateBody, settled } from '../helpers.js';
 import {
   auth,
   body,
-  evaluateBody,
   expectAnswer,
   expectError,
   mcpCall,
@@ -314,7 +313,7 @@ describe('security: request bodies', () => {
     expect(h.pool.runs.length).toBe(runs);
     // The compatible route's numbers.
     const seed = (kernel: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-      JSON.stringify(evaluateBody(kernel, extra));
+      JSON.stringify(evaluateBody(extra, kernel));
     const io = evaluateBody().kernel.io;
     const compat: Array<[string, string, string[]]> = [
       ['num_trials', seed({}, { num_trials: 'NUMBER' }), ALL],
@@ -370,7 +369,7 @@ describe('security: request bodies', () => {
       role: 'input',
       tensor_spec: { shape: [1], dtype: 'float32' },
     }));
-    const request = evaluateBody({ io: { ...evaluateBody().kernel.io, args: tensors } });
+    const request = evaluateBody({}, { io: { ...evaluateBody().kernel.io, args: tensors } });
     expectAnswer(await seedPost(h, '/evaluate', request), 400, '/evaluate io.args');
     const mcp = await mcpCall(h, 'evaluate_kernel', request);
     expectAnswer(mcp, 200, 'MCP');
@@ -396,8 +395,8 @@ describe('security: request bodies', () => {
     ] as const) {
       expectAnswer(await submit(h, payload), 400, what);
     }
-    expectAnswer(await seedPost(h, '/evaluate', evaluateBody({ source_code: huge })), 400, '/evaluate');
-    const mcp = await mcpCall(h, 'evaluate_kernel', evaluateBody({ source_code: large }));
+    expectAnswer(await seedPost(h, '/evaluate', evaluateBody({}, { source_code: huge })), 400, '/evaluate');
+    const mcp = await mcpCall(h, 'evaluate_kernel', evaluateBody({}, { source_code: large }));
     expectAnswer(mcp, 200, 'MCP');
     expect(mcpResult(mcp).isError).toBe(true);
   });

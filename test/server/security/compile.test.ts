@@ -8,18 +8,8 @@
 // each row the server still runs a correct job.
 import { describe, expect, it } from 'vitest';
 import type { Harness } from '../app-harness.js';
-import { settled } from '../helpers.js';
-import {
-  body,
-  evaluateBody,
-  expectAnswer,
-  expectError,
-  mcpCall,
-  mcpResult,
-  sharedHarness,
-  seedPost,
-  submit,
-} from './helpers.js';
+import { evaluateBody, settled } from '../helpers.js';
+import { body, expectAnswer, expectError, mcpCall, mcpResult, sharedHarness, seedPost, submit } from './helpers.js';
 
 let h: Harness;
 sharedHarness((x) => (h = x));
@@ -117,7 +107,7 @@ describe('security: what a job asks of the compiler and the GPU', () => {
       ['2^40 bytes', { grid: { x: 1 }, block: { x: 32 }, shared_mem_bytes: 2 ** 40 }, 'launch -> shared_mem_bytes'],
     ];
     for (const [what, launch, field] of seed) {
-      await refusedElsewhere(evaluateBody({ io: { ...io, launch } }), `kernel -> io -> ${field}`, what);
+      await refusedElsewhere(evaluateBody({}, { io: { ...io, launch } }), `kernel -> io -> ${field}`, what);
     }
     // At the limits, a job runs.
     await taken(
@@ -168,14 +158,14 @@ describe('security: what a job asks of the compiler and the GPU', () => {
       await refused(payload, path, where);
     }
     // The compatible routes and MCP: the same check, in their words.
-    await refusedElsewhere(evaluateBody({ source_code: withLine(line) }), 'kernel -> source_code', 'source_code');
+    await refusedElsewhere(evaluateBody({}, { source_code: withLine(line) }), 'kernel -> source_code', 'source_code');
     await refusedElsewhere(
-      evaluateBody({ metadata: { kernel_name: smuggled } }),
+      evaluateBody({}, { metadata: { kernel_name: smuggled } }),
       'kernel -> metadata -> kernel_name',
       'kernel_name',
     );
     await refusedElsewhere(
-      evaluateBody({ metadata: { kernel_name: 'fill', name_expressions: [smuggled] } }),
+      evaluateBody({}, { metadata: { kernel_name: 'fill', name_expressions: [smuggled] } }),
       'kernel -> metadata -> name_expressions',
       'name_expressions',
     );
@@ -206,7 +196,7 @@ describe('security: what a job asks of the compiler and the GPU', () => {
       await refused(body('pass', { headers: { 'a.h': line } }), "body.headers['a.h']", `${what} in a header`);
     }
     await refusedElsewhere(
-      evaluateBody({ source_code: withLine('#embed "/etc/passwd"') }),
+      evaluateBody({}, { source_code: withLine('#embed "/etc/passwd"') }),
       'kernel -> source_code',
       '#embed',
     );
@@ -272,7 +262,7 @@ describe('security: what a job asks of the compiler and the GPU', () => {
       expect(h.pool.runs.length).toBe(runs);
     }
     await refusedElsewhere(
-      evaluateBody({ metadata: { kernel_name: 'fill', compiler_options: ['--pre-include=/etc/passwd'] } }),
+      evaluateBody({}, { metadata: { kernel_name: 'fill', compiler_options: ['--pre-include=/etc/passwd'] } }),
       'kernel -> metadata -> compiler_options',
       'compiler_options',
     );
@@ -328,13 +318,13 @@ describe('security: what a job asks of the compiler and the GPU', () => {
       ['data { file }', tensor({ data: { file: '/etc/passwd' } })],
       ['init kind file', tensor({ init: { kind: 'file', path: '/etc/passwd' } })],
     ] as const) {
-      const res = await seedPost(h, '/evaluate', evaluateBody(kernel));
+      const res = await seedPost(h, '/evaluate', evaluateBody({}, kernel));
       expectAnswer(res, 400, `/evaluate ${what}`);
     }
     const expected = await seedPost(
       h,
       '/evaluate',
-      evaluateBody({}, { cudakit: { expected: { y: { file: '/etc/passwd' } } } }),
+      evaluateBody({ cudakit: { expected: { y: { file: '/etc/passwd' } } } }),
     );
     expectAnswer(expected, 400, '/evaluate cudakit.expected { file }');
     // A source's name is what reports call it: the worker gives NVRTC a bare name of its own.

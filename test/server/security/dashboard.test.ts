@@ -8,17 +8,8 @@ import { describe, expect, it } from 'vitest';
 import type { App } from '../../../server/src/api/app.js';
 import type { Harness } from '../app-harness.js';
 import { H200, fakeGpus, failedReport, passedReport, scriptByName } from '../fake-pool.js';
-import { settled } from '../helpers.js';
-import {
-  type Answer,
-  auth,
-  body,
-  evaluateBody,
-  expectAnswer,
-  securityHarness,
-  sharedHarness,
-  submit,
-} from './helpers.js';
+import { evaluateBody, settled } from '../helpers.js';
+import { type Answer, auth, body, expectAnswer, securityHarness, sharedHarness, submit } from './helpers.js';
 
 let h: Harness;
 /** Harnesses a row made for itself: each must be alive after it too. */

@@ -113,26 +113,6 @@ export function submit(h: Harness, payload: unknown, headers: Record<string, str
   });
 }
 
-/** A small valid request of the compatible POST /evaluate: y = 1 over 32 floats; `kernel` replaces its fields. */
-export function evaluateBody(kernel: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
-  return {
-    kernel: {
-      source_code: '__global__ void fill(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 1.0f; }',
-      kernel_type: 'cuda',
-      io: {
-        args: [
-          { name: 'y', type: 'tensor', role: 'output', tensor_spec: { shape: [32], dtype: 'float32' } },
-          { name: 'n', type: 'int', value: 32 },
-        ],
-        launch: { grid: { x: 1 }, block: { x: 32 } },
-      },
-      metadata: { kernel_name: 'fill' },
-      ...kernel,
-    },
-    ...extra,
-  };
-}
-
 /** A compatible POST (/evaluate, /compare, /) as `who`. */
 export function seedPost(h: Harness, url: string, payload: unknown, headers: Record<string, string> = auth('alice')) {
   return h.app.inject({
