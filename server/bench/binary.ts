@@ -74,7 +74,9 @@ function startListening(options: StartOptions, timeoutMs: number): Promise<Serve
   const script = main === 'source' ? ['--import', 'tsx', MAIN_SOURCE] : [main];
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...script, ...options.args], {
     cwd: ROOT,
-    env: { ...process.env, ...options.env },
+    // Workers run as this process's user unless a test says otherwise: a fake worker built into a private temporary
+    // folder cannot be read by the user a root server would choose (security/containment.test.ts tests that one).
+    env: { ...process.env, CUDAKIT_SERVER_WORKER_USER: String(process.getuid?.() ?? ''), ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

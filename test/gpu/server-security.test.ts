@@ -28,7 +28,12 @@ describeGpu('security: the service reads no host file, on a GPU', () => {
     writeFileSync(join(ROOT, SENTINEL), `#error ${SECRET}\n`); // the server's working folder
     server = await startServer({
       args: ['--port', '0', '--data-dir', dataDir, '--gpus', '0', '--log-level', 'warn'],
-      env: { CUDAKIT_SERVER_WORKER: 'real', CUDAKIT_SERVER_TEST_SECRET: SECRET, DATABASE_URL: `pg://${SECRET}` },
+      env: {
+        CUDAKIT_SERVER_WORKER: 'real',
+        CUDAKIT_SERVER_WORKER_USER: '', // the command line's default: as root, nobody
+        CUDAKIT_SERVER_TEST_SECRET: SECRET,
+        DATABASE_URL: `pg://${SECRET}`,
+      },
       startTimeoutMs: 90_000,
     });
   }, 120_000);

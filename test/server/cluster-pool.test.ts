@@ -78,7 +78,7 @@ describe('ClusterPool.recheck', () => {
 });
 
 describe('ClusterPool.unavailableRetryAfterSeconds', () => {
-  it('asks for a retry in seconds while agents seen a moment ago re-announce, in a minute once none was for long', async () => {
+  it('asks for a retry in seconds while agents seen a moment ago re-announce, else in a minute', async () => {
     let nowMs = 1000;
     const registry = fakeRegistry();
     const pool = new ClusterPool({ bus: registry.bus, refreshMs: 60_000, now: () => nowMs });

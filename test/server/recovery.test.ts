@@ -54,8 +54,6 @@ function setup(gpus: number): Setup {
         CUDAKIT_SERVER_WORKER: worker,
         CUDAKIT_FAKE_GPUS: String(gpus),
         CUDAKIT_FAKE_LOG: fakeLog,
-        // The worker script and its log are in this test's own folder: the workers run as the test's user.
-        CUDAKIT_SERVER_WORKER_USER: String(process.getuid?.() ?? ''),
         CUDAKIT_SERVER_LOG_LEVEL: 'warn',
       },
     });

@@ -33,8 +33,6 @@ beforeAll(async () => {
     env: {
       CUDAKIT_SERVER_WORKER: buildFakeWorker(join(dir, 'worker')),
       CUDAKIT_FAKE_GPUS: '2',
-      // The fake worker is in this test's folder: it runs as the test's user.
-      CUDAKIT_SERVER_WORKER_USER: String(process.getuid?.() ?? ''),
       CUDAKIT_SERVER_LOG_LEVEL: 'warn',
     },
   });
