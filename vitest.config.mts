@@ -1,6 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
 const TIERS = 'test/tiers.ts';
+/** The files that take over a minute on 2 cores (`npm run test:load`): load, the distributed mode, the package. */
+const LONG = [
+  'test/server/load.test.ts',
+  'test/server/distributed-load.test.ts',
+  'test/server/distributed.test.ts',
+  'test/unit/package.test.ts',
+];
 
 export default defineConfig({
   test: {
@@ -8,7 +15,10 @@ export default defineConfig({
     execArgv: ['--expose-gc'],
     // The nvrtc and gpu tiers print one line each when they skip, and why (test/tiers.ts).
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], exclude: ['test/unit/package.test.ts'] },
+      },
       {
         extends: true,
         test: {
@@ -35,21 +45,18 @@ export default defineConfig({
         test: {
           name: 'server',
           include: ['test/server/**/*.test.ts'],
-          exclude: [
-            'test/server/load.test.ts',
-            'test/server/distributed-load.test.ts',
-            'test/server/**/*.nvrtc.test.ts',
-          ],
+          exclude: [...LONG, 'test/server/**/*.nvrtc.test.ts'],
           testTimeout: 60_000,
         },
       },
-      // The load tests last and alone, one after the other: they measure what 2 cores do under 64 clients, so nothing else may share them
-      // (the package test's two parallel prebuild compiles once stretched it past its limits).
+      // `npm run test:load`, not `npm test`: the files over a minute on 2 cores, one after the other. The load tests
+      // measure what 2 cores do under 64 clients, so nothing else may share them (the package test's two parallel
+      // prebuild compiles once stretched them past their limits).
       {
         extends: true,
         test: {
           name: 'load',
-          include: ['test/server/load.test.ts', 'test/server/distributed-load.test.ts'],
+          include: LONG,
           fileParallelism: false,
           testTimeout: 60_000,
           sequence: { groupOrder: 1 },
