@@ -4,7 +4,7 @@
 // database URL or a token, are not in it), and, when the service runs as root, as an unprivileged user. NVRTC itself
 // searches no folder but the toolkit's (lib/eval/source.ts); this is the layer under that one.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultCacheDir } from 'cudakit';
@@ -68,8 +68,12 @@ export function workerEnv(
   return env;
 }
 
-/** Makes a worker's private folder under `c.rootDir`: empty, mode 0700, its user's. */
+/**
+ * Makes a worker's private folder under `c.rootDir`: empty, mode 0700, its user's. A root folder that went away (a
+ * cleaner of the temporary folder, on a server up for weeks) is made again first, with its compile cache.
+ */
 export function makeWorkerDir(c: Containment): string {
+  if (!existsSync(c.rootDir)) makeRootDir(c);
   const dir = mkdtempSync(join(c.rootDir, 'worker-'));
   chmodSync(dir, 0o700);
   if (c.user !== undefined) chownSync(dir, c.user.uid, c.user.gid);
@@ -133,15 +137,22 @@ export function defaultContainment(): Containment {
  */
 export function makeContainment(o: { user: WorkerUser | undefined; cacheDir: string | undefined }): Containment {
   const rootDir = mkdtempSync(join(tmpdir(), 'cudakit-workers-'));
-  chmodSync(rootDir, o.user === undefined ? 0o700 : 0o711);
   process.once('exit', () => removeWorkerDir(rootDir));
-  let cacheDir = o.cacheDir;
-  if (cacheDir === undefined && o.user !== undefined) {
-    cacheDir = join(rootDir, 'compile-cache');
-    mkdirSync(cacheDir, { mode: 0o700 });
-    chownSync(cacheDir, o.user.uid, o.user.gid);
+  // Another user's compile cache cannot be the service user's: it is the root folder's.
+  const ownCache = o.cacheDir === undefined && o.user !== undefined ? join(rootDir, 'compile-cache') : undefined;
+  const c = { rootDir, cacheDir: o.cacheDir ?? ownCache ?? defaultCacheDir(), user: o.user };
+  makeRootDir(c);
+  return c;
+}
+
+/** The root folder (0711 with another user: its workers reach their own folders, list nothing) and its cache. */
+function makeRootDir(c: Containment): void {
+  mkdirSync(c.rootDir, { recursive: true });
+  chmodSync(c.rootDir, c.user === undefined ? 0o700 : 0o711);
+  if (c.user !== undefined && c.cacheDir === join(c.rootDir, 'compile-cache')) {
+    mkdirSync(c.cacheDir, { recursive: true, mode: 0o700 });
+    chownSync(c.cacheDir, c.user.uid, c.user.gid);
   }
-  return { rootDir, cacheDir: cacheDir ?? defaultCacheDir(), user: o.user };
 }
 
 /**

@@ -4,7 +4,7 @@
 // gone once it has exited), an environment without the service's secrets, and, with the service as root, another
 // user that cannot list its siblings' folders.
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import {
   type Containment,
   WORKER_ENV_ALLOWED,
   makeContainment,
+  makeWorkerDir,
   resolveWorkerUser,
   runsAsRoot,
   serviceContainment,
@@ -133,6 +134,16 @@ describe('security: a worker reaches no more of the host than its job needs', ()
     expect(facts.groups.filter((g) => g !== nobody.gid)).toEqual([]); // root's groups are dropped too
     expect(facts.parentEntries).toBe('EACCES'); // other workers' folders cannot be listed
     expect(facts.env.CUDAKIT_CACHE_DIR).toBe(join(containment.rootDir, 'compile-cache'));
+  });
+
+  it('makes its root folder again when a cleaner of the temporary folder removed it', () => {
+    const containment = makeContainment({ user: undefined, cacheDir: join(tmpdir(), 'cudakit-test-cache') });
+    made.push(containment);
+    rmSync(containment.rootDir, { recursive: true, force: true });
+    const dir = makeWorkerDir(containment);
+    expect(dir.startsWith(`${containment.rootDir}/`)).toBe(true);
+    expect(statSync(containment.rootDir).mode & 0o777).toBe(0o700);
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
   });
 
   it('refuses a worker user it cannot give: unknown, or another user without root', () => {
