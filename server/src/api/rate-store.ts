@@ -22,8 +22,7 @@ export class CountingStore implements FastifyRateLimitStore {
     timeWindowMs: number,
   ): void {
     const nowMs = Date.now();
-    let w = this.#windows.get(key);
-    if (w === undefined || w.startMs + timeWindowMs <= nowMs) w = { count: 0, startMs: nowMs };
+    const w = this.#live(key, timeWindowMs, nowMs) ?? { count: 0, startMs: nowMs };
     w.count++;
     this.#windows.delete(key); // most recently counted last
     this.#windows.set(key, w);
@@ -37,9 +36,17 @@ export class CountingStore implements FastifyRateLimitStore {
     timeWindowMs: number,
   ): void {
     const nowMs = Date.now();
+    const w = this.#live(key, timeWindowMs, nowMs);
+    callback(
+      null,
+      w === undefined ? { current: 0, ttl: 0 } : { current: w.count, ttl: w.startMs + timeWindowMs - nowMs },
+    );
+  }
+
+  /** The key's window while it lasts, else undefined. */
+  #live(key: string, timeWindowMs: number, nowMs: number): Window | undefined {
     const w = this.#windows.get(key);
-    if (w === undefined || w.startMs + timeWindowMs <= nowMs) return callback(null, { current: 0, ttl: 0 });
-    callback(null, { current: w.count, ttl: w.startMs + timeWindowMs - nowMs });
+    return w !== undefined && w.startMs + timeWindowMs > nowMs ? w : undefined;
   }
 
   /** A budget of its own (app.rateLimit() makes one for the submission budget). */

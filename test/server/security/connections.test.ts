@@ -81,17 +81,23 @@ function open(): Promise<Socket> {
   });
 }
 
-/** What a raw socket receives once the server ends its answer or closes (bounded by `until`'s wait). */
-async function exchange(text: string | Buffer): Promise<string> {
+/** A raw socket and what it has received so far; a write failing once the server closed it is ignored. */
+async function rawSocket(): Promise<{ s: Socket; got: () => string; closed: () => boolean }> {
   const s = await open();
   let got = '';
   let closed = false;
   s.on('data', (d: Buffer) => (got += d.toString('latin1')));
   s.on('close', () => (closed = true));
   s.on('error', () => {});
+  return { s, got: () => got, closed: () => closed };
+}
+
+/** What a raw socket receives once the server ends its answer or closes (bounded by `until`'s wait). */
+async function exchange(text: string | Buffer): Promise<string> {
+  const { s, got, closed } = await rawSocket();
   s.write(text);
-  await until(() => closed || complete(got), 10_000, 'an answer');
-  return got;
+  await until(() => closed() || complete(got()), 10_000, 'an answer');
+  return got();
 }
 
 /** Whether `raw` holds a whole answer: its head, and as many body bytes as its Content-Length says. */
@@ -183,18 +189,13 @@ describe('security: connections', () => {
     const limit = 2 ** 30;
     let sent = 0;
     // A raw socket: the server may close it once it has answered, and a write failing then must not hide the answer.
-    const s = await open();
-    let got = '';
-    let closed = false;
-    s.on('data', (d: Buffer) => (got += d.toString('latin1')));
-    s.on('close', () => (closed = true));
-    s.on('error', () => {});
+    const { s, got, closed } = await rawSocket();
     s.write(
       'POST /v1/evaluations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer alice-token\r\n' +
         'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n',
     );
     const frame = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
-    while (got === '' && !closed && sent < limit) {
+    while (got() === '' && !closed() && sent < limit) {
       sent += chunk.length;
       if (!s.write(frame)) {
         await new Promise<void>((resolve) => {
@@ -204,8 +205,8 @@ describe('security: connections', () => {
         });
       }
     }
-    await until(() => complete(got) || closed, 30_000, 'the answer');
-    const answer = parse(got);
+    await until(() => complete(got()) || closed(), 30_000, 'the answer');
+    const answer = parse(got());
     const res = { status: answer.statusCode, text: answer.body };
     expectAnswer({ statusCode: res.status, body: res.text, headers: {} }, 413, 'a chunked gigabyte');
     expect(JSON.parse(res.text)).toMatchObject({ code: 'FST_ERR_CTP_BODY_TOO_LARGE' });
