@@ -18,6 +18,7 @@ import { RedisClusterBus, RedisConnections } from './cluster/bus.js';
 import { ClusterPool } from './cluster/pool.js';
 import { AgentQueue, ApiQueue, clusterHorizons } from './cluster/queue.js';
 import { USAGE, parseConfig, type ServerConfig } from './config.js';
+import { CompileChecker } from './gpu/compile-check.js';
 import { type Containment, serviceContainment } from './gpu/containment.js';
 import type { GpuPool } from './gpu/pool.js';
 import { LocalGpuPool } from './gpu/local-pool.js';
@@ -77,7 +78,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (e) {
     return fail((e as Error).message, 1);
   }
-  const { store, queue, pool, bus, poolStarted } = parts;
+  const { store, queue, pool, bus, compileCheck, poolStarted } = parts;
   const service = new EvalService({
     role: config.role,
     ...(bus === undefined ? {} : { bus }),
@@ -87,6 +88,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     retentionDays: config.retentionDays,
     log,
     problems,
+    ...(compileCheck === undefined ? {} : { compileCheck }),
     ...(config.maxDeviceBytes === undefined ? {} : { limits: { maxDeviceBytes: config.maxDeviceBytes } }),
   });
   app = await buildApp({
@@ -179,6 +181,8 @@ interface Parts {
   queue: JobQueue;
   pool: GpuPool;
   bus: RedisClusterBus | undefined;
+  /** Where no GPU can take a job: whether it compiles (the embedded server: NVRTC is on its host). */
+  compileCheck?: CompileChecker;
   /** Resolves once the pool knows its GPUs. */
   poolStarted: Promise<void>;
 }
@@ -200,7 +204,8 @@ async function assemble(config: ServerConfig, containment: Containment | undefin
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     const store = SqliteJobStore.open(join(config.dataDir, 'jobs.sqlite'));
     const pool = localPool();
-    return { store, queue: new EmbeddedQueue(), pool, bus: undefined, poolStarted: pool.start() };
+    const compileCheck = new CompileChecker({ env, ...(containment === undefined ? {} : { containment }) });
+    return { store, queue: new EmbeddedQueue(), pool, bus: undefined, compileCheck, poolStarted: pool.start() };
   }
   let store: JobStore;
   try {

@@ -20,6 +20,7 @@ import {
   gpuLaunchLimits,
   type AdmissionLimits,
 } from './admission.js';
+import type { CheckOptions, CompileCheckResult } from './gpu/compile-check.js';
 import { jobDeadlines } from './gpu/deadlines.js';
 import { ProblemRegistry } from './problems.js';
 import type { ClusterBus } from './cluster/bus.js';
@@ -105,6 +106,19 @@ export interface ServiceConfig {
   /** Progress events of one job closer together than this are dropped (the last is kept by the next). Default 250. */
   progressIntervalMs?: number;
   log?: ServiceLog;
+  /**
+   * Where no GPU can take a job, whether it compiles (gpu/compile-check.ts: in a contained child, never here): a job
+   * that does not is a 400 rather than a 503. Default none: every such job is a 503.
+   */
+  compileCheck?: CompileCheck;
+}
+
+/** The compile check the service uses (gpu/compile-check.ts's CompileChecker). */
+export interface CompileCheck {
+  /** Whether `job` compiles, for its compile.arch, else `arch`, else the newest arch NVRTC knows. Never rejects. */
+  check(job: EvalJob, o?: CheckOptions): Promise<CompileCheckResult>;
+  /** Ends the checks in progress. */
+  stop(): void;
 }
 
 /** How long an Idempotency-Key is remembered. */
@@ -165,6 +179,7 @@ export class EvalService {
   readonly problems: ProblemRegistry;
   /** limits.maxDeviceBytes was configured: it applies whatever the GPUs. */
   readonly #deviceCapConfigured: boolean;
+  readonly #compileCheck: CompileCheck | undefined;
 
   #started = false;
   #accepting = true;
@@ -201,6 +216,7 @@ export class EvalService {
     this.#log = config.log ?? silentLog;
     this.problems = config.problems ?? ProblemRegistry.empty();
     this.#deviceCapConfigured = config.limits?.maxDeviceBytes !== undefined;
+    this.#compileCheck = config.compileCheck;
   }
 
   /** Whether submissions are taken (false once a drain began). */
@@ -254,6 +270,7 @@ export class EvalService {
     this.#accepting = false;
     this.#draining = true;
     for (const t of this.#timers.splice(0)) clearInterval(t);
+    this.#compileCheck?.stop();
     await this.pool.stop(graceMs);
     while (this.#runs.size > 0) await Promise.allSettled([...this.#runs]);
     await Promise.allSettled([...this.#eventTails.values()]);
@@ -263,6 +280,7 @@ export class EvalService {
   close(): void {
     this.#accepting = false;
     for (const t of this.#timers.splice(0)) clearInterval(t);
+    this.#compileCheck?.stop();
   }
 
   // -------------------------------------------------------------------------------------------------------------
@@ -271,8 +289,8 @@ export class EvalService {
   /**
    * Validates `body` (the request: an EvalJob with the service's fields), admits it and stores it queued.
    *
-   * @throws InvalidJobError (400) with every problem; ServiceError: 503 without a GPU (after validation, so a client
-   *   without one still learns what is wrong with its job), 400 for a GPU class no GPU here serves, 422 for an
+   * @throws InvalidJobError (400) with every problem; ServiceError: 503 without a GPU (after validation and, with a
+   *   compile check, after compiling, so a client without one still learns what is wrong with its job), 400 for a GPU class no GPU here serves, 422 for an
    *   Idempotency-Key reused with another body, 429 / 503 (with Retry-After) at the queue caps.
    */
   async submit(principal: string, body: Record<string, unknown>, idempotencyKey?: string): Promise<Submission> {
@@ -304,7 +322,18 @@ export class EvalService {
     }
     const reason = this.pool.unavailableReason;
     if (reason !== undefined) {
-      const message = `No GPU to run evaluations on: ${reason}`;
+      // What NVRTC can tell without a GPU, the client learns now: a kernel that does not compile is not worth a retry.
+      const deadlines = this.#deadlines(job, options);
+      const checked = await this.#compileCheck?.check(job, {
+        ...(/^sm_\d+[af]?$/.test(options.gpu) ? { arch: options.gpu } : {}),
+        timeoutMs: deadlines.phaseMs.compile ?? deadlines.jobMs,
+      });
+      if (checked?.kind === 'fails') throw new InvalidJobError(checked.problems);
+      const compiles =
+        checked?.kind === 'compiles'
+          ? ` (the job compiles${checked.arch === undefined ? '' : ` for ${checked.arch}`})`
+          : '';
+      const message = `No GPU to run evaluations on: ${reason}${compiles}`;
       throw new ServiceError(503, 'NO_GPU', message, this.pool.unavailableRetryAfterSeconds);
     }
     if (!this.pool.serves(options.gpu)) {

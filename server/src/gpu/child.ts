@@ -23,18 +23,25 @@ export interface WorkerScript {
 export const WORKER_CHOICE_ENV = 'CUDAKIT_SERVER_WORKER';
 
 /**
- * The script for a worker child or for the probe. `choice` (default: $CUDAKIT_SERVER_WORKER): unset or 'real' for
- * worker/main and worker/probe, 'fake' for worker/fake (the probe is `fake probe`), or the path of a script that
- * acts as a worker, and as the probe when given the argument 'probe'. Run from sources (.ts), tsx loads them.
+ * The script for a worker child, the probe or the compile check. `choice` (default: $CUDAKIT_SERVER_WORKER): unset or
+ * 'real' for worker/main and worker/probe, 'fake' for worker/fake (the probe is `fake probe`), or the path of a script
+ * that acts as a worker, and as the probe when given the argument 'probe'. The compile check is always
+ * worker/compile-check: it needs NVRTC, never a GPU, so no fake stands in for it. Run from sources (.ts), tsx loads
+ * them.
  */
-export function workerScript(role: 'worker' | 'probe', choice = process.env[WORKER_CHOICE_ENV]): WorkerScript {
+export function workerScript(
+  role: 'worker' | 'probe' | 'compile-check',
+  choice = process.env[WORKER_CHOICE_ENV],
+): WorkerScript {
   const here = fileURLToPath(import.meta.url);
   const ext = extname(here); // '.ts' under tsx or vitest, '.js' when built
   const sibling = (name: string): string => join(dirname(here), '..', 'worker', `${name}${ext}`);
   let path: string;
   let args: string[] = [];
-  if (choice === undefined || choice === '' || choice === 'real') path = sibling(role === 'worker' ? 'main' : 'probe');
-  else if (choice === 'fake') [path, args] = [sibling('fake'), role === 'probe' ? ['probe'] : []];
+  if (role === 'compile-check') path = sibling('compile-check');
+  else if (choice === undefined || choice === '' || choice === 'real') {
+    path = sibling(role === 'worker' ? 'main' : 'probe');
+  } else if (choice === 'fake') [path, args] = [sibling('fake'), role === 'probe' ? ['probe'] : []];
   else [path, args] = [resolve(choice), role === 'probe' ? ['probe'] : []]; // the worker's own folder is not ours
   return { path, args, execArgv: /\.[mc]?ts$/.test(path) ? ['--import', tsxLoader()] : [] };
 }
@@ -77,7 +84,7 @@ export async function chooseDeathGuard(choice: 'auto' | 'watchdog'): Promise<Dea
 
 export interface ChildOptions {
   script: WorkerScript;
-  /** The only GPU the child sees (CUDA_VISIBLE_DEVICES). */
+  /** The only GPU the child sees (CUDA_VISIBLE_DEVICES); '' for none (the compile check). */
   uuid: string;
   isolation: 'process' | 'warm';
   guard: DeathGuard;
