@@ -1025,7 +1025,7 @@ describe('auth, /health, /job, /stats, /admin/cleanup-jobs', () => {
     expect(await service.get(fresh)).toBeDefined();
   });
 
-  it('limits bodies: 64 MiB on the POSTs carrying tensors, 1 MiB elsewhere (413 in the original’s shape)', async () => {
+  it('limits bodies: 64 MiB on the POSTs carrying tensors, 1 MiB elsewhere (413 in the original’s shape); any type but JSON is 415', async () => {
     const { app } = await harness();
     const headers = { ...auth('alice'), 'content-type': 'application/json' };
     for (const url of ['/evaluate', '/compare', '/']) {
@@ -1041,14 +1041,30 @@ describe('auth, /health, /job, /stats, /admin/cleanup-jobs', () => {
       payload: Buffer.alloc(2 ** 20 + 1, 0x20),
     });
     expect(big.statusCode).toBe(413);
-    const text = await app.inject({
+    // Every type but JSON, text/plain included (a JSON text sent as text/plain too): 415, in the original's shape.
+    for (const type of ['application/xml', 'text/plain', 'text/plain; charset=utf-8']) {
+      for (const url of ['/evaluate', '/compare']) {
+        const text = await app.inject({
+          method: 'POST',
+          url,
+          headers: { ...auth('alice'), 'content-type': type },
+          payload: JSON.stringify(evaluateBody()),
+        });
+        expect(text.statusCode, `${type} ${url}`).toBe(415);
+        expect(text.json()).toMatchObject({
+          details: { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' },
+          status: 'client_error',
+        });
+      }
+    }
+    const native = await app.inject({
       method: 'POST',
-      url: '/evaluate',
-      headers: { ...auth('alice'), 'content-type': 'application/xml' },
-      payload: 'hi',
+      url: '/v1/evaluations',
+      headers: { ...auth('alice'), 'content-type': 'text/plain' },
+      payload: JSON.stringify({ source: 'x', kernel: 'k', grid: 1, block: 1, args: ['ptr:f32[4]:out'] }),
     });
-    expect(text.statusCode).toBe(415);
-    expect(text.json()).toMatchObject({ status: 'client_error' });
+    expect(native.statusCode).toBe(415);
+    expect(native.json()).toMatchObject({ code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' });
   });
 
   it('shares the submission budget with POST /v1/evaluations (429 in the original’s shape)', async () => {
