@@ -58,7 +58,7 @@ export type { BenchMode, BenchResult, CompareResult, PresetName } from './types.
 
 /**
  * Arguments for every launch, or a generator of input sets (called with 0, 1, 2, ...) for rotation, such as
- * `inputSets(device, io).args` (inputs.ts; untyped there: each value is still validated when it is bound).
+ * `inputSets(device, io).args` (input-sets.ts; untyped there: each value is still validated when it is bound).
  */
 export type BenchArgs<S extends Signature> = ArgsFor<S> | ((set: number) => ArgsFor<S> | readonly unknown[]);
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Correctness checking (docs/benchmarking.md, 'Correctness defences'): a candidate kernel against a reference
 // (another kernel or a JavaScript function on host arrays), or against no reference at all, over seeded trials, with
-// the defences that catch the known ways a kernel can look right while being wrong, one function each below:
+// the defences that catch the known ways a kernel can look right while being wrong, one function each (the value
+// defences on an output's elements in compare-output.ts, the others below):
 //   poisoned outputs (NaN / 0xDEADBEEF) before every launch      → an unwritten element fails ('unwritten')
 //   inputs compared byte for byte after every launch             → a kernel that writes its inputs fails
 //                                                                   ('input-modified')
@@ -16,7 +17,8 @@
 // A kernel that faults (illegal address, __trap(), device assert, a refused launch) is a verdict too: 'fault' for the
 // candidate, 'reference-fault' for a reference kernel, with the driver error. After a sticky fault nothing more
 // touches the GPU: the context is lost, and only a new process can use it again. Inputs, poison and guard zones are
-// made by inputs.ts; references are run (and their arguments matched to the candidate's) by reference.ts.
+// made by inputs.ts; references are run (and their arguments matched to the candidate's) by reference.ts; the result
+// is assembled by check-result.ts.
 import {
   CudaError,
   DTYPE_INFO,
@@ -29,9 +31,15 @@ import {
   typeError,
 } from '../core/index.js';
 import { type ArgSpec, type BufferDType, checkArgSpecs, roleOf } from './argspec.js';
-import { type GuardedBuffer, prepareInputs, releaseBuffers, startBytes, uploadGuarded } from './inputs.js';
-import { createRng, splitmix64 } from './random.js';
-import { type Reference, checkIoFits, checkReference, launchAndWait, referenceOutputs } from './reference.js';
+import {
+  type CheckFault,
+  type CheckResult,
+  type TrialResult,
+  buildCheckResult,
+  errorFigures,
+  trialResult,
+} from './check-result.js';
+import { type Comparison, type Defence, compareOutput, holdsPoison, newComparison } from './compare-output.js';
 import {
   type RunComparison,
   compareRuns,
@@ -39,6 +47,9 @@ import {
   determinismNote,
   newRunComparison,
 } from './determinism.js';
+import { type GuardedBuffer, prepareInputs, releaseBuffers, startBytes, uploadGuarded } from './inputs.js';
+import { createRng, splitmix64 } from './random.js';
+import { type Reference, checkIoFits, checkReference, launchAndWait, referenceOutputs } from './reference.js';
 import { refuseWorkCandidate } from './work.js';
 
 /** Options of check(): trials, seeds, tolerances, the determinism run, guard zones. */
@@ -71,112 +82,6 @@ export interface CheckOptions {
   zeroOnFree?: boolean;
 }
 
-/**
- * Which defence fired. 'fault': the candidate raised a driver error (a fault in the kernel, or a refused launch);
- * 'reference-fault': the reference kernel did, the candidate did not; 'nondeterministic': two runs of the candidate
- * on the same inputs differed beyond the tolerance (or at all, with requireDeterminism).
- */
-export type Defence =
-  | 'fault'
-  | 'reference-fault'
-  | 'out-of-bounds'
-  | 'input-modified'
-  | 'unwritten'
-  | 'non-finite'
-  | 'all-zero'
-  | 'mismatch'
-  | 'nondeterministic';
-
-/** One output element that failed a defence: where it is, what was expected and what the kernel wrote. */
-export interface Mismatch {
-  /** Argument index of the output buffer. */
-  arg: number;
-  /** Element index in that buffer. */
-  index: number;
-  /**
-   * The reference's value; for 'nondeterministic', the candidate's first run; NaN in a check without a reference
-   * (there is no expected value).
-   */
-  expected: number | bigint;
-  /** The candidate's value; for 'nondeterministic', its second run. */
-  actual: number | bigint;
-}
-
-/** The driver error behind a 'fault' or 'reference-fault' verdict (its message's first line is the trial's detail). */
-export interface CheckFault {
-  /** 'CUDA_ERROR_ILLEGAL_ADDRESS', 'CUDA_ERROR_ASSERT', 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES' ... */
-  code: string;
-  /** The call that reported it: a synchronize for a fault inside the kernel, 'cuLaunchKernel' for a refused launch. */
-  api: string;
-  /** The CUresult number. */
-  result: number;
-  /**
-   * True when the fault cost the CUDA context: nothing more ran on the GPU (no reads, no reference, no later
-   * trials), and only a new process can use the GPU again.
-   */
-  sticky: boolean;
-}
-
-/**
- * How far outputs are from the reference: per trial, and the worst over trials in a CheckResult. Without a
- * reference the distances are 0 and matchedRatio is the fraction of output elements that passed the defences.
- */
-export interface ErrorFigures {
-  /** Largest |out − ref| over all output elements. */
-  maxAbsError: number;
-  /** Largest |out − ref| / |ref| over elements with ref ≠ 0 (large near zero, where atol governs). */
-  maxRelError: number;
-  /** Largest |out − ref| / (atol + rtol·|ref|): the worst element's share of its tolerance, ≤ 1 when all pass. */
-  toleranceUsed: number;
-  /** ‖out − ref‖₂ / ‖ref‖₂ over all outputs. */
-  relNormError: number;
-  /** Fraction of output elements within tolerance (the smallest over trials in a CheckResult). */
-  matchedRatio: number;
-}
-
-/** One trial of check(): its seed, whether it passed, the defence that fired and the worst elements. */
-export interface TrialResult extends ErrorFigures {
-  /** The trial's number, from 0. */
-  trial: number;
-  /** The trial's seed, in hexadecimal ('0x…'): splitmix64(seed + trial). */
-  seed: string;
-  /** Whether every defence held. */
-  passed: boolean;
-  /** The defence that fired, if any. */
-  defence: Defence | undefined;
-  /** Up to 8 failing elements. */
-  mismatches: Mismatch[];
-  /** What the defence that fired found, in words: 'argument 2 (an input) changed at element 7'. */
-  detail: string | undefined;
-  /** The driver error, for 'fault' and 'reference-fault'. */
-  error: CheckFault | undefined;
-}
-
-/**
- * What check() returns: the verdict over all trials (the worst error figures over trials), the first defence that fired
- * and each trial's result. Plain data: it serializes to JSON.
- */
-export interface CheckResult extends ErrorFigures {
-  /** Whether every trial passed. */
-  passed: boolean;
-  /** The first defence that fired, if any. */
-  defence: Defence | undefined;
-  /** Each trial's result, in order. */
-  trials: TrialResult[];
-  /** Up to 8 mismatching elements, from the first failing trial. */
-  mismatches: Mismatch[];
-  /** The driver error of the first failing trial, for 'fault' and 'reference-fault'. */
-  error: CheckFault | undefined;
-  /** Elements that differed bitwise between two runs on the same inputs (undefined: not run). */
-  nondeterministicElements: number | undefined;
-  /** Of those, the elements that differed by more than the tolerance (undefined: not run). */
-  nondeterministicBeyondTolerance: number | undefined;
-  /** True for a check without a reference (only the defences that need none ran); absent otherwise. */
-  referenceFree?: true;
-  /** One line for people. */
-  summary: string;
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // The defences, one function each
 
@@ -199,116 +104,9 @@ export function modifiedInputElement(dtype: BufferDType, body: Uint8Array, befor
   return k < 0 ? -1 : Math.floor(k / DTYPE_INFO[dtype].bytes);
 }
 
-/** 'unwritten': whether element `index` of an output's device bytes still holds the dtype's poison (or `alternate`). */
-export function holdsPoison(dtype: BufferDType, got: Uint8Array, index: number, alternate = false): boolean {
-  const p = DTYPE_INFO[dtype].poison;
-  const at = index * p.length;
-  for (let k = 0; k < p.length; k++) if (got[at + k] !== (alternate ? ~p[k]! & 0xff : p[k])) return false;
-  return true;
-}
-
-/** 'non-finite': where either value is NaN or infinite, both must be: NaN meets NaN, ±Infinity the same infinity. */
-export function nonFiniteAgrees(expected: number, actual: number): boolean {
-  return Object.is(expected, actual) || (Number.isNaN(expected) && Number.isNaN(actual));
-}
-
-/** 'mismatch': |actual − expected| ≤ atol + rtol·|expected| (finite values). */
-export function withinTolerance(expected: number, actual: number, atol: number, rtol: number): boolean {
-  return Math.abs(actual - expected) <= atol + rtol * Math.abs(expected);
-}
-
-/** 'all-zero': every element of the output is zero while the reference's are not all zero. */
-export function degenerateZeros(actual: ArrayLike<number | bigint>, expected: ArrayLike<number | bigint>): boolean {
-  const zero = (v: number | bigint): boolean => v === 0 || v === 0n;
-  for (let i = 0; i < actual.length; i++) if (!zero(actual[i]!)) return false;
-  for (let i = 0; i < expected.length; i++) if (!zero(expected[i]!)) return true;
-  return false;
-}
-
 /** 'fault': the verdict's record of a driver error. */
 export function faultOf(e: CudaError): CheckFault {
   return { code: e.code, api: e.api, result: e.result, sticky: e.sticky || isContextLost(e) };
-}
-
-/** @internal Running totals of one comparison. */
-export interface Comparison {
-  defence: Defence | undefined;
-  maxAbs: number;
-  maxRel: number;
-  tolUsed: number;
-  normDiff2: number;
-  normRef2: number;
-  matched: number;
-  total: number;
-  mismatches: Mismatch[];
-  /** The detail the defence that fired gave, if it gave one. */
-  detail?: string;
-}
-
-/** @internal */
-export function newComparison(): Comparison {
-  return {
-    defence: undefined,
-    maxAbs: 0,
-    maxRel: 0,
-    tolUsed: 0,
-    normDiff2: 0,
-    normRef2: 0,
-    matched: 0,
-    total: 0,
-    mismatches: [],
-  };
-}
-
-/**
- * @internal The value defences on one output against the reference's values, element by element: 'non-finite',
- * 'mismatch' (naming an element that still holds the poison 'unwritten' instead) and 'all-zero', with the error
- * figures. The first defence found stands, except that a more specific one replaces 'mismatch'.
- */
-export function compareOutput(
-  arg: number,
-  dtype: BufferDType,
-  got: Uint8Array,
-  expected: ArrayLike<number | bigint>,
-  atol: number,
-  rtol: number,
-  c: Comparison,
-): void {
-  const actual = fromDeviceBytes(dtype, got);
-  const n = expected.length;
-  // Running figures in locals, written back once: this loop runs over every output element of every trial.
-  let { maxAbs, maxRel, tolUsed, normDiff2, normRef2, matched } = c;
-  for (let i = 0; i < n; i++) {
-    const e = expected[i]!;
-    const a = actual[i]!;
-    let ok: boolean;
-    let defence: Defence = 'mismatch';
-    if (typeof e === 'bigint' || typeof a === 'bigint') {
-      ok = e === a;
-    } else if (!Number.isFinite(e) || !Number.isFinite(a)) {
-      ok = nonFiniteAgrees(e, a);
-      if (!ok) defence = 'non-finite';
-    } else {
-      const diff = Math.abs(a - e);
-      const tol = atol + rtol * Math.abs(e);
-      ok = withinTolerance(e, a, atol, rtol);
-      maxAbs = Math.max(maxAbs, diff);
-      tolUsed = Math.max(tolUsed, tol > 0 ? diff / tol : diff > 0 ? Infinity : 0);
-      if (e !== 0) maxRel = Math.max(maxRel, diff / Math.abs(e));
-      normDiff2 += diff * diff;
-      normRef2 += e * e;
-    }
-    if (!ok) {
-      if (holdsPoison(dtype, got, i)) defence = 'unwritten';
-      if (c.mismatches.length < 8) c.mismatches.push({ arg, index: i, expected: e, actual: a });
-      if (c.defence === undefined || (c.defence === 'mismatch' && defence !== 'mismatch')) c.defence = defence;
-    } else {
-      matched++;
-    }
-  }
-  Object.assign(c, { maxAbs, maxRel, tolUsed, normDiff2, normRef2, matched, total: c.total + n });
-  if (degenerateZeros(actual, expected) && (c.defence === undefined || c.defence === 'mismatch'))
-    c.defence = 'all-zero';
 }
 
 /**
@@ -361,56 +159,7 @@ export function checkWritten(
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The result
-
-/** @internal One trial's result from its comparison. */
-export function trialResult(
-  trial: number,
-  seed: string,
-  c: Comparison,
-  detail: string | undefined,
-  error: CheckFault | undefined = undefined,
-): TrialResult {
-  return {
-    trial,
-    seed,
-    passed: c.defence === undefined,
-    defence: c.defence,
-    maxAbsError: c.maxAbs,
-    maxRelError: c.maxRel,
-    toleranceUsed: c.tolUsed,
-    relNormError: c.normRef2 > 0 ? Math.sqrt(c.normDiff2 / c.normRef2) : Math.sqrt(c.normDiff2),
-    matchedRatio: c.total > 0 ? c.matched / c.total : 1,
-    mismatches: c.mismatches,
-    detail,
-    error,
-  };
-}
-
-/**
- * Builds a CheckResult from its trials: the worst figures over them; the first failing trial decides the defence,
- * the mismatches and the error. `runs`: the two runs on the same inputs, when they were compared. The summary is
- * left empty for the caller.
- */
-export function buildCheckResult(trials: TrialResult[], runs: RunComparison | undefined): CheckResult {
-  const failed = trials.find((t) => !t.passed);
-  const worst = (f: (t: TrialResult) => number): number => Math.max(0, ...trials.map(f));
-  return {
-    passed: failed === undefined,
-    defence: failed?.defence,
-    trials,
-    maxAbsError: worst((t) => t.maxAbsError),
-    maxRelError: worst((t) => t.maxRelError),
-    toleranceUsed: worst((t) => t.toleranceUsed),
-    relNormError: worst((t) => t.relNormError),
-    matchedRatio: Math.min(1, ...trials.map((t) => t.matchedRatio)),
-    mismatches: failed?.mismatches ?? [],
-    error: failed?.error,
-    nondeterministicElements: runs?.differing,
-    nondeterministicBeyondTolerance: runs?.beyondTolerance,
-    summary: '',
-  };
-}
+// The summary
 
 /** The one-line summary: PASS with the error figures and the determinism note, or FAIL naming the defence and why. */
 function summaryOf(r: CheckResult): string {
@@ -432,16 +181,6 @@ function summaryOf(r: CheckResult): string {
     (failed.detail ? `: ${failed.detail}` : '') +
     (showFirst ? `; first: argument ${m.arg}[${m.index}] = ${String(m.actual)}, expected ${String(m.expected)}` : '') +
     (failed.error?.sticky ? '; the CUDA context is lost: restart the process to use the GPU again' : '')
-  );
-}
-
-/** @internal The error figures of a passing result, for its summary. */
-export function errorFigures(r: CheckResult): string {
-  // Two decimals below 1 % (a small share would otherwise read 0 %).
-  const percent = (100 * r.toleranceUsed).toFixed(r.toleranceUsed < 0.01 && r.toleranceUsed > 0 ? 2 : 0);
-  return (
-    `worst element at ${percent}% of its tolerance ` +
-    `(max abs error ${r.maxAbsError.toExponential(2)}, max rel error ${r.maxRelError.toExponential(2)})`
   );
 }
 

@@ -5,8 +5,7 @@
 // legitimate); requireDeterminism wants the bits equal.
 import { DTYPE_INFO, fromDeviceBytes } from '../core/index.js';
 import type { BufferDType } from './argspec.js';
-// check.ts imports this file too: only functions cross, called after both modules have loaded.
-import { type Mismatch, nonFiniteAgrees, withinTolerance } from './check.js';
+import { type Mismatch, nonFiniteAgrees, withinTolerance } from './compare-output.js';
 
 /** @internal Two runs of the candidate on the same inputs, compared output by output (see compareRuns). */
 export interface RunComparison {

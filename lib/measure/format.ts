@@ -2,7 +2,7 @@
 // Renders benchmark results for people (mitata-style text: `median (min … max)`, p75/p99, scaled units, a ▁▂▃▄▅▆▇█
 // histogram, `summary … N× faster than …`) and for scripts (JSON). Pure: no CUDA import, tested without a GPU.
 import type { BenchResult, CompareResult, Summary, Throughput, Verdict } from './types.js';
-import type { CheckResult } from './check.js';
+import type { CheckResult } from './check-result.js';
 import {
   checkBoolean,
   checkOptions,

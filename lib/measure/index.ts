@@ -6,7 +6,7 @@
 export { bench, driftProbe } from './bench.js';
 export { compare } from './compare.js';
 export { check } from './check.js';
-export { inputSets } from './inputs.js';
+export { inputSets } from './input-sets.js';
 export { checkArgSpecs, parseArgSpec, parseArgSpecs, signatureOf } from './argspec.js';
 export { formatComparison, formatDuration, formatJson, formatResult, histogram } from './format.js';
 export { PRESETS, bootstrapRatio, medianCI, quantile, summarize, verdict } from './stats.js';
@@ -32,8 +32,10 @@ export type {
   Throughput,
   Verdict,
 } from './types.js';
-export type { CheckFault, CheckOptions, CheckResult, Defence, ErrorFigures, Mismatch, TrialResult } from './check.js';
-export type { InputSets, InputSetsOptions } from './inputs.js';
+export type { CheckOptions } from './check.js';
+export type { CheckFault, CheckResult, ErrorFigures, TrialResult } from './check-result.js';
+export type { Defence, Mismatch } from './compare-output.js';
+export type { InputSets, InputSetsOptions } from './input-sets.js';
 export type { HostValue, Reference, ReferenceBinding, ReferenceKernel } from './reference.js';
 export type {
   ArgScalarType,
@@ -58,7 +60,7 @@ export type {
 
 // For the layers above.
 export { paint, progressLine, row } from './format.js';
-export { buildCheckResult } from './check.js';
+export { buildCheckResult } from './check-result.js';
 export { matchReferenceIo } from './reference.js';
 export { createRng, normal, splitmix64 } from './random.js';
 export { argumentLabel, roleOf } from './argspec.js';

@@ -1,26 +1,21 @@
 // SPDX-License-Identifier: MIT
-// lib/measure/check.ts: each defence on its own, the element comparison (tolerance, non-finite rules, unwritten and
-// all-zero detection), the determinism rule over two runs, the result builder, and check() itself over a fake device
-// (with a reference, with a reference in another parameter order, and without one). The GPU tier runs the planted
-// faults end to end.
+// lib/measure/check.ts: each defence on its own, the element comparison (compare-output.ts: tolerance, non-finite
+// rules, unwritten and all-zero detection), the determinism rule over two runs (determinism.ts), the result builder
+// (check-result.ts), and check() itself over a fake device (with a reference, with a reference in another parameter
+// order, and without one). The GPU tier runs the planted faults end to end.
 import { describe, expect, it } from 'vitest';
 import { CudaError, type Kernel, fromDeviceBytes as decode, toDeviceBytes } from '../../lib/core/index.js';
 import { parseArgSpecs } from '../../lib/measure/argspec.js';
+import { check, checkWritten, faultOf, modifiedInputElement, outOfBoundsWrite } from '../../lib/measure/check.js';
+import { buildCheckResult, trialResult } from '../../lib/measure/check-result.js';
 import {
-  buildCheckResult,
-  check,
-  checkWritten,
   compareOutput,
   degenerateZeros,
-  faultOf,
   holdsPoison,
-  modifiedInputElement,
   newComparison,
   nonFiniteAgrees,
-  outOfBoundsWrite,
-  trialResult,
   withinTolerance,
-} from '../../lib/measure/check.js';
+} from '../../lib/measure/compare-output.js';
 import { compareRuns, determinismFailure, determinismNote, newRunComparison } from '../../lib/measure/determinism.js';
 import { poisonBytes } from '../../lib/measure/inputs.js';
 import { type FakeBuffer, FakeDevice, fakeKernel, view } from './fake-device.js';

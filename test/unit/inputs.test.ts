@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// lib/measure/inputs.ts without a GPU: generated values for every init kind (exact bytes, sequences along the last
+// lib/measure/inputs.ts and input-sets.ts without a GPU: generated values for every init kind (exact bytes, sequences along the last
 // dimension, per-buffer seeds), poison, guard zones, zeroing before free, and inputSets() over a fake device.
 import { describe, expect, it } from 'vitest';
 import { CudaError, fromDeviceBytes, toDeviceBytes } from '../../lib/core/index.js';
@@ -7,13 +7,13 @@ import { type BufferArgSpec, type InitSpec, parseArgSpec, parseArgSpecs, roleOf 
 import {
   type GuardedBuffer,
   generateBytes,
-  inputSets,
   poisonBytes,
   prepareInputs,
   releaseBuffers,
   startBytes,
   uploadGuarded,
 } from '../../lib/measure/inputs.js';
+import { inputSets } from '../../lib/measure/input-sets.js';
 import { createRng } from '../../lib/measure/random.js';
 import { FakeDevice, asBuffers } from './fake-device.js';
 
