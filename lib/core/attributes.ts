@@ -163,3 +163,12 @@ export const DEVICE_ATTRIBUTES = {
  * @useDeclaredType
  */
 export type DeviceAttributeName = keyof typeof DEVICE_ATTRIBUTES;
+
+/**
+ * The arch NVRTC's options name for compute capability `major`.`minor`: 'sm_90' for 9.0, 'sm_121' for 12.1 (a minor
+ * version is one digit). Device.arch reads it here, and so does the compiler's default arch (program.ts), which
+ * stands below Device.
+ */
+export function smArch(major: number, minor: number): `sm_${number}` {
+  return `sm_${major * 10 + minor}`;
+}

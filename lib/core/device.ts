@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Devices: properties, attributes, memory info, synchronization, and the factories for everything that lives in
 // the device's primary context (streams, buffers, pinned host memory, modules).
-import { DEVICE_ATTRIBUTES, type DeviceAttributeName } from './attributes.js';
+import { DEVICE_ATTRIBUTES, type DeviceAttributeName, smArch } from './attributes.js';
 import { CudaError, assertUsable } from './errors.js';
 import { INTERNAL, checkInternal } from './lifetime.js';
 import type { TypedArrayConstructor } from './dtype.js';
@@ -171,7 +171,7 @@ export class Device {
   /** 'sm_90' for compute capability 9.0: what NVRTC's arch option expects. */
   get arch(): SmArch {
     const { major, minor } = this.computeCapability;
-    return `sm_${major * 10 + minor}`; // 9.0 → sm_90, 12.1 → sm_121 (a minor version is one digit)
+    return smArch(major, minor);
   }
 
   /** Number of streaming multiprocessors (SMs). */

@@ -13,7 +13,7 @@ import {
   memoryGet,
   memorySet,
 } from './cache.js';
-import { Device } from './device.js';
+import { DEVICE_ATTRIBUTES, smArch } from './attributes.js';
 import { CompileError, type Diagnostic } from './errors.js';
 import { getNative, type CompileOutput, type CompileSpec } from './native.js';
 import {
@@ -335,12 +335,21 @@ function checkCompileOptions(options: CompileOptions | undefined): CompileOption
 const CONTROL = /\p{Cc}/u;
 
 let deviceArchMemo: SmArch | null | undefined;
-/** The first device's arch, or undefined without a usable driver/device (never throws). */
+/**
+ * The first device's arch (what Device.get(0).arch says, read from the driver here: Device stands above this file),
+ * or undefined without a usable driver/device (never throws).
+ */
 function deviceArch(): SmArch | undefined {
   if (deviceArchMemo === undefined) {
     try {
       const n = getNative();
-      deviceArchMemo = n.driverStatus().loaded && n.deviceGetCount() > 0 ? Device.get(0).arch : null;
+      if (n.driverStatus().loaded && n.deviceGetCount() > 0) {
+        const d = n.deviceGet(0);
+        const { COMPUTE_CAPABILITY_MAJOR: major, COMPUTE_CAPABILITY_MINOR: minor } = DEVICE_ATTRIBUTES;
+        deviceArchMemo = smArch(n.deviceGetAttribute(d, major), n.deviceGetAttribute(d, minor));
+      } else {
+        deviceArchMemo = null;
+      }
     } catch {
       deviceArchMemo = null;
     }
