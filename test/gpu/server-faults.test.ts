@@ -22,6 +22,7 @@ import type { Evaluation } from '../../server/src/schema/native.js';
 import { EvalService } from '../../server/src/service.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
 import { describeGpu } from '../helpers.js';
+import { until, untilIdle } from '../support/until.js';
 import { ENDLESS, ILLEGAL, N, SCALE, scaleJob } from './fault-kernels.js';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -145,19 +146,14 @@ const patternAnchor = (): unknown => {
 // ---------------------------------------------------------------------------------------------------------------
 // The in-process service
 
+/** How long a real worker may take to be ready: a new process, CUDA's initialisation, the warm-up compile. */
+const IDLE_MS = 60_000;
+
 interface Harness {
   app: App;
   service: EvalService;
   store: MemoryJobStore;
   slot: GpuSlot;
-}
-
-async function until(what: string, condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function startHarness(isolation: Isolation): Promise<Harness> {
@@ -169,7 +165,7 @@ async function startHarness(isolation: Isolation): Promise<Harness> {
   await service.start();
   expect(pool.unavailableReason).toBeUndefined();
   const slot = pool.slotObjects()[0]!;
-  await untilIdle(slot);
+  await untilIdle(slot, IDLE_MS);
   return { app, service, store, slot };
 }
 
@@ -177,10 +173,6 @@ async function stopHarness(h: Harness | undefined): Promise<void> {
   await h?.service.drain(5000);
   await h?.app.close();
   await h?.store.close();
-}
-
-async function untilIdle(slot: GpuSlot): Promise<void> {
-  await until('the GPU slot to be idle', () => slot.state === 'idle', 60_000);
 }
 
 async function submit(h: Harness, body: Record<string, unknown>): Promise<string> {
@@ -205,7 +197,7 @@ async function finished(h: Harness, id: string): Promise<Evaluation> {
 
 /** Runs a job on an idle slot; returns its evaluation and the pid of the worker that ran it. */
 async function run(h: Harness, body: Record<string, unknown>): Promise<Evaluation & { pid: number }> {
-  await untilIdle(h.slot);
+  await untilIdle(h.slot, IDLE_MS);
   const pid = h.slot.pids().current!;
   expect(pid).toBeGreaterThan(0);
   const ev = await finished(h, await submit(h, body));
@@ -256,7 +248,7 @@ describeGpu('the service on a GPU, a process per job: faults and defences', () =
       expect(ev, brief(ev)).toMatchObject({ status: 'succeeded', verdict: 'RUNTIME_ERROR', phase: 'check' });
       expect(codes).toContain(ev.error!.code);
       expect(ev.report).toMatchObject({ passed: false, error: { kind: 'cuda', sticky: true, defence: 'fault' } });
-      await untilIdle(h.slot);
+      await untilIdle(h.slot, IDLE_MS);
       expect(h.slot.pids().current).not.toBe(ev.pid);
       expect(isAlive(ev.pid)).toBe(false);
       await expectPasses(h, `after ${name}`);
@@ -304,7 +296,7 @@ describeGpu('the service on a GPU, a process per job: faults and defences', () =
 
   it('a kernel that never ends: TIMEOUT within timeoutSeconds + 3 s, worker gone, next job passes', async () => {
     const h = harness();
-    await untilIdle(h.slot);
+    await untilIdle(h.slot, IDLE_MS);
     const t0 = Date.now();
     const ev = await run(h, scaleJob('endless', ENDLESS, { timeoutSeconds: 5 }));
     const wallMs = Date.now() - t0;
@@ -317,7 +309,7 @@ describeGpu('the service on a GPU, a process per job: faults and defences', () =
     const ranMs = Date.parse(ev.finishedAt!) - Date.parse(ev.startedAt!);
     expect(ranMs).toBeGreaterThanOrEqual(5000);
     expect(wallMs).toBeLessThan(5000 + 3000);
-    await untilIdle(h.slot); // not quarantined: the GPU let go of the killed worker
+    await untilIdle(h.slot, IDLE_MS); // not quarantined: the GPU let go of the killed worker
     expect(isAlive(ev.pid)).toBe(false);
     expect((await computeApps())?.some((a) => a.pid === ev.pid) ?? false).toBe(false);
     await expectPasses(h, 'after endless');
@@ -325,13 +317,13 @@ describeGpu('the service on a GPU, a process per job: faults and defences', () =
 
   it('a worker SIGKILLed from outside while its kernel runs: CRASHED, and the next job passes', async () => {
     const h = harness();
-    await untilIdle(h.slot);
+    await untilIdle(h.slot, IDLE_MS);
     const id = await submit(h, scaleJob('killed', ENDLESS));
-    await until(
-      'the job to run its check',
-      async () => (await h.service.get(id))?.phase === 'check' && h.slot.state === 'busy',
-      60_000,
-    );
+    await until(async () => (await h.service.get(id))?.phase === 'check' && h.slot.state === 'busy', {
+      timeoutMs: 60_000,
+      what: 'the job to run its check',
+      pollMs: 50,
+    });
     const pid = h.slot.pids().current!;
     process.kill(pid, 'SIGKILL');
     const ev = await finished(h, id);
@@ -375,7 +367,7 @@ describeGpu('the service on a GPU, warm workers', () => {
     const ev = await run(h, scaleJob('trap', TRAP));
     expect(ev.pid).toBe(before.pid); // the same warm worker, until the fault
     expect(ev, brief(ev)).toMatchObject({ status: 'succeeded', verdict: 'RUNTIME_ERROR', phase: 'check' });
-    await untilIdle(h.slot);
+    await untilIdle(h.slot, IDLE_MS);
     expect(h.slot.pids().current).not.toBe(ev.pid);
     expect(isAlive(ev.pid)).toBe(false);
     await expectPasses(h, 'after the trap');
@@ -450,16 +442,15 @@ describeGpu('the server binary SIGKILLed while its worker runs a kernel', () => 
         method: 'POST',
         body: JSON.stringify(scaleJob('endless', ENDLESS)),
       })) as { id: string };
-      await until(
-        'the job to run its check',
-        async () => (await getJson(`${server!.url}/v1/evaluations/${id}`)).phase === 'check',
-        60_000,
-      );
+      await until(async () => (await getJson(`${server!.url}/v1/evaluations/${id}`)).phase === 'check', {
+        timeoutMs: 60_000,
+        what: 'the job to run its check',
+        pollMs: 50,
+      });
       // The kernel is on the GPU: nvidia-smi lists a new process (by this namespace's pid or the host's), or shows
       // the GPU busy or a context's memory taken.
       let apps: ComputeApp[] = [];
       await until(
-        'the kernel to show on the GPU',
         async () => {
           apps = ((await computeApps()) ?? []).filter((a) => !baseline.pids.has(a.pid));
           const load = await gpuLoad(uuid);
@@ -469,7 +460,7 @@ describeGpu('the server binary SIGKILLed while its worker runs a kernel', () => 
             (load.memoryUsedMiB ?? 0) >= (baseline.load.memoryUsedMiB ?? Infinity) + 100
           );
         },
-        30_000,
+        { timeoutMs: 30_000, what: 'the kernel to show on the GPU', pollMs: 50 },
       );
       const tree = descendantsOf(server.pid);
       const forkers = tree.filter((p) => commandLine(p).includes('forker-main'));

@@ -28,6 +28,7 @@ import type { Evaluation } from '../../server/src/schema/native.js';
 import { EvalService } from '../../server/src/service.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
 import { describeMultiGpu } from '../helpers.js';
+import { until } from '../support/until.js';
 
 const JOBS = 40;
 const JOBS_WITH_ONE_QUARANTINED = 10;
@@ -195,14 +196,16 @@ async function gpus(h: Harness): Promise<GpuRow[]> {
 
 /** Waits (60 s at most) for every slot's state to be what `want` says for its UUID. */
 async function untilStates(h: Harness, want: (uuid: string) => string): Promise<void> {
-  const end = Date.now() + 60_000;
-  while (!h.pool.slots().every((s) => s.state === want(s.uuid))) {
-    if (Date.now() > end) {
-      const states = h.pool.slots().map((s) => `${s.uuid} ${s.state}`);
-      throw new Error(`the slots are not as wanted after 60 s: ${states.join(', ')}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const states = (): string =>
+    h.pool
+      .slots()
+      .map((s) => `${s.uuid} ${s.state}`)
+      .join(', ');
+  await until(() => h.pool.slots().every((s) => s.state === want(s.uuid)), {
+    timeoutMs: 60_000,
+    what: () => `the slots to be as wanted (now ${states()})`,
+    pollMs: 50,
+  });
 }
 
 /** Submits `n` small jobs at once (gpu.ts's saxpy over 3M elements, quick preset); their evaluations once ended. */

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ROOT, type ServerProcess, startServer } from '../../server/bench/binary.js';
 import { describeGpu } from '../helpers.js';
+import { until } from '../support/until.js';
 import { SCALE, scaleJob } from './fault-kernels.js';
 
 const SECRET = `S${randomBytes(12).toString('hex')}`;
@@ -59,10 +60,13 @@ describeGpu('security: the service reads no host file, on a GPU', () => {
     expect([200, 201, 202], submitted.body).toContain(submitted.status);
     const { id } = JSON.parse(submitted.body) as { id: string };
     let job = '';
-    for (const deadline = Date.now() + 120_000; Date.now() < deadline;) {
-      job = (await json(`/v1/evaluations/${id}?wait=30`)).body;
-      if (/"status":"(succeeded|failed|cancelled)"/.test(job)) break;
-    }
+    await until(
+      async () => {
+        job = (await json(`/v1/evaluations/${id}?wait=30`)).body;
+        return /"status":"(succeeded|failed|cancelled)"/.test(job);
+      },
+      { timeoutMs: 120_000, what: () => `${id} to end: ${job}` },
+    );
     const events = (await json(`/v1/evaluations/${id}/events`)).body;
     return `${submitted.body}\n${job}\n${events}`;
   }

@@ -14,6 +14,7 @@ import type { DeviceFacts } from '../../server/src/gpu/protocol.js';
 import { GpuSlot, type Isolation } from '../../server/src/gpu/slot.js';
 import { verdictOf } from '../../server/src/verdict.js';
 import { describeGpu } from '../helpers.js';
+import { untilIdle } from '../support/until.js';
 
 const N = 1 << 16;
 const SAXPY = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
@@ -60,12 +61,6 @@ async function readySlot(isolation: Isolation): Promise<GpuSlot> {
   return slot;
 }
 
-async function untilIdle(slot: GpuSlot): Promise<void> {
-  const end = performance.now() + 60_000;
-  while (slot.state !== 'idle' && performance.now() < end) await new Promise((r) => setTimeout(r, 20));
-  expect(slot.info()).toMatchObject({ state: 'idle' });
-}
-
 describeGpu('the GPU worker under its slot', () => {
   beforeAll(async () => {
     const probe = await runProbe(workerScript('probe', 'real'), {}, 60_000);
@@ -95,7 +90,7 @@ describeGpu('the GPU worker under its slot', () => {
     expect(r.phases.map((p) => p.phase)).toEqual(['validate', 'compile', 'load', 'check', 'time', 'recheck']);
     expect(typeof r.timing?.stats.median).toBe('number');
     expect(spareHadContext).not.toBe(true);
-    await untilIdle(slot);
+    await untilIdle(slot, 60_000);
   });
 
   for (const isolation of ['process', 'warm'] as const) {
@@ -108,7 +103,7 @@ describeGpu('the GPU worker under its slot', () => {
       const outcome = await slot.lease()!.run('endless', job(ENDLESS), 'salt', d, {});
       expect(outcome).toEqual({ kind: 'timeout', phase: 'check', limitMs: 3_000, scope: 'phase' });
       expect(performance.now() - t0).toBeLessThan(3_000 + 30_000); // load included
-      await untilIdle(slot); // not quarantined: the GPU dropped the PID
+      await untilIdle(slot, 60_000); // not quarantined: the GPU dropped the PID
       expect((await computeApps())?.some((a) => a.pid === pid) ?? false).toBe(false);
       const next = report(await slot.lease()!.run('after', job(SAXPY), 'salt', jobDeadlines(job(SAXPY), 120), {}));
       expect(verdictOf(next)).toBe('PASSED');
@@ -120,7 +115,7 @@ describeGpu('the GPU worker under its slot', () => {
       const r = report(await slot.lease()!.run('fault', job(ILLEGAL), 'salt', jobDeadlines(job(ILLEGAL), 120), {}));
       expect(verdictOf(r)).toBe('RUNTIME_ERROR');
       expect(r).toMatchObject({ passed: false, phase: 'check', error: { kind: 'cuda', sticky: true } });
-      await untilIdle(slot);
+      await untilIdle(slot, 60_000);
       expect(slot.pids().current).not.toBe(pid);
       const next = report(await slot.lease()!.run('after', job(SAXPY), 'salt', jobDeadlines(job(SAXPY), 120), {}));
       expect(verdictOf(next)).toBe('PASSED');

@@ -11,9 +11,10 @@ import { deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/api/app.js';
 import { ProblemRegistry } from '../../server/src/problems.js';
+import { until } from '../support/until.js';
 import { auth, closeApps, harness } from './app-harness.js';
 import { fakeGpus, passedReport } from './fake-pool.js';
-import { body, settled, until } from './helpers.js';
+import { body, settled } from './helpers.js';
 
 // Every shared object the process opens goes through process.dlopen: watch it from the first line on (cudakit loads
 // its addon lazily, on the first native call, so any load would come after this).

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { until } from '../support/until.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'server/src/main.ts');
@@ -160,17 +161,17 @@ export class Cluster {
     return node;
   }
 
-  /** Waits until `api` sees `count` GPUs in the registry (a plain loop: hooks may call it, not only tests). */
+  /** Waits until `api` sees `count` GPUs in the registry (no expect: hooks may call it, not only tests). */
   async gpusSeen(api: ClusterNode, count: number, timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
     let seen: number | undefined;
-    while (Date.now() < deadline) {
-      const r = await getJson(api, '/v1/gpus').catch(() => undefined);
-      seen = (r?.body as { gpus?: unknown[] } | undefined)?.gpus?.length;
-      if (seen === count) return;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-    throw new Error(`${api.url} saw ${seen ?? 'no'} GPUs, not ${count}, within ${timeoutMs} ms`);
+    await until(
+      async () => {
+        const r = await getJson(api, '/v1/gpus').catch(() => undefined);
+        seen = (r?.body as { gpus?: unknown[] } | undefined)?.gpus?.length;
+        return seen === count;
+      },
+      { timeoutMs, what: () => `${api.url} to see ${count} GPUs (it saw ${seen ?? 'none'})`, pollMs: 200 },
+    );
   }
 
   /** The fake workers' log: { event: 'spawn' | 'start' | 'end', pid, gpu, id, atMs } lines. */

@@ -18,9 +18,10 @@ import type { App } from '../../server/src/api/app.js';
 import { parseTokens, tokenDigest } from '../../server/src/api/auth.js';
 import { Sessions } from '../../server/src/dashboard/session.js';
 import { newJobId } from '../../server/src/store/ids.js';
+import { until } from '../support/until.js';
 import { TOKENS, auth, closeApps, harness, keepApp, type Harness, type Who } from './app-harness.js';
 import { fakeGpus, scriptByName } from './fake-pool.js';
-import { body, settled, until } from './helpers.js';
+import { body, settled } from './helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = fileURLToPath(new URL('../../docs/img/dashboard.png', import.meta.url));
@@ -701,7 +702,10 @@ describe('GET /v1/stream', () => {
       const elsewhere = { ...(await service.get(id))!, id: newJobId(), idempotencyKey: undefined };
       await service.store.insert({ ...elsewhere, status: 'queued', finishedAt: undefined, report: undefined });
       await service.store.finish(elsewhere.id, { ...elsewhere, status: 'succeeded', atMs: Date.now() });
-      await until(() => text.includes(`"id":"${elsewhere.id}"`), 5000, 'the job of another process');
+      await until(() => text.includes(`"id":"${elsewhere.id}"`), {
+        timeoutMs: 5000,
+        what: 'the job of another process',
+      });
     } finally {
       req.destroy();
     }
@@ -720,7 +724,7 @@ describe('GET /v1/stream', () => {
     );
     for (const r of requests) r.end();
     try {
-      await until(() => statuses.length === 65, 10_000, 'every stream to answer');
+      await until(() => statuses.length === 65, { timeoutMs: 10_000, what: 'every stream to answer' });
       expect(statuses.filter((s) => s === 200)).toHaveLength(64);
       expect(statuses.filter((s) => s === 503)).toHaveLength(1);
     } finally {

@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tokenDigest } from '../../server/src/api/auth.js';
 import { DEFAULT_LIMITS } from '../../server/src/service.js';
+import { until } from '../support/until.js';
 import { auth, closeApps, harness, type Who } from './app-harness.js';
 import { Cluster, fakeBody, type ClusterNode } from './cluster-harness.js';
-import { body, until } from './helpers.js';
+import { body } from './helpers.js';
 import { describeWithServices, startPostgres, startRedis, type ServiceServer } from './services.js';
 
 const CAP = DEFAULT_LIMITS.maxQueuedPerPrincipal;
@@ -37,7 +38,7 @@ describe('fair share, embedded mode', () => {
     };
 
     const running = (await accepted('alice')).id;
-    await until(() => started.includes(running), 5000, 'the first job to start');
+    await until(() => started.includes(running), { timeoutMs: 5000, what: 'the first job to start' });
     const alice: string[] = [];
     for (let i = 0; i < CAP; i++) alice.push((await accepted('alice')).id);
     expect((await submit('alice')).statusCode).toBe(429); // alice is at her cap
@@ -54,7 +55,7 @@ describe('fair share, embedded mode', () => {
     const next: string[] = [];
     for (let i = 0; i < 2; i++) {
       pool.finish(started.at(-1)!);
-      await until(() => started.length === 2 + i, 5000, `start ${i + 2}`);
+      await until(() => started.length === 2 + i, { timeoutMs: 5000, what: `start ${i + 2}` });
       next.push(started.at(-1)!);
     }
     expect(next).toContain(bob.id);

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Shared by the service's tests: a valid request body, a service over a fake pool and the in-memory store, and a
-// bounded wait for a condition.
+// Shared by the service's tests: a valid request body, a service over a fake pool and the in-memory store, and the
+// wait for a job's end.
 import { EmbeddedQueue } from '../../server/src/queue/embedded.js';
 import { EvalService, type ServiceConfig } from '../../server/src/service.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
 import type { JobStore } from '../../server/src/store/store.js';
+import { until } from '../support/until.js';
 import { FakePool, fakeGpus, type FakeGpu } from './fake-pool.js';
 
 /** A request body that validateJob accepts; `name` picks the fake pool's behaviour. */
@@ -38,26 +39,12 @@ export async function setup(
   return { pool, store, queue, service };
 }
 
-/** Polls `condition` every 5 ms until it holds; fails after `timeoutMs`. */
-export async function until(
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs = 5000,
-  what = 'a condition',
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /** Resolves when the job is terminal, and returns its record. */
 export async function settled(service: EvalService, id: string, timeoutMs = 5000) {
-  await until(
-    async () => ['succeeded', 'failed', 'cancelled'].includes((await service.get(id))?.status ?? ''),
+  await until(async () => ['succeeded', 'failed', 'cancelled'].includes((await service.get(id))?.status ?? ''), {
     timeoutMs,
-    `${id} to end`,
-  );
+    what: `${id} to end`,
+  });
   return (await service.get(id))!;
 }
 

@@ -5,7 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { workerScript } from '../../server/src/gpu/child.js';
 import { LocalGpuPool, type LocalPoolOptions, gpuClasses, runProbe } from '../../server/src/gpu/local-pool.js';
-import { isAlive, TEST_SLOT, deadlines, fakeJob, until } from './slot-helpers.js';
+import { until } from '../support/until.js';
+import { isAlive, TEST_SLOT, deadlines, fakeJob } from './slot-helpers.js';
 
 const T = 10_000;
 const FOUR = 'NVIDIA H200@sm_90,NVIDIA H200@sm_90,NVIDIA H100 80GB HBM3@sm_90,NVIDIA A100-SXM4-40GB MIG 1g.5gb@sm_80';
@@ -28,9 +29,10 @@ function fakePool(gpus: string, more: LocalPoolOptions = {}): LocalGpuPool {
 }
 
 async function allIdle(pool: LocalGpuPool): Promise<void> {
-  if (!(await until(() => pool.slots().every((s) => s.state === 'idle'), 8_000))) {
-    throw new Error(`not all idle: ${JSON.stringify(pool.slots())}`);
-  }
+  await until(() => pool.slots().every((s) => s.state === 'idle'), {
+    timeoutMs: 8_000,
+    what: () => `every slot to be idle: ${JSON.stringify(pool.slots())}`,
+  });
 }
 
 afterEach(async () => {
@@ -153,7 +155,7 @@ describe('LocalGpuPool', () => {
       const before = idle;
       const outcome = await h100.run('j', fakeJob('fake:pass'), 's', deadlines(), {});
       expect(outcome.kind).toBe('report');
-      expect(await until(() => idle > before)).toBe(true);
+      await until(() => idle > before);
       expect(pool.lease('H100')).toBeDefined();
       a.cancel();
       b.cancel();
@@ -203,7 +205,7 @@ describe('LocalGpuPool', () => {
     async () => {
       const pool = fakePool('1', { env: { CUDAKIT_FAKE_GPUS: '1', CUDAKIT_FAKE_START: 'exit' } });
       await pool.start();
-      expect(await until(() => pool.slots()[0]?.state === 'quarantined')).toBe(true);
+      await until(() => pool.slots()[0]?.state === 'quarantined');
       expect(pool.serves('any')).toBe(false);
       expect((await pool.reprobe(UUID(0)))?.state).toBe('quarantined'); // still broken
       expect(await pool.reprobe('GPU-unknown')).toBeUndefined();

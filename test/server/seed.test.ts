@@ -37,9 +37,10 @@ import {
   EvaluationResponse,
   JobErrorBody,
 } from '../../server/src/schema/seed.js';
+import { until } from '../support/until.js';
 import { auth, closeApps, harness, keepApp, type Harness, type Who } from './app-harness.js';
 import { failedReport, passedReport, scriptByName, type FakeScript } from './fake-pool.js';
-import { evaluateBody, settled, until } from './helpers.js';
+import { evaluateBody, settled } from './helpers.js';
 
 const FIXTURES = new URL('./fixtures/seed/', import.meta.url);
 const fixture = (file: string): Record<string, unknown> =>

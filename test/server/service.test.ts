@@ -13,8 +13,9 @@ import type { QueuedJob } from '../../server/src/queue/queue.js';
 import { EvalService, ServiceError, resultOf, type OutcomeContext } from '../../server/src/service.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
 import { SqliteJobStore } from '../../server/src/store/sqlite.js';
+import { until } from '../support/until.js';
 import { FakePool, failedReport, fakeGpus, passedReport, type FakeGpu } from './fake-pool.js';
-import { body, settled, setup, until, type Setup } from './helpers.js';
+import { body, settled, setup, type Setup } from './helpers.js';
 
 const services: EvalService[] = [];
 afterEach(() => {
@@ -511,8 +512,7 @@ describe('under load', () => {
         }
         return true;
       },
-      20_000,
-      'every job to end',
+      { timeoutMs: 20_000, what: 'every job to end' },
     );
     expect(pool.violations).toEqual([]);
     for (const g of gpus) {
@@ -520,7 +520,10 @@ describe('under load', () => {
       for (let i = 1; i < runs.length; i++) expect(runs[i]!.startMs).toBeGreaterThanOrEqual(runs[i - 1]!.endMs!);
     }
     for (const id of ids) {
-      await until(async () => (await store.events(id, 0)).some((e) => e.type === 'done'), 2000, `${id}'s done`);
+      await until(async () => (await store.events(id, 0)).some((e) => e.type === 'done'), {
+        timeoutMs: 2000,
+        what: `${id}'s done`,
+      });
       const events = await store.events(id, 0);
       expect(events.filter((e) => e.type === 'done')).toHaveLength(1);
       expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));

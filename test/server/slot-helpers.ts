@@ -4,12 +4,12 @@
 // init reaps it, and kill(pid, 0) still succeeds on a zombie).
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import type { EvalJob } from 'cudakit';
 import { afterEach } from 'vitest';
 import type { Deadlines, DeviceFacts } from '../../server/src/gpu/protocol.js';
 import { GpuSlot, type SlotOptions } from '../../server/src/gpu/slot.js';
+import { until } from '../support/until.js';
 import { H200_LAUNCH } from './fake-pool.js';
 
 export const FACTS: DeviceFacts = {
@@ -56,22 +56,6 @@ export function fakeSlot(options: Partial<SlotOptions> = {}): GpuSlot {
   return slot;
 }
 
-/** Waits for `predicate`, polling; false after `timeoutMs`. */
-export async function until(predicate: () => boolean, timeoutMs = 5_000, pollMs = 10): Promise<boolean> {
-  const end = performance.now() + timeoutMs;
-  while (!predicate()) {
-    if (performance.now() > end) return false;
-    await sleep(pollMs);
-  }
-  return true;
-}
-
-export async function untilIdle(slot: GpuSlot, timeoutMs = 5_000): Promise<void> {
-  if (!(await until(() => slot.state === 'idle', timeoutMs))) {
-    throw new Error(`slot not idle after ${timeoutMs} ms: ${JSON.stringify(slot.info())}`);
-  }
-}
-
 const proc = existsSync('/proc/self/stat');
 
 /** Whether `pid` is a live process (a zombie is dead). */
@@ -91,9 +75,9 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** Polls until `pid` is dead; false when it still lives after `timeoutMs`. */
-export function untilDead(pid: number, timeoutMs = 3_000): Promise<boolean> {
-  return until(() => !isAlive(pid), timeoutMs, 20);
+/** Polls until `pid` is dead; throws when it still lives after `timeoutMs`. */
+export function untilDead(pid: number, timeoutMs = 3_000): Promise<void> {
+  return until(() => !isAlive(pid), { timeoutMs, what: `process ${pid} to end`, pollMs: 20 });
 }
 
 /** `--import <tsx>` for running a TypeScript file in a child. */

@@ -13,7 +13,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { setprivWithPdeathsig } from '../../server/src/gpu/child.js';
 import type { SlotOutcome } from '../../server/src/gpu/pool.js';
 import { verdictOf } from '../../server/src/verdict.js';
-import { deadlines, fakeJob, fakeSlot, isAlive, tsxImport, until, untilDead, untilIdle } from './slot-helpers.js';
+import { until, untilIdle } from '../support/until.js';
+import { deadlines, fakeJob, fakeSlot, isAlive, tsxImport, untilDead } from './slot-helpers.js';
 
 const T = 10_000; // per test
 
@@ -155,7 +156,7 @@ describe('GpuSlot: jobs', () => {
         onProgress: (p) => void progress.push(p),
       });
       // The pre-started child: started while the job runs (it takes over once ready and the job is done).
-      expect(await until(() => slot.pids().others.length === 1, 3_000)).toBe(true);
+      await until(() => slot.pids().others.length === 1, { timeoutMs: 3_000 });
       const spare = slot.pids().others[0]!.pid;
       expect(slot.state).toBe('busy');
 
@@ -168,7 +169,7 @@ describe('GpuSlot: jobs', () => {
 
       await untilIdle(slot);
       expect(slot.pids().current).toBe(spare); // the pre-started child took over
-      expect(await untilDead(first)).toBe(true); // process per job: the first one exited
+      await untilDead(first); // process per job: the first one exited
       expect(slot.info()).toMatchObject({ jobs: 1, restarts: 0, lastError: undefined });
     },
     T,
@@ -321,7 +322,7 @@ describe('GpuSlot: jobs', () => {
       });
       expect(outcome).toMatchObject({ kind: 'timeout', phase: 'time' });
       expect(grandchild).toBeGreaterThan(0);
-      expect(await untilDead(grandchild, 2_000)).toBe(true);
+      await untilDead(grandchild, 2_000);
     },
     T,
   );
@@ -424,7 +425,7 @@ describe('GpuSlot: jobs', () => {
       // The pre-started child takes over at once; the lingering one is killed when its exit grace (200 ms) is over.
       await untilIdle(slot);
       expect(slot.pids().current).not.toBe(pid);
-      expect(await untilDead(pid)).toBe(true);
+      await untilDead(pid);
       expect(slot.info()).toMatchObject({ state: 'idle' });
     },
     T,
@@ -474,14 +475,14 @@ describe('GpuSlot: the GPU keeps a killed PID', () => {
       await slot.start();
       const pid = slot.pids().current!;
       const run = slot.lease()!.run('j', fakeJob('fake:hang:check'), 's', deadlines(8_000, { check: 200 }), {});
-      expect(await until(() => slot.pids().others.length === 1)).toBe(true);
+      await until(() => slot.pids().others.length === 1);
       const spare = slot.pids().others[0]!.pid;
       expect(await run).toMatchObject({ kind: 'timeout', phase: 'check' });
-      expect(await until(() => slot.state === 'quarantined')).toBe(true);
+      await until(() => slot.state === 'quarantined');
       expect(calls).toEqual([[pid, 'GPU-fa4e0000-0000-4000-8000-000000000000', 250]]);
       expect(slot.info().lastError).toBe(`the GPU still lists the killed worker's PID ${pid} after 250 ms`);
-      expect(await untilDead(spare)).toBe(true); // the pre-started child went too
-      expect(await until(() => slot.pids().current === undefined && slot.pids().others.length === 0)).toBe(true);
+      await untilDead(spare); // the pre-started child went too
+      await until(() => slot.pids().current === undefined && slot.pids().others.length === 0);
 
       expect((await slot.reprobe()).state).toBe('quarantined'); // still held
       held = false;
@@ -522,8 +523,8 @@ describe('the parent-death guard', () => {
 
         parent.kill('SIGKILL');
         const t0 = performance.now();
-        expect(await untilDead(busy, 3_000)).toBe(true);
-        expect(await untilDead(spare, 3_000)).toBe(true);
+        await untilDead(busy, 3_000);
+        await untilDead(spare, 3_000);
         expect(performance.now() - t0).toBeLessThan(3_000);
       },
       T,

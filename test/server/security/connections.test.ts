@@ -12,8 +12,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tokenDigest } from '../../../server/src/api/auth.js';
 import { type ServerProcess, buildFakeWorker, startServer } from '../../../server/bench/binary.js';
+import { until } from '../../support/until.js';
 import { closeApps, type Harness } from '../app-harness.js';
-import { settled, until } from '../helpers.js';
+import { settled } from '../helpers.js';
 import { type Answer, auth, body, expectAlive, expectAnswer, securityHarness } from './helpers.js';
 
 let dir = '';
@@ -66,8 +67,7 @@ async function expectBinaryAlive(): Promise<void> {
       status = ((await got.json()) as { status: string }).status;
       return ['succeeded', 'failed', 'cancelled'].includes(status);
     },
-    30_000,
-    'the correct job',
+    { timeoutMs: 30_000, what: 'the correct job' },
   );
   expect(status).toBe('succeeded');
 }
@@ -96,7 +96,7 @@ async function rawSocket(): Promise<{ s: Socket; got: () => string; closed: () =
 async function exchange(text: string | Buffer): Promise<string> {
   const { s, got, closed } = await rawSocket();
   s.write(text);
-  await until(() => closed() || complete(got()), 10_000, 'an answer');
+  await until(() => closed() || complete(got()), { timeoutMs: 10_000, what: 'an answer' });
   return got();
 }
 
@@ -150,7 +150,7 @@ describe('security: connections', () => {
     silent.on('close', () => (closed = true));
     silent.on('error', () => {});
     sockets.push(silent);
-    await until(() => closed, 10_000, 'the server to close a connection that sent nothing');
+    await until(() => closed, { timeoutMs: 10_000, what: 'the server to close a connection that sent nothing' });
   });
 
   it('slowloris: slow headers and slow bodies hold their own sockets only; others are answered', async () => {
@@ -205,7 +205,7 @@ describe('security: connections', () => {
         });
       }
     }
-    await until(() => complete(got()) || closed(), 30_000, 'the answer');
+    await until(() => complete(got()) || closed(), { timeoutMs: 30_000, what: 'the answer' });
     const answer = parse(got());
     const res = { status: answer.statusCode, text: answer.body };
     expectAnswer({ statusCode: res.status, body: res.text, headers: {} }, 413, 'a chunked gigabyte');
@@ -262,16 +262,22 @@ describe('security: connections', () => {
     };
     const jobStreams = Array.from({ length: 200 }, () => watch(`/v1/evaluations/${id}/events`));
     const summaries = Array.from({ length: 100 }, () => watch('/v1/stream'));
-    await until(() => jobStreams.every((s) => s.ended), 30_000, 'every job stream to end');
+    await until(() => jobStreams.every((s) => s.ended), { timeoutMs: 30_000, what: 'every job stream to end' });
     for (const s of jobStreams) {
       expect(s.status).toBe(200);
       expect(s.text.match(/^event: done$/gm)).toHaveLength(1);
       expectAnswer({ statusCode: s.status, body: s.text, headers: {} }, 200, 'a job stream');
     }
-    await until(() => summaries.every((s) => s.status !== 0), 30_000, 'every summary stream to answer');
+    await until(() => summaries.every((s) => s.status !== 0), {
+      timeoutMs: 30_000,
+      what: 'every summary stream to answer',
+    });
     const served = summaries.filter((s) => s.status === 200);
     expect(served).toHaveLength(64);
-    await until(() => served.every((s) => s.text.includes('event: summary')), 30_000, 'every served stream to speak');
+    await until(() => served.every((s) => s.text.includes('event: summary')), {
+      timeoutMs: 30_000,
+      what: 'every served stream to speak',
+    });
     for (const s of served) expectAnswer({ statusCode: s.status, body: s.text, headers: {} }, 200, 'a summary stream');
     for (const s of summaries.filter((x) => x.status !== 200)) {
       expectAnswer({ statusCode: s.status, body: s.text, headers: {} }, 503, 'a summary stream past the cap');

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { tokenDigest } from '../../../server/src/api/auth.js';
+import { until } from '../../support/until.js';
 import { Cluster, type ClusterNode } from '../cluster-harness.js';
-import { until } from '../helpers.js';
 import { describeWithServices, startPostgres, startRedis, type ServiceServer } from '../services.js';
 import { type Answer, body, expectAnswer } from './helpers.js';
 
@@ -42,8 +42,7 @@ describeWithServices('security: the distributed API node', ['redis', 'postgres']
     await until(
       async () =>
         ((JSON.parse((await send('GET', '/v1/gpus', 'alice')).body) as { gpus?: unknown[] }).gpus ?? []).length === 2,
-      30_000,
-      "the agent's GPUs",
+      { timeoutMs: 30_000, what: "the agent's GPUs" },
     );
   }, 90_000);
 
@@ -90,8 +89,7 @@ describeWithServices('security: the distributed API node', ['redis', 'postgres']
         job = JSON.parse(res.body) as { status: string };
         return ['succeeded', 'failed', 'cancelled'].includes(job.status);
       },
-      30_000,
-      `${id} to end`,
+      { timeoutMs: 30_000, what: `${id} to end` },
     );
     return job;
   }
