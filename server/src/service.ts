@@ -28,6 +28,7 @@ import type { GpuPool, SlotInfo, SlotLease, SlotOutcome } from './gpu/pool.js';
 import type { Deadlines } from './gpu/protocol.js';
 import { type JobQueue, type QueuedJob, queuedJobOf } from './queue/queue.js';
 import { suspicionsOf } from './roofline.js';
+import { ServiceError } from './errors.js';
 import { splitBody } from './schema/native.js';
 import { newJobId } from './store/ids.js';
 import {
@@ -39,22 +40,6 @@ import {
   type ServiceOptions,
 } from './store/store.js';
 import { verdictOf, type Verdict } from './verdict.js';
-
-/** An error the API answers with its status code (4xx, or 503 for a service that cannot take work now). */
-export class ServiceError extends Error {
-  readonly statusCode: number;
-  readonly code: string;
-  /** Seconds, for the Retry-After header of a 429 or 503. */
-  readonly retryAfterSeconds: number | undefined;
-
-  constructor(statusCode: number, code: string, message: string, retryAfterSeconds?: number) {
-    super(message);
-    this.name = 'ServiceError';
-    this.statusCode = statusCode;
-    this.code = code;
-    this.retryAfterSeconds = retryAfterSeconds;
-  }
-}
 
 export interface ServiceLimits extends AdmissionLimits {
   /** Jobs one principal may have queued (429 beyond). */
@@ -295,7 +280,7 @@ export class EvalService {
    */
   async submit(principal: string, body: Record<string, unknown>, idempotencyKey?: string): Promise<Submission> {
     if (!this.#accepting) {
-      throw new ServiceError(503, 'SHUTTING_DOWN', 'The server is shutting down and takes no new evaluations', 30);
+      throw new ServiceError('SHUTTING_DOWN', 'The server is shutting down and takes no new evaluations', 30);
     }
     const split = splitBody(body);
     const options: ServiceOptions = split.options;
@@ -334,20 +319,16 @@ export class EvalService {
           ? ` (the job compiles${checked.arch === undefined ? '' : ` for ${checked.arch}`})`
           : '';
       const message = `No GPU to run evaluations on: ${reason}${compiles}`;
-      throw new ServiceError(503, 'NO_GPU', message, this.pool.unavailableRetryAfterSeconds);
+      throw new ServiceError('NO_GPU', message, this.pool.unavailableRetryAfterSeconds);
     }
     if (!this.pool.serves(options.gpu)) {
       const known = new Set(this.pool.slots().flatMap((s) => s.classes));
       if (!known.has(options.gpu)) {
         const classes = [...known].sort().join(', ');
-        throw new ServiceError(
-          400,
-          'UNKNOWN_GPU_CLASS',
-          `No GPU here is of class '${options.gpu}' (classes: ${classes})`,
-        );
+        throw new ServiceError('UNKNOWN_GPU_CLASS', `No GPU here is of class '${options.gpu}' (classes: ${classes})`);
       }
       const message = `Every GPU of class '${options.gpu}' is out of service (quarantined)`;
-      throw new ServiceError(503, 'NO_GPU_OF_CLASS', message, 60);
+      throw new ServiceError('NO_GPU_OF_CLASS', message, 60);
     }
 
     const bodyHash = hashOf({ job, options });
@@ -363,7 +344,7 @@ export class EvalService {
           const message =
             `Idempotency-Key '${idempotencyKey}' was used for another request body (evaluation ${existing.id}) ` +
             'within the last 24 hours: use a new key for a new evaluation';
-          throw new ServiceError(422, 'IDEMPOTENCY_KEY_REUSED', message);
+          throw new ServiceError('IDEMPOTENCY_KEY_REUSED', message);
         }
         return { record: existing, replayed: true, queue: await this.queueInfo(existing) };
       }
@@ -389,12 +370,12 @@ export class EvalService {
       const message =
         `${mine} evaluations of yours are queued, the most one client may have: ` +
         'wait for some to start, or cancel some';
-      throw new ServiceError(429, 'QUEUE_FULL_FOR_PRINCIPAL', message, this.#retryAfterSeconds(mine));
+      throw new ServiceError('QUEUE_FULL_FOR_PRINCIPAL', message, this.#retryAfterSeconds(mine));
     }
     const all = await this.queue.size();
     if (all >= this.limits.maxQueued) {
       const message = `The queue is full (${all} evaluations): try again later`;
-      throw new ServiceError(503, 'QUEUE_FULL', message, this.#retryAfterSeconds(all));
+      throw new ServiceError('QUEUE_FULL', message, this.#retryAfterSeconds(all));
     }
     const nowMs = this.#now();
     const record: JobRecord = {

@@ -15,7 +15,7 @@ import {
   parseBody,
   stringBoundsOf,
 } from '../../server/src/api/body.js';
-import { ServiceError } from '../../server/src/service.js';
+import { ServiceError } from '../../server/src/errors.js';
 import { SOURCE_CHARS_MAX, SubmitBody } from '../../server/src/schema/native.js';
 import { CompareRequest, EvaluationRequest } from '../../server/src/schema/seed.js';
 import { auth, closeApps, harness } from './app-harness.js';

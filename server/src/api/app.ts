@@ -4,7 +4,7 @@
 // limits counted after decompression, large bodies a few at a time), and one error format for everything: Fastify's
 // { statusCode, code, error, message } plus details [{ path, message }]. No route here touches a GPU or the CUDA
 // addon; the service behind it owns the scheduling.
-import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -30,7 +30,8 @@ import { Value } from 'typebox/value';
 import { dashboardRoutes } from '../dashboard/routes.js';
 import { Sessions, signInLocation, wantsSignIn } from '../dashboard/session.js';
 import { BODY_LIMIT_BYTES, type ErrorBody } from '../schema/native.js';
-import { ServiceError, type EvalService } from '../service.js';
+import { ServiceError, isApiErrorCode, statusText } from '../errors.js';
+import type { EvalService } from '../service.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { bodyHandling, DEFAULT_LARGE_BODIES } from './body.js';
 import { LOCAL_PRINCIPAL, type Principal, type Scope, type TokenEntry, TokenVerifier } from './auth.js';
@@ -138,7 +139,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook('onError', onErrorHook);
   app.setNotFoundHandler((request, reply) => {
     const message = `Route ${request.method} ${request.url.split('?')[0]} not found`;
-    sendError(reply, { statusCode: 404, code: 'NOT_FOUND', error: STATUS_CODES[404]!, message });
+    sendError(reply, { statusCode: 404, code: 'NOT_FOUND', error: statusText(404), message });
   });
 
   await app.register(swagger, {
@@ -165,7 +166,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         if (type === 'eventLoopDelay' && value === Infinity) return;
         reply.header('retry-after', '10');
         const message = `The server is overloaded (${String(type)}: ${String(value)}); retry in 10 s`;
-        const body = { statusCode: 503, code: 'UNDER_PRESSURE', error: STATUS_CODES[503]!, message };
+        const body: ErrorBody = { statusCode: 503, code: 'UNDER_PRESSURE', error: statusText(503), message };
         logRefusal(request, body, 10);
         sendError(reply, body);
       },
@@ -179,7 +180,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         { redis: deps.rateLimitRedis, nameSpace: 'cudakit-rate:', skipOnError: true }),
     errorResponseBuilder: (_request, context) =>
       new ServiceError(
-        429,
         'RATE_LIMITED',
         `More than ${context.max} submissions per minute: retry in ${context.after}`,
         Math.ceil(context.ttl / 1000),
@@ -273,17 +273,17 @@ function authHook(tokens: readonly TokenEntry[] | undefined, sessions: Sessions)
       reply.header('www-authenticate', 'Bearer realm="cudakit"');
       const message =
         header === undefined ? 'Authorization: Bearer <token> is required' : 'Expected Authorization: Bearer <token>';
-      throw new ServiceError(401, 'UNAUTHORIZED', message);
+      throw new ServiceError('UNAUTHORIZED', message);
     }
     const principal = verifier.verify(token);
     if (principal === undefined) {
       reply.header('www-authenticate', 'Bearer realm="cudakit", error="invalid_token"');
-      throw new ServiceError(401, 'UNAUTHORIZED', 'The bearer token is not valid');
+      throw new ServiceError('UNAUTHORIZED', 'The bearer token is not valid');
     }
     const scope: Scope = access === 'metrics' ? 'admin' : access;
     if (!principal.scopes.has(scope)) {
       reply.header('www-authenticate', `Bearer realm="cudakit", error="insufficient_scope", scope="${scope}"`);
-      throw new ServiceError(403, 'FORBIDDEN', `This token lacks the '${scope}' scope`);
+      throw new ServiceError('FORBIDDEN', `This token lacks the '${scope}' scope`);
     }
     request.principal = principal;
   };
@@ -340,12 +340,12 @@ function validationDetails(error: FastifyError): { path: string; message: string
   });
 }
 
-/** The body of any error: 4xx with what the client can fix, 5xx without internals. */
 /** A database that went away usually comes back (a restart, a failover) within seconds. */
 const STORE_RETRY_AFTER_SECONDS = 5;
 
+/** The body of any error: 4xx with what the client can fix, 5xx without internals; its code one of API_ERRORS. */
 export function errorBodyOf(error: unknown): ErrorBody {
-  const status = (code: number) => STATUS_CODES[code] ?? 'Error';
+  const status = statusText;
   if (error instanceof InvalidJobError) {
     const details = error.problems.map((p: JobProblem) => ({
       path: p.path.replace(/^job/, 'body'),
@@ -361,8 +361,9 @@ export function errorBodyOf(error: unknown): ErrorBody {
   }
   const statusCode = typeof e.statusCode === 'number' ? e.statusCode : 500;
   if (statusCode >= 400 && statusCode < 500) {
-    const code = typeof e.code === 'string' ? e.code : 'BAD_REQUEST';
-    return { statusCode, code, error: status(statusCode), message: String(e.message ?? status(statusCode)) };
+    // A client error raised below the routes (Fastify's, a plugin's) with a code the table lacks: a plain 400.
+    const [code, known] = isApiErrorCode(e.code) ? [e.code, statusCode] : (['BAD_REQUEST', 400] as const);
+    return { statusCode: known, code, error: statusText(known), message: String(e.message ?? statusText(known)) };
   }
   if (error instanceof ServiceError) {
     return { statusCode, code: error.code, error: status(statusCode), message: error.message };

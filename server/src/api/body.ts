@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { createGunzip, createInflate, type Gunzip, type Inflate } from 'node:zlib';
 import { Readable } from 'node:stream';
 import { errorCodes, type FastifyReply, type FastifyRequest } from 'fastify';
-import { ServiceError } from '../service.js';
+import { ServiceError } from '../errors.js';
 import type { App } from './app.js';
 
 /** A body over this many bytes is large: it needs slots to be read. */
@@ -148,7 +148,7 @@ export class BodySlots {
     const message =
       `The server is reading as many request bodies over ${LARGE_BODY_BYTES} bytes as it reads at once, and ` +
       `more wait; retry in ${LARGE_BODY_RETRY_AFTER_SECONDS} s`;
-    return new ServiceError(503, 'TOO_MANY_LARGE_BODIES', message, LARGE_BODY_RETRY_AFTER_SECONDS);
+    return new ServiceError('TOO_MANY_LARGE_BODIES', message, LARGE_BODY_RETRY_AFTER_SECONDS);
   }
 }
 
@@ -562,7 +562,7 @@ async function acquireFor(slots: BodySlots, request: FastifyRequest, bytes: numb
   if (held.has(request)) return;
   const gone = new AbortController();
   const onClose = (): void =>
-    gone.abort(new ServiceError(400, 'CLIENT_CLOSED', 'The client closed the connection while its body waited'));
+    gone.abort(new ServiceError('CLIENT_CLOSED', 'The client closed the connection while its body waited'));
   request.raw.once('close', onClose);
   try {
     held.set(request, await slots.acquire(slots.slotsFor(bytes), gone.signal));
@@ -586,7 +586,7 @@ function encodingOf(request: FastifyRequest): string {
 function tooLarge(what?: string): Error {
   return what === undefined
     ? new FST_ERR_CTP_BODY_TOO_LARGE()
-    : new ServiceError(413, 'FST_ERR_CTP_BODY_TOO_LARGE', `Request body is too large (${what})`);
+    : new ServiceError('FST_ERR_CTP_BODY_TOO_LARGE', `Request body is too large (${what})`);
 }
 
 /**
@@ -637,7 +637,7 @@ class CountedBody extends Readable {
       source.on('end', () => inflater.end());
       inflater.on('error', (e: Error) => {
         const message = `The ${this.#encoding} body does not inflate: ${e.message}`;
-        this.#fail(new ServiceError(400, 'INVALID_CONTENT_ENCODING', message));
+        this.#fail(new ServiceError('INVALID_CONTENT_ENCODING', message));
       });
     }
     const out = this.#inflater ?? source;
@@ -890,7 +890,7 @@ export function bodyHandling(app: App, options: BodyOptions = {}): BodySlots {
     const encoding = encodingOf(request);
     if (encoding !== 'identity' && encoding !== '' && !['gzip', 'x-gzip', 'deflate'].includes(encoding)) {
       const message = `Content-Encoding '${encoding.slice(0, 40)}' is not supported: use gzip, deflate or none`;
-      throw new ServiceError(415, 'UNSUPPORTED_CONTENT_ENCODING', message);
+      throw new ServiceError('UNSUPPORTED_CONTENT_ENCODING', message);
     }
     const identity = encoding === 'identity' || encoding === '';
     const limit = request.routeOptions.bodyLimit;

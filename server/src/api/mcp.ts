@@ -50,7 +50,8 @@ import {
   type KernelCode,
   type SeedKernelType,
 } from '../schema/seed.js';
-import { ServiceError, type EvalService } from '../service.js';
+import { ServiceError } from '../errors.js';
+import type { EvalService } from '../service.js';
 import { TERMINAL, type JobEvent } from '../store/store.js';
 import { errorBodyOf, type App, type SubmitLimit } from './app.js';
 import type { Scope } from './auth.js';
@@ -430,7 +431,7 @@ export function mcpRoutes(app: App, deps: McpDeps): void {
               'www-authenticate',
               `Bearer realm="cudakit", error="insufficient_scope", scope="${scope}"`,
             );
-            throw new ServiceError(403, 'FORBIDDEN', `This token lacks the '${scope}' scope, which ${name} needs`);
+            throw new ServiceError('FORBIDDEN', `This token lacks the '${scope}' scope, which ${name} needs`);
           }
         }
         if (calls.some((name) => SUBMITTING.has(name))) await deps.submitLimit(request, reply);
@@ -450,7 +451,7 @@ export function mcpRoutes(app: App, deps: McpDeps): void {
       const message =
         `${request.method} /mcp is not used: this MCP endpoint is stateless (no session, no stream to open); ` +
         'send every message with POST';
-      throw new ServiceError(405, 'METHOD_NOT_ALLOWED', message);
+      throw new ServiceError('METHOD_NOT_ALLOWED', message);
     },
   });
 }

@@ -21,7 +21,8 @@ import {
   SubmitBody,
   Submitted,
 } from '../schema/native.js';
-import { ServiceError, type EvalService } from '../service.js';
+import { ServiceError } from '../errors.js';
+import type { EvalService } from '../service.js';
 import { isJobId } from '../store/ids.js';
 import { TERMINAL, type JobEvent, type JobRecord, type JobStatus } from '../store/store.js';
 import type { Verdict } from '../verdict.js';
@@ -61,7 +62,7 @@ function links(id: string): { self: string; events: string } {
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
 
 function notFound(id: string): ServiceError {
-  return new ServiceError(404, 'EVALUATION_NOT_FOUND', `No evaluation '${id.slice(0, 64)}'`);
+  return new ServiceError('EVALUATION_NOT_FOUND', `No evaluation '${id.slice(0, 64)}'`);
 }
 
 export function nativeRoutes(app: App, deps: NativeDeps): void {
@@ -196,7 +197,7 @@ export function nativeRoutes(app: App, deps: NativeDeps): void {
       const fromHeader = typeof header === 'string' && header !== '' ? Number(header) : undefined;
       const afterSeq = fromHeader ?? request.query.lastEventId ?? 0;
       if (!Number.isSafeInteger(afterSeq)) {
-        throw new ServiceError(400, 'INVALID_LAST_EVENT_ID', 'Last-Event-ID must be an event id of this stream');
+        throw new ServiceError('INVALID_LAST_EVENT_ID', 'Last-Event-ID must be an event id of this stream');
       }
       streamEvents(service, record.id, afterSeq, deps.sseHeartbeatMs, reply.raw, () => reply.hijack());
     },
@@ -225,7 +226,7 @@ export function nativeRoutes(app: App, deps: NativeDeps): void {
       if (request.query.purge === true) {
         if (!TERMINAL.has(record.status) || !(await service.purge(record.id))) {
           const message = `Evaluation ${record.id} is ${record.status}: cancel it and let it finish before a purge`;
-          throw new ServiceError(409, 'NOT_FINISHED', message);
+          throw new ServiceError('NOT_FINISHED', message);
         }
         return reply.code(204).send(null);
       }
@@ -233,7 +234,7 @@ export function nativeRoutes(app: App, deps: NativeDeps): void {
       if (result === undefined) throw notFound(record.id);
       if (result === 'finished') {
         const now = (await service.get(record.id))?.status ?? record.status;
-        throw new ServiceError(409, 'ALREADY_FINISHED', `Evaluation ${record.id} already finished (${now})`);
+        throw new ServiceError('ALREADY_FINISHED', `Evaluation ${record.id} already finished (${now})`);
       }
       return reply.code(202).send({ id: record.id, status: result });
     },
@@ -253,10 +254,10 @@ export function nativeRoutes(app: App, deps: NativeDeps): void {
       const { status, verdict, limit = 20, cursor, principal } = request.query;
       const admin = request.principal.scopes.has('admin');
       if (principal !== undefined && principal !== request.principal.name && !admin) {
-        throw new ServiceError(403, 'FORBIDDEN', "Listing another principal's evaluations needs the 'admin' scope");
+        throw new ServiceError('FORBIDDEN', "Listing another principal's evaluations needs the 'admin' scope");
       }
       if (cursor !== undefined && !isJobId(cursor)) {
-        throw new ServiceError(400, 'INVALID_CURSOR', 'cursor must be the next of a previous page');
+        throw new ServiceError('INVALID_CURSOR', 'cursor must be the next of a previous page');
       }
       const page = await service.store.list({
         ...(admin ? (principal === undefined ? {} : { principal }) : { principal: request.principal.name }),
@@ -325,7 +326,7 @@ export function nativeRoutes(app: App, deps: NativeDeps): void {
     async (request) => {
       const { uuid } = request.params;
       const slot = await service.reprobe(uuid);
-      if (slot === undefined) throw new ServiceError(404, 'GPU_NOT_FOUND', `No GPU '${uuid}' in this server's pool`);
+      if (slot === undefined) throw new ServiceError('GPU_NOT_FOUND', `No GPU '${uuid}' in this server's pool`);
       return { ...slot, lastError: slot.lastError ?? null };
     },
   );

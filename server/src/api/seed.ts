@@ -41,7 +41,8 @@ import {
   Stats,
   Unhealthy,
 } from '../schema/seed.js';
-import { ServiceError, type EvalService } from '../service.js';
+import { ServiceError } from '../errors.js';
+import type { EvalService } from '../service.js';
 import { isJobId } from '../store/ids.js';
 import { TERMINAL, type JobRecord } from '../store/store.js';
 import type { App, SubmitLimit } from './app.js';
@@ -244,7 +245,7 @@ export function seedRoutes(app: App, deps: SeedDeps): void {
       const { principal } = request;
       // Another principal's job is not found either: ids say nothing about other clients.
       if (record === undefined || (record.principal !== principal.name && !principal.scopes.has('admin'))) {
-        throw new ServiceError(404, 'JOB_NOT_FOUND', `Job ${id.slice(0, 64)} not found`);
+        throw new ServiceError('JOB_NOT_FOUND', `Job ${id.slice(0, 64)} not found`);
       }
       return jobStatusOf(record);
     },

@@ -10,7 +10,8 @@ import { Type } from 'typebox';
 import type { App } from '../api/app.js';
 import { TokenVerifier, type Principal, type TokenEntry } from '../api/auth.js';
 import { ErrorBody } from '../schema/native.js';
-import { ServiceError, type EvalService } from '../service.js';
+import { ServiceError } from '../errors.js';
+import type { EvalService } from '../service.js';
 import { isJobId } from '../store/ids.js';
 import type { JobRecord, JobStatus } from '../store/store.js';
 import { VERDICTS, type Verdict } from '../verdict.js';
@@ -268,7 +269,6 @@ export async function dashboardRoutes(app: App, deps: DashboardDeps): Promise<vo
     keyGenerator: (request) => `signin:${request.ip}`,
     errorResponseBuilder: (_request, context) =>
       new ServiceError(
-        429,
         'RATE_LIMITED',
         `More than ${context.max} sign-in attempts per minute: retry in ${context.after}`,
         Math.ceil(context.ttl / 1000),
@@ -321,7 +321,7 @@ export async function dashboardRoutes(app: App, deps: DashboardDeps): Promise<vo
     async (request, reply) => {
       const asset = assetAt(`/assets/${request.params.file}`);
       if (asset === undefined) {
-        throw new ServiceError(404, 'NOT_FOUND', `No asset '${request.params.file.slice(0, 64)}'`);
+        throw new ServiceError('NOT_FOUND', `No asset '${request.params.file.slice(0, 64)}'`);
       }
       return reply
         .headers({
@@ -416,7 +416,7 @@ class SummaryStreams {
   open(principal: Principal, reply: FastifyReply): void {
     if (this.#closed || this.#followers.size >= this.#max) {
       const message = `${this.#followers.size} streams are open, the most this server keeps: retry in 10 s`;
-      throw new ServiceError(503, 'TOO_MANY_STREAMS', message, 10);
+      throw new ServiceError('TOO_MANY_STREAMS', message, 10);
     }
     reply.hijack();
     const res = reply.raw;

@@ -6,6 +6,7 @@
 import { type Static, Type } from 'typebox';
 import type { SlotState } from '../gpu/pool.js';
 import { VERDICTS, type Verdict } from '../verdict.js';
+import { API_ERRORS, type ApiErrorCode } from '../errors.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Defaults and bounds of the service fields (the scheduler and the docs read them from here).
@@ -300,7 +301,8 @@ export const ProblemList = Type.Object({
 
 export const ErrorBody = Type.Object({
   statusCode: Type.Integer(),
-  code: Type.String(),
+  /** One of API_ERRORS (errors.ts). */
+  code: Type.Unsafe<ApiErrorCode>({ type: 'string', enum: Object.keys(API_ERRORS) }),
   error: Type.String(),
   message: Type.String(),
   details: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
