@@ -2,22 +2,15 @@
 // Comparing two kernels, or any two GPU workloads (docs/benchmarking.md, 'Comparing two kernels'): compare() times a
 // reference (A) and a candidate (B) in interleaved ABBA rounds, each round a share of the stopping rule's budget, and
 // reports the speedup with its bootstrap interval and a verdict. Each side is a kernel target or a function target
-// (work.ts), in any mix. Measuring is bench.ts's (Session, measure, result).
+// (work.ts), in any mix. Measuring is bench()'s: a Session (session.ts), measure() (sampling.ts) and result()
+// (bench-result.ts).
 import type { CompareResult, DriftReport } from './types.js';
 import { type Kernel, type LaunchConfig, type Signature, rangeError } from '../core/index.js';
-import {
-  type BenchArgs,
-  type BenchOptions,
-  type Run,
-  type Session,
-  checkBenchOptions,
-  measure,
-  onEvents,
-  resolveRule,
-  result,
-  session,
-  targetOf,
-} from './bench.js';
+import { session, targetOf } from './bench.js';
+import { type BenchArgs, type BenchOptions, checkBenchOptions, resolveRule } from './bench-options.js';
+import { result } from './bench-result.js';
+import { type Run, measure, onEvents } from './sampling.js';
+import type { Session } from './session.js';
 import { type StoppingRule, bootstrapRatio, timerTick, verdict, widenByTick } from './stats.js';
 import type { GpuWork, WorkTarget } from './work.js';
 

@@ -3,7 +3,8 @@
 // Nsight Compute), statistics, argument specs and reports. It stands on the core layer (core/index.ts,
 // core/sampler.ts); eval/ imports it through this file only.
 // The first block is the public API, which the package root re-exports; the second is for the layers above.
-export { bench, driftProbe } from './bench.js';
+export { bench } from './bench.js';
+export { driftProbe } from './drift.js';
 export { compare } from './compare.js';
 export { check } from './check.js';
 export { inputSets } from './input-sets.js';
@@ -14,7 +15,7 @@ export { profile } from './profile.js';
 export { DEFAULT_DEVICE_METRICS, METRIC_GROUPS } from './profile-ncu.js';
 export { formatDeviceMetrics } from './profile-format.js';
 
-export type { BenchArgs, BenchOptions } from './bench.js';
+export type { BenchArgs, BenchOptions } from './bench-options.js';
 export type { DriftProbe } from '../core/sampler.js';
 export type { CompareOptions, CompareTarget } from './compare.js';
 export type {

@@ -3,7 +3,8 @@
 // 'rigorous' (retakeOnDrift) takes a run whose probe moved again once two probes agree, at most twice, and reports
 // the run it kept; otherwise the run stands with a warning.
 import { describe, expect, it } from 'vitest';
-import { type Session, measure } from '../../lib/measure/bench.js';
+import { measure } from '../../lib/measure/sampling.js';
+import type { Session } from '../../lib/measure/session.js';
 import type { BenchSample } from '../../lib/measure/types.js';
 import { PRESETS, type StoppingRule } from '../../lib/measure/stats.js';
 

@@ -2,7 +2,7 @@
 // The drift probe's verdict without a GPU: a change of the probe beyond the run's own precision (or the probe's, the
 // larger) is the GPU changing under the run; within it, noise.
 import { describe, expect, it } from 'vitest';
-import { driftOf } from '../../lib/measure/bench.js';
+import { driftOf } from '../../lib/measure/drift.js';
 import { timerTick, verdict, widenByTick } from '../../lib/measure/stats.js';
 
 /** 200 samples around 10 µs, ±0.5 %: a run whose median is known to about ±0.1 %. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// lib/measure/inputs.ts and input-sets.ts without a GPU: generated values for every init kind (exact bytes, sequences along the last
-// dimension, per-buffer seeds), poison, guard zones, zeroing before free, and inputSets() over a fake device.
+// lib/measure/inputs.ts without a GPU: generated values for every init kind (exact bytes, sequences along the last
+// dimension, per-buffer seeds), poison, guard zones, zeroing before free, and inputSets() (input-sets.ts) over a fake
+// device.
 import { describe, expect, it } from 'vitest';
 import { CudaError, fromDeviceBytes, toDeviceBytes } from '../../lib/core/index.js';
 import { type BufferArgSpec, type InitSpec, parseArgSpec, parseArgSpecs, roleOf } from '../../lib/measure/argspec.js';
