@@ -316,8 +316,10 @@ describeMultiGpu('Two GPUs', () => {
     const [a, b] = [d0(), d1()];
     const canAB = a.canAccessPeer(b);
     const canBA = b.canAccessPeer(a);
-    expect(typeof canAB).toBe('boolean');
-    expect(typeof canBA).toBe('boolean');
+    // What the driver says of each direction (cuDeviceCanAccessPeer), asked through the raw layer.
+    const driver = (from: Device, to: Device): boolean =>
+      native().deviceCanAccessPeer(native().deviceGet(from.ordinal), native().deviceGet(to.ordinal));
+    expect([canAB, canBA]).toEqual([driver(a, b), driver(b, a)]);
     using onA = a.allocArray(Float32Array, 6 << 20).copyFromHost(pattern(6 << 20, 3));
     using onB = b.allocArray(Float32Array, 6 << 20).copyFromHost(pattern(6 << 20, 9));
 

@@ -26,12 +26,9 @@ describe('HandleOwner', () => {
   it('throws a catchable ERR_DISPOSED error naming the class on use after dispose', () => {
     const t = new Thing(7n, () => {});
     t.dispose();
-    expect(() => t.handle).toThrow(/Thing has been disposed/);
-    try {
-      void t.handle;
-    } catch (e) {
-      expect((e as { code?: string }).code).toBe('ERR_DISPOSED');
-    }
+    expect(() => t.handle).toThrow(
+      expect.objectContaining({ code: 'ERR_DISPOSED', message: expect.stringMatching(/Thing has been disposed/) }),
+    );
     expect(disposedError('X').message).toBe('X has been disposed and can no longer be used');
   });
 
