@@ -1,46 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The layers of lib/ (CONTRIBUTING.md): every import in lib/, bench/ and examples/ goes down the stack, never up or
 // sideways into another layer's internals. A back-edge fails here, named with its file and line.
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { dirname, join, normalize, relative } from 'node:path';
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-
-const root = normalize(join(new URL('.', import.meta.url).pathname, '../..'));
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(join(root, dir), { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile() && /\.(ts|mts)$/.test(e.name) && !e.name.endsWith('.d.ts'))
-    .map((e) => relative(root, join(e.parentPath, e.name)));
-}
-
-interface Import {
-  file: string;
-  line: number;
-  /** The specifier as written. */
-  spec: string;
-  /** For a relative specifier: the imported file, relative to the repository root, with .ts for .js. */
-  target: string | undefined;
-}
-
-/** Static imports and re-exports (`import ... from`, `export ... from`, `import('...')`), type-only ones included. */
-export function importsOf(file: string, text: string): Import[] {
-  const out: Import[] = [];
-  const re = new RegExp(
-    /(?:^|\n)\s*(?:import|export)\b[^'"]*?\bfrom\s*['"]([^'"]+)['"]|/.source +
-      /(?:^|\n)\s*import\s*['"]([^'"]+)['"]|/.source +
-      /\bimport\(\s*['"]([^'"]+)['"]\s*\)/.source,
-    'g',
-  );
-  for (const m of text.matchAll(re)) {
-    const spec = (m[1] ?? m[2] ?? m[3])!;
-    const line = text.slice(0, m.index + m[0].length).split('\n').length;
-    let target = spec.startsWith('.') ? normalize(join(dirname(file), spec)).replace(/\.js$/, '.ts') : undefined;
-    // A path that is no file next to this one is code in a string run from the repository root (a child process).
-    if (target !== undefined && !existsSync(join(root, target))) target = normalize(spec).replace(/\.js$/, '.ts');
-    out.push({ file, line, spec, target });
-  }
-  return out;
-}
+import { type Import, filesUnder, importsOf, root } from './imports.js';
 
 const LAYERS = ['core', 'measure', 'eval', 'cli'] as const;
 type Layer = (typeof LAYERS)[number];
