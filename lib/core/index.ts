@@ -67,6 +67,7 @@ export type { CuptiLoadStatus, CuptiRecords, Native, NativeStats, Handle } from 
 // For the layers above.
 export { isContextLost } from './errors.js';
 export { checkCompiledSignature } from './kernel.js';
+export { COMPILE_OPTION_KEYS } from './program.js';
 export {
   ActivityTrace,
   disableCupti,

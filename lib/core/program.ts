@@ -108,7 +108,8 @@ export interface ProgramOptions {
   headers?: Readonly<Record<string, string>>;
 }
 
-const COMPILE_OPTION_KEYS = [
+/** @internal The keys of CompileOptions, as compile() accepts them (a job's compile options in eval/ too). */
+export const COMPILE_OPTION_KEYS = [
   'target',
   'arch',
   'std',
@@ -122,7 +123,7 @@ const COMPILE_OPTION_KEYS = [
   'nameExpressions',
   'cache',
   'cudaIncludes',
-] as const;
+] as const satisfies readonly (keyof CompileOptions)[];
 
 /** The result of a compile: PTX text bytes or a CUBIN, with the log (warnings) and lowered template names. */
 export class ObjectCode {

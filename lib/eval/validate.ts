@@ -4,9 +4,10 @@
 // also returns what the pipeline runs on: the parsed argument specs, the decoded literal bytes.
 import { inflateSync } from 'node:zlib';
 import type { Signature } from '../core/index.js';
-import { DTYPES, DTYPE_INFO, describe, isArch, isDType, typeError } from '../core/index.js';
+import { COMPILE_OPTION_KEYS, DTYPES, DTYPE_INFO, describe, isArch, isDType, typeError } from '../core/index.js';
 import {
   type ArgSpec,
+  CHECK_OPTION_KEYS,
   type InitSpec,
   PRESETS,
   checkArgSpecs,
@@ -105,32 +106,11 @@ const KERNEL_REF_KEYS = [
   'sharedMemBytes',
   'args',
 ] as const;
-const COMPILE_KEYS = [
-  'target',
-  'arch',
-  'std',
-  'defines',
-  'includePaths',
-  'fastMath',
-  'lineInfo',
-  'debug',
-  'maxRegisters',
-  'extraFlags',
-  'nameExpressions',
-  'cache',
-  'cudaIncludes',
-] as const;
-const CHECK_KEYS = [
-  'trials',
-  'seed',
-  'atol',
-  'rtol',
-  'determinism',
-  'requireDeterminism',
-  'guardBytes',
-  'skip',
-  'withoutReference',
-] as const;
+/**
+ * A job's check options: check()'s but zeroOnFree, which a job sets for all its phases at once (EvalJob.zeroOnFree),
+ * and the job's own skip and withoutReference.
+ */
+const CHECK_KEYS = [...CHECK_OPTION_KEYS.filter((k) => k !== 'zeroOnFree'), 'skip', 'withoutReference'] as const;
 const TIMING_KEYS = ['skip', 'mode', 'preset', 'timer', 'rule', 'inputSets', 'rounds', 'bytes', 'flops'] as const;
 const MODES = ['cold', 'hot', 'graph'] as const;
 const SCALAR_TYPES = [...DTYPES, 'bool'];
@@ -197,7 +177,7 @@ function stringRecord(p: Problems, path: string, v: unknown): void {
 
 function compileOptions(p: Problems, path: string, v: unknown): void {
   if (!isObject(v)) return p.type(path, 'compile options { arch, std, defines, ... }', v);
-  p.keys(path, v, COMPILE_KEYS);
+  p.keys(path, v, COMPILE_OPTION_KEYS);
   if (v.target !== undefined) oneOf(p, `${path}.target`, v.target, ['cubin', 'ptx']);
   if (v.arch !== undefined && !isArch(v.arch)) {
     p.type(`${path}.arch`, "an architecture such as 'sm_90' or 'compute_90'", v.arch);

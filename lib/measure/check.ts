@@ -189,18 +189,20 @@ function summaryOf(r: CheckResult): string {
 
 type ResolvedOptions = Required<Omit<CheckOptions, 'atol' | 'rtol'>> & Pick<CheckOptions, 'atol' | 'rtol'>;
 
+/** @internal The keys of CheckOptions, as check() accepts them (a job's check options in eval/ derive from them). */
+export const CHECK_OPTION_KEYS = [
+  'trials',
+  'seed',
+  'atol',
+  'rtol',
+  'determinism',
+  'requireDeterminism',
+  'guardBytes',
+  'zeroOnFree',
+] as const satisfies readonly (keyof CheckOptions)[];
+
 function checkCheckOptions(options: CheckOptions | undefined): ResolvedOptions {
-  const keys = [
-    'trials',
-    'seed',
-    'atol',
-    'rtol',
-    'determinism',
-    'requireDeterminism',
-    'guardBytes',
-    'zeroOnFree',
-  ] as const;
-  const o = checkOptions('options', options, keys) as CheckOptions;
+  const o = checkOptions('options', options, CHECK_OPTION_KEYS) as CheckOptions;
   const trials = o.trials ?? 5;
   if (!Number.isInteger(trials) || trials < 1 || trials > 1000)
     throw rangeError('options.trials', 'an integer in [1, 1000]', trials);

@@ -61,6 +61,7 @@ export type {
 
 // For the layers above.
 export { paint, progressLine, row } from './format.js';
+export { CHECK_OPTION_KEYS } from './check.js';
 export { buildCheckResult } from './check-result.js';
 export { matchReferenceIo } from './reference.js';
 export { createRng, normal, splitmix64 } from './random.js';
