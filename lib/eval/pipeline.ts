@@ -25,9 +25,13 @@ import {
 } from '../core/index.js';
 import {
   type ArgSpec,
+  type BenchOptions,
+  type BenchResult,
   type BufferArgSpec,
   type CheckOptions,
   type CheckResult,
+  type CompareResult,
+  type InputSets,
   type Reference,
   bench,
   check,
@@ -69,6 +73,29 @@ interface RefSource {
   role: EvalKernelRole;
   /** null: no reference (the reference-free check). */
   of: (phase: 'check' | 'recheck') => Promise<Reference | null>;
+}
+
+/** What the phases after 'validate' run on: the job in canonical form, its argument specs, its kernels. */
+interface Plan {
+  job: EvalJob;
+  prep: PreparedJob;
+  io: ArgSpec[];
+  /** The candidate first, then the reference kernel and the compare baseline where the job has them. */
+  kernels: KernelPlan[];
+}
+
+/** What 'load' leaves for the later phases: the device, and each kernel from the module the check uses. */
+interface Loaded {
+  device: Device;
+  first: Map<EvalKernelRole, Kernel>;
+}
+
+/** A kernel timed by bench() or compare(), over the input sets. */
+interface KernelTarget {
+  kernel: Kernel;
+  config: LaunchConfig;
+  args: (set: number) => never;
+  name: string;
 }
 
 /** Stops the pipeline: the report is final. */
@@ -125,7 +152,7 @@ class Pipeline {
   #phase: EvalPhase = 'validate';
   #t0 = 0;
   readonly #modules: Module[] = [];
-  #sets: ReturnType<typeof inputSets> | undefined;
+  #sets: InputSets | undefined;
 
   constructor(name: string, o: EvalOptions) {
     this.report = emptyReport(name);
@@ -171,20 +198,40 @@ class Pipeline {
     }
   }
 
+  /** The phases in order. A phase that fails ends the run (Stop) with the report as it stands. */
   async all(job: EvalJob): Promise<EvalReport> {
+    const plan = this.#validate(job);
+    await this.#compile(plan);
+    const loaded = await this.#load(plan);
+    const reference = this.#referenceOf(plan, loaded);
+    await this.#check(plan, loaded, reference);
+    if (plan.job.timing?.skip === true) return this.#passed();
+    const sets = await this.#time(plan, loaded.device);
+    await this.#recheck(plan, reference, sets);
+    return this.#passed();
+  }
+
+  /** 'validate': every problem of the job at once; else its canonical form, argument specs and kernels. */
+  #validate(job: EvalJob): Plan {
     this.#begin('validate');
     const prep = prepareJob(job);
     if (Array.isArray(prep)) this.#fail(errorOf(new InvalidJobError(prep)));
     const j = prep.job;
     this.report.name = j.name!;
-    const io = prep.args.map((a) => a.spec);
-    const plans = kernelPlans(j, prep);
+    const plan: Plan = { job: j, prep, io: prep.args.map((a) => a.spec), kernels: kernelPlans(j, prep) };
     this.#end();
+    return plan;
+  }
 
+  /** 'compile': every kernel of the job, before anything touches the GPU. */
+  async #compile(plan: Plan): Promise<void> {
     this.#begin('compile');
-    for (const k of plans) await this.#compile(k, j);
+    for (const k of plan.kernels) await this.#compileKernel(k, plan.job);
     this.#end();
+  }
 
+  /** 'load': the device, and every kernel into a module of its own (the check's), its attributes into the report. */
+  async #load(plan: Plan): Promise<Loaded> {
     this.#begin('load');
     const device = await this.#guard(() => {
       try {
@@ -192,39 +239,45 @@ class Pipeline {
       } catch (e) {
         // No GPU to load on: what the load checks first, each kernel's arguments against its compiled parameters,
         // is still checked from the code itself, so that a mismatch is reported as itself (as it is with a GPU).
-        for (const k of plans) checkCompiledSignature(k.code!, k.ref.kernel, k.signature);
+        for (const k of plan.kernels) checkCompiledSignature(k.code!, k.ref.kernel, k.signature);
         throw e;
       }
     });
     const first = new Map<EvalKernelRole, Kernel>();
-    for (const k of plans) first.set(k.role, await this.#load(device, k, true));
+    for (const k of plan.kernels) first.set(k.role, await this.#loadKernel(device, k, true));
     this.#end();
+    return { device, first };
+  }
 
-    // The reference, in order of precedence: the JavaScript function, the job's, the compare baseline.
-    const candidate = plans[0]!;
-    const refPlan = plans.find((k) => k.role === 'reference') ?? plans.find((k) => k.role === 'baseline');
-    const baseline = plans.find((k) => k.role === 'baseline');
-    let reference: RefSource | undefined;
+  /**
+   * What the check and the re-check compare with, in order of precedence: the JavaScript function, the job's
+   * expected outputs or reference kernel, the compare baseline; undefined for none.
+   */
+  #referenceOf(plan: Plan, { device, first }: Loaded): RefSource | undefined {
+    const refPlan = plan.kernels.find((k) => k.role === 'reference') ?? plan.kernels.find((k) => k.role === 'baseline');
     if (this.#o.reference !== undefined) {
       const f = this.#o.reference;
-      reference = { label: 'the JavaScript reference', role: 'reference', of: () => Promise.resolve(f) };
-    } else if (prep.expected !== undefined) {
-      const f = expectedReference(prep.expected, io);
-      reference = { label: 'the expected outputs', role: 'reference', of: () => Promise.resolve(f) };
-    } else if (refPlan !== undefined) {
-      reference = {
-        label: `${refPlan.label} in ${refPlan.src!.name}`,
-        role: refPlan.role,
-        // The check uses the module loaded above; the re-check its own: __device__ state stays with its phase.
-        of: async (phase) => {
-          const kernel = phase === 'check' ? first.get(refPlan.role)! : await this.#load(device, refPlan, false);
-          return { kernel, config: refPlan.config, ...(refPlan.io !== undefined ? { io: refPlan.io } : {}) };
-        },
-      };
+      return { label: 'the JavaScript reference', role: 'reference', of: () => Promise.resolve(f) };
     }
+    if (plan.prep.expected !== undefined) {
+      const f = expectedReference(plan.prep.expected, plan.io);
+      return { label: 'the expected outputs', role: 'reference', of: () => Promise.resolve(f) };
+    }
+    if (refPlan === undefined) return undefined;
+    return {
+      label: `${refPlan.label} in ${refPlan.src!.name}`,
+      role: refPlan.role,
+      // The check uses the module loaded above; the re-check its own: __device__ state stays with its phase.
+      of: async (phase) => {
+        const kernel = phase === 'check' ? first.get(refPlan.role)! : await this.#loadKernel(device, refPlan, false);
+        return { kernel, config: refPlan.config, ...(refPlan.io !== undefined ? { io: refPlan.io } : {}) };
+      },
+    };
+  }
 
-    const { skip = false, withoutReference = 'reference-free', ...own } = j.check ?? {};
-    const checkOptions: CheckOptions = j.zeroOnFree === true ? { ...own, zeroOnFree: true } : own;
+  /** 'check': the candidate against `reference`, or without one the defences that need none; or not at all. */
+  async #check(plan: Plan, { first }: Loaded, reference: RefSource | undefined): Promise<void> {
+    const { skip = false, withoutReference = 'reference-free' } = plan.job.check ?? {};
     this.#begin('check');
     if (skip || (reference === undefined && withoutReference === 'skip')) {
       this.report.check = { skipped: `not checked (${skip ? 'check.skip' : 'no reference'})` };
@@ -237,86 +290,102 @@ class Pipeline {
         role: 'reference',
         of: () => Promise.resolve(null),
       };
-      const ref = reference ?? none;
-      await this.#check(first.get('candidate')!, candidate, ref, io, checkOptions);
+      const candidate = plan.kernels[0]!;
+      const options = checkOptionsOf(plan.job);
+      await this.#checkCandidate(first.get('candidate')!, candidate, reference ?? none, plan.io, options);
     }
     this.#dispose();
     this.#end();
+  }
 
-    const timing = j.timing ?? {};
-    if (timing.skip === true) {
-      this.report.passed = true;
-      return this.report;
-    }
+  /**
+   * 'time': the candidate in a fresh module, over rotating input sets, with bench(), or with compare() against the
+   * baseline. Returns the input sets, whose outputs the re-check reads.
+   */
+  async #time(plan: Plan, device: Device): Promise<InputSets> {
+    const j = plan.job;
+    const candidate = plan.kernels[0]!;
+    const baseline = plan.kernels.find((k) => k.role === 'baseline');
     this.#begin('time');
-    const kernel = await this.#load(device, candidate, false);
-    const other = baseline === undefined ? undefined : await this.#load(device, baseline, false);
+    const kernel = await this.#loadKernel(device, candidate, false);
+    const other = baseline === undefined ? undefined : await this.#loadKernel(device, baseline, false);
     const zeroOnFree = j.zeroOnFree === true ? { zeroOnFree: true } : {};
-    const sets = await this.#guard(() => inputSets(device, io, checkOptions.seed, zeroOnFree));
+    const sets = await this.#guard(() => inputSets(device, plan.io, checkOptionsOf(j).seed, zeroOnFree));
     this.#sets = sets;
     const args = sets.args as (set: number) => never;
-    const common = defined({
-      mode: timing.mode,
-      preset: timing.preset,
-      timer: timing.timer,
-      rule: timing.rule,
-      inputSets: timing.inputSets,
-      bytes: timing.bytes,
-      flops: timing.flops,
-    });
-    const mode = timing.mode ?? 'cold';
     if (other === undefined) {
-      this.report.timing = await this.#guard(() =>
-        bench(kernel, candidate.config, args, {
-          ...common,
-          name: candidate.label,
-          onProgress: (x) =>
-            this.#emit({
-              kind: 'samples',
-              name: candidate.label,
-              mode,
-              samples: x.samples,
-              rejected: x.rejected,
-              elapsedMs: x.elapsedMs,
-              relCI: x.relCI,
-            }),
-        }),
-      );
+      this.report.timing = await this.#bench({ kernel, config: candidate.config, args, name: candidate.label }, j);
     } else {
       const [a, b] = compareNames(baseline!, candidate);
-      const rounds = timing.rounds === undefined ? {} : { rounds: timing.rounds };
-      this.report.comparison = await this.#guard(() =>
-        compare(
-          { kernel: other, config: baseline!.config, args, name: a },
-          { kernel, config: candidate.config, args, name: b },
-          {
-            ...common,
-            ...rounds,
-            onProgress: (x) => this.#emit({ kind: 'rounds', a, b, round: x.round, rounds: x.rounds }),
-          },
-        ),
+      this.report.comparison = await this.#compare(
+        { kernel: other, config: baseline!.config, args, name: a },
+        { kernel, config: candidate.config, args, name: b },
+        j,
       );
     }
     this.#dispose();
     this.#end();
+    return sets;
+  }
 
+  /** bench() with the job's timing options, its progress as 'samples' events. */
+  async #bench(target: KernelTarget, j: EvalJob): Promise<BenchResult> {
+    const { kernel, config, args, name } = target;
+    const mode = j.timing?.mode ?? 'cold';
+    return this.#guard(() =>
+      bench(kernel, config, args, {
+        ...timingOptionsOf(j),
+        name,
+        onProgress: (x) =>
+          this.#emit({
+            kind: 'samples',
+            name,
+            mode,
+            samples: x.samples,
+            rejected: x.rejected,
+            elapsedMs: x.elapsedMs,
+            relCI: x.relCI,
+          }),
+      }),
+    );
+  }
+
+  /** compare() of A (the baseline) and B (the candidate) with the job's timing options, its progress as 'rounds'. */
+  async #compare(a: KernelTarget, b: KernelTarget, j: EvalJob): Promise<CompareResult> {
+    const rounds = j.timing?.rounds === undefined ? {} : { rounds: j.timing.rounds };
+    return this.#guard(() =>
+      compare(a, b, {
+        ...timingOptionsOf(j),
+        ...rounds,
+        onProgress: (x) => this.#emit({ kind: 'rounds', a: a.name, b: b.name, round: x.round, rounds: x.rounds }),
+      }),
+    );
+  }
+
+  /**
+   * 'recheck', after a check against a reference: the timed launches' outputs too, so that a kernel right once but
+   * wrong when repeated (races, stale state) fails.
+   */
+  async #recheck(plan: Plan, reference: RefSource | undefined, sets: InputSets): Promise<void> {
     const before = this.report.check;
-    if (reference !== undefined && before !== undefined && 'before' in before) {
-      this.#begin('recheck');
-      // The timed launches' outputs too: a kernel right once but wrong when repeated (races, stale state) fails.
-      const ref = (await this.#guard(() => reference.of('recheck')))!;
-      const tolerances = defined({ atol: checkOptions.atol, rtol: checkOptions.rtol });
-      const after = await this.#guard(() => sets.verify(ref, tolerances));
-      Object.assign(before, { passed: after.passed, afterTiming: after });
-      if (!after.passed) this.#fail(verdictError(after, reference.role));
-      this.#end();
-    }
+    if (reference === undefined || before === undefined || !('before' in before)) return;
+    this.#begin('recheck');
+    const ref = (await this.#guard(() => reference.of('recheck')))!;
+    const { atol, rtol } = checkOptionsOf(plan.job);
+    const after = await this.#guard(() => sets.verify(ref, defined({ atol, rtol })));
+    Object.assign(before, { passed: after.passed, afterTiming: after });
+    if (!after.passed) this.#fail(verdictError(after, reference.role));
+    this.#end();
+  }
+
+  /** Every phase passed (or was skipped). */
+  #passed(): EvalReport {
     this.report.passed = true;
     return this.report;
   }
 
   /** Reads and compiles one kernel's source; its facts go into the report. */
-  async #compile(k: KernelPlan, j: EvalJob): Promise<void> {
+  async #compileKernel(k: KernelPlan, j: EvalJob): Promise<void> {
     const src = await this.#guard(() => readSource(k.ref.source, this.#o.baseDir, `${k.role}.cu`), k.role);
     k.src = src;
     const own = k.role === 'candidate' ? {} : ((k.ref as EvalKernelRef).compile ?? {});
@@ -364,7 +433,7 @@ class Pipeline {
   }
 
   /** Loads one kernel's code into a fresh module; the first load of each also records the kernel's attributes. */
-  async #load(device: Device, k: KernelPlan, first: boolean): Promise<Kernel> {
+  async #loadKernel(device: Device, k: KernelPlan, first: boolean): Promise<Kernel> {
     return this.#guard(() => {
       const m = device.loadModule(k.code!);
       this.#modules.push(m);
@@ -385,7 +454,8 @@ class Pipeline {
     }, k.role);
   }
 
-  async #check(
+  /** Runs check() on the candidate, records its result and fails the phase on a failed verdict. */
+  async #checkCandidate(
     kernel: Kernel,
     k: KernelPlan,
     reference: RefSource,
@@ -490,6 +560,28 @@ function expectedReference(expected: Map<number, Uint8Array>, io: readonly ArgSp
       (args[i] as unknown as { set(x: ArrayLike<number | bigint>): void }).set(values);
     }
   };
+}
+
+/** check()'s options for a job: its check options but skip and withoutReference (the pipeline's), and zeroOnFree. */
+function checkOptionsOf(j: EvalJob): CheckOptions {
+  const { skip, withoutReference, ...own } = j.check ?? {};
+  return j.zeroOnFree === true ? { ...own, zeroOnFree: true } : own;
+}
+
+/** The options bench() and compare() share, from the job's timing options. */
+function timingOptionsOf(
+  j: EvalJob,
+): Pick<BenchOptions, 'mode' | 'preset' | 'timer' | 'rule' | 'inputSets' | 'bytes' | 'flops'> {
+  const timing = j.timing ?? {};
+  return defined({
+    mode: timing.mode,
+    preset: timing.preset,
+    timer: timing.timer,
+    rule: timing.rule,
+    inputSets: timing.inputSets,
+    bytes: timing.bytes,
+    flops: timing.flops,
+  });
 }
 
 /** Options without their undefined fields (exactOptionalPropertyTypes: absent and undefined differ). */
