@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Why a tier skips, in one place: the gates of test/helpers.ts name it in the suites they skip, and vitest's
+// Why a tier skips, in one place: the gates of test/support/gates.ts name it in the suites they skip, and vitest's
 // globalSetup of the nvrtc and gpu projects (vitest.config.mts) prints it as one line per skipped tier, so the
 // default output says why without --reporter=verbose. Where CUDAKIT_REQUIRE_* asks for the hardware, the tier fails
 // instead of skipping, and nothing is printed here.

@@ -12,19 +12,9 @@ import { METRIC_GROUPS } from '../../lib/index.js';
 import { findNcu } from '../../lib/measure/profile.js';
 import { type Shape, jsonShape, outputLines, shapeDiff } from '../golden/shape.js';
 import { cli, describeGpu } from '../helpers.js';
+import { SAXPY, SAXPY4, SAXPY_ILLEGAL } from '../support/kernels.js';
 
 const N = 1 << 20;
-const SAXPY = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i] + y[i];
-}
-`;
-// Four elements per thread: launched with a quarter of the threads.
-const SAXPY4 = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
-  int i = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
-  for (int k = i; k < i + 4 && k < n; k++) y[k] = a * x[k] + y[k];
-}
-`;
 const WRONG = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n - 1) y[i] = a * x[i] + y[i];
@@ -50,11 +40,6 @@ const LOST_UPDATES = `extern "C" __global__ void lost_updates(const float* x, fl
     __nanosleep(64 * (blockIdx.x % 8));
     v[i] = old + x[i];
   }
-}
-`;
-const ILLEGAL = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) ((float*)0x10)[i] = a * x[i];
 }
 `;
 const M = 1 << 20;
@@ -99,7 +84,7 @@ beforeAll(() => {
 });
 
 beforeAll(() => {
-  writeFileSync(file('illegal.cu'), ILLEGAL);
+  writeFileSync(file('illegal.cu'), SAXPY_ILLEGAL);
   writeFileSync(
     file('jitter.bench.mjs'),
     `export default {

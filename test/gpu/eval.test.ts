@@ -6,25 +6,10 @@ import { deflateSync } from 'node:zlib';
 import { expect, it } from 'vitest';
 import { type EvalJob, type EvalProgress, type JsReference, evaluate } from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
+import { SAXPY, SAXPY4, SAXPY_ILLEGAL } from '../support/kernels.js';
 import { runScript } from '../child.js';
 
 const N = 1 << 20;
-const SAXPY = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i] + y[i];
-}
-`;
-// Four elements per thread: launched with a quarter of the threads.
-const SAXPY4 = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
-  int i = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
-  for (int k = i; k < i + 4 && k < n; k++) y[k] = a * x[k] + y[k];
-}
-`;
-const ILLEGAL = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) ((float*)0x10)[i] = a * x[i];
-}
-`;
 const saxpyJob = (more: Partial<EvalJob> = {}): EvalJob => ({
   source: SAXPY,
   kernel: 'saxpy',
@@ -130,7 +115,7 @@ describeGpu('evaluate()', () => {
 
   unsanitized('a kernel fault ends the pipeline with a report (phase check, defence fault), never an exception', () => {
     // In a process of its own: the fault costs the CUDA context of the process it happens in.
-    const job = saxpyJob({ source: ILLEGAL, reference: { source: SAXPY, kernel: 'saxpy' } });
+    const job = saxpyJob({ source: SAXPY_ILLEGAL, reference: { source: SAXPY, kernel: 'saxpy' } });
     const script = `
       import { evaluate } from './lib/index.ts';
       const report = await evaluate(${JSON.stringify(job)});

@@ -13,6 +13,7 @@ import { EmbeddedQueue } from '../../server/src/queue/embedded.js';
 import { EvalService } from '../../server/src/service.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
 import { describeGpu } from '../helpers.js';
+import { SAXPY } from '../support/kernels.js';
 
 const FIXTURES = new URL('../server/fixtures/seed/', import.meta.url);
 const VARIANTS = readdirSync(FIXTURES)
@@ -57,11 +58,6 @@ const settle = (iterations: number): string => `extern "C" __global__ void settl
   float half = 0.5f * x[i], v = 0.0f;
   for (int k = 0; k < ${iterations}; k++) v = fmaf(v, 0.5f, half);
   y[i] = v;
-}
-`;
-const SAXPY = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i] + y[i];
 }
 `;
 const tensor = (name: string, role: string, init?: object) => ({

@@ -14,19 +14,10 @@ import type { DeviceFacts } from '../../server/src/gpu/protocol.js';
 import { GpuSlot, type Isolation } from '../../server/src/gpu/slot.js';
 import { verdictOf } from '../../server/src/verdict.js';
 import { describeGpu } from '../helpers.js';
+import { SAXPY, SAXPY_ILLEGAL } from '../support/kernels.js';
 import { untilIdle } from '../support/until.js';
 
 const N = 1 << 16;
-const SAXPY = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i] + y[i];
-}
-`;
-const ILLEGAL = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) ((float*)0x10)[i] = a * x[i];
-}
-`;
 // clock64() is never negative in practice: the loop never ends, and the compiler cannot drop it.
 const ENDLESS = `extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
   long long t = 0;
@@ -112,7 +103,9 @@ describeGpu('the GPU worker under its slot', () => {
     it(`reports an illegal address as RUNTIME_ERROR and replaces the child (${isolation})`, async () => {
       const slot = await readySlot(isolation);
       const pid = slot.pids().current!;
-      const r = report(await slot.lease()!.run('fault', job(ILLEGAL), 'salt', jobDeadlines(job(ILLEGAL), 120), {}));
+      const r = report(
+        await slot.lease()!.run('fault', job(SAXPY_ILLEGAL), 'salt', jobDeadlines(job(SAXPY_ILLEGAL), 120), {}),
+      );
       expect(verdictOf(r)).toBe('RUNTIME_ERROR');
       expect(r).toMatchObject({ passed: false, phase: 'check', error: { kind: 'cuda', sticky: true } });
       await untilIdle(slot, 60_000);

@@ -14,12 +14,8 @@ import {
   supportedArchs,
 } from '../../lib/index.js';
 import { describeNvrtc } from '../helpers.js';
+import { SAXPY } from '../support/kernels.js';
 
-const SAXPY = `
-extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i] + y[i];
-}`;
 const arch: Arch = 'sm_80'; // every NVRTC from 11.1 on knows it; no device needed
 const noCache = { cache: false } as const;
 

@@ -17,7 +17,7 @@ import {
   type AdmissionLimits,
 } from '../../server/src/admission.js';
 import type { LaunchFacts } from '../../server/src/gpu/protocol.js';
-import { H200_LAUNCH } from './fake-pool.js';
+import { H200_LAUNCH } from '../support/devices.js';
 import { body } from './helpers.js';
 
 describe('unsafeInclude', () => {

@@ -220,19 +220,6 @@ export async function sendJson(node: ClusterNode, method: string, path: string, 
   return { status: response.status, headers: response.headers, body: text === '' ? undefined : JSON.parse(text) };
 }
 
-/** A job the fake worker runs as its name says ('fake:pass:300ms', 'fake:hang:time', 'fake:kill-agent'). */
-export function fakeBody(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    name,
-    source: 'extern "C" __global__ void k(float* y) {}',
-    kernel: 'k',
-    grid: 1,
-    block: 32,
-    args: ['ptr:f32[32]:out'],
-    ...extra,
-  };
-}
-
 export interface Evaluation {
   id: string;
   status: string;

@@ -10,8 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type ServerProcess, startServer } from '../../server/bench/binary.js';
 import { describeNvrtc } from '../helpers.js';
-
-const GOOD = 'extern "C" __global__ void k(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 1.0f; }';
+import { FILL } from '../support/kernels.js';
 
 const job = (source: string, args: unknown[] = ['ptr:f32[256]:out', 'i32=256']): Record<string, unknown> => ({
   source,
@@ -48,7 +47,7 @@ describeNvrtc('compile check without a GPU (real NVRTC, the real binary)', () =>
   });
 
   it('a syntax error is a 400 naming the source and quoting NVRTC, without Retry-After', async () => {
-    const r = await post('/v1/evaluations', job(GOOD.replace('int i = threadIdx.x;', 'int i = threadIdx.x')));
+    const r = await post('/v1/evaluations', job(FILL.replace('int i = threadIdx.x;', 'int i = threadIdx.x')));
     expect(r.status, JSON.stringify(r.body)).toBe(400);
     expect(r.retryAfter).toBeNull();
     expect(r.body.code).toBe('ERR_INVALID_JOB');
@@ -58,7 +57,7 @@ describeNvrtc('compile check without a GPU (real NVRTC, the real binary)', () =>
   });
 
   it('an argument count the compiled kernel does not take is a 400 at body.args', async () => {
-    const r = await post('/v1/evaluations', job(GOOD, ['ptr:f32[256]:out']));
+    const r = await post('/v1/evaluations', job(FILL, ['ptr:f32[256]:out']));
     expect(r.status, JSON.stringify(r.body)).toBe(400);
     expect(r.body.details).toEqual([
       { path: 'body.args', message: "Kernel 'k' takes 2 parameters but the signature lists 1: [ptr]" },
@@ -66,14 +65,14 @@ describeNvrtc('compile check without a GPU (real NVRTC, the real binary)', () =>
   });
 
   it("a broken reference kernel is the reference's problem", async () => {
-    const reference = { source: GOOD.replace('void k', 'void ref').replace('1.0f;', '1.0f'), kernel: 'ref' };
-    const r = await post('/v1/evaluations', { ...job(GOOD), reference });
+    const reference = { source: FILL.replace('void k', 'void ref').replace('1.0f;', '1.0f'), kernel: 'ref' };
+    const r = await post('/v1/evaluations', { ...job(FILL), reference });
     expect(r.status, JSON.stringify(r.body)).toBe(400);
     expect(r.body.details[0].path).toBe('body.reference.source');
   });
 
   it('a job that compiles is still a 503 NO_GPU, which says so, without Retry-After on a host without a driver', async () => {
-    const r = await post('/v1/evaluations', job(GOOD));
+    const r = await post('/v1/evaluations', job(FILL));
     expect(r.status, JSON.stringify(r.body)).toBe(503);
     expect(r.body.code).toBe('NO_GPU');
     expect(r.body.message).toMatch(/\(the job compiles for sm_\d+\)$/);

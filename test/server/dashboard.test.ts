@@ -18,6 +18,8 @@ import type { App } from '../../server/src/api/app.js';
 import { parseTokens, tokenDigest } from '../../server/src/api/auth.js';
 import { Sessions } from '../../server/src/dashboard/session.js';
 import { newJobId } from '../../server/src/store/ids.js';
+import { H200_BENCH_ENV } from '../support/devices.js';
+import { SAXPY } from '../support/kernels.js';
 import { until } from '../support/until.js';
 import { TOKENS, auth, closeApps, harness, keepApp, type Harness, type Who } from './app-harness.js';
 import { fakeGpus, scriptByName } from './fake-pool.js';
@@ -33,24 +35,19 @@ afterEach(closeApps);
 // A result with everything a report can show: what a GPU worker sends for a saxpy with a reference kernel, timed,
 // with device metrics and one compile warning.
 
-const SAXPY = [
-  'extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {',
-  '  int i = blockIdx.x * blockDim.x + threadIdx.x;',
-  '  int unused = 0;',
-  '  if (i < n) y[i] = a * x[i] + y[i];',
-  '}',
-].join('\n');
+// saxpy with a variable it never uses, on line 3: the compile warning the report shows in the source.
+const UNUSED = SAXPY.replace('  if (i < n)', '  int unused = 0;\n  if (i < n)');
 const N = 16 * 2 ** 20;
 
 function saxpyBody(name: string): Record<string, unknown> {
   return {
     name,
-    source: { text: SAXPY, name: 'saxpy.cu' },
+    source: { text: UNUSED, name: 'saxpy.cu' },
     kernel: 'saxpy',
     grid: N / 256,
     block: 256,
     args: ['f32=2.5', 'ptr:f32[16M]=uniform(-1,1)', 'ptr:f32[16M]=uniform(-1,1):out', `i32=${N}`],
-    reference: { source: { text: SAXPY.replace('  int unused = 0;\n', ''), name: 'reference.cu' }, kernel: 'saxpy' },
+    reference: { source: { text: SAXPY, name: 'reference.cu' }, kernel: 'saxpy' },
     timing: { bytes: 12 * N },
   };
 }
@@ -120,15 +117,10 @@ function timing(): BenchResult {
       percentOfPeakBandwidthHigh: 90.1,
       peakBandwidth: { gbPerS: 4305, lowGbPerS: 4290, highGbPerS: 4318, method: 'memcpy', repetitions: 20 },
     },
+    // Timed with CUPTI, by another NVRTC and Node than the common fake.
     env: {
-      device: 'NVIDIA H200',
-      arch: 'sm_90',
-      smCount: 132,
-      l2Bytes: 52_428_800,
-      maxClockMHz: 1980,
-      driverVersion: '13.0',
+      ...H200_BENCH_ENV,
       nvrtcVersion: '12.8',
-      cudakitVersion: '0.1.0',
       node: 'v20.20.2',
       eventOverheadMs: 0.0021,
       cupti: { available: true, path: '/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13', version: 130001 },

@@ -14,7 +14,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { request } from '../../server/bench/loadgen.js';
 import { tokenDigest } from '../../server/src/api/auth.js';
-import { Cluster, fakeBody, type ClusterNode } from './cluster-harness.js';
+import { jobBody } from '../support/jobs.js';
+import { Cluster, type ClusterNode } from './cluster-harness.js';
 import { describeWithServices, startPostgres, startRedis, type ServiceServer } from './services.js';
 
 const JOBS = 2000;
@@ -72,7 +73,7 @@ describeWithServices('distributed mode under load', ['redis', 'postgres'], () =>
       const token = tokens[c]!;
       for (let k = next++; k < JOBS; k = next++) {
         const api = apis[k % apis.length]!;
-        const submitted = await call(api, token, 'POST', '/v1/evaluations', fakeBody(`fake:pass:${JOB_MS}ms`));
+        const submitted = await call(api, token, 'POST', '/v1/evaluations', jobBody(`fake:pass:${JOB_MS}ms`));
         if (submitted.status !== 202) {
           failures.push(`submit ${k}: ${submitted.status} ${JSON.stringify(submitted.body)}`);
           continue;

@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { tokenDigest } from '../../server/src/api/auth.js';
+import { jobBody } from '../support/jobs.js';
 import {
   Cluster,
   eventsOf,
-  fakeBody,
   finished,
   getJson,
   sendJson,
@@ -40,7 +40,7 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
   }
 
   async function submit(api: ClusterNode, name: string, extra: Record<string, unknown> = {}): Promise<string> {
-    const r = await sendJson(api, 'POST', '/v1/evaluations', fakeBody(name, extra));
+    const r = await sendJson(api, 'POST', '/v1/evaluations', jobBody(name, extra));
     expect(r.status, JSON.stringify(r.body)).toBe(202);
     return (r.body as { id: string }).id;
   }
@@ -95,10 +95,10 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
       /cudakit_http_request_duration_seconds_count\{method="POST",route="\/v1\/evaluations"/,
     );
     // An agent's port serves operations only: nothing there takes a job.
-    expect((await sendJson(agents[0]!, 'POST', '/v1/evaluations', fakeBody('fake:pass'))).status).toBe(404);
+    expect((await sendJson(agents[0]!, 'POST', '/v1/evaluations', jobBody('fake:pass'))).status).toBe(404);
 
     // A class no agent serves is refused on the spot, as in the embedded mode.
-    const unknown = await sendJson(api2, 'POST', '/v1/evaluations', fakeBody('fake:pass', { gpu: 'B200' }));
+    const unknown = await sendJson(api2, 'POST', '/v1/evaluations', jobBody('fake:pass', { gpu: 'B200' }));
     expect(unknown.status).toBe(400);
     expect((unknown.body as { code: string }).code).toBe('UNKNOWN_GPU_CLASS');
 
@@ -138,7 +138,7 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
       fetch(`${api.url}/v1/evaluations`, {
         method: 'POST',
         headers: { authorization: 'Bearer alice-token', 'content-type': 'application/json' },
-        body: JSON.stringify(fakeBody('fake:pass')),
+        body: JSON.stringify(jobBody('fake:pass')),
       });
     // No agent yet: each submission is counted, then answered 503 NO_GPU.
     for (const api of [api1, api2, api1]) expect((await post(api)).status).toBe(503);
@@ -213,7 +213,7 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
     await redis.restart();
     // Right after the restart the registry is empty until the agents announce again (every second): a submission is
     // taken, or refused for a few seconds, never for a minute.
-    const early = await sendJson(api, 'POST', '/v1/evaluations', fakeBody('fake:pass:100ms'));
+    const early = await sendJson(api, 'POST', '/v1/evaluations', jobBody('fake:pass:100ms'));
     if (early.status === 202) accepted.push((early.body as { id: string }).id);
     else {
       expect(early.status, JSON.stringify(early.body)).toBe(503);
@@ -242,7 +242,7 @@ describeWithServices('distributed mode', ['redis', 'postgres'], () => {
 
     await postgres.kill('SIGKILL');
     try {
-      const submitted = await sendJson(api, 'POST', '/v1/evaluations', fakeBody('fake:pass'));
+      const submitted = await sendJson(api, 'POST', '/v1/evaluations', jobBody('fake:pass'));
       expect(submitted.status).toBe(503);
       expect(submitted.headers.get('retry-after')).toMatch(/^\d+$/);
       expect((submitted.body as { code: string }).code).toBe('STORE_UNAVAILABLE');

@@ -11,7 +11,7 @@ import { tokenDigest } from '../../server/src/api/auth.js';
 import { DEFAULT_LIMITS } from '../../server/src/service.js';
 import { until } from '../support/until.js';
 import { auth, closeApps, harness, type Who } from './app-harness.js';
-import { Cluster, fakeBody, type ClusterNode } from './cluster-harness.js';
+import { Cluster, type ClusterNode } from './cluster-harness.js';
 import { body } from './helpers.js';
 import { describeWithServices, startPostgres, startRedis, type ServiceServer } from './services.js';
 
@@ -126,7 +126,7 @@ describeWithServices('fair share, distributed mode', ['redis', 'postgres'], () =
       })
       .toBe(1);
     const accepted = async (who: Who): Promise<Submitted> => {
-      const r = await call(api, who, 'POST', '/v1/evaluations', fakeBody('fake:hang:time'));
+      const r = await call(api, who, 'POST', '/v1/evaluations', body('fake:hang:time'));
       expect(r.status, JSON.stringify(r.body)).toBe(202);
       return r.body as unknown as Submitted;
     };
@@ -145,7 +145,7 @@ describeWithServices('fair share, distributed mode', ['redis', 'postgres'], () =
     expect(await startsToBe(1)).toEqual([running]);
     const alice: string[] = [];
     for (let i = 0; i < CAP; i++) alice.push((await accepted('alice')).id);
-    expect((await call(api, 'alice', 'POST', '/v1/evaluations', fakeBody('fake:hang:time'))).status).toBe(429);
+    expect((await call(api, 'alice', 'POST', '/v1/evaluations', body('fake:hang:time'))).status).toBe(429);
     const bob = await accepted('bob');
     expect(bob.queue).toMatchObject({ position: 2, ahead: 1 });
     const read = await call(api, 'bob', 'GET', `/v1/evaluations/${bob.id}`);

@@ -5,15 +5,7 @@
 import type { EvalJob, EvalPhase, EvalReport } from 'cudakit';
 import type { GpuPool, RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from '../../server/src/gpu/pool.js';
 import type { Deadlines, JobExtras, LaunchFacts } from '../../server/src/gpu/protocol.js';
-
-/** An H200's launch limits, as cudakit's Device reads them there. */
-export const H200_LAUNCH: LaunchFacts = {
-  maxThreadsPerBlock: 1024,
-  maxBlockDim: [1024, 1024, 64],
-  maxGridDim: [2 ** 31 - 1, 65_535, 65_535],
-  maxSharedMemoryPerBlockOptinBytes: 232_448,
-  maxClusterBlocks: 8,
-};
+import { H200_LAUNCH } from '../support/devices.js';
 
 export interface FakeGpu {
   uuid: string;

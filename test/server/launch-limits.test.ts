@@ -19,8 +19,9 @@ import { LocalGpuPool, runProbe } from '../../server/src/gpu/local-pool.js';
 import { EmbeddedQueue } from '../../server/src/queue/embedded.js';
 import { EvalService } from '../../server/src/service.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
+import { H200_LAUNCH } from '../support/devices.js';
 import { auth, closeApps, harness, type Harness } from './app-harness.js';
-import { H200_LAUNCH, fakeGpus } from './fake-pool.js';
+import { fakeGpus } from './fake-pool.js';
 import { body } from './helpers.js';
 import { TEST_SLOT } from './slot-helpers.js';
 

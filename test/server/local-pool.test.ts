@@ -5,8 +5,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { workerScript } from '../../server/src/gpu/child.js';
 import { LocalGpuPool, type LocalPoolOptions, gpuClasses, runProbe } from '../../server/src/gpu/local-pool.js';
+import { fakeJob } from '../support/jobs.js';
 import { until } from '../support/until.js';
-import { isAlive, TEST_SLOT, deadlines, fakeJob } from './slot-helpers.js';
+import { isAlive, TEST_SLOT, deadlines } from './slot-helpers.js';
 
 const T = 10_000;
 const FOUR = 'NVIDIA H200@sm_90,NVIDIA H200@sm_90,NVIDIA H100 80GB HBM3@sm_90,NVIDIA A100-SXM4-40GB MIG 1g.5gb@sm_80';

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { tokenDigest } from '../../server/src/api/auth.js';
 import { ConfigError, parseConfig } from '../../server/src/config.js';
+import { jobBody } from '../support/jobs.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'server/src/main.ts');
@@ -104,15 +105,9 @@ async function api(url: string, init: RequestInit = {}): Promise<{ status: numbe
   return { status: res.status, body: text === '' ? undefined : JSON.parse(text) };
 }
 
+/** The job body named `name`, as the request's text. */
 function job(name: string): string {
-  return JSON.stringify({
-    name,
-    source: 'extern "C" __global__ void k(float* y) {}',
-    kernel: 'k',
-    grid: 1,
-    block: 32,
-    args: ['ptr:f32[32]:out'],
-  });
+  return JSON.stringify(jobBody(name));
 }
 
 describe('configuration', () => {
@@ -242,7 +237,7 @@ describe.skipIf(!existsSync(FAKE_WORKER))('with the fake GPU worker', () => {
     const gpus = await api(`${server.url}/v1/gpus`, { headers: auth });
     expect(gpus.body.gpus).toHaveLength(1);
     // A job may declare a quarter of the GPU's memory (the fake probe's GPU has 150 GB).
-    const big = JSON.stringify({ ...JSON.parse(job('big')), args: ['ptr:f32[8941M]:out'] });
+    const big = JSON.stringify(jobBody('big', { args: ['ptr:f32[8941M]:out', 'i32=32'] }));
     const refused = await api(`${server.url}/v1/evaluations`, { method: 'POST', headers: auth, body: big });
     expect(refused.status).toBe(400);
     expect(refused.body.details[0].message).toBe(

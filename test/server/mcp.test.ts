@@ -31,6 +31,7 @@ import {
   IOContract,
   SEED_KERNEL_TYPES,
 } from '../../server/src/schema/seed.js';
+import { H200_BENCH_ENV } from '../support/devices.js';
 import { auth, closeApps, harness, type Harness, type Who } from './app-harness.js';
 import { body as nativeBody } from './helpers.js';
 import { failedReport, passedReport, type FakeScript } from './fake-pool.js';
@@ -140,19 +141,7 @@ function bench(name: string, gpuMs: number[]): BenchResult {
     converged: true,
     stopReason: 'precision',
     clockMHz: 1980,
-    env: {
-      device: 'NVIDIA H200',
-      arch: 'sm_90',
-      smCount: 132,
-      l2Bytes: 50 * 2 ** 20,
-      maxClockMHz: 1980,
-      driverVersion: '13.0',
-      nvrtcVersion: '13.0',
-      cudakitVersion: '0.1.0',
-      node: 'v20.19.0',
-      eventOverheadMs: 0.002,
-      cupti: { available: false, reason: 'CUPTI (libcupti) could not be loaded' },
-    },
+    env: H200_BENCH_ENV,
     warnings: [],
   };
 }

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { InvalidJobError } from 'cudakit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProblemRegistry, ProblemRegistryError, importJsReference } from '../../server/src/problems.js';
+import { SAXPY } from '../support/kernels.js';
 
-const SAXPY_REF = 'extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {}\n';
 const ARGS = ['a@f32=2', 'x@ptr:f32[1024]=uniform(-1,1)', 'y@ptr:f32[1024]=uniform(-1,1):out', 'n@i32=1024'];
 
 const dirs: string[] = [];
@@ -35,7 +35,7 @@ const STANDARD = {
     timing: { bytes: 12288, flops: 2048 },
     check: { atol: 1e-5 },
   },
-  'saxpy/ref.cu': SAXPY_REF,
+  'saxpy/ref.cu': SAXPY,
   'relu/problem.json': { args: ['x@ptr:f32[256]=uniform(-1,1)', 'y@ptr:f32[256]:out', 'n@i32=256'] },
   'relu/reference.mjs':
     'export const reference = ([x, y, n]) => { for (let i = 0; i < n; i++) y[i] = Math.max(0, x[i]); };\n',
@@ -77,7 +77,7 @@ describe('the problem registry', () => {
     expect(problem).toBeUndefined();
     expect(job).toMatchObject({
       args: ARGS,
-      reference: { source: { text: SAXPY_REF, name: 'ref.cu' }, kernel: 'saxpy' },
+      reference: { source: { text: SAXPY, name: 'ref.cu' }, kernel: 'saxpy' },
       timing: { preset: 'quick', bytes: 12288, flops: 1 },
       check: { trials: 2, atol: 1e-5 },
     });
@@ -135,7 +135,7 @@ describe('the problem registry', () => {
     ],
     [
       {
-        'p/problem.json': { args: ARGS, reference: { source: { text: SAXPY_REF }, kernel: 'saxpy' } },
+        'p/problem.json': { args: ARGS, reference: { source: { text: SAXPY }, kernel: 'saxpy' } },
         'p/reference.mjs': 'export const reference = () => {};',
       },
       'both a reference kernel in problem.json and',

@@ -37,6 +37,7 @@ import {
   EvaluationResponse,
   JobErrorBody,
 } from '../../server/src/schema/seed.js';
+import { H200_BENCH_ENV } from '../support/devices.js';
 import { until } from '../support/until.js';
 import { auth, closeApps, harness, keepApp, type Harness, type Who } from './app-harness.js';
 import { failedReport, passedReport, scriptByName, type FakeScript } from './fake-pool.js';
@@ -65,20 +66,6 @@ const NO_CACHE = { 'cache-control': 'no-cache, no-store, must-revalidate', pragm
 // ---------------------------------------------------------------------------------------------------------------
 // Canned reports
 
-const ENV = {
-  device: 'NVIDIA H200',
-  arch: 'sm_90',
-  smCount: 132,
-  l2Bytes: 50 * 2 ** 20,
-  maxClockMHz: 1980,
-  driverVersion: '13.0',
-  nvrtcVersion: '13.0',
-  cudakitVersion: '0.1.0',
-  node: 'v20.19.0',
-  eventOverheadMs: 0.002,
-  cupti: { available: false as const, reason: 'CUPTI (libcupti) could not be loaded' },
-};
-
 /** A BenchResult over `gpuMs` (accepted) plus one rejected sample far above them. */
 function bench(name: string, gpuMs: number[]): BenchResult {
   const accepted = gpuMs.map((g, i) => ({
@@ -102,7 +89,7 @@ function bench(name: string, gpuMs: number[]): BenchResult {
     converged: true,
     stopReason: 'precision',
     clockMHz: 1980,
-    env: ENV,
+    env: H200_BENCH_ENV,
     warnings: [],
   };
 }

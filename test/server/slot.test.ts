@@ -13,8 +13,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { setprivWithPdeathsig } from '../../server/src/gpu/child.js';
 import type { SlotOutcome } from '../../server/src/gpu/pool.js';
 import { verdictOf } from '../../server/src/verdict.js';
+import { fakeJob } from '../support/jobs.js';
 import { until, untilIdle } from '../support/until.js';
-import { deadlines, fakeJob, fakeSlot, isAlive, tsxImport, untilDead } from './slot-helpers.js';
+import { deadlines, fakeSlot, isAlive, tsxImport, untilDead } from './slot-helpers.js';
 
 const T = 10_000; // per test
 

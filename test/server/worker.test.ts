@@ -7,13 +7,14 @@ import type { EvalJob } from 'cudakit';
 import { describe, expect, it } from 'vitest';
 import { machine } from '../helpers.js';
 import { mixSeed, prepareForRun, runJob } from '../../server/src/worker/run.js';
+import { SAXPY } from '../support/kernels.js';
 import { fakeSlot } from './slot-helpers.js';
 
 const T = 10_000;
 
 const job: EvalJob = {
   name: 'saxpy',
-  source: 'extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {}',
+  source: SAXPY,
   kernel: 'saxpy',
   grid: 1,
   block: 32,
