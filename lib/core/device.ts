@@ -36,10 +36,10 @@ export interface MemoryInfo {
 
 /**
  * Freed memory the stream-ordered pool may keep cached across synchronizations, beyond what is live, instead of
- * returning it to the driver. Measured on an H200 (bench/RESULTS.md, `npm run bench:memory`): an alloc / fill / free
- * / synchronize cycle of up to 64 MiB costs 16-32 µs with this cache, as with an unbounded one, against 84-160 µs
- * when every synchronize returns the memory; larger buffers go back to the driver, so another process (the next job
- * on the GPU) can use them.
+ * returning it to the driver. An alloc / fill / free / synchronize cycle of up to this size then costs what it costs
+ * with an unbounded cache, a fraction of its cost when every synchronize returns the memory (bench/RESULTS.md,
+ * 'Device memory', from `npm run bench:memory`); larger buffers go back to the driver, so another process (the next
+ * job on the GPU) can use them.
  */
 export const DEFAULT_POOL_CACHE_LIMIT_BYTES = 64 << 20;
 
@@ -137,8 +137,8 @@ export class Device {
 
   /**
    * Creates the device's primary context on a libuv pool thread and resolves when it exists (at once if it does).
-   * The first GPU call otherwise creates it on the calling thread, about 0.1 s on an H200 with the event loop
-   * blocked: start this early to overlap it with other work, such as compiling. A GPU call made meanwhile waits for
+   * The first GPU call otherwise creates it on the calling thread, with the event loop blocked meanwhile: start this
+   * early to overlap it with other work, such as compiling. A GPU call made meanwhile waits for
    * the same context. Rejects with CudaError where the context cannot be created.
    */
   async createContextAsync(): Promise<void> {

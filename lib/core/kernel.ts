@@ -208,10 +208,9 @@ class LaunchHeader {
   /**
    * Validates `config` and writes it. Throws TypeError / RangeError before anything is launched. A frozen config
    * (Object.freeze) written twice in a row is kept: nothing in it can change, so later writes of it check and write
-   * nothing, its stream included, until a stream is disposed (launchEpoch). That skips the walk over its keys, which
-   * costs 50-100 ns of a launch next to the driver's calls, measured on an H200 host (about 20 ns alone), and the
-   * stream's write, which touches the stream and its handle: 25-65 ns more of a launch on H100 hosts (alternating
-   * runs, bench/RESULTS.md).
+   * nothing, its stream included, until a stream is disposed (launchEpoch). That skips the walk over its keys, most
+   * of what a launch's JavaScript costs next to the driver's calls, and the stream's write, which touches the stream
+   * and its handle (bench/RESULTS.md: 'The launch path trimmed', 'A kept config writes nothing').
    */
   write(config: LaunchConfig): void {
     if (config === this.#frozen && this.#frozenAt === launchEpoch) return;
@@ -431,8 +430,8 @@ export class Kernel<S extends Signature = Signature> extends KernelFunction impl
   // @ts-expect-error TS2394: checking an overload against its implementation erases S, and ArgsFor<any> is no array.
   launch(config: LaunchConfig, ...args: ArgsFor<S>): void;
   // The implementation declares no rest parameter and reads the arguments from `arguments`, where the caller passed
-  // them. With `...args` declared (unused, so never made) a launch still read 0-25 ns more next to the driver's calls
-  // (alternating runs on H200 hosts, bench/RESULTS.md).
+  // them. With `...args` declared (unused, so never made) a launch still cost more next to the driver's calls
+  // (bench/RESULTS.md, 'The launch path trimmed').
   launch(config: LaunchConfig): void {
     if (this.#disposed) throw disposedError(`Kernel '${this.name}'`);
     assertUsable('cuLaunchKernel');

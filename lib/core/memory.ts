@@ -49,9 +49,9 @@ interface Allocation {
   freed: boolean;
 }
 
-// Pageable copies at least this large are staged through pinned chunks by native helper threads. On an H200 host
-// (16 cores) 4 MiB chunks with 4-6 threads reach 46-48 GB/s both ways against 10-19 GB/s for the driver's own
-// pageable path (bench/staging.ts); 2 threads reach 27.
+// Pageable copies at least this large are staged through pinned chunks by native helper threads, which copy faster
+// than the driver's own pageable path (bench/RESULTS.md: the core section's copies from and to a TypedArray). The
+// chunk size and the thread count (at most six) are what bench/staging.ts found fastest.
 const STAGING_MIN_BYTES = 8 << 20;
 const STAGING_CHUNK_BYTES = 4 << 20;
 const STAGING_THREADS = Math.min(6, Math.max(2, availableParallelism() >> 1));

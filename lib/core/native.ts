@@ -165,7 +165,7 @@ export interface Native {
   deviceCanAccessPeer(device: number, peerDevice: number): boolean;
   /** cuDevicePrimaryCtxRetain: the device's primary context, retained once per thread and released at its exit. */
   devicePrimaryCtxRetain(device: number): Handle;
-  /** cuDevicePrimaryCtxRetain on a libuv pool thread, so creating the context (about 0.1 s) overlaps other work. */
+  /** cuDevicePrimaryCtxRetain on a libuv pool thread, so creating the context overlaps other work. */
   devicePrimaryCtxRetainAsync(device: number): Promise<Handle>;
   /** cuCtxSynchronize, with `ctx` bound first. */
   ctxSynchronize(ctx: Handle): void;

@@ -214,7 +214,7 @@ export class Sampler {
     this.#idleKernel = module.getKernel(...SAMPLER_KERNELS.idle);
     this.device = device;
     this.stream = device.createStream({ nonBlocking: true });
-    // 2 × L2: 1 × suffices on an H200, 2 × is insurance (docs/benchmarking.md, 'The L2 flush').
+    // 2 × L2: a margin, since the cache's replacement order is not documented (docs/benchmarking.md, 'The L2 flush').
     const flush = device.alloc(2 * device.l2CacheBytes).fill(0);
     const probeOut = device.alloc(48); // [0..32) probes, [32..36) the flush kernel's sink
     const flagBuffer = n.memHostAlloc(device.ctx, 8, CU_MEMHOSTALLOC_PORTABLE_DEVICEMAP);

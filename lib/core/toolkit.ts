@@ -140,7 +140,8 @@ let searchEnvMemo: ToolkitSearchEnv | undefined;
 /**
  * What the toolkit search reads from the environment, read once per process, as the search itself runs once. The
  * compile cache key holds it (with NVRTC's identity) in place of the directories the search finds, so that a cache
- * hit needs no search, which reads a toolkit's cuda.h: 0.3-0.5 ms of a disk hit in a new process (bench/RESULTS.md).
+ * hit needs no search, which reads a toolkit's cuda.h: a good share of a disk hit in a new process (bench/RESULTS.md,
+ * 'A disk cache hit runs no toolkit search').
  */
 export function toolkitSearchEnv(): ToolkitSearchEnv {
   searchEnvMemo ??= Object.freeze({ CUDA_PATH: process.env.CUDA_PATH, CUDA_HOME: process.env.CUDA_HOME });

@@ -44,8 +44,8 @@ function peakBandwidth(sampler: Sampler): PeakEstimate<PeakBandwidthMethod> {
   let failed = true;
   try {
     e1 = stream.record();
-    // One method at a time: interleaved, a read stream after a copy pays for the copy's dirty L2 lines (-7 % on an
-    // H200). The first two runs of each warm clocks and TLBs.
+    // One method at a time: interleaved, a read stream after a copy pays for the copy's dirty L2 lines
+    // (docs/benchmarking.md, 'Peak bandwidth'). The first two runs of each warm clocks and TLBs.
     for (const [method, moved, enqueue] of methods) {
       const list: number[] = (rates[method] = []);
       for (let run = -2; run < PEAK_REPETITIONS; run++) {
