@@ -10,8 +10,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { KEY_METRICS } from '../../lib/cli/metrics.js';
 import { METRIC_GROUPS } from '../../lib/index.js';
 import { findNcu } from '../../lib/measure/profile.js';
-import { type Shape, jsonShape, outputLines, shapeDiff } from '../golden/shape.js';
 import { cli, describeGpu } from '../helpers.js';
+import { GOLDEN_CASES, expectGolden } from '../support/cli-golden.js';
 import { SAXPY, SAXPY4, SAXPY_ILLEGAL } from '../support/kernels.js';
 
 const N = 1 << 20;
@@ -411,93 +411,19 @@ describeGpu('cudakit bench: kernel faults', () => {
   });
 });
 
-// The command lines of scripts/gpu-check.sh's cli step (with the quick preset and --json), against the goldens of
-// test/golden/: the --json shape (keys and types) and the line structure of what is printed. Run from the repository
-// root, so the reference labels read 'saxpy in examples/cuda/saxpy.cu' as the goldens do.
+// The golden cases (test/support/cli-golden.ts) run for real, from the repository root as the goldens were made.
 describeGpu('cudakit bench: golden output', () => {
-  const root = new URL('../..', import.meta.url).pathname;
-  const golden = (name: string): string => readFileSync(join(root, 'test/golden', name), 'utf8');
-  const goldenLines = (name: string): string[] => golden(name).replace(/\n$/, '').split('\n');
-  const shapeOf = (json: string): string[] =>
-    shapeDiff(
-      jsonShape(JSON.parse(readFileSync(json, 'utf8'))),
-      JSON.parse(golden(`${json.replace(/^.*\//, '').replace(/\.json$/, '')}.shape.json`)) as Shape,
-    );
-  const saxpyArgs16M = [
-    '--kernel',
-    'saxpy',
-    '--arg',
-    'f32=2.5',
-    '--arg',
-    'ptr:f32[16M]=uniform(-1,1)',
-    '--arg',
-    'ptr:f32[16M]=uniform(-1,1):out',
-    '--arg',
-    'i32=16777216',
-  ];
   let cwd = '';
   beforeAll(() => {
     cwd = process.cwd();
-    process.chdir(root);
+    process.chdir(new URL('../..', import.meta.url).pathname);
   });
   afterAll(() => process.chdir(cwd));
 
-  it('examples/saxpy.bench.ts', async () => {
-    const json = file('saxpy-spec.json');
-    const r = await cli(['bench', 'examples/saxpy.bench.ts', '--preset', 'quick', '--json', json]);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-    expect(outputLines(r.stdout)).toEqual(goldenLines('saxpy-spec.stdout.txt'));
-    expect(shapeOf(json)).toEqual([]);
-  });
-
-  it('examples/cuda/saxpy_vec4.cu --compare examples/cuda/saxpy.cu', async () => {
-    const json = file('compare.json');
-    const r = await cli([
-      'bench',
-      'examples/cuda/saxpy_vec4.cu',
-      ...saxpyArgs16M,
-      '--grid',
-      '4096',
-      '--block',
-      '1024',
-      '--compare',
-      'examples/cuda/saxpy.cu',
-      '--compare-grid',
-      '65536',
-      '--compare-block',
-      '256',
-      '--bytes',
-      '12*16M',
-      '--preset',
-      'quick',
-      '--json',
-      json,
-    ]);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-    expect(outputLines(r.stdout)).toEqual(goldenLines('compare.stdout.txt'));
-    expect(shapeOf(json)).toEqual([]);
-  });
-
-  it('examples/cuda/saxpy_wrong.cu --ref examples/cuda/saxpy.cu', async () => {
-    const json = file('ref-fail.json');
-    const r = await cli([
-      'bench',
-      'examples/cuda/saxpy_wrong.cu',
-      ...saxpyArgs16M,
-      '--grid',
-      '65536',
-      '--block',
-      '256',
-      '--ref',
-      'examples/cuda/saxpy.cu',
-      '--json',
-      json,
-    ]);
-    expect(r.stdout).toBe('');
-    expect(r.code).toBe(1);
-    expect(outputLines(r.stderr)).toEqual(goldenLines('ref-fail.stderr.txt'));
-    expect(shapeOf(json)).toEqual([]);
-  });
+  for (const c of GOLDEN_CASES) {
+    it(`${c.name}: ${c.argv[1]}`, async () => {
+      const json = file(`${c.name}.json`);
+      expectGolden(c, await cli([...c.argv, '--json', json]), json);
+    });
+  }
 });

@@ -14,6 +14,7 @@ import { reasonLines, wrapColumns } from '../../lib/cli/output.js';
 import { externCKernels } from '../../lib/eval/source.js';
 import { Device, type EvalError, nvrtcVersion, supportedArchs, validateJob } from '../../lib/index.js';
 import { type CliRun, cli, describeNvrtc, machine } from '../helpers.js';
+import { GOLDEN, SAXPY_16M_ARGS } from '../support/cli-golden.js';
 
 const ANSI = /\x1b\[/;
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
@@ -753,40 +754,11 @@ describe('helpers', () => {
 
 describe('flags → job (no GPU)', () => {
   const values = (...argv: string[]) => parseCommand('bench', argv, BENCH_FLAGS).values;
-  const saxpyArgs = [
-    '--arg',
-    'f32=2.5',
-    '--arg',
-    'ptr:f32[16M]=uniform(-1,1)',
-    '--arg',
-    'ptr:f32[16M]=uniform(-1,1):out',
-    '--arg',
-    'i32=16777216',
-  ];
 
   it('maps a --compare command line to its job', () => {
-    const v = values(
-      '--kernel',
-      'saxpy',
-      '--grid',
-      '4096',
-      '--block',
-      '1024',
-      ...saxpyArgs,
-      '--compare',
-      'examples/cuda/saxpy.cu',
-      '--compare-grid',
-      '65536',
-      '--compare-block',
-      '256',
-      '--bytes',
-      '12*16M',
-      '--preset',
-      'quick',
-      '--json',
-      'out.json',
-    );
-    const job = jobFromFlags('examples/cuda/saxpy_vec4.cu', v);
+    // The golden case's command line: 'bench', the source, then the flags.
+    const [, source, ...flags] = GOLDEN.compare.argv;
+    const job = jobFromFlags(source!, values(...flags, '--json', 'out.json'));
     expect(job).toEqual({
       source: { file: 'examples/cuda/saxpy_vec4.cu' },
       kernel: 'saxpy',
@@ -813,7 +785,7 @@ describe('flags → job (no GPU)', () => {
         '16x16',
         '--shared-mem',
         '4096',
-        ...saxpyArgs,
+        ...SAXPY_16M_ARGS,
         '--ref',
         'ref.cu',
         '--ref-kernel',

@@ -2,13 +2,13 @@
 // `cudakit bench` over evaluate(), without a GPU: evaluate() is replaced by one that answers with the captured results
 // of test/golden/captured/, so what the command line makes of a report (the check line, the timing text, --json,
 // the exit code) is held against the same goldens as the real runs of test/gpu/cli.test.ts.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { BenchResult, CompareResult, EvalCheck, EvalJob, EvalOptions, EvalReport } from '../../lib/index.js';
-import { type Shape, jsonShape, outputLines, shapeDiff } from '../golden/shape.js';
 import { cli } from '../helpers.js';
+import { GOLDEN, SAXPY_16M_ARGS, expectGolden, golden } from '../support/cli-golden.js';
 
 const fake = vi.hoisted(() => ({
   report: undefined as EvalReport | undefined,
@@ -38,8 +38,6 @@ vi.mock('../../lib/index.js', async (importOriginal) => {
 });
 
 const root = new URL('../..', import.meta.url).pathname;
-const golden = (name: string): string => readFileSync(join(root, 'test/golden', name), 'utf8');
-const goldenLines = (name: string): string[] => golden(name).replace(/\n$/, '').split('\n');
 const captured = (name: string): Record<string, unknown> => JSON.parse(golden(`captured/${name}.json`));
 const dir = mkdtempSync(join(tmpdir(), 'cudakit-eval-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -65,37 +63,19 @@ function parts(name: string): { check: EvalCheck; result: Record<string, unknown
   return { check: check as EvalCheck, result };
 }
 
-const shapeOf = (json: string, name: string): string[] =>
-  shapeDiff(jsonShape(JSON.parse(readFileSync(json, 'utf8'))), JSON.parse(golden(`${name}.shape.json`)) as Shape);
-
 beforeEach(() => {
   fake.calls.length = 0;
   process.chdir(root);
 });
 
 describe('cudakit bench prints a report as it always printed its results', () => {
-  const saxpyArgs16M = [
-    '--kernel',
-    'saxpy',
-    '--arg',
-    'f32=2.5',
-    '--arg',
-    'ptr:f32[16M]=uniform(-1,1)',
-    '--arg',
-    'ptr:f32[16M]=uniform(-1,1):out',
-    '--arg',
-    'i32=16777216',
-  ];
+  const saxpyArgs16M = ['--kernel', 'saxpy', ...SAXPY_16M_ARGS];
 
   it("examples/saxpy.bench.ts: the spec's job and JavaScript reference; the golden output", async () => {
     const { check, result } = parts('saxpy-spec');
     fake.report = report({ check, timing: result as unknown as BenchResult });
     const json = join(dir, 'spec.json');
-    const r = await cli(['bench', 'examples/saxpy.bench.ts', '--preset', 'quick', '--json', json]);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-    expect(outputLines(r.stdout)).toEqual(goldenLines('saxpy-spec.stdout.txt'));
-    expect(shapeOf(json, 'saxpy-spec')).toEqual([]);
+    expectGolden(GOLDEN.spec, await cli([...GOLDEN.spec.argv, '--json', json]), json);
     const [{ job, options }] = fake.calls as [(typeof fake.calls)[0]];
     expect(job).toMatchObject({
       name: 'saxpy',
@@ -114,31 +94,7 @@ describe('cudakit bench prints a report as it always printed its results', () =>
     const { check, result } = parts('compare');
     fake.report = report({ check, comparison: result as unknown as CompareResult });
     const json = join(dir, 'compare.json');
-    const r = await cli([
-      'bench',
-      'examples/cuda/saxpy_vec4.cu',
-      ...saxpyArgs16M,
-      '--grid',
-      '4096',
-      '--block',
-      '1024',
-      '--compare',
-      'examples/cuda/saxpy.cu',
-      '--compare-grid',
-      '65536',
-      '--compare-block',
-      '256',
-      '--bytes',
-      '12*16M',
-      '--preset',
-      'quick',
-      '--json',
-      json,
-    ]);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-    expect(outputLines(r.stdout)).toEqual(goldenLines('compare.stdout.txt'));
-    expect(shapeOf(json, 'compare')).toEqual([]);
+    expectGolden(GOLDEN.compare, await cli([...GOLDEN.compare.argv, '--json', json]), json);
     expect(fake.calls[0]!.job.compare).toEqual({
       source: { file: 'examples/cuda/saxpy.cu' },
       kernel: 'saxpy',
@@ -157,23 +113,7 @@ describe('cudakit bench prints a report as it always printed its results', () =>
       error: { kind: 'verdict', code: 'mismatch', message: summary },
     });
     const json = join(dir, 'ref-fail.json');
-    const r = await cli([
-      'bench',
-      'examples/cuda/saxpy_wrong.cu',
-      ...saxpyArgs16M,
-      '--grid',
-      '65536',
-      '--block',
-      '256',
-      '--ref',
-      'examples/cuda/saxpy.cu',
-      '--json',
-      json,
-    ]);
-    expect(r.stdout).toBe('');
-    expect(r.code).toBe(1);
-    expect(outputLines(r.stderr)).toEqual(goldenLines('ref-fail.stderr.txt'));
-    expect(shapeOf(json, 'ref-fail')).toEqual([]);
+    expectGolden(GOLDEN.refFail, await cli([...GOLDEN.refFail.argv, '--json', json]), json);
   });
 
   it('a failed re-check: exit 1 naming it, the check with afterTiming in --json', async () => {

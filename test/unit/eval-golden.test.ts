@@ -2,24 +2,22 @@
 // The golden shapes of `cudakit bench` (test/golden/): the shape functions themselves, and the goldens against output
 // captured from the CLI before evaluate() replaced its pipeline (test/golden/captured/). test/gpu/cli.test.ts holds
 // real runs of the same command lines against the same goldens.
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { type Shape, jsonShape, mergeShapes, outputLines, shapeDiff } from '../golden/shape.js';
+import { GOLDEN_CASES, golden, goldenLines } from '../support/cli-golden.js';
 
-const golden = (name: string): string => readFileSync(new URL(`../golden/${name}`, import.meta.url), 'utf8');
 const captured = (name: string): string => golden(`captured/${name}`);
-const lines = (name: string): string[] => golden(name).replace(/\n$/, '').split('\n');
 
 describe('golden output of cudakit bench, against captured runs', () => {
-  it.each(['saxpy-spec', 'compare', 'ref-fail'])('%s: --json has the golden shape', (name) => {
+  it.each(GOLDEN_CASES.map((c) => c.name))('%s: --json has the golden shape', (name) => {
     const shape = JSON.parse(golden(`${name}.shape.json`)) as Shape;
     expect(shapeDiff(jsonShape(JSON.parse(captured(`${name}.json`))), shape)).toEqual([]);
   });
 
-  it.each([['saxpy-spec.stdout.txt'], ['compare.stdout.txt'], ['ref-fail.stderr.txt']])(
+  it.each(GOLDEN_CASES.map((c) => `${c.name}.${c.stream}.txt`))(
     '%s: the human output has the golden line structure',
     (name) => {
-      expect(outputLines(captured(name))).toEqual(lines(name));
+      expect(outputLines(captured(name))).toEqual(goldenLines(name));
     },
   );
 });
