@@ -71,7 +71,7 @@ describeNvrtc('compile check without a GPU (real NVRTC, the real binary)', () =>
     expect(r.body.details[0].path).toBe('body.reference.source');
   });
 
-  it('a job that compiles is still a 503 NO_GPU, which says so, without Retry-After on a host without a driver', async () => {
+  it('a job that compiles is a 503 NO_GPU saying so, without Retry-After on a host without a driver', async () => {
     const r = await post('/v1/evaluations', job(FILL));
     expect(r.status, JSON.stringify(r.body)).toBe(503);
     expect(r.body.code).toBe('NO_GPU');
@@ -79,7 +79,7 @@ describeNvrtc('compile check without a GPU (real NVRTC, the real binary)', () =>
     expect(r.retryAfter).toBeNull();
   });
 
-  it("the compatible route (/compare) answers a candidate that does not compile with its 400, naming the request's field", async () => {
+  it("/compare answers a candidate that does not compile with its 400, naming the request's field", async () => {
     const fixture = JSON.parse(
       readFileSync(join(import.meta.dirname, 'fixtures', 'seed', 'vector_add.cuda-ref.json'), 'utf8'),
     ) as { custom_kernel: { source_code: string } };
