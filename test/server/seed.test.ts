@@ -1013,7 +1013,7 @@ describe('auth, /health, /job, /stats, /admin/cleanup-jobs', () => {
     expect(await service.get(fresh)).toBeDefined();
   });
 
-  it('bodies: 64 MiB where tensors go, else 1 MiB (413 in the original’s shape); any type but JSON: 415', async () => {
+  it('bodies: 64 MiB where tensors go, else 1 MiB (413 in the original’s shape); not JSON: 415', async () => {
     const { app } = await harness();
     const headers = { ...auth('alice'), 'content-type': 'application/json' };
     for (const url of ['/evaluate', '/compare', '/']) {
