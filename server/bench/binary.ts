@@ -108,14 +108,14 @@ function startListening(options: StartOptions, timeoutMs: number): Promise<Serve
 }
 
 /**
- * Writes the fake worker (server/src/worker/fake.ts and the two modules it imports) to `dir` as JavaScript, and
+ * Writes the fake worker (server/src/run/worker/fake.ts and the two modules it imports) to `dir` as JavaScript, and
  * returns the path to give CUDAKIT_SERVER_WORKER. Run from sources, every worker the server forks would load tsx
  * first (about 0.25 s of CPU each, 4 times a built worker's); a built install forks JavaScript, and so does this.
  */
 export function buildFakeWorker(dir: string): string {
   // Loaded here, not at the top: a run with the real worker (on a GPU machine) may have no TypeScript compiler.
   const ts = createRequire(import.meta.url)('typescript') as typeof import('typescript');
-  const sources = ['worker/fake.ts', 'worker/guard.ts', 'gpu/protocol.ts'];
+  const sources = ['run/worker/fake.ts', 'run/worker/guard.ts', 'run/protocol.ts'];
   for (const source of sources) {
     const text = readFileSync(join(ROOT, 'server/src', source), 'utf8');
     const out = ts.transpileModule(text, {
@@ -139,7 +139,7 @@ export function buildFakeWorker(dir: string): string {
     if (bare.length > 0) throw new Error(`the fake worker's ${source} imports ${bare.join(', ')}: not built here`);
   }
   writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
-  return join(dir, 'worker/fake.js');
+  return join(dir, 'run/worker/fake.js');
 }
 
 /** One line of CUDAKIT_FAKE_LOG. */

@@ -19,7 +19,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { tokenDigest } from '../src/api/auth.js';
+import { tokenDigest } from '../src/http/auth.js';
 import { DEFAULT_LIMITS } from '../src/service.js';
 import { SqliteJobStore } from '../src/store/sqlite.js';
 import {
@@ -187,7 +187,7 @@ export function fakeJob(ms: number): string {
   return fakeJobNamed(`fake:pass:${ms}ms`);
 }
 
-/** A job the fake worker runs as its name says (worker/fake.ts: 'fake:hang:time', 'fake:pass:80ms' ...). */
+/** A job the fake worker runs as its name says (run/worker/fake.ts: 'fake:hang:time', 'fake:pass:80ms' ...). */
 export function fakeJobNamed(name: string): string {
   return JSON.stringify({
     name,
@@ -362,7 +362,7 @@ function peakRssMb(pid: number): number {
   }
 }
 
-/** The server's forker (gpu/forker.ts): its child whose command line names forker-main. */
+/** The server's forker (run/forker.ts): its child whose command line names forker-main. */
 export function forkerOf(serverPid: number): number | undefined {
   return childrenOf(serverPid).find((pid) => {
     try {

@@ -23,8 +23,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { workerScript } from '../src/gpu/child.js';
-import { runProbe } from '../src/gpu/local-pool.js';
+import { workerScript } from '../src/run/child.js';
+import { runProbe } from '../src/run/local-pool.js';
 import {
   Budget,
   COPY_BYTES_MOVED,

@@ -47,7 +47,7 @@ export interface ServerConfig {
   /** The problem registry's directory (operator-installed references), or undefined for none. */
   problemsDir: string | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-  /** Request bodies over 1 MiB read at once, one per 32 MiB they may reach (api/body.ts). */
+  /** Request bodies over 1 MiB read at once, one per 32 MiB they may reach (http/body.ts). */
   maxLargeBodies: number;
   /**
    * Fastify's trustProxy: believe X-Forwarded-For and X-Forwarded-Proto from true (any sender), this many proxies in

@@ -19,17 +19,17 @@ import {
   gpuAdmissionLimits,
   gpuLaunchLimits,
   type AdmissionLimits,
-} from './admission.js';
-import type { CheckOptions, CompileCheckResult } from './gpu/compile-check.js';
-import { jobDeadlines } from './gpu/deadlines.js';
-import { ProblemRegistry } from './problems.js';
+} from './submit/admission.js';
+import type { CheckOptions, CompileCheckResult } from './run/compile-check.js';
+import { jobDeadlines } from './run/deadlines.js';
+import { ProblemRegistry } from './submit/problems.js';
 import type { ClusterBus } from './cluster/bus.js';
-import type { GpuPool, SlotInfo, SlotLease, SlotOutcome } from './gpu/pool.js';
-import type { Deadlines } from './gpu/protocol.js';
-import { type JobQueue, type QueuedJob, queuedJobOf } from './queue/queue.js';
-import { suspicionsOf } from './roofline.js';
+import type { GpuPool, SlotInfo, SlotLease, SlotOutcome } from './run/pool.js';
+import type { Deadlines } from './run/protocol.js';
+import { type JobQueue, type QueuedJob, queuedJobOf } from './schedule/queue.js';
+import { suspicionsOf } from './judge/roofline.js';
 import { ServiceError } from './errors.js';
-import { splitBody } from './schema/native.js';
+import { splitBody } from './http/schemas/v1.js';
 import { newJobId } from './store/ids.js';
 import {
   INTERRUPTED_ERROR,
@@ -39,7 +39,7 @@ import {
   type JobStore,
   type ServiceOptions,
 } from './store/store.js';
-import { verdictOf, type Verdict } from './verdict.js';
+import { verdictOf, type Verdict } from './judge/verdict.js';
 
 export interface ServiceLimits extends AdmissionLimits {
   /** Jobs one principal may have queued (429 beyond). */
@@ -80,7 +80,7 @@ export interface ServiceConfig {
   limits?: Partial<ServiceLimits>;
   /** References the operator installed (jobs name them as reference: { problem }). Default none. */
   problems?: ProblemRegistry;
-  /** The per-phase limits a run gets. Default gpu/deadlines.ts's jobDeadlines within the job's timeoutSeconds. */
+  /** The per-phase limits a run gets. Default run/deadlines.ts's jobDeadlines within the job's timeoutSeconds. */
   deadlines?: (job: EvalJob, options: ServiceOptions) => Deadlines;
   /** Finished jobs are deleted this long after they finished. Default 30. */
   retentionDays?: number;
@@ -92,13 +92,13 @@ export interface ServiceConfig {
   progressIntervalMs?: number;
   log?: ServiceLog;
   /**
-   * Where no GPU can take a job, whether it compiles (gpu/compile-check.ts: in a contained child, never here): a job
+   * Where no GPU can take a job, whether it compiles (run/compile-check.ts: in a contained child, never here): a job
    * that does not is a 400 rather than a 503. Default none: every such job is a 503.
    */
   compileCheck?: CompileCheck;
 }
 
-/** The compile check the service uses (gpu/compile-check.ts's CompileChecker). */
+/** The compile check the service uses (run/compile-check.ts's CompileChecker). */
 export interface CompileCheck {
   /** Whether `job` compiles, for its compile.arch, else `arch`, else the newest arch NVRTC knows. Never rejects. */
   check(job: EvalJob, o?: CheckOptions): Promise<CompileCheckResult>;

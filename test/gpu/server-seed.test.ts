@@ -7,9 +7,9 @@
 // work, SAME for a kernel against itself (A/A). Skipped without a GPU (describeGpu).
 import { readFileSync, readdirSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { buildApp, type App } from '../../server/src/api/app.js';
-import { LocalGpuPool } from '../../server/src/gpu/local-pool.js';
-import { EmbeddedQueue } from '../../server/src/queue/embedded.js';
+import { buildApp, type App } from '../../server/src/http/app.js';
+import { LocalGpuPool } from '../../server/src/run/local-pool.js';
+import { EmbeddedQueue } from '../../server/src/schedule/embedded-queue.js';
 import { EvalService } from '../../server/src/service.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
 import { describeGpu } from '../helpers.js';

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: MIT
-// The service's real GPU worker (server/src/worker/main.ts) under its slot, on a GPU: a job that passes (and the
+// The service's real GPU worker (server/src/run/worker/main.ts) under its slot, on a GPU: a job that passes (and the
 // pre-started child holding no context meanwhile), a kernel that never ends (TIMEOUT, its PID leaves the GPU, the next
 // job passes), and an illegal address (RUNTIME_ERROR with the sticky flag, the child replaced, the next job passes),
 // in both isolations. Skipped without a GPU (describeGpu).
 import type { EvalJob, EvalReport } from 'cudakit';
 import { afterEach, beforeAll, expect, it } from 'vitest';
-import { workerScript } from '../../server/src/gpu/child.js';
-import { jobDeadlines } from '../../server/src/gpu/deadlines.js';
-import { runProbe } from '../../server/src/gpu/local-pool.js';
-import { computeApps } from '../../server/src/gpu/nvidia-smi.js';
-import type { SlotOutcome } from '../../server/src/gpu/pool.js';
-import type { DeviceFacts } from '../../server/src/gpu/protocol.js';
-import { GpuSlot, type Isolation } from '../../server/src/gpu/slot.js';
-import { verdictOf } from '../../server/src/verdict.js';
+import { workerScript } from '../../server/src/run/child.js';
+import { jobDeadlines } from '../../server/src/run/deadlines.js';
+import { runProbe } from '../../server/src/run/local-pool.js';
+import { computeApps } from '../../server/src/run/nvidia-smi.js';
+import type { SlotOutcome } from '../../server/src/run/pool.js';
+import type { DeviceFacts } from '../../server/src/run/protocol.js';
+import { GpuSlot, type Isolation } from '../../server/src/run/slot.js';
+import { verdictOf } from '../../server/src/judge/verdict.js';
 import { describeGpu } from '../helpers.js';
 import { SAXPY, SAXPY_ILLEGAL } from '../support/kernels.js';
 import { untilIdle } from '../support/until.js';

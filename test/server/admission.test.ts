@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// What the service refuses before validateJob (server/src/admission.ts): includes and flags that reach the server's
-// files, sources that are files, too much memory, too much source, too deep a body, and launches over the smallest
-// GPU's limits (block, grid, dynamic shared memory, cluster), each named with the GPU it comes from.
+// What the service refuses before validateJob (server/src/submit/admission.ts): includes and flags that reach the
+// server's files, sources that are files, too much memory, too much source, too deep a body, and launches over the
+// smallest GPU's limits (block, grid, dynamic shared memory, cluster), each named with the GPU it comes from.
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_ADMISSION_LIMITS,
@@ -15,8 +15,8 @@ import {
   nestedDeeperThan,
   unsafeInclude,
   type AdmissionLimits,
-} from '../../server/src/admission.js';
-import type { LaunchFacts } from '../../server/src/gpu/protocol.js';
+} from '../../server/src/submit/admission.js';
+import type { LaunchFacts } from '../../server/src/run/protocol.js';
 import { H200_LAUNCH } from '../support/devices.js';
 import { body } from './helpers.js';
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The HTTP API (server/src/api) through inject(), and a real loopback socket for the live event stream: every route's
+// The HTTP API (server/src/http) through inject(), and a real loopback socket for the live event stream: every route's
 // status codes and shapes, auth and scopes, principal isolation, idempotency, body limits (compressed bodies counted
 // inflated), 503 without a GPU after validation, the OpenAPI document, the long-poll, server-sent events with
 // Last-Event-ID, metrics; and that the API process never loads the CUDA addon.
@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { App } from '../../server/src/api/app.js';
-import { ProblemRegistry } from '../../server/src/problems.js';
+import type { App } from '../../server/src/http/app.js';
+import { ProblemRegistry } from '../../server/src/submit/problems.js';
 import { until } from '../support/until.js';
 import { auth, closeApps, harness } from './app-harness.js';
 import { fakeGpus, passedReport } from './fake-pool.js';

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Request bodies with bounded memory (server/src/api/body.ts): the slots large bodies are read with, the scanner that
+// Request bodies with bounded memory (server/src/http/body.ts): the slots large bodies are read with, the scanner that
 // counts bounded strings as a body arrives, parseBody against JSON.parse, the routes' early refusals, and eight
 // concurrent 60 MB bodies against the real binary on loopback, its peak memory read from /proc.
 import { request as httpRequest } from 'node:http';
@@ -14,10 +14,10 @@ import {
   LONG_STRING_BYTES,
   parseBody,
   stringBoundsOf,
-} from '../../server/src/api/body.js';
+} from '../../server/src/http/body.js';
 import { ServiceError } from '../../server/src/errors.js';
-import { SOURCE_CHARS_MAX, SubmitBody } from '../../server/src/schema/native.js';
-import { CompareRequest, EvaluationRequest } from '../../server/src/schema/seed.js';
+import { SOURCE_CHARS_MAX, SubmitBody } from '../../server/src/http/schemas/v1.js';
+import { CompareRequest, EvaluationRequest } from '../../server/src/compat/schemas.js';
 import { auth, closeApps, harness } from './app-harness.js';
 import { body } from './helpers.js';
 import { FAKE_GPU_ENV, peakRssBytes, startServer, type ServerProcess } from './server-process.js';

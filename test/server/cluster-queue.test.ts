@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { RedisClusterBus } from '../../server/src/cluster/bus.js';
 import { RedisFairShare } from '../../server/src/cluster/fair.js';
 import { AgentQueue, ApiQueue, queueName } from '../../server/src/cluster/queue.js';
-import type { QueuedJob } from '../../server/src/queue/queue.js';
+import type { QueuedJob } from '../../server/src/schedule/queue.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
 import { jobRecord } from './store.contract.js';
 import { describeWithServices, startRedis, type ServiceServer } from './services.js';

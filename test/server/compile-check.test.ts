@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-// What the compile check makes of its child's report (gpu/compile-check.ts's resultOf): only NVRTC's own rejection of
+// What the compile check makes of its child's report (run/compile-check.ts's resultOf): only NVRTC's own rejection of
 // a source, a mismatch of arguments or the job's problems fail a job; anything the check cannot vouch for (no NVRTC, an
 // arch this NVRTC lacks, a phase it never expects to end in) leaves the job's fate to a GPU. The child with real NVRTC
 // is in compile-check.nvrtc.test.ts.
 import { describe, expect, it } from 'vitest';
 import type { EvalError, EvalJob, EvalPhase, EvalReport } from '../../lib/index.js';
 import { emptyReport } from '../../lib/eval/report.js';
-import { CompileChecker, resultOf } from '../../server/src/gpu/compile-check.js';
+import { CompileChecker, resultOf } from '../../server/src/run/compile-check.js';
 
 const JOB: EvalJob = {
   source: 'extern "C" __global__ void k(float* y) {}',

@@ -6,7 +6,7 @@ import type { EvalJob } from 'cudakit';
 import { describe, expect, it } from 'vitest';
 import { PRESETS } from '../../lib/index.js';
 import { clusterHorizons } from '../../server/src/cluster/queue.js';
-import { PHASE_DEFAULTS_MS, PRESET_TIMEOUT_MS, jobDeadlines } from '../../server/src/gpu/deadlines.js';
+import { PHASE_DEFAULTS_MS, PRESET_TIMEOUT_MS, jobDeadlines } from '../../server/src/run/deadlines.js';
 
 const job = (more: Partial<EvalJob> = {}): EvalJob => ({
   source: 'x',

@@ -13,7 +13,7 @@ import { Agent } from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { request } from '../../server/bench/loadgen.js';
-import { tokenDigest } from '../../server/src/api/auth.js';
+import { tokenDigest } from '../../server/src/http/auth.js';
 import { jobBody } from '../support/jobs.js';
 import { Cluster, type ClusterNode } from './cluster-harness.js';
 import { describeWithServices, startPostgres, startRedis, type ServiceServer } from './services.js';

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { tokenDigest } from '../../server/src/api/auth.js';
+import { tokenDigest } from '../../server/src/http/auth.js';
 import { jobBody } from '../support/jobs.js';
 import {
   Cluster,

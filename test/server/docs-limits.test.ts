@@ -6,14 +6,14 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { MAX_SOURCE_CHARS } from '../../server/src/admission.js';
+import { MAX_SOURCE_CHARS } from '../../server/src/submit/admission.js';
 import {
   DEFAULT_LARGE_BODIES,
   LARGE_BODY_BYTES,
   LARGE_BODY_MAX_WAITING,
   LARGE_BODY_SLOT_BYTES,
   LARGE_BODY_WAIT_MS,
-} from '../../server/src/api/body.js';
+} from '../../server/src/http/body.js';
 import { parseConfig, type ServerConfig } from '../../server/src/config.js';
 import {
   ARGS_MAX,
@@ -23,8 +23,8 @@ import {
   SOURCE_CHARS_MAX,
   SUBMIT_BODY_LIMIT_BYTES,
   TIMEOUT_SECONDS,
-} from '../../server/src/schema/native.js';
-import { SEED_NUM_TRIALS, SEED_TIMEOUT_SECONDS } from '../../server/src/schema/seed.js';
+} from '../../server/src/http/schemas/v1.js';
+import { SEED_NUM_TRIALS, SEED_TIMEOUT_SECONDS } from '../../server/src/compat/schemas.js';
 import { DEFAULT_LIMITS } from '../../server/src/service.js';
 
 const read = (path: string) => readFileSync(fileURLToPath(new URL(`../../${path}`, import.meta.url)), 'utf8');

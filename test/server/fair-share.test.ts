@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { tokenDigest } from '../../server/src/api/auth.js';
+import { tokenDigest } from '../../server/src/http/auth.js';
 import { DEFAULT_LIMITS } from '../../server/src/service.js';
 import { until } from '../support/until.js';
 import { auth, closeApps, harness, type Who } from './app-harness.js';

@@ -3,8 +3,8 @@
 // phases and resolves a canned SlotOutcome after a delay, chosen by the job's name (or by a test's own `script`). It
 // records every run's interval per slot, so a test can show that no slot ever ran two jobs at once.
 import type { EvalJob, EvalPhase, EvalReport } from 'cudakit';
-import type { GpuPool, RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from '../../server/src/gpu/pool.js';
-import type { Deadlines, JobExtras, LaunchFacts } from '../../server/src/gpu/protocol.js';
+import type { GpuPool, RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from '../../server/src/run/pool.js';
+import type { Deadlines, JobExtras, LaunchFacts } from '../../server/src/run/protocol.js';
 import { H200_LAUNCH } from '../support/devices.js';
 
 export interface FakeGpu {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Shared by the service's tests: the job bodies, a service over a fake pool and the in-memory store, and the wait for a
 // job's end.
-import { EmbeddedQueue } from '../../server/src/queue/embedded.js';
+import { EmbeddedQueue } from '../../server/src/schedule/embedded-queue.js';
 import { EvalService, type ServiceConfig } from '../../server/src/service.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
 import type { JobStore } from '../../server/src/store/store.js';

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Launch limits at admission (server/src/admission.ts), on every route that queues a job: POST /v1/evaluations,
+// Launch limits at admission (server/src/submit/admission.ts), on every route that queues a job: POST /v1/evaluations,
 // the compatible POST /evaluate and /compare, and the MCP tools evaluate_kernel and compare_kernels. Each limit of the
 // smallest GPU (threads per block, block x/y/z, grid x/y/z, dynamic shared memory, cluster size) is a 400 naming the
 // limit and that GPU, before anything is queued; a job exactly at each limit is taken. The limits reach admission
@@ -11,12 +11,12 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { InvalidJobError } from 'cudakit';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { App } from '../../server/src/api/app.js';
+import type { App } from '../../server/src/http/app.js';
 import type { AgentEntry, RedisClusterBus } from '../../server/src/cluster/bus.js';
 import { ClusterPool } from '../../server/src/cluster/pool.js';
-import { workerScript } from '../../server/src/gpu/child.js';
-import { LocalGpuPool, runProbe } from '../../server/src/gpu/local-pool.js';
-import { EmbeddedQueue } from '../../server/src/queue/embedded.js';
+import { workerScript } from '../../server/src/run/child.js';
+import { LocalGpuPool, runProbe } from '../../server/src/run/local-pool.js';
+import { EmbeddedQueue } from '../../server/src/schedule/embedded-queue.js';
 import { EvalService } from '../../server/src/service.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
 import { H200_LAUNCH } from '../support/devices.js';

@@ -3,8 +3,8 @@
 // from config, no GPU (unavailableReason), leases by class, onIdle, and stop() draining then killing. Also the real
 // probe script on this machine: without a GPU it answers with the reason.
 import { afterEach, describe, expect, it } from 'vitest';
-import { workerScript } from '../../server/src/gpu/child.js';
-import { LocalGpuPool, type LocalPoolOptions, gpuClasses, runProbe } from '../../server/src/gpu/local-pool.js';
+import { workerScript } from '../../server/src/run/child.js';
+import { LocalGpuPool, type LocalPoolOptions, gpuClasses, runProbe } from '../../server/src/run/local-pool.js';
 import { fakeJob } from '../support/jobs.js';
 import { until } from '../support/until.js';
 import { isAlive, TEST_SLOT, deadlines } from './slot-helpers.js';
@@ -215,7 +215,7 @@ describe('LocalGpuPool', () => {
   );
 });
 
-describe('the real probe (worker/probe.ts)', () => {
+describe('the real probe (run/worker/probe.ts)', () => {
   it(
     'prints the GPUs it finds, or why there are none',
     async () => {

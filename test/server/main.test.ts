@@ -8,13 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { tokenDigest } from '../../server/src/api/auth.js';
+import { tokenDigest } from '../../server/src/http/auth.js';
 import { ConfigError, parseConfig } from '../../server/src/config.js';
 import { jobBody } from '../support/jobs.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'server/src/main.ts');
-const FAKE_WORKER = join(ROOT, 'server/src/worker/fake.ts');
+const FAKE_WORKER = join(ROOT, 'server/src/run/worker/fake.ts');
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
 

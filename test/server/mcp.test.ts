@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
-// POST /mcp (server/src/api/mcp.ts) through the SDK's own client, over 127.0.0.1 with the fake GPU pool: the four
-// tools with the service's TypeBox schemas; evaluate_kernel and compare_kernels on the original server's payloads,
-// answering what POST /evaluate and /compare answer; their text (verdict, first mismatch with its tolerance, median
-// and interval, speedup, compiler diagnostics); progress notifications; get_evaluation and list_gpus answering what
-// the /v1 routes answer, one's own evaluations only; invalid arguments as tool errors in the routes' words; the
-// HTTP API's auth (401, 403), body limit (413) and submission budget (shared with POST /v1/evaluations); 405 for
-// GET and DELETE.
+// POST /mcp (server/src/http/routes/mcp.ts) through the SDK's own client, over 127.0.0.1 with the fake GPU pool: the
+// four tools with the service's TypeBox schemas; evaluate_kernel and compare_kernels on the original server's payloads,
+// answering what POST /evaluate and /compare answer; their text (verdict, first mismatch with its tolerance, median and
+// interval, speedup, compiler diagnostics); progress notifications; get_evaluation and list_gpus answering what the /v1
+// routes answer, one's own evaluations only; invalid arguments as tool errors in the routes' words; the HTTP API's auth
+// (401, 403), body limit (413) and submission budget (shared with POST /v1/evaluations); 405 for GET and DELETE.
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -21,8 +20,8 @@ import {
   type EvalReport,
 } from 'cudakit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { formatOutcome } from '../../server/src/api/mcp-format.js';
-import { SUBMIT_BODY_LIMIT_BYTES } from '../../server/src/schema/native.js';
+import { formatOutcome } from '../../server/src/http/routes/mcp-format.js';
+import { SUBMIT_BODY_LIMIT_BYTES } from '../../server/src/http/schemas/v1.js';
 import {
   CompareRequest,
   CompareResponse,
@@ -30,7 +29,7 @@ import {
   EvaluationResponse,
   IOContract,
   SEED_KERNEL_TYPES,
-} from '../../server/src/schema/seed.js';
+} from '../../server/src/compat/schemas.js';
 import { H200_BENCH_ENV } from '../support/devices.js';
 import { auth, closeApps, harness, type Harness, type Who } from './app-harness.js';
 import { body as nativeBody } from './helpers.js';

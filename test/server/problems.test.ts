@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-// The problem registry (server/src/problems.ts): folders read and checked at start, jobs expanded, every mistake of
-// an operator's folder or of a request named.
+// The problem registry (server/src/submit/problems.ts): folders read and checked at start, jobs expanded, every mistake
+// of an operator's folder or of a request named.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidJobError } from 'cudakit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProblemRegistry, ProblemRegistryError, importJsReference } from '../../server/src/problems.js';
+import { ProblemRegistry, ProblemRegistryError, importJsReference } from '../../server/src/submit/problems.js';
 import { SAXPY } from '../support/kernels.js';
 
 const ARGS = ['a@f32=2', 'x@ptr:f32[1024]=uniform(-1,1)', 'y@ptr:f32[1024]=uniform(-1,1):out', 'n@i32=1024'];

@@ -10,8 +10,8 @@ import {
   WORKER_ENV,
   isChildMessage,
   isParentMessage,
-} from '../../server/src/gpu/protocol.js';
-import { describeMessage } from '../../server/src/gpu/child.js';
+} from '../../server/src/run/protocol.js';
+import { describeMessage } from '../../server/src/run/child.js';
 
 const job: ParentMessage = {
   v: 1,

@@ -4,8 +4,8 @@
 // expiry, removal, the rebuild from stored jobs, and a property test against a reference model.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EmbeddedQueue } from '../../server/src/queue/embedded.js';
-import { type QueuedJob, queuedJobOf } from '../../server/src/queue/queue.js';
+import { EmbeddedQueue } from '../../server/src/schedule/embedded-queue.js';
+import { type QueuedJob, queuedJobOf } from '../../server/src/schedule/queue.js';
 import { jobRecord } from './store.contract.js';
 
 const H200_SLOT = ['H200', 'sm_90', 'any'];

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { tokenDigest } from '../../server/src/api/auth.js';
+import { tokenDigest } from '../../server/src/http/auth.js';
 import { SqliteJobStore } from '../../server/src/store/sqlite.js';
 import {
   type ServerProcess,

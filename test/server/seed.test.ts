@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The original server's routes (server/src/api/seed.ts, compat/seed.ts): its own test requests (fixtures/seed/, as
+// The original server's routes (server/src/compat/routes.ts, compat/jobs.ts): its own test requests (fixtures/seed/, as
 // published) and their CUDA-reference variants (*.cuda-ref.json, ours) map to jobs validateJob accepts; a Python
 // reference is a 400 naming its substitutes; its exact messages for num_trials, timeout and Triton; the IOContract →
 // argspec table; answers for pass, fail, compile error, timeout, crash and runtime error from the fake pool's canned
@@ -20,23 +20,23 @@ import {
 import fc from 'fast-check';
 import { Value } from 'typebox/value';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { admissionProblems, DEFAULT_ADMISSION_LIMITS } from '../../server/src/admission.js';
-import type { App } from '../../server/src/api/app.js';
+import { admissionProblems, DEFAULT_ADMISSION_LIMITS } from '../../server/src/submit/admission.js';
+import type { App } from '../../server/src/http/app.js';
 import {
   SeedClientError,
   compareJob,
   evaluateJob,
   globalFunctions,
   runtimeStatsOf,
-} from '../../server/src/compat/seed.js';
-import { splitBody } from '../../server/src/schema/native.js';
+} from '../../server/src/compat/jobs.js';
+import { splitBody } from '../../server/src/http/schemas/v1.js';
 import {
   CompareRequest,
   CompareResponse,
   EvaluationRequest,
   EvaluationResponse,
   JobErrorBody,
-} from '../../server/src/schema/seed.js';
+} from '../../server/src/compat/schemas.js';
 import { H200_BENCH_ENV } from '../support/devices.js';
 import { until } from '../support/until.js';
 import { auth, closeApps, harness, keepApp, type Harness, type Who } from './app-harness.js';

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Shared by the GPU-slot tests: deadlines, slots on the fake GPU (test/support/devices.ts) with the fake worker
-// (server/src/worker/fake.ts) that are stopped after each test, and process checks that see through zombies (a
+// (server/src/run/worker/fake.ts) that are stopped after each test, and process checks that see through zombies (a
 // SIGKILLed orphan stays a zombie until init reaps it, and kill(pid, 0) still succeeds on a zombie).
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { afterEach } from 'vitest';
-import type { Deadlines } from '../../server/src/gpu/protocol.js';
-import { GpuSlot, type SlotOptions } from '../../server/src/gpu/slot.js';
+import type { Deadlines } from '../../server/src/run/protocol.js';
+import { GpuSlot, type SlotOptions } from '../../server/src/run/slot.js';
 import { H200_FACTS } from '../support/devices.js';
 import { until } from '../support/until.js';
 

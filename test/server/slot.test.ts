@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// GpuSlot with the fake worker (server/src/worker/fake.ts): the ready handshake, jobs that pass, hang, crash, break
+// GpuSlot with the fake worker (server/src/run/worker/fake.ts): the ready handshake, jobs that pass, hang, crash, break
 // the protocol or refuse to die, start failures and quarantine, cancel, one job at a time, the pre-started child,
 // warm isolation, the GPU keeping a killed PID, and children dying with their parent even while busy-looping.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -10,9 +10,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { EvalPhase, EvalProgress, EvalReport } from 'cudakit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { setprivWithPdeathsig } from '../../server/src/gpu/child.js';
-import type { SlotOutcome } from '../../server/src/gpu/pool.js';
-import { verdictOf } from '../../server/src/verdict.js';
+import { setprivWithPdeathsig } from '../../server/src/run/child.js';
+import type { SlotOutcome } from '../../server/src/run/pool.js';
+import { verdictOf } from '../../server/src/judge/verdict.js';
 import { fakeJob } from '../support/jobs.js';
 import { until, untilIdle } from '../support/until.js';
 import { deadlines, fakeSlot, isAlive, tsxImport, untilDead } from './slot-helpers.js';

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-// The real worker (server/src/worker/) on a machine without a GPU: its start (cudakit imported, the guard on, the
+// The real worker (server/src/run/worker/) on a machine without a GPU: its start (cudakit imported, the guard on, the
 // driver probed) ends in a `fatal` with the probe's reason, which the slot counts as a failed start; and one job run
 // in-process as the worker runs it: the seed mixed with the secret salt, the report made plain JSON. On a GPU host,
 // test/gpu/server-worker.test.ts runs it for real.
 import type { EvalJob } from 'cudakit';
 import { describe, expect, it } from 'vitest';
 import { machine } from '../helpers.js';
-import { mixSeed, prepareForRun, runJob } from '../../server/src/worker/run.js';
+import { mixSeed, prepareForRun, runJob } from '../../server/src/run/worker/run.js';
 import { SAXPY } from '../support/kernels.js';
 import { fakeSlot } from './slot-helpers.js';
 

@@ -2,7 +2,7 @@
 // A fake H200, as each layer reports it: its launch limits (cudakit's Device), its facts as a GPU worker's probe
 // sends them (a slot's DeviceFacts) and the environment a benchmark on it records (BenchResult.env).
 import type { BenchResult } from 'cudakit';
-import type { DeviceFacts, LaunchFacts } from '../../server/src/gpu/protocol.js';
+import type { DeviceFacts, LaunchFacts } from '../../server/src/run/protocol.js';
 
 /** An H200's launch limits, as cudakit's Device reads them there. */
 export const H200_LAUNCH: LaunchFacts = {

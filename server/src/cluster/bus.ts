@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Redis, type RedisOptions } from 'ioredis';
-import type { SlotInfo } from '../gpu/pool.js';
+import type { SlotInfo } from '../run/pool.js';
 import { addressOf, Reachability } from '../reachability.js';
 import type { JobEvent } from '../store/store.js';
 

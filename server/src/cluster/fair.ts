@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The distributed mode's queued jobs, fair between principals by queue/queue.ts's rule, kept in Redis beside BullMQ.
+// The distributed mode's queued jobs, fair between principals by schedule/queue.ts's rule, kept in Redis beside BullMQ.
 // Open-source BullMQ orders a queue by priority and arrival only, so the waiting is done here: per class and
 // principal a sorted set of job ids (that principal's order: priority, then age, then id: ids sort by creation), per
 // class a sorted set of the principals with jobs there scored by their turn, and each principal's turn. Every
@@ -10,8 +10,8 @@
 // first: that job has had its turn. Between the release and BullMQ's add a job is "leaving"; one that stays so past
 // a lock (its agent died there) is queued here again by the reconciler.
 import type { Redis } from 'ioredis';
-import { PRIORITY } from '../schema/native.js';
-import type { QueuedJob } from '../queue/queue.js';
+import { PRIORITY } from '../http/schemas/v1.js';
+import type { QueuedJob } from '../schedule/queue.js';
 
 /** Keys under `<prefix>:fair:`; the Lua scripts build them from this prefix (the ones per class or principal). */
 export function fairKeys(prefix: string) {

@@ -2,7 +2,7 @@
 // The GPUs an API node sees: every live agent's slots, read from the registry the agents refresh in Redis (the API
 // process has no GPU and leases none). /v1/gpus, admission (a class no GPU serves is a 400), readiness and the
 // queue's positions read it; an agent that stops refreshing its entry drops out after `staleMs`.
-import type { GpuPool, SlotInfo, SlotLease } from '../gpu/pool.js';
+import type { GpuPool, SlotInfo, SlotLease } from '../run/pool.js';
 import type { AgentEntry, RedisClusterBus } from './bus.js';
 
 export interface ClusterPoolOptions {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The distributed queue, on Redis, per GPU class (a timing only means something on the class the client asked for).
-// Queued jobs wait in cluster/fair.ts's structures, where principals take turns (queue/queue.ts's rule); a job taken
+// Queued jobs wait in cluster/fair.ts's structures, where principals take turns (schedule/queue.ts's rule); a job taken
 // runs as a BullMQ job of its class's queue (jobId = the evaluation id). PostgreSQL stays the system of record; a
 // queued or BullMQ job carries the evaluation's id, principal, class, priority and deadlines, never its source or
 // tensor bytes (the agent reads the job from the store).
@@ -20,7 +20,7 @@ import { Redis } from 'ioredis';
 import type { JobStore } from '../store/store.js';
 import { redisClient, redisOptions, type RedisClusterBus } from './bus.js';
 import { RedisFairShare } from './fair.js';
-import { queuedJobOf, type JobQueue, type QueuedJob } from '../queue/queue.js';
+import { queuedJobOf, type JobQueue, type QueuedJob } from '../schedule/queue.js';
 
 /** What a queued job and a BullMQ job carry. */
 export interface ClusterJobData extends QueuedJob {

@@ -6,7 +6,7 @@
 import type { EvalJob } from 'cudakit';
 import type { QueueInfo } from '../service.js';
 import type { JobRecord, JobStatus } from '../store/store.js';
-import { VERDICTS } from '../verdict.js';
+import { VERDICTS } from '../judge/verdict.js';
 import { SCRIPT, STYLES } from './assets.js';
 import { formatMs } from './charts.js';
 import { type Html, type HtmlValue, markup } from './html.js';
@@ -253,7 +253,7 @@ export interface ResultPage {
   report: StoredReport | undefined;
   /** The GPU it ran on, as the pool knows it now. */
   gpu: { uuid: string; name?: string; arch?: string } | undefined;
-  /** Its place in the queue, while queued: under the turns clients take (queue/queue.ts). */
+  /** Its place in the queue, while queued: under the turns clients take (schedule/queue.ts). */
   queue: QueueInfo | undefined;
 }
 

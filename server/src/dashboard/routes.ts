@@ -3,18 +3,18 @@
 // `Accept: application/json`), GET /evaluations/:id (one result), the sign-in and sign-out forms, the script and
 // style sheet, and GET /v1/stream (server-sent events: the summary whenever it changes, and each of the newest jobs
 // whose state changed). Pages need the read scope, from a bearer token or the session cookie (the auth hook in
-// api/app.ts takes both); a principal sees its own evaluations, the admin scope every one, as in the API. Registered
+// http/app.ts takes both); a principal sees its own evaluations, the admin scope every one, as in the API. Registered
 // as a plugin of its own so that its form parser serves these routes only.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../api/app.js';
-import { TokenVerifier, type Principal, type TokenEntry } from '../api/auth.js';
-import { ErrorBody } from '../schema/native.js';
+import type { App } from '../http/app.js';
+import { TokenVerifier, type Principal, type TokenEntry } from '../http/auth.js';
+import { ErrorBody } from '../http/schemas/v1.js';
 import { ServiceError } from '../errors.js';
 import type { EvalService } from '../service.js';
 import { isJobId } from '../store/ids.js';
 import type { JobRecord, JobStatus } from '../store/store.js';
-import { VERDICTS, type Verdict } from '../verdict.js';
+import { VERDICTS, type Verdict } from '../judge/verdict.js';
 import { assetAt } from './assets.js';
 import {
   STATUSES,

@@ -9,7 +9,7 @@
 // (double submit, signed), so it works before there is a session and across processes too.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Principal, Scope, TokenEntry } from '../api/auth.js';
+import type { Principal, Scope, TokenEntry } from '../http/auth.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

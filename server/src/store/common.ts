@@ -4,7 +4,7 @@
 // is creation order), and `after` is the last id of the previous page. Jobs created while a client pages have larger
 // ids than its cursor, so they land before the first page: later pages neither repeat nor skip a job.
 import type { EvalJob } from 'cudakit';
-import type { Verdict } from '../verdict.js';
+import type { Verdict } from '../judge/verdict.js';
 import { joinLiterals } from './literals.js';
 import type { JobRecord, JobStatus, ListFilter } from './store.js';
 

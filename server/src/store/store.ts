@@ -4,7 +4,7 @@
 // interface and pass the same contract tests. Writes of a result are idempotent: finishing a job twice keeps the first
 // result.
 import type { EvalJob, EvalPhase } from 'cudakit';
-import type { Verdict } from '../verdict.js';
+import type { Verdict } from '../judge/verdict.js';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
 export const TERMINAL: ReadonlySet<JobStatus> = new Set(['succeeded', 'failed', 'cancelled']);

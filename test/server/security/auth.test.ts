@@ -5,7 +5,7 @@
 // and tokens are compared as fixed-length digests, every entry each time. Each answer is checked for its status and
 // for leaks (no path of this host, no stack trace); after each row the server still runs a correct job.
 import { describe, expect, it, vi } from 'vitest';
-import { TokenVerifier, parseTokens, tokenDigest } from '../../../server/src/api/auth.js';
+import { TokenVerifier, parseTokens, tokenDigest } from '../../../server/src/http/auth.js';
 import type { Harness } from '../app-harness.js';
 import { evaluateBody, settled } from '../helpers.js';
 import {

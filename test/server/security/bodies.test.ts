@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateSync, gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProblemRegistry } from '../../../server/src/problems.js';
+import { ProblemRegistry } from '../../../server/src/submit/problems.js';
 import type { Harness } from '../app-harness.js';
 import { evaluateBody, settled } from '../helpers.js';
 import {

@@ -10,7 +10,7 @@ import { type Socket, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { tokenDigest } from '../../../server/src/api/auth.js';
+import { tokenDigest } from '../../../server/src/http/auth.js';
 import { type ServerProcess, buildFakeWorker, startServer } from '../../../server/bench/binary.js';
 import { until } from '../../support/until.js';
 import { closeApps, type Harness } from '../app-harness.js';

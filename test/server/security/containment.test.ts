@@ -8,7 +8,7 @@ import { copyFileSync, chmodSync, existsSync, mkdtempSync, rmSync, statSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WorkerChild } from '../../../server/src/gpu/child.js';
+import { WorkerChild } from '../../../server/src/run/child.js';
 import {
   type Containment,
   WORKER_ENV_ALLOWED,
@@ -17,7 +17,7 @@ import {
   resolveWorkerUser,
   runsAsRoot,
   serviceContainment,
-} from '../../../server/src/gpu/containment.js';
+} from '../../../server/src/run/containment.js';
 
 const SECRET = `S${randomBytes(12).toString('hex')}`;
 /** Where a service keeps its secrets: its own variables, a database URL, a cloud key. */

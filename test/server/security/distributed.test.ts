@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { tokenDigest } from '../../../server/src/api/auth.js';
+import { tokenDigest } from '../../../server/src/http/auth.js';
 import { until } from '../../support/until.js';
 import { Cluster, type ClusterNode } from '../cluster-harness.js';
 import { describeWithServices, startPostgres, startRedis, type ServiceServer } from '../services.js';

@@ -6,7 +6,7 @@
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { parseTokens, tokenDigest } from '../../../server/src/api/auth.js';
+import { parseTokens, tokenDigest } from '../../../server/src/http/auth.js';
 import { TOKENS, auth, closeApps, harness, keepApp, type Harness } from '../app-harness.js';
 import { fakeGpus } from '../fake-pool.js';
 import { body, settled } from '../helpers.js';

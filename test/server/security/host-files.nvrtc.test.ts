@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { EvalJob } from '../../../lib/index.js';
-import { prepareForRun, runJob } from '../../../server/src/worker/run.js';
+import { prepareForRun, runJob } from '../../../server/src/run/worker/run.js';
 import { describeNvrtc } from '../../helpers.js';
 
 const SECRET = `S${randomBytes(12).toString('hex')}`;

@@ -29,17 +29,17 @@ import type { TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { dashboardRoutes } from '../dashboard/routes.js';
 import { Sessions, signInLocation, wantsSignIn } from '../dashboard/session.js';
-import { BODY_LIMIT_BYTES, type ErrorBody } from '../schema/native.js';
+import { BODY_LIMIT_BYTES, type ErrorBody } from './schemas/v1.js';
 import { ServiceError, isApiErrorCode, statusText } from '../errors.js';
 import type { EvalService } from '../service.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { bodyHandling, DEFAULT_LARGE_BODIES } from './body.js';
 import { LOCAL_PRINCIPAL, type Principal, type Scope, type TokenEntry, TokenVerifier } from './auth.js';
-import { mcpRoutes } from './mcp.js';
-import { nativeRoutes } from './native.js';
-import { opsRoutes } from './ops.js';
+import { mcpRoutes } from './routes/mcp.js';
+import { nativeRoutes } from './routes/v1.js';
+import { opsRoutes } from './routes/ops.js';
 import { CountingStore } from './rate-store.js';
-import { seedRoutes, type SeedDeps } from './seed.js';
+import { seedRoutes, type SeedDeps } from '../compat/routes.js';
 
 /** What a route asks of its caller: a scope, nothing ('open'), or loopback or the admin scope ('metrics'). */
 export type RouteAccess = Scope | 'open' | 'metrics';

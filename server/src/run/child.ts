@@ -35,7 +35,7 @@ export function workerScript(
 ): WorkerScript {
   const here = fileURLToPath(import.meta.url);
   const ext = extname(here); // '.ts' under tsx or vitest, '.js' when built
-  const sibling = (name: string): string => join(dirname(here), '..', 'worker', `${name}${ext}`);
+  const sibling = (name: string): string => join(dirname(here), 'worker', `${name}${ext}`);
   let path: string;
   let args: string[] = [];
   if (role === 'compile-check') path = sibling('compile-check');
@@ -57,7 +57,7 @@ function tsxLoader(): string {
 /**
  * How a child dies with its parent. 'setpriv': forked through `setpriv --pdeathsig KILL`, the kernel SIGKILLs it
  * when the parent (the thread that forked it: Node's main thread) dies, whatever the child is doing. 'watchdog':
- * the child runs a thread that polls getppid() (worker/guard.ts). Both also exit on IPC 'disconnect'.
+ * the child runs a thread that polls getppid() (run/worker/guard.ts). Both also exit on IPC 'disconnect'.
  */
 export type DeathGuard = { kind: 'setpriv'; path: string } | { kind: 'watchdog' };
 

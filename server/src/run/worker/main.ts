@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The GPU worker child. The slot (gpu/slot.ts) forks it with CUDA_VISIBLE_DEVICES set to one GPU's UUID. It loads
+// The GPU worker child. The slot (run/slot.ts) forks it with CUDA_VISIBLE_DEVICES set to one GPU's UUID. It loads
 // cudakit, the driver and NVRTC (a small compile), says `ready` and waits: no CUDA context until a job comes (an
 // idle second context on the GPU slows the process being timed). On `job` it runs evaluate() (then, with
 // deviceMetrics, one launch under Nsight Compute in a child of its own) and reports phases, progress and the
@@ -8,7 +8,7 @@
 // kills the process group when a deadline passes: this process never times itself out (a kernel that never ends
 // blocks it); only ncu, which it kills itself before the profile deadline so the job keeps its verdict.
 import { Device, Program, contextLostBy, isArch, probe } from 'cudakit';
-import { PROTOCOL_VERSION, WORKER_ENV } from '../gpu/protocol.js';
+import { PROTOCOL_VERSION, WORKER_ENV } from '../protocol.js';
 import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
 import { runJob, workerDevice } from './run.js';
 

@@ -1,21 +1,21 @@
 // SPDX-License-Identifier: MIT
 // Operations routes: liveness (/healthz: the process answers), readiness (/readyz: it can take work now), a health
-// summary (/v1/health; /health answers in the original server's shape, api/seed.ts), and Prometheus metrics
+// summary (/v1/health; /health answers in the original server's shape, compat/routes.ts), and Prometheus metrics
 // (/metrics: loopback clients, or a token with the admin scope; anyone with --metrics-public). Each app has its own
 // registry, so several apps in one process (tests) do not share counters. Every metric the README lists is there from
 // the start: a gauge of something counted per GPU class or per GPU reads 0 for each rather than being absent.
-import type { RestartReason } from '../gpu/slot.js';
+import type { RestartReason } from '../../run/slot.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { Type } from 'typebox';
-import type { SlotState } from '../gpu/pool.js';
-import { ErrorBody } from '../schema/native.js';
-import type { EvalService } from '../service.js';
-import { StoreUnavailableError } from '../store/store.js';
-import type { App } from './app.js';
+import type { SlotState } from '../../run/pool.js';
+import { ErrorBody } from '../schemas/v1.js';
+import type { EvalService } from '../../service.js';
+import { StoreUnavailableError } from '../../store/store.js';
+import type { App } from '../app.js';
 
 const SLOT_STATES: readonly SlotState[] = ['starting', 'idle', 'busy', 'restarting', 'quarantined'];
 
-/** Every reason a slot replaces its worker for (gpu/slot.ts), each counted from 0 on every GPU. */
+/** Every reason a slot replaces its worker for (run/slot.ts), each counted from 0 on every GPU. */
 const RESTART_REASONS = [
   'start-failed',
   'spare-exited',

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // POST /mcp: the service as tools for model-driven kernel generators, over MCP's streamable HTTP transport. Four
 // tools: evaluate_kernel and compare_kernels take the original server's requests (the compatible routes' TypeBox
-// schemas narrowed to what this server takes: the kernel types the mapping in compat/seed.ts accepts, io where it is
+// schemas narrowed to what this server takes: the kernel types the mapping in compat/jobs.ts accepts, io where it is
 // required; each description explains the request in full, with a complete example) and answer what POST /evaluate
 // and /compare answer, as structured content beside a few lines of text; get_evaluation and list_gpus answer what
 // GET /v1/evaluations/{id} and /v1/gpus answer (those routes' own handlers, through app.inject, so the two faces
@@ -36,9 +36,9 @@ import {
   submitSeedJob,
   validationErrorsOf,
   type SeedJob,
-} from '../compat/seed.js';
-import { DEFAULT_LAUNCH_LIMITS } from '../admission.js';
-import { ErrorBody, Evaluation, GetQuery, GpuList, IdParams, SUBMIT_BODY_LIMIT_BYTES } from '../schema/native.js';
+} from '../../compat/jobs.js';
+import { DEFAULT_LAUNCH_LIMITS } from '../../submit/admission.js';
+import { ErrorBody, Evaluation, GetQuery, GpuList, IdParams, SUBMIT_BODY_LIMIT_BYTES } from '../schemas/v1.js';
 import {
   CompareRequest,
   CompareResponse,
@@ -49,14 +49,14 @@ import {
   evaluateToolRequest,
   type KernelCode,
   type SeedKernelType,
-} from '../schema/seed.js';
-import { ServiceError } from '../errors.js';
-import type { EvalService } from '../service.js';
-import { TERMINAL, type JobEvent } from '../store/store.js';
-import { errorBodyOf, type App, type SubmitLimit } from './app.js';
-import type { Scope } from './auth.js';
+} from '../../compat/schemas.js';
+import { ServiceError } from '../../errors.js';
+import type { EvalService } from '../../service.js';
+import { TERMINAL, type JobEvent } from '../../store/store.js';
+import { errorBodyOf, type App, type SubmitLimit } from '../app.js';
+import type { Scope } from '../auth.js';
 import { formatGpus, formatOutcome, formatProblems, type Problem } from './mcp-format.js';
-import type { SeedDeps } from './seed.js';
+import type { SeedDeps } from '../../compat/routes.js';
 
 export interface McpDeps {
   service: EvalService;
@@ -139,7 +139,7 @@ const COMPARE_EXAMPLE: CompareRequest = {
 const GET_EXAMPLE = { id: 'ev_01JD3Q9W6V8G2T5R7K4M1N0P3X', wait: 30 };
 
 /**
- * The kernel types the compatible mapping (compat/seed.ts) takes in the KernelCode `at` picks out of `example`:
+ * The kernel types the compatible mapping (compat/jobs.ts) takes in the KernelCode `at` picks out of `example`:
  * each type tried there, so that a tool's enum is what this server accepts and cannot drift from the mapping.
  */
 function kernelTypesTaken<T>(

@@ -3,7 +3,7 @@
 // `{"devices": DeviceFacts[], "reason": string | undefined}`, and exits. The parent runs it with
 // CUDA_DEVICE_ORDER=PCI_BUS_ID, so ordinals are nvidia-smi's indices. No CUDA context is created.
 import { Device, probe } from 'cudakit';
-import type { DeviceFacts } from '../gpu/protocol.js';
+import type { DeviceFacts } from '../protocol.js';
 import { deviceFacts } from './facts.js';
 
 const machine = probe();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The queue between the API and the GPU slots: per GPU class, fair between principals. The embedded mode keeps it
-// in memory and rebuilds it from the store's queued rows at start (queue/embedded.ts, synchronous); the distributed
+// in memory and rebuilds it from the store's queued rows at start (schedule/embedded-queue.ts, synchronous); the distributed
 // mode keeps it in Redis beside BullMQ (cluster/queue.ts, cluster/fair.ts), whose calls are network round trips: the
 // service awaits every method.
 //

@@ -4,7 +4,7 @@
 // goes on, readable at /job/{id} and /v1/evaluations/{id}); GET /health, /job/{id} and /stats and POST
 // /admin/cleanup-jobs answer in the original's shapes. Every answer of these routes, errors included, is in the
 // original's shapes and carries its no-cache headers. Auth is the native API's: submit for the POSTs, read for the
-// GETs, admin for /admin/*. The mapping itself is compat/seed.ts; the contract is server/docs/compat.md.
+// GETs, admin for /admin/*. The mapping itself is compat/jobs.ts; the contract is server/docs/compat.md.
 import { InvalidJobError } from 'cudakit';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import {
@@ -25,8 +25,8 @@ import {
   validationErrorsOf,
   type AjvError,
   type SeedJob,
-} from '../compat/seed.js';
-import { SUBMIT_BODY_LIMIT_BYTES } from '../schema/native.js';
+} from './jobs.js';
+import { SUBMIT_BODY_LIMIT_BYTES } from '../http/schemas/v1.js';
 import {
   Cleanup,
   CompareRequest,
@@ -40,12 +40,12 @@ import {
   JobStatus,
   Stats,
   Unhealthy,
-} from '../schema/seed.js';
+} from './schemas.js';
 import { ServiceError } from '../errors.js';
 import type { EvalService } from '../service.js';
 import { isJobId } from '../store/ids.js';
 import { TERMINAL, type JobRecord } from '../store/store.js';
-import type { App, SubmitLimit } from './app.js';
+import type { App, SubmitLimit } from '../http/app.js';
 
 export interface SeedDeps {
   service: EvalService;

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // TypeBox mirror of the original evaluation server's request and response models (its pydantic v2 models), for the
-// compatible routes (api/seed.ts): the same field names and extra-key rules. KernelCode forbids unknown keys; every
-// other model ignores them, as the original's do. Defaults inside nullable fields are applied by compat/seed.ts
+// compatible routes (compat/routes.ts): the same field names and extra-key rules. KernelCode forbids unknown keys; every
+// other model ignores them, as the original's do. Defaults inside nullable fields are applied by compat/jobs.ts
 // (ajv applies none inside a union) and written in their descriptions. num_trials and timeout carry no bounds here:
-// their bounds are business rules answered with the original's own messages (compat/seed.ts), not schema errors.
+// their bounds are business rules answered with the original's own messages (compat/jobs.ts), not schema errors.
 // Extensions sit where the original ignores unknown keys: `cudakit` at the top level, `shared_mem_bytes` in a launch,
 // `dtype` on a scalar argument. The contract: server/docs/compat.md.
 import { type Static, type TSchema, Type } from 'typebox';
-import { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX } from './native.js';
+import { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX } from '../http/schemas/v1.js';
 
 /** The original's defaults (its shared/constants.py). */
 export const SEED_DEFAULTS = { numTrials: 100, timeoutSeconds: 120, atol: 0.01, rtol: 0.01 } as const;

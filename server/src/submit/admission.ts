@@ -5,8 +5,8 @@
 // limits: cudakit would only find out at the launch, a worker and a GPU slot later). Checked before validateJob and
 // before anything is queued, whichever route the job came by; each problem in the library's format.
 import { parseArgSpec, type JobProblem } from 'cudakit';
-import { type LaunchFacts, PORTABLE_CLUSTER_BLOCKS } from './gpu/protocol.js';
-import { ARGS_MAX } from './schema/native.js';
+import { type LaunchFacts, PORTABLE_CLUSTER_BLOCKS } from '../run/protocol.js';
+import { ARGS_MAX } from '../http/schemas/v1.js';
 
 /** Flags passed as they are. */
 const EXACT_FLAGS = new Set([

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The contract between the service (scheduler, API) and the GPU side: one slot per GPU, each supervising one worker
-// child at a time. gpu/slot.ts implements a slot, gpu/local-pool.ts the pool of this host's GPUs (found by a probe
+// child at a time. run/slot.ts implements a slot, run/local-pool.ts the pool of this host's GPUs (found by a probe
 // child: the API process never loads the addon).
 import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
 import type { Deadlines, DeviceFacts, JobExtras, LaunchFacts } from './protocol.js';

@@ -3,12 +3,12 @@
 // and talk to it. A dead supervisor must never leave a child holding a GPU, even one whose event loop is blocked in
 // a driver wait on a kernel that never ends, where no 'disconnect' event can run.
 //
-// Two guards, one chosen by the parent (gpu/child.ts): the kernel's parent-death signal, set by starting the child
+// Two guards, one chosen by the parent (run/child.ts): the kernel's parent-death signal, set by starting the child
 // through `setpriv --pdeathsig KILL` (nothing runs in the child for it), or, where setpriv is missing, a watchdog
 // thread in the child that polls getppid() and SIGKILLs its own process when the parent changes. The thread has an
 // event loop of its own, so a busy main thread does not stop it. 'disconnect' covers the ordinary case in both.
 import { Worker } from 'node:worker_threads';
-import { type ChildMessage, type ParentMessage, WORKER_ENV, isParentMessage } from '../gpu/protocol.js';
+import { type ChildMessage, type ParentMessage, WORKER_ENV, isParentMessage } from '../protocol.js';
 
 /** How often the watchdog thread looks at its parent. */
 export const WATCHDOG_POLL_MS = 100;

@@ -4,9 +4,9 @@
 // shapes only where cudakit's validateJob is not authoritative; args, fills, grids and check options stay permissive
 // here and are checked in depth by validateJob, whose messages are better than a schema's.
 import { type Static, Type } from 'typebox';
-import type { SlotState } from '../gpu/pool.js';
-import { VERDICTS, type Verdict } from '../verdict.js';
-import { API_ERRORS, type ApiErrorCode } from '../errors.js';
+import type { SlotState } from '../../run/pool.js';
+import { VERDICTS, type Verdict } from '../../judge/verdict.js';
+import { API_ERRORS, type ApiErrorCode } from '../../errors.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Defaults and bounds of the service fields (the scheduler and the docs read them from here).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// LocalGpuPool: the GpuPool of this host. A probe child (worker/probe.ts; the API process never loads the addon)
+// LocalGpuPool: the GpuPool of this host. A probe child (run/worker/probe.ts; the API process never loads the addon)
 // lists the GPUs; the configured ones each get a GpuSlot (slot.ts). Leases go to idle slots by class.
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';

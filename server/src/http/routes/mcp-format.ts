@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The text of the MCP tools' results (api/mcp.ts): a few lines a model reads before the JSON beside them. The
+// The text of the MCP tools' results (http/routes/mcp.ts): a few lines a model reads before the JSON beside them. The
 // verdict first, then what it needs to act on it: the first mismatch with its tolerance, the median with its
 // confidence interval, the speedup with its interval, the compiler's diagnostics as file:line: message, the
 // warnings. Pure: no I/O, every input is a stored record's or an answer's plain data.
@@ -12,8 +12,8 @@ import {
   type EvalJob,
   type EvalReport,
 } from 'cudakit';
-import type { JobStatus } from '../store/store.js';
-import type { Verdict } from '../verdict.js';
+import type { JobStatus } from '../../store/store.js';
+import type { Verdict } from '../../judge/verdict.js';
 
 /** What the text is made of: a job's state as the record or GET /v1/evaluations/{id} has it. */
 export interface Outcome {

@@ -16,8 +16,8 @@ import {
   formatJson,
   profileJob,
 } from 'cudakit';
-import { importJsReference } from '../problems.js';
-import type { Deadlines, DeviceFacts } from '../gpu/protocol.js';
+import { importJsReference } from '../../submit/problems.js';
+import type { Deadlines, DeviceFacts } from '../protocol.js';
 import { deviceFacts } from './facts.js';
 
 /** evaluate()'s report, and with the deviceMetrics option its device metrics: null when none were collected. */

@@ -20,14 +20,14 @@ import {
   Slot,
   SubmitBody,
   Submitted,
-} from '../schema/native.js';
-import { ServiceError } from '../errors.js';
-import type { EvalService } from '../service.js';
-import { isJobId } from '../store/ids.js';
-import { TERMINAL, type JobEvent, type JobRecord, type JobStatus } from '../store/store.js';
-import type { Verdict } from '../verdict.js';
-import type { App, SubmitLimit } from './app.js';
-import type { Principal } from './auth.js';
+} from '../schemas/v1.js';
+import { ServiceError } from '../../errors.js';
+import type { EvalService } from '../../service.js';
+import { isJobId } from '../../store/ids.js';
+import { TERMINAL, type JobEvent, type JobRecord, type JobStatus } from '../../store/store.js';
+import type { Verdict } from '../../judge/verdict.js';
+import type { App, SubmitLimit } from '../app.js';
+import type { Principal } from '../auth.js';
 
 export interface NativeDeps {
   service: EvalService;

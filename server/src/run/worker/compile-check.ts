@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The compile-check child: where no GPU can run a job, the service still tells a client whose kernel does not compile
 // (or whose arguments do not match the compiled kernel) at once, with a 400, instead of a 503 that invites retries.
-// The parent (gpu/compile-check.ts) forks it like a GPU worker (its own empty folder, the allowed environment, the
+// The parent (run/compile-check.ts) forks it like a GPU worker (its own empty folder, the allowed environment, the
 // worker user, a deadline) but with no GPU visible: this process compiles, it never launches. The server process
 // itself never runs NVRTC on a client's source.
 //
@@ -9,7 +9,7 @@
 // knows; evaluate() then stops at its load phase for want of a GPU, after it has checked each kernel's arguments
 // against the compiled code. The report goes back as `result`, and the child exits.
 import { type EvalJob, type SmArch, evaluate, formatJson, supportedArchNames } from 'cudakit';
-import { PROTOCOL_VERSION } from '../gpu/protocol.js';
+import { PROTOCOL_VERSION } from '../protocol.js';
 import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
 import { prepareForRun } from './run.js';
 

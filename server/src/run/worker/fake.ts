@@ -33,13 +33,7 @@ import { spawn } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EvalCompileFacts, EvalError, EvalPhase, EvalReport } from 'cudakit';
-import {
-  type ChildMessage,
-  type DeviceFacts,
-  type LaunchFacts,
-  PROTOCOL_VERSION,
-  WORKER_ENV,
-} from '../gpu/protocol.js';
+import { type ChildMessage, type DeviceFacts, type LaunchFacts, PROTOCOL_VERSION, WORKER_ENV } from '../protocol.js';
 import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
 
 const FAKE_ENV = {

@@ -2,7 +2,7 @@
 // DeviceFacts from cudakit's Device: what the probe reports of every GPU and a worker of its own. None of these
 // queries needs a CUDA context (cuDeviceGet*, cuDeviceTotalMem), so the probe and a worker between jobs create none.
 import { type Device, probe } from 'cudakit';
-import { type DeviceFacts, type LaunchFacts, PORTABLE_CLUSTER_BLOCKS } from '../gpu/protocol.js';
+import { type DeviceFacts, type LaunchFacts, PORTABLE_CLUSTER_BLOCKS } from '../protocol.js';
 
 /** The facts of `device`; `ordinal` as the caller enumerates (the probe: PCI bus order). */
 export function deviceFacts(device: Device, ordinal = device.ordinal): DeviceFacts {

@@ -2,7 +2,7 @@
 // The original evaluation server's requests and answers in cudakit's terms, pure (no I/O): a request becomes the
 // native body (an EvalJob and the service's fields) or a 400 in the original's words; a finished job becomes the
 // original's EvaluationResponse or CompareResponse, with cudakit's own figures under metadata.cudakit; /job, /health
-// and /stats answers in the original's shapes. The routes are api/seed.ts; the contract is server/docs/compat.md.
+// and /stats answers in the original's shapes. The routes are compat/routes.ts; the contract is server/docs/compat.md.
 import { hostname, networkInterfaces } from 'node:os';
 import {
   InvalidJobError,
@@ -22,8 +22,8 @@ import {
   type EvalScalarArg,
   type PresetName,
 } from 'cudakit';
-import { gpuClasses } from '../gpu/local-pool.js';
-import { MAX_QUEUE_SECONDS } from '../schema/native.js';
+import { gpuClasses } from '../run/local-pool.js';
+import { MAX_QUEUE_SECONDS } from '../http/schemas/v1.js';
 import {
   SEED_DEFAULTS,
   SEED_NUM_TRIALS,
@@ -43,9 +43,9 @@ import {
   type SeedDType,
   type TensorData,
   type ValidationErrorItem,
-} from '../schema/seed.js';
+} from './schemas.js';
 import type { EvalService, FinishedJob } from '../service.js';
-import type { SlotInfo } from '../gpu/pool.js';
+import type { SlotInfo } from '../run/pool.js';
 import type { JobRecord, JobStatus as StoreStatus } from '../store/store.js';
 
 // ---------------------------------------------------------------------------------------------------------------
