@@ -19,12 +19,13 @@ const CHECKED: [dir: string, types: RegExp][] = [
   ['examples', /\.(ts|mts|sh|c)$/],
   ['scripts', /\.(ts|mts|sh|c)$/],
   ['native', /\.(cc|h)$/],
+  ['server', /\.(ts|mts|mjs|sh)$/],
 ];
 
 // Nothing in these folders is excluded. test/golden/captured/ holds the CLI's output as captured (.txt, .json), whose
 // lines are as long as the CLI writes them; those files are data, not among the types checked, so they need no
 // exclusion (test/golden/shape.ts, code, is checked). Skipped: folders of installed or built files, not sources.
-const SKIPPED = /(^|\/)(node_modules|bench\/native\/out)(\/|$)/;
+const SKIPPED = /(^|\/)(node_modules|dist|bench\/native\/out)(\/|$)/;
 
 function sourceFiles(): string[] {
   return CHECKED.flatMap(([dir, types]) =>
@@ -54,7 +55,7 @@ describe('line length', () => {
     expect(longLines('x.ts', `ok\n${'µ'.repeat(121)}\nok`)).toEqual(['x.ts:2: 121 columns (at most 120)']);
   });
 
-  it('keeps every line of lib/, test/, bench/, examples/, scripts/ and native/ within 120 columns', () => {
+  it('keeps every line of lib/, test/, bench/, examples/, scripts/, native/ and server/ within 120 columns', () => {
     const files = sourceFiles();
     for (const [dir] of CHECKED)
       expect(

@@ -295,7 +295,9 @@ export class ApiQueue extends ClusterQueueBase implements JobQueue {
         const deferred = (job as { deferredFailure?: string } | undefined)?.deferredFailure;
         if (state === 'failed' || (deferred !== undefined && deferred !== '')) {
           const why = deferred ?? job?.failedReason ?? 'failed';
-          const message = `the GPU hosts that ran this job stopped answering ${MAX_STALLED_COUNT + 1} times (${why}): it is not run again`;
+          const message =
+            `the GPU hosts that ran this job stopped answering ${MAX_STALLED_COUNT + 1} times (${why}): ` +
+            'it is not run again';
           lost.push({ id: record.id, gpu, error: { code: 'HOST_LOST', message } });
         } else if (state === 'missing' || state === 'completed' || state === 'unknown') {
           const deadlineMs =

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // TypeBox mirror of the original evaluation server's request and response models (its pydantic v2 models), for the
-// compatible routes (compat/routes.ts): the same field names and extra-key rules. KernelCode forbids unknown keys; every
-// other model ignores them, as the original's do. Defaults inside nullable fields are applied by compat/jobs.ts
+// compatible routes (compat/routes.ts): the same field names and extra-key rules. KernelCode forbids unknown keys;
+// every other model ignores them, as the original's do. Defaults inside nullable fields are applied by compat/jobs.ts
 // (ajv applies none inside a union) and written in their descriptions. num_trials and timeout carry no bounds here:
 // their bounds are business rules answered with the original's own messages (compat/jobs.ts), not schema errors.
 // Extensions sit where the original ignores unknown keys: `cudakit` at the top level, `shared_mem_bytes` in a launch,

@@ -71,9 +71,15 @@ function scale(domainLo: number, domainHi: number, rangeLo: number, rangeHi: num
 /** Coordinates with one decimal: shorter markup, no visible difference. */
 const px = (v: number): string => v.toFixed(1);
 
-function frame(id: string, className: string, title: string, description: string, body: Html): Html {
-  return markup`<svg class="chart ${className}" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="${id}-title ${id}-desc">
+function frame(id: string, kind: string, title: string, description: string, body: Html, height = HEIGHT): Html {
+  const labelledBy = `${id}-title ${id}-desc`;
+  return markup`<svg class="chart ${kind}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-labelledby="${labelledBy}">
 <title id="${id}-title">${title}</title><desc id="${id}-desc">${description}</desc>${body}</svg>`;
+}
+
+/** A line across the plot's width at height `y`. */
+function across(className: string, y: number | string): Html {
+  return markup`<line class="${className}" x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${y}" y2="${y}"/>`;
 }
 
 interface Axis {
@@ -86,9 +92,7 @@ interface Axis {
 /** The axes, grid lines and tick labels of a plot. */
 function axes(x: Axis, y: Axis): Html {
   const yTicks = y.ticks.map(
-    (
-      t,
-    ) => markup`<line class="grid" x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${px(y.at(t))}" y2="${px(y.at(t))}"/>
+    (t) => markup`${across('grid', px(y.at(t)))}
 <text x="${MARGIN.left - 6}" y="${px(y.at(t) + 4)}" text-anchor="end">${y.label(t)}</text>`,
   );
   const xTicks = x.ticks.map(
@@ -96,7 +100,7 @@ function axes(x: Axis, y: Axis): Html {
 <text x="${px(x.at(t))}" y="${BOTTOM + 16}" text-anchor="middle">${x.label(t)}</text>`,
   );
   const middle = MARGIN.top + PLOT_H / 2;
-  return markup`${yTicks}<line class="axis" x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${BOTTOM}" y2="${BOTTOM}"/>${xTicks}
+  return markup`${yTicks}${across('axis', BOTTOM)}${xTicks}
 <text x="${MARGIN.left + PLOT_W / 2}" y="${HEIGHT - 4}" text-anchor="middle">${x.title}</text>
 <text x="12" y="${middle}" text-anchor="middle" transform="rotate(-90 12 ${middle})">${y.title}</text>`;
 }
@@ -137,14 +141,16 @@ export function histogramSvg(samplesMs: readonly number[], o: HistogramOptions):
     const barWidth = Math.max(1, x(from + width) - left - 1);
     const range = `${significant(from * perMs)}–${significant((from + width) * perMs)} ${unit}`;
     const tip = `${range}: ${n} sample${n === 1 ? '' : 's'}`;
-    return markup`<rect class="${cls}" x="${px(left)}" y="${px(y(n))}" width="${px(barWidth)}" height="${px(y(0) - y(n))}">
+    const height = px(y(0) - y(n));
+    return markup`<rect class="${cls}" x="${px(left)}" y="${px(y(n))}" width="${px(barWidth)}" height="${height}">
 <title>${tip}</title></rect>`;
   });
   let band: Html | '' = '';
   if (finite(o.ciLow) && finite(o.ciHigh)) {
     const from = x(Math.max(lo, o.ciLow));
     const to = x(Math.min(hi, o.ciHigh));
-    band = markup`<rect class="ci" x="${px(from)}" y="${MARGIN.top}" width="${px(Math.max(1, to - from))}" height="${PLOT_H}"/>`;
+    const bandWidth = px(Math.max(1, to - from));
+    band = markup`<rect class="ci" x="${px(from)}" y="${MARGIN.top}" width="${bandWidth}" height="${PLOT_H}"/>`;
   }
   const median = finite(o.median)
     ? markup`<line class="median" x1="${px(x(o.median))}" x2="${px(x(o.median))}" y1="${MARGIN.top}" y2="${BOTTOM}"/>`
@@ -199,10 +205,7 @@ export function samplesSvg(id: string, series: readonly SampleSeries[], medianMs
       rejected === '' ? '' : markup`<path class="rejected" d="${rejected}"/>`
     }`;
   });
-  const median =
-    finite(medianMs) && medianMs >= lo && medianMs <= hi
-      ? markup`<line class="median" x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${px(y(medianMs))}" y2="${px(y(medianMs))}"/>`
-      : '';
+  const median = finite(medianMs) && medianMs >= lo && medianMs <= hi ? across('median', px(y(medianMs))) : '';
   const rejectedCount = series.reduce((n, s) => n + s.samples.filter((p) => p.rejected).length, 0);
   const description =
     `${series.map((s) => `${s.samples.length} samples of ${s.label}`).join(' and ')}, from ${formatMs(lo)} to ` +
@@ -244,11 +247,13 @@ export function speedupSvg(id: string, speedup: number, low: number, high: numbe
   const description =
     `speedup ${significant(speedup, 3)}×, 95 % interval ${significant(low, 3)}× to ${significant(high, 3)}×; ` +
     `within ${significant(sameWithin * 100, 2)} % of 1× counts as the same`;
-  return markup`<svg class="chart speedup" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-labelledby="${id}-title ${id}-desc">
-<title id="${id}-title">Speedup of B over A with its 95 % interval</title><desc id="${id}-desc">${description}</desc>
-<rect class="same" x="${px(x(1 - sameWithin))}" y="14" width="${px(x(1 + sameWithin) - x(1 - sameWithin))}" height="52"/>
-<line class="one" x1="${px(x(1))}" x2="${px(x(1))}" y1="10" y2="70"/><text x="${px(x(1))}" y="9" text-anchor="middle">same</text>
-<line class="axis" x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="70" y2="70"/>${ticks}
+  const [sameFrom, sameTo] = [x(1 - sameWithin), x(1 + sameWithin)];
+  const one = px(x(1));
+  const body = markup`
+<rect class="same" x="${px(sameFrom)}" y="14" width="${px(sameTo - sameFrom)}" height="52"/>
+<line class="one" x1="${one}" x2="${one}" y1="10" y2="70"/><text x="${one}" y="9" text-anchor="middle">same</text>
+${across('axis', 70)}${ticks}
 <line class="interval" x1="${px(x(low))}" x2="${px(x(high))}" y1="${mid}" y2="${mid}"/>${cap(low)}${cap(high)}
-<circle class="estimate" cx="${px(x(speedup))}" cy="${mid}" r="6"/></svg>`;
+<circle class="estimate" cx="${px(x(speedup))}" cy="${mid}" r="6"/>`;
+  return frame(id, 'speedup', 'Speedup of B over A with its 95 % interval', description, body, height);
 }

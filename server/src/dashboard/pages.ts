@@ -189,8 +189,9 @@ ${admin ? markup`<td data-label="Principal" data-cell="principal">${r?.principal
 }
 
 function select(id: string, label: string, values: readonly string[], chosen: string | undefined): Html {
+  const any = markup`<option value="">any</option>`;
   const options = values.map((v) => markup`<option${v === chosen ? markup` selected` : ''}>${v}</option>`);
-  return markup`<label for="${id}">${label}<select id="${id}" name="${id}"><option value="">any</option>${options}</select></label>`;
+  return markup`<label for="${id}">${label}<select id="${id}" name="${id}">${any}${options}</select></label>`;
 }
 
 export interface ListPage {
@@ -211,6 +212,7 @@ export function listPage(p: ListPage): string {
     ? markup`<label for="principal">Principal
 <input id="principal" name="principal" value="${f.principal ?? ''}" maxlength="64" autocomplete="off"></label>`
     : '';
+  const principalColumn = p.admin ? markup`<th scope="col">Principal</th>` : '';
   const pager =
     f.cursor === undefined && p.next === undefined
       ? ''
@@ -235,7 +237,7 @@ data-filter-status="${f.status ?? ''}" data-filter-verdict="${f.verdict ?? ''}"
 data-filter-principal="${f.principal ?? ''}"${empty ? markup` hidden` : ''}>
 <caption class="sr-only">Evaluations, newest first</caption>
 <thead><tr><th scope="col">Evaluation</th><th scope="col">Status</th><th scope="col">Verdict</th>
-<th scope="col">Created</th><th scope="col">Finished</th>${p.admin ? markup`<th scope="col">Principal</th>` : ''}</tr></thead>
+<th scope="col">Created</th><th scope="col">Finished</th>${principalColumn}</tr></thead>
 <tbody>${p.items.map((r) => row(r, p.admin))}</tbody>
 </table>
 <template data-row-template>${row(undefined, p.admin)}</template>
@@ -278,7 +280,9 @@ function resultHead(p: ResultPage): Html {
         ? 'any'
         : `class ${r.options.gpu}`
       : `${p.gpu.name ?? p.gpu.uuid}${p.gpu.arch === undefined ? '' : ` (${p.gpu.arch})`}`;
-  const limits = `${r.options.timeoutSeconds} s to run, ${r.options.maxQueueSeconds} s to queue, priority ${r.options.priority}`;
+  const limits =
+    `${r.options.timeoutSeconds} s to run, ${r.options.maxQueueSeconds} s to queue, ` +
+    `priority ${r.options.priority}`;
   const ahead = p.queue?.ahead === 1 ? '1 job starts' : `${p.queue?.ahead ?? 0} jobs start`;
   const queue =
     p.queue === undefined
@@ -366,7 +370,8 @@ ${p.message === undefined ? '' : markup`<p class="alert" role="alert">${p.messag
 <input type="hidden" name="csrf" value="${p.csrf}">
 <input type="hidden" name="next" value="${p.next}">
 <label for="token">Token
-<input id="token" name="token" type="password" autocomplete="current-password" required maxlength="512" autofocus></label>
+<input id="token" name="token" type="password" autocomplete="current-password"
+required maxlength="512" autofocus></label>
 <button type="submit" class="primary">Sign in</button>
 </form>
 </section>`;

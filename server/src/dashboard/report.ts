@@ -303,12 +303,13 @@ export function timingSection(timing: BenchResult | undefined): Html | '' {
     rejected > 0
       ? markup` <span class="legend"><span>accepted</span><span class="rej">rejected (clock throttled)</span></span>`
       : '';
+  const histogram = histogramOf(t, 'hist', name);
   const body = markup`<p><span class="headline">${ms(stats.median)}</span> median GPU time per launch${
     low !== undefined && high !== undefined
       ? markup` <span class="muted">(95 % interval ${ms(low)} – ${ms(high)})</span>`
       : ''
   }</p>
-<div class="charts"><figure><figcaption>Distribution of the accepted samples</figcaption>${histogramOf(t, 'hist', name)}</figure>
+<div class="charts"><figure><figcaption>Distribution of the accepted samples</figcaption>${histogram}</figure>
 <figure><figcaption>Samples over time${legend}</figcaption>
 ${samplesSvg('samples', [{ label: name, samples }], num(stats.median))}</figure></div>
 <div class="grid">${facts([
@@ -350,8 +351,9 @@ export function comparisonSection(comparison: CompareResult | undefined): Html |
   const verdict = text(c.verdict);
   const side = (r: Partial<BenchResult>, name: string, role: string, series?: 'b'): Html => {
     const stats = part(r.stats);
+    const histogram = histogramOf(r, `hist-${series ?? 'a'}`, name, series);
     return markup`<figure><figcaption>${role}: ${name} · median ${ms(stats.median)}
-(${ms(stats.ciLow)} – ${ms(stats.ciHigh)})</figcaption>${histogramOf(r, `hist-${series ?? 'a'}`, name, series)}</figure>`;
+(${ms(stats.ciLow)} – ${ms(stats.ciHigh)})</figcaption>${histogram}</figure>`;
   };
   const interval =
     low !== undefined && high !== undefined
@@ -451,7 +453,8 @@ export function metricsSection(metrics: DeviceMetrics | null | undefined, asked:
       ([name, m]) =>
         markup`<tr><td class="mono">${name}</td><td class="num">${metricValue(part(m as DeviceMetric))}</td></tr>`,
     );
-    return markup`<div><h3>${title}</h3><div class="scroll"><table class="metrics"><tbody>${rows}</tbody></table></div></div>`;
+    const table = markup`<table class="metrics"><tbody>${rows}</tbody></table>`;
+    return markup`<div><h3>${title}</h3><div class="scroll">${table}</div></div>`;
   });
   const body = markup`<p class="small muted"><code>${text(metrics.kernel) ?? ''}</code> · ncu ${
     text(metrics.ncuVersion) ?? ''

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The compile check: where no GPU can take a job, whether its kernels compile and take the arguments the job gives.
-// The answer comes from a child (run/worker/compile-check.ts) forked like a GPU worker, with the same containment (its own
+// The compile check: where no GPU can take a job, whether its kernels compile and take the arguments the job gives. The
+// answer comes from a child (run/worker/compile-check.ts) forked like a GPU worker, with the same containment (its own
 // empty folder, the allowed environment, the worker user) and no GPU visible, killed with its process group at a
-// deadline: the server process never runs NVRTC on a client's source. A few checks run at once; past that, or when
-// the child cannot say, the answer is 'unknown' and the service refuses as it would without the check.
+// deadline: the server process never runs NVRTC on a client's source. A few checks run at once; past that, or when the
+// child cannot say, the answer is 'unknown' and the service refuses as it would without the check.
 import type { EvalJob, EvalReport, JobProblem } from 'cudakit';
 import { type DeathGuard, WorkerChild, chooseDeathGuard, workerScript } from './child.js';
 import { type Containment, defaultContainment } from './containment.js';

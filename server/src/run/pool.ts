@@ -93,6 +93,8 @@ export interface GpuPool {
   onIdle(listener: () => void): void;
   /** Re-probes a quarantined slot (the admin route, and a periodic timer). */
   reprobe(uuid: string): Promise<SlotInfo | undefined>;
-  /** Stops accepting leases, waits up to `graceMs` for running jobs, then kills every child; resolves when all exited. */
+  /**
+   * Stops accepting leases, waits up to `graceMs` for running jobs, then kills every child; resolves when all exited.
+   */
   stop(graceMs: number): Promise<void>;
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The queue between the API and the GPU slots: per GPU class, fair between principals. The embedded mode keeps it
-// in memory and rebuilds it from the store's queued rows at start (schedule/embedded-queue.ts, synchronous); the distributed
-// mode keeps it in Redis beside BullMQ (cluster/queue.ts, cluster/fair.ts), whose calls are network round trips: the
-// service awaits every method.
+// The queue between the API and the GPU slots: per GPU class, fair between principals. The embedded mode keeps it in
+// memory and rebuilds it from the store's queued rows at start (schedule/embedded-queue.ts, synchronous); the
+// distributed mode keeps it in Redis beside BullMQ (cluster/queue.ts, cluster/fair.ts), whose calls are network round
+// trips: the service awaits every method.
 //
 // Fair share, the one rule both keep. Between principals the queue takes turns; a job's priority, then its age, then
 // its arrival orders only its own principal's jobs. Each principal with a job queued holds a turn: a number from one

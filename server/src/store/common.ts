@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// What the JobStore implementations share, so SQLite, PostgreSQL and memory answer bad arguments and missing jobs
-// with the same messages, and the two SQL stores map a job to its row one way (toRow, fromRow). Listing order, for all of them: newest first (id descending; ids are ULIDs, so this
-// is creation order), and `after` is the last id of the previous page. Jobs created while a client pages have larger
-// ids than its cursor, so they land before the first page: later pages neither repeat nor skip a job.
+// What the JobStore implementations share, so SQLite, PostgreSQL and memory answer bad arguments and missing jobs with
+// the same messages, and the two SQL stores map a job to its row one way (toRow, fromRow). Listing order, for all of
+// them: newest first (id descending; ids are ULIDs, so this is creation order), and `after` is the last id of the
+// previous page. Jobs created while a client pages have larger ids than its cursor, so they land before the first page:
+// later pages neither repeat nor skip a job.
 import type { EvalJob } from 'cudakit';
 import type { Verdict } from '../judge/verdict.js';
 import { joinLiterals } from './literals.js';

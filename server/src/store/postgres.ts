@@ -166,9 +166,13 @@ const UNAVAILABLE_ERRNOS = new Set([
   'ENOTFOUND',
   'EAI_AGAIN',
 ]);
-// pg's own messages for a connection lost, never made, or not answering.
-const UNAVAILABLE_MESSAGE =
-  /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error)/;
+// The starts of pg's own messages for a connection lost, never made, or not answering.
+const UNAVAILABLE_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Query read timeout',
+  'Client has encountered a connection error',
+];
 
 /** Whether `e` says the database cannot be reached (rather than that a statement failed). */
 export function isConnectionError(e: unknown): boolean {
@@ -176,7 +180,7 @@ export function isConnectionError(e: unknown): boolean {
   const code = (e as { code?: unknown }).code;
   if (typeof code === 'string' && (code.startsWith('08') || UNAVAILABLE_STATES.has(code))) return true;
   if (typeof code === 'string' && UNAVAILABLE_ERRNOS.has(code)) return true;
-  if (UNAVAILABLE_MESSAGE.test(e.message)) return true;
+  if (UNAVAILABLE_MESSAGES.some((start) => e.message.startsWith(start))) return true;
   // Node tries each address of 'localhost' (::1, 127.0.0.1) and reports all the refusals together.
   return e instanceof AggregateError && e.errors.length > 0 && e.errors.every(isConnectionError);
 }

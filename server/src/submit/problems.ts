@@ -137,14 +137,18 @@ export class ProblemRegistry {
           : `installed: ${known.slice(0, 20).join(', ')}${known.length > 20 ? ', ...' : ''}`;
       problems.push({
         path: 'job.reference.problem',
-        message: `Expected the name of an installed problem for job.reference.problem but received '${name.slice(0, 80)}' (${installed})`,
+        message:
+          'Expected the name of an installed problem for job.reference.problem ' +
+          `but received '${name.slice(0, 80)}' (${installed})`,
         type: 'RangeError',
       });
     }
     if (job.args !== undefined) {
       problems.push({
         path: 'job.args',
-        message: `Expected no args for job.args (the problem '${name.slice(0, 80)}' defines them) but received ${Array.isArray(job.args) ? `${job.args.length} of them` : typeof job.args}`,
+        message:
+          `Expected no args for job.args (the problem '${name.slice(0, 80)}' defines them) but received ` +
+          (Array.isArray(job.args) ? `${job.args.length} of them` : typeof job.args),
         type: 'TypeError',
       });
     }
@@ -270,7 +274,8 @@ export async function importJsReference(modulePath: string): Promise<JsReference
   const reference = module.reference ?? (isObject(module.default) ? module.default.reference : module.default);
   if (typeof reference !== 'function') {
     throw new TypeError(
-      `Expected a function exported as 'reference' for the problem's reference module ${modulePath} but received ${typeof reference}`,
+      `Expected a function exported as 'reference' for the problem's reference module ${modulePath} ` +
+        `but received ${typeof reference}`,
     );
   }
   return reference as JsReference;

@@ -92,9 +92,10 @@ function fakeProbe(spec = '4', host = 'fa4e'): { devices: DeviceFacts[]; reason:
     return { devices: [], reason: 'CUDA_DRIVER_NOT_FOUND: libcuda.so.1 could not be loaded (fake probe)' };
   }
   const entries = /^\d+$/.test(spec) ? Array<string>(Number(spec)).fill('NVIDIA H200@sm_90') : spec.split(',');
+  const hostPart = /^[0-9a-f]{4}$/.test(host) ? host : 'fa4e';
   const devices = entries.map((entry, ordinal): DeviceFacts => {
     const [name = 'NVIDIA H200', arch = 'sm_90', overrides] = entry.split('@');
-    const id = `${/^[0-9a-f]{4}$/.test(host) ? host : 'fa4e'}${String(ordinal).padStart(4, '0')}-0000-4000-8000-00000000000${ordinal % 10}`;
+    const id = `${hostPart}${String(ordinal).padStart(4, '0')}-0000-4000-8000-00000000000${ordinal % 10}`;
     return {
       ordinal,
       uuid: /\bMIG\b/.test(name) ? `MIG-${id}` : `GPU-${id}`,
