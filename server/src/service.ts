@@ -275,8 +275,9 @@ export class EvalService {
    * Validates `body` (the request: an EvalJob with the service's fields), admits it and stores it queued.
    *
    * @throws InvalidJobError (400) with every problem; ServiceError: 503 without a GPU (after validation and, with a
-   *   compile check, after compiling, so a client without one still learns what is wrong with its job), 400 for a GPU class no GPU here serves, 422 for an
-   *   Idempotency-Key reused with another body, 429 / 503 (with Retry-After) at the queue caps.
+   *   compile check, after compiling, so a client without one still learns what is wrong with its job), 400 for a GPU
+   *   class no GPU here serves, 422 for an Idempotency-Key reused with another body, 429 / 503 (with Retry-After) at
+   *   the queue caps.
    */
   async submit(principal: string, body: Record<string, unknown>, idempotencyKey?: string): Promise<Submission> {
     if (!this.#accepting) {

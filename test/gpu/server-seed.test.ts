@@ -7,7 +7,8 @@
 // work, SAME for a kernel against itself (A/A). Skipped without a GPU (describeGpu).
 import { readFileSync, readdirSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { buildApp, type App } from '../../server/src/http/app.js';
+import { buildApp } from '../../server/src/http/app.js';
+import { type App } from '../../server/src/http/shared.js';
 import { LocalGpuPool } from '../../server/src/run/local-pool.js';
 import { EmbeddedQueue } from '../../server/src/schedule/embedded-queue.js';
 import { EvalService } from '../../server/src/service.js';

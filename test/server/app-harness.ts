@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // An app over a fake pool, with the tests' tokens, for the route tests (app.test.ts, seed.test.ts).
-import { buildApp, type App, type AppDeps } from '../../server/src/http/app.js';
+import { buildApp, type AppDeps } from '../../server/src/http/app.js';
+import { type App } from '../../server/src/http/shared.js';
 import { parseTokens, tokenDigest } from '../../server/src/http/auth.js';
 import type { EvalService } from '../../server/src/service.js';
 import type { FakePool } from './fake-pool.js';

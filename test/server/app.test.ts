@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { App } from '../../server/src/http/app.js';
+import type { App } from '../../server/src/http/shared.js';
 import { ProblemRegistry } from '../../server/src/submit/problems.js';
 import { until } from '../support/until.js';
 import { auth, closeApps, harness } from './app-harness.js';

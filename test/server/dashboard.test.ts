@@ -14,7 +14,7 @@ import { gzipSync } from 'node:zlib';
 import type { BenchResult, BenchSample, CheckResult, DeviceMetrics, EvalReport } from 'cudakit';
 import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../server/src/http/app.js';
+import type { App } from '../../server/src/http/shared.js';
 import { parseTokens, tokenDigest } from '../../server/src/http/auth.js';
 import { Sessions } from '../../server/src/dashboard/session.js';
 import { newJobId } from '../../server/src/store/ids.js';

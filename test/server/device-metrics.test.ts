@@ -4,7 +4,7 @@
 // the original server's shape. A stand-in takes profileJob's place; test/gpu/profile.test.ts profiles for real.
 import type { DeviceMetrics, EvalJob, EvalReport, ProfileJobOptions, ProfileResult } from 'cudakit';
 import { describe, expect, it } from 'vitest';
-import { answerOf, seedDeviceMetricsOf } from '../../server/src/compat/jobs.js';
+import { answerOf, seedDeviceMetricsOf } from '../../server/src/compat/answers.js';
 import type { JobRecord } from '../../server/src/store/store.js';
 import { PROFILE_MARGIN_MS, collectDeviceMetrics, profileBudgetMs, runJob } from '../../server/src/run/worker/run.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 // The server's cudakit (the package), whose InvalidJobError errorBodyOf knows.
 import { InvalidJobError } from 'cudakit';
-import { errorBodyOf } from '../../server/src/http/app.js';
+import { errorBodyOf } from '../../server/src/http/shared.js';
 import { API_ERRORS, ServiceError, isApiErrorCode } from '../../server/src/errors.js';
 
 const SERVER = join(import.meta.dirname, '..', '..', 'server');

@@ -4,7 +4,8 @@
 // one error shape, and the server still answers afterwards.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type App } from '../../server/src/http/app.js';
+import { buildApp } from '../../server/src/http/app.js';
+import { type App } from '../../server/src/http/shared.js';
 import { parseTokens, tokenDigest } from '../../server/src/http/auth.js';
 import type { EvalService } from '../../server/src/service.js';
 import { body, setup } from './helpers.js';

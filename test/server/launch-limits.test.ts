@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { InvalidJobError } from 'cudakit';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { App } from '../../server/src/http/app.js';
+import type { App } from '../../server/src/http/shared.js';
 import type { AgentEntry, RedisClusterBus } from '../../server/src/cluster/bus.js';
 import { ClusterPool } from '../../server/src/cluster/pool.js';
 import { workerScript } from '../../server/src/run/child.js';

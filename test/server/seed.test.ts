@@ -21,14 +21,10 @@ import fc from 'fast-check';
 import { Value } from 'typebox/value';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { admissionProblems, DEFAULT_ADMISSION_LIMITS } from '../../server/src/submit/admission.js';
-import type { App } from '../../server/src/http/app.js';
-import {
-  SeedClientError,
-  compareJob,
-  evaluateJob,
-  globalFunctions,
-  runtimeStatsOf,
-} from '../../server/src/compat/jobs.js';
+import type { App } from '../../server/src/http/shared.js';
+import { runtimeStatsOf } from '../../server/src/compat/answers.js';
+import { SeedClientError } from '../../server/src/compat/errors.js';
+import { compareJob, evaluateJob, globalFunctions } from '../../server/src/compat/jobs.js';
 import { splitBody } from '../../server/src/http/schemas/v1.js';
 import {
   CompareRequest,

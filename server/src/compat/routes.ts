@@ -8,24 +8,17 @@
 import { InvalidJobError } from 'cudakit';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import {
-  REFERENCE_SUBSTITUTES,
-  SeedClientError,
   SeedStats,
-  SeedValidationError,
   answerOf,
-  compareJob,
-  evaluateJob,
   jobErrorBody,
   jobStatsOf,
   jobStatusOf,
-  refuseLegacy,
   seedGpuOf,
   seedWaitMs,
   submitSeedJob,
-  validationErrorsOf,
-  type AjvError,
-  type SeedJob,
-} from './jobs.js';
+} from './answers.js';
+import { SeedClientError, SeedValidationError, validationErrorsOf, type AjvError } from './errors.js';
+import { REFERENCE_SUBSTITUTES, compareJob, evaluateJob, refuseLegacy, type SeedJob } from './jobs.js';
 import { SUBMIT_BODY_LIMIT_BYTES } from '../http/schemas/v1.js';
 import {
   Cleanup,
@@ -45,7 +38,7 @@ import { ServiceError } from '../errors.js';
 import type { EvalService } from '../service.js';
 import { isJobId } from '../store/ids.js';
 import { TERMINAL, type JobRecord } from '../store/store.js';
-import type { App, SubmitLimit } from '../http/app.js';
+import type { App, SubmitLimit } from '../http/shared.js';
 
 export interface SeedDeps {
   service: EvalService;

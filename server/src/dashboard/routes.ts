@@ -7,7 +7,7 @@
 // as a plugin of its own so that its form parser serves these routes only.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../http/app.js';
+import type { App } from '../http/shared.js';
 import { TokenVerifier, type Principal, type TokenEntry } from '../http/auth.js';
 import { ErrorBody } from '../http/schemas/v1.js';
 import { ServiceError } from '../errors.js';

@@ -35,35 +35,12 @@ import type { EvalService } from '../service.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { bodyHandling, DEFAULT_LARGE_BODIES } from './body.js';
 import { LOCAL_PRINCIPAL, type Principal, type Scope, type TokenEntry, TokenVerifier } from './auth.js';
+import { STORE_RETRY_AFTER_SECONDS, errorBodyOf, type App, type RouteAccess, type SubmitLimit } from './shared.js';
 import { mcpRoutes } from './routes/mcp.js';
 import { nativeRoutes } from './routes/v1.js';
 import { opsRoutes } from './routes/ops.js';
 import { CountingStore } from './rate-store.js';
 import { seedRoutes, type SeedDeps } from '../compat/routes.js';
-
-/** What a route asks of its caller: a scope, nothing ('open'), or loopback or the admin scope ('metrics'). */
-export type RouteAccess = Scope | 'open' | 'metrics';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** Who sent it (set by the auth hook; 'local' without tokens). */
-    principal: Principal;
-  }
-  interface FastifyContextConfig {
-    access?: RouteAccess;
-  }
-}
-
-/** The per-principal submission budget: one onRequest hook shared by every route that submits. */
-export type SubmitLimit = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
-
-export type App = FastifyInstance<
-  RawServerDefault,
-  RawRequestDefaultExpression,
-  RawReplyDefaultExpression,
-  FastifyBaseLogger,
-  TypeBoxTypeProvider
->;
 
 export interface AppDeps {
   service: EvalService;
@@ -305,79 +282,6 @@ async function convertQueryHook(request: FastifyRequest): Promise<void> {
 
 function sendError(reply: FastifyReply, body: ErrorBody): void {
   void reply.status(body.statusCode).type('application/json; charset=utf-8').send(body);
-}
-
-/** `/args/3/kind` → `.args[3].kind`. */
-function pathOf(pointer: string): string {
-  return pointer
-    .split('/')
-    .slice(1)
-    .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'))
-    .map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`))
-    .join('');
-}
-
-interface AjvError {
-  instancePath?: string;
-  keyword?: string;
-  message?: string;
-  params?: Record<string, unknown>;
-}
-
-function validationDetails(error: FastifyError): { path: string; message: string }[] {
-  const part = error.validationContext ?? 'body';
-  return (error.validation as AjvError[]).slice(0, 20).map((v) => {
-    let path = part + pathOf(v.instancePath ?? '');
-    let message = v.message ?? 'is not valid';
-    if (v.keyword === 'additionalProperties') {
-      path += `.${String(v.params?.additionalProperty)}`;
-      message = 'is not a known field';
-    } else if (v.keyword === 'required') {
-      path += `.${String(v.params?.missingProperty)}`;
-      message = 'is required';
-    }
-    return { path, message };
-  });
-}
-
-/** A database that went away usually comes back (a restart, a failover) within seconds. */
-const STORE_RETRY_AFTER_SECONDS = 5;
-
-/** The body of any error: 4xx with what the client can fix, 5xx without internals; its code one of API_ERRORS. */
-export function errorBodyOf(error: unknown): ErrorBody {
-  const status = statusText;
-  if (error instanceof InvalidJobError) {
-    const details = error.problems.map((p: JobProblem) => ({
-      path: p.path.replace(/^job/, 'body'),
-      message: p.message,
-    }));
-    return { statusCode: 400, code: error.code, error: status(400), message: error.message, details };
-  }
-  const e = error as Partial<FastifyError>;
-  if (Array.isArray(e.validation)) {
-    const details = validationDetails(e as FastifyError);
-    const message = `Invalid request: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`;
-    return { statusCode: 400, code: 'FST_ERR_VALIDATION', error: status(400), message, details };
-  }
-  const statusCode = typeof e.statusCode === 'number' ? e.statusCode : 500;
-  if (statusCode >= 400 && statusCode < 500) {
-    // A client error raised below the routes (Fastify's, a plugin's) with a code the table lacks: a plain 400.
-    const [code, known] = isApiErrorCode(e.code) ? [e.code, statusCode] : (['BAD_REQUEST', 400] as const);
-    return { statusCode: known, code, error: statusText(known), message: String(e.message ?? statusText(known)) };
-  }
-  if (error instanceof ServiceError) {
-    return { statusCode, code: error.code, error: status(statusCode), message: error.message };
-  }
-  if (error instanceof StoreUnavailableError) {
-    const message = `The job store is unavailable (${error.message}); retry in ${STORE_RETRY_AFTER_SECONDS} s`;
-    return { statusCode: 503, code: 'STORE_UNAVAILABLE', error: status(503), message };
-  }
-  return {
-    statusCode: 500,
-    code: 'INTERNAL',
-    error: status(500),
-    message: 'Internal server error (see the server log)',
-  };
 }
 
 /** A refusal the server means to make (a rate limit, a full queue, too many streams): no fault, no stack. */

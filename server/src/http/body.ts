@@ -19,7 +19,7 @@ import { createGunzip, createInflate, type Gunzip, type Inflate } from 'node:zli
 import { Readable } from 'node:stream';
 import { errorCodes, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ServiceError } from '../errors.js';
-import type { App } from './app.js';
+import type { App } from './shared.js';
 
 /** A body over this many bytes is large: it needs slots to be read. */
 export const LARGE_BODY_BYTES = 2 ** 20;

@@ -5,7 +5,7 @@
 // answer is checked for its status and for leaks; after each row the server still runs a correct job.
 import type { EvalReport } from 'cudakit';
 import { describe, expect, it } from 'vitest';
-import type { App } from '../../../server/src/http/app.js';
+import type { App } from '../../../server/src/http/shared.js';
 import type { Harness } from '../app-harness.js';
 import { H200, fakeGpus, failedReport, passedReport, scriptByName } from '../fake-pool.js';
 import { evaluateBody, settled } from '../helpers.js';

@@ -24,19 +24,9 @@ import {
 import type { EvalReport } from 'cudakit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
-import {
-  SeedClientError,
-  SeedValidationError,
-  answerOf,
-  compareJob,
-  evaluateJob,
-  refuseLegacy,
-  seedGpuOf,
-  seedWaitMs,
-  submitSeedJob,
-  validationErrorsOf,
-  type SeedJob,
-} from '../../compat/jobs.js';
+import { answerOf, seedGpuOf, seedWaitMs, submitSeedJob } from '../../compat/answers.js';
+import { SeedClientError, SeedValidationError, validationErrorsOf } from '../../compat/errors.js';
+import { compareJob, evaluateJob, refuseLegacy, type SeedJob } from '../../compat/jobs.js';
 import { DEFAULT_LAUNCH_LIMITS } from '../../submit/admission.js';
 import { ErrorBody, Evaluation, GetQuery, GpuList, IdParams, SUBMIT_BODY_LIMIT_BYTES } from '../schemas/v1.js';
 import {
@@ -53,7 +43,7 @@ import {
 import { ServiceError } from '../../errors.js';
 import type { EvalService } from '../../service.js';
 import { TERMINAL, type JobEvent } from '../../store/store.js';
-import { errorBodyOf, type App, type SubmitLimit } from '../app.js';
+import { errorBodyOf, type App, type SubmitLimit } from '../shared.js';
 import type { Scope } from '../auth.js';
 import { formatGpus, formatOutcome, formatProblems, type Problem } from './mcp-format.js';
 import type { SeedDeps } from '../../compat/routes.js';

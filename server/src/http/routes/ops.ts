@@ -11,7 +11,7 @@ import type { SlotState } from '../../run/pool.js';
 import { ErrorBody } from '../schemas/v1.js';
 import type { EvalService } from '../../service.js';
 import { StoreUnavailableError } from '../../store/store.js';
-import type { App } from '../app.js';
+import type { App } from '../shared.js';
 
 const SLOT_STATES: readonly SlotState[] = ['starting', 'idle', 'busy', 'restarting', 'quarantined'];
 

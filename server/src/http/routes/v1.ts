@@ -26,7 +26,7 @@ import type { EvalService } from '../../service.js';
 import { isJobId } from '../../store/ids.js';
 import { TERMINAL, type JobEvent, type JobRecord, type JobStatus } from '../../store/store.js';
 import type { Verdict } from '../../judge/verdict.js';
-import type { App, SubmitLimit } from '../app.js';
+import type { App, SubmitLimit } from '../shared.js';
 import type { Principal } from '../auth.js';
 
 export interface NativeDeps {
