@@ -1,20 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Request bodies with bounded memory (server/src/http/body.ts): the slots large bodies are read with, the scanner that
-// counts bounded strings as a body arrives, parseBody against JSON.parse, the routes' early refusals, and eight
-// concurrent 60 MB bodies against the real binary on loopback, its peak memory read from /proc.
+// Request bodies with bounded memory (server/src/http/body.ts, body-slots.ts, body-scan.ts): the slots large bodies
+// are read with, the scanner that counts bounded strings as a body arrives, parseBody against JSON.parse, the routes'
+// early refusals, and eight concurrent 60 MB bodies against the real binary on loopback, its peak memory read from
+// /proc.
 import { request as httpRequest } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import {
-  BodySlots,
-  JsonScanner,
-  LARGE_BODY_BYTES,
-  LARGE_BODY_SLOT_BYTES,
-  LONG_STRING_BYTES,
-  parseBody,
-  stringBoundsOf,
-} from '../../server/src/http/body.js';
+import { parseBody } from '../../server/src/http/body.js';
+import { JsonScanner, LONG_STRING_BYTES, stringBoundsOf } from '../../server/src/http/body-scan.js';
+import { BodySlots, LARGE_BODY_BYTES, LARGE_BODY_SLOT_BYTES } from '../../server/src/http/body-slots.js';
 import { ServiceError } from '../../server/src/errors.js';
 import { SOURCE_CHARS_MAX, SubmitBody } from '../../server/src/http/schemas/v1.js';
 import { CompareRequest, EvaluationRequest } from '../../server/src/compat/schemas.js';

@@ -13,7 +13,7 @@ import {
   LARGE_BODY_MAX_WAITING,
   LARGE_BODY_SLOT_BYTES,
   LARGE_BODY_WAIT_MS,
-} from '../../server/src/http/body.js';
+} from '../../server/src/http/body-slots.js';
 import { parseConfig, type ServerConfig } from '../../server/src/config.js';
 import {
   ARGS_MAX,

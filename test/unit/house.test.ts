@@ -34,7 +34,6 @@ const CORE_PARENT_TYPE_IMPORTS = [
 
 /** server/src's files over MAX_FILE_LINES lines today. A new one fails; remove an entry once its file is split. */
 const SERVER_KNOWN_LONG_FILES = [
-  'server/src/http/body.ts',
   'server/src/http/routes/mcp.ts',
   'server/src/run/slot.ts',
   'server/src/service.ts',
