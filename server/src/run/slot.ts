@@ -30,6 +30,7 @@ import { type Containment, defaultContainment } from './containment.js';
 import { type GpuReleased, gpuReleasedBySmi } from './nvidia-smi.js';
 import type { RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from './pool.js';
 import { type ChildMessage, type Deadlines, type DeviceFacts, type JobExtras, isChildMessage } from './protocol.js';
+import { RestartCounts, killReasonOf } from './restarts.js';
 
 export type Isolation = 'process' | 'warm';
 
@@ -116,8 +117,7 @@ export class GpuSlot {
   };
   #state: SlotState = 'starting';
   #jobs = 0;
-  #restarts = 0;
-  readonly #restartsByReason: Partial<Record<RestartReason, number>> = {};
+  readonly #restarts = new RestartCounts();
   #lastError: string | undefined;
   #failedStarts = 0;
   /** The child leases run on: ready, and idle or running a job. */
@@ -165,8 +165,8 @@ export class GpuSlot {
       classes: [...this.#classes],
       state: this.#state,
       jobs: this.#jobs,
-      restarts: this.#restarts,
-      restartsByReason: { ...this.#restartsByReason },
+      restarts: this.#restarts.total,
+      restartsByReason: this.#restarts.byReason(),
       lastError: this.#lastError,
       shared: this.#shared,
       totalMemoryBytes: this.#facts.totalMemoryBytes,
@@ -313,7 +313,7 @@ export class GpuSlot {
       }
       await child.waitExit(this.#o.killWaitMs);
       this.#failedStarts++;
-      this.#countRestart('start-failed');
+      this.#restarts.count('start-failed');
       const tail = lastLine(child.stderrTail());
       this.#lastError = `the worker did not start: ${r.reason}${tail === '' ? '' : ` (stderr: ${tail})`}`;
       if (this.#failedStarts >= this.#o.maxFailedStarts) return undefined;
@@ -327,7 +327,7 @@ export class GpuSlot {
     let child = spare === undefined ? undefined : await spare;
     const gaveUp = spare !== undefined && child === undefined;
     if (child?.exit !== undefined) {
-      this.#countRestart('spare-exited');
+      this.#restarts.count('spare-exited');
       this.#lastError = `the pre-started worker exited (${describeExit(child.exit)})`;
       child = undefined;
     }
@@ -364,7 +364,7 @@ export class GpuSlot {
     child.onMessage = undefined;
     child.onExit = undefined;
     child.kill();
-    this.#countRestart('idle-exit');
+    this.#restarts.count('idle-exit');
     this.#lastError = reason;
     this.#setState('restarting');
     void child.exited.then(() => this.#replace(child, child.jobs > 0));
@@ -442,7 +442,7 @@ export class GpuSlot {
       const e = child?.exit ?? { code: null, signal: null };
       const reason = `the worker exited before it accepted the job (${describeExit(e)})`;
       this.#lastError = reason;
-      this.#countRestart('exit-before-job');
+      this.#restarts.count('exit-before-job');
       this.#endJob(child, 'killed');
       const tail = child?.stderrTail() ?? '';
       return Promise.resolve(crashed(undefined, e, tail, reason));
@@ -542,11 +542,6 @@ export class GpuSlot {
     active.child.onExit = undefined;
   }
 
-  #countRestart(reason: RestartReason): void {
-    this.#restarts++;
-    this.#restartsByReason[reason] = (this.#restartsByReason[reason] ?? 0) + 1;
-  }
-
   /** Kills the job's child (its process group), waits for its exit, resolves the run, then replaces the child. */
   async #kill(active: ActiveJob, outcome: (child: WorkerChild) => SlotOutcome, reason: string): Promise<void> {
     if (active.settled) return;
@@ -557,7 +552,7 @@ export class GpuSlot {
     if (exited) await child.stdioClosed(STDERR_DRAIN_MS);
     this.#lastError = reason;
     const result = outcome(child);
-    this.#countRestart(killReasonOf(result));
+    this.#restarts.count(killReasonOf(result));
     active.resolve(result);
     this.#endJob(child, exited ? 'killed' : 'unkillable');
   }
@@ -573,7 +568,7 @@ export class GpuSlot {
     const where = phase === undefined ? "before the job's first phase" : `in the ${phase} phase`;
     const reason = `the worker died ${where} (${describeExit(child.exit!)})`;
     this.#lastError = reason;
-    this.#countRestart('crash');
+    this.#restarts.count('crash');
     active.resolve(crashed(phase, child.exit, child.stderrTail(), reason));
     this.#endJob(child, 'killed');
   }
@@ -689,13 +684,4 @@ function quietly(f: () => void): void {
 
 function definedOnly<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-/** Why a slot replaced its worker (the metrics' label). */
-export type RestartReason =
-  'start-failed' | 'spare-exited' | 'idle-exit' | 'exit-before-job' | 'timeout' | 'cancelled' | 'protocol' | 'crash';
-
-/** A killed job's child: killed for its deadline, a cancel, or a broken protocol. */
-function killReasonOf(outcome: SlotOutcome): RestartReason {
-  return outcome.kind === 'timeout' ? 'timeout' : outcome.kind === 'cancelled' ? 'cancelled' : 'protocol';
 }

@@ -4,7 +4,7 @@
 // (/metrics: loopback clients, or a token with the admin scope; anyone with --metrics-public). Each app has its own
 // registry, so several apps in one process (tests) do not share counters. Every metric the README lists is there from
 // the start: a gauge of something counted per GPU class or per GPU reads 0 for each rather than being absent.
-import type { RestartReason } from '../../run/slot.js';
+import type { RestartReason } from '../../run/restarts.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { Type } from 'typebox';
 import type { SlotState } from '../../run/pool.js';
