@@ -10,9 +10,9 @@
 // mode an 'api' process submits, reads, cancels and expires (its pool is a view of the agents' GPUs, it dispatches
 // nothing), and an 'agent' process dispatches its own GPUs' slots to the jobs it takes from the shared queue. Events
 // and cancels cross processes through the cluster bus.
-import { createHash, randomBytes } from 'node:crypto';
-import { InvalidJobError, formatJson, validateJob } from 'cudakit';
-import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
+import { randomBytes } from 'node:crypto';
+import { InvalidJobError, validateJob } from 'cudakit';
+import type { EvalJob, EvalPhase, EvalProgress } from 'cudakit';
 import {
   DEFAULT_ADMISSION_LIMITS,
   admissionProblems,
@@ -24,22 +24,16 @@ import type { CheckOptions, CompileCheckResult } from './run/compile-check.js';
 import { jobDeadlines } from './run/deadlines.js';
 import { ProblemRegistry } from './submit/problems.js';
 import type { ClusterBus } from './cluster/bus.js';
-import type { GpuPool, SlotInfo, SlotLease, SlotOutcome } from './run/pool.js';
+import type { GpuPool, SlotInfo, SlotLease } from './run/pool.js';
 import type { Deadlines } from './run/protocol.js';
 import { type JobQueue, type QueuedJob, queuedJobOf } from './schedule/queue.js';
-import { suspicionsOf } from './judge/roofline.js';
+import { type FinishOutcome, queueTimeoutOutcome, resultOf } from './judge/outcome.js';
+import { hashOf } from './submit/idempotency.js';
 import { ServiceError } from './errors.js';
 import { splitBody } from './http/schemas/v1.js';
 import { newJobId } from './store/ids.js';
-import {
-  INTERRUPTED_ERROR,
-  TERMINAL,
-  type JobEvent,
-  type JobRecord,
-  type JobStore,
-  type ServiceOptions,
-} from './store/store.js';
-import { verdictOf, type Verdict } from './judge/verdict.js';
+import { TERMINAL, type JobEvent, type JobRecord, type JobStore, type ServiceOptions } from './store/store.js';
+import type { Verdict } from './judge/verdict.js';
 
 export interface ServiceLimits extends AdmissionLimits {
   /** Jobs one principal may have queued (429 beyond). */
@@ -144,8 +138,6 @@ interface Active {
   /** DELETE arrived while it was being started or run. */
   cancelRequested: boolean;
 }
-
-type FinishOutcome = Parameters<JobStore['finish']>[1];
 
 export class EvalService {
   readonly role: ServiceRole;
@@ -798,126 +790,4 @@ export class EvalService {
     const deleted = await this.store.deleteFinishedBefore(this.#now() - this.#retentionMs);
     if (deleted > 0) this.#log.info({ deleted }, 'retention: deleted finished evaluations');
   }
-}
-
-/** A queued job's end when no GPU of its class took it in time (only while it is still queued in the store). */
-function queueTimeoutOutcome(q: QueuedJob): Omit<FinishOutcome, 'atMs'> {
-  const waitedS = Math.round((q.expiresAtMs - q.enqueuedAtMs) / 1000);
-  return {
-    status: 'failed',
-    verdict: undefined,
-    phase: undefined,
-    report: undefined,
-    error: { code: 'QUEUE_TIMEOUT', message: `No GPU of class '${q.gpu}' was free within ${waitedS} s` },
-    onlyIfQueued: true,
-  };
-}
-
-/** What the result of a run depends on besides its outcome. */
-export interface OutcomeContext {
-  job: EvalJob;
-  /** The GPU it ran on (for the roofline floor). */
-  device: { name: string | undefined; arch: string | undefined };
-  /** A DELETE asked for it: 'cancelled' means what it says. */
-  cancelRequested: boolean;
-  /** The server is shutting down: a kill is the drain's, not the kernel's. */
-  draining: boolean;
-}
-
-/**
- * A SlotOutcome as a job's end: the status (did the service finish?), the verdict (what did the kernel do?), the
- * stored report and the error. A report's verdict is verdictOf's, and SUSPICIOUS instead of PASSED when it beats
- * physics; a deadline is TIMEOUT; a child that died mid-phase is CRASHED (failed: the service could not finish).
- */
-export function resultOf(outcome: SlotOutcome, context: OutcomeContext): Omit<FinishOutcome, 'atMs'> {
-  switch (outcome.kind) {
-    case 'report': {
-      const report: EvalReport = outcome.report;
-      let verdict = verdictOf(report);
-      let error: FinishOutcome['error'];
-      if (verdict === 'PASSED') {
-        const reasons = suspicionsOf(report, context.job, context.device);
-        if (reasons.length > 0) {
-          verdict = 'SUSPICIOUS';
-          error = { code: 'SUSPICIOUS', message: reasons.join('; ') };
-        }
-      } else {
-        const e = report.error;
-        error = {
-          code: e?.code ?? verdict,
-          message: e?.message ?? verdict,
-          ...(report.phase === undefined ? {} : { phase: report.phase }),
-        };
-      }
-      const stored = formatJson(report as unknown as Record<string, unknown>);
-      return { status: 'succeeded', verdict, phase: report.phase, report: stored, error };
-    }
-    case 'timeout': {
-      const where = outcome.scope === 'job' ? "the job's timeoutSeconds" : `the ${outcome.phase ?? 'phase'} deadline`;
-      const message = `killed after ${formatSeconds(outcome.limitMs)} (${where})`;
-      const phase = outcome.phase === undefined ? {} : { phase: outcome.phase };
-      return {
-        status: 'succeeded',
-        verdict: 'TIMEOUT',
-        phase: outcome.phase,
-        report: undefined,
-        error: { code: 'TIMEOUT', message, ...phase },
-      };
-    }
-    case 'crashed': {
-      if (context.draining && !context.cancelRequested) {
-        return {
-          status: 'failed',
-          verdict: undefined,
-          phase: outcome.phase,
-          report: undefined,
-          error: { ...INTERRUPTED_ERROR },
-        };
-      }
-      const how =
-        outcome.signal !== undefined
-          ? `signal ${outcome.signal}`
-          : outcome.exitCode !== undefined
-            ? `exit code ${outcome.exitCode}`
-            : 'no exit status';
-      const tail = outcome.stderrTail.trim() === '' ? '' : `\n${outcome.stderrTail.trimEnd()}`;
-      const message = `${outcome.reason} (${how})${tail}`;
-      if (outcome.phase === undefined) {
-        const error = { code: 'WORKER_FAILED', message };
-        return { status: 'failed', verdict: undefined, phase: undefined, report: undefined, error };
-      }
-      const error = { code: 'CRASHED', message, phase: outcome.phase };
-      return { status: 'failed', verdict: 'CRASHED', phase: outcome.phase, report: undefined, error };
-    }
-    case 'cancelled': {
-      if (context.cancelRequested) {
-        return { status: 'cancelled', verdict: undefined, phase: undefined, report: undefined, error: undefined };
-      }
-      return {
-        status: 'failed',
-        verdict: undefined,
-        phase: undefined,
-        report: undefined,
-        error: { ...INTERRUPTED_ERROR },
-      };
-    }
-  }
-}
-
-function formatSeconds(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
-}
-
-/** sha256 of a value's canonical JSON (keys sorted): the same job and options, however written, hash the same. */
-export function hashOf(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex');
-}
-
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
-  });
 }

@@ -11,7 +11,8 @@ import { peakOf, rooflineFloorMs, suspicionsOf } from '../../server/src/judge/ro
 import { EmbeddedQueue } from '../../server/src/schedule/embedded-queue.js';
 import type { QueuedJob } from '../../server/src/schedule/queue.js';
 import { ServiceError } from '../../server/src/errors.js';
-import { EvalService, resultOf, type OutcomeContext } from '../../server/src/service.js';
+import { resultOf, type OutcomeContext } from '../../server/src/judge/outcome.js';
+import { EvalService } from '../../server/src/service.js';
 import { MemoryJobStore } from '../../server/src/store/memory.js';
 import { SqliteJobStore } from '../../server/src/store/sqlite.js';
 import { until } from '../support/until.js';
