@@ -112,7 +112,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     ...(bus === undefined ? {} : { rateLimitRedis: bus.redis }),
     opsOnly: config.role === 'agent',
     ...(config.role === 'api'
-      ? { seedSyncWaitMs: (job) => clusterHorizons(job, lockMsOf(config), stalledIntervalMsOf(config)).httpWaitMs }
+      ? { compatSyncWaitMs: (job) => clusterHorizons(job, lockMsOf(config), stalledIntervalMsOf(config)).httpWaitMs }
       : {}),
   });
 

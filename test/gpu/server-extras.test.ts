@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// What a job asks of its worker beside evaluate(), on a GPU through the native API: device metrics of a copy kernel
+// What a job asks of its worker beside evaluate(), on a GPU through the v1 API: device metrics of a copy kernel
 // (one more launch under Nsight Compute after the verdict; null with a warning where there is no ncu), and a
 // reference problem the operator installed with a JavaScript reference, which the worker imports. Skipped without a
 // GPU (describeGpu).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The service on a GPU when kernels misbehave, end to end through the native API (buildApp and the scheduler over a
+// The service on a GPU when kernels misbehave, end to end through the v1 API (buildApp and the scheduler over a
 // LocalGpuPool of the real worker, pinned to GPU 0): illegal address, __trap() and assert(0) are RUNTIME_ERROR with
 // the worker replaced and the next job passing; out-of-bounds writes, modified inputs, unwritten outputs and two
 // cache-and-replay kernels each get their verdict; a kernel that never ends is TIMEOUT within its timeoutSeconds + 3 s;

@@ -54,7 +54,7 @@ describeGpu('security: the service reads no host file, on a GPU', () => {
     return { status: res.status, body: await res.text() };
   }
 
-  /** Submits a native job and returns everything the service says of it once it is done. */
+  /** Submits a v1 job and returns everything the service says of it once it is done. */
   async function evaluate(body: Record<string, unknown>): Promise<string> {
     const submitted = await json('/v1/evaluations', { method: 'POST', body: JSON.stringify(body) });
     expect([200, 201, 202], submitted.body).toContain(submitted.status);
@@ -97,7 +97,7 @@ describeGpu('security: the service reads no host file, on a GPU', () => {
 
   it('through the compatible /evaluate: no name needed, none reached', async () => {
     const custom = JSON.parse(
-      readFileSync(join(ROOT, 'test/server/fixtures/seed/vector_add.cuda-ref.json'), 'utf8'),
+      readFileSync(join(ROOT, 'test/server/fixtures/compat/vector_add.cuda-ref.json'), 'utf8'),
     ) as { custom_kernel: { source_code: string } };
     const five = Buffer.from(new Float32Array(1024).fill(5).buffer).toString('base64');
     for (const name of [SENTINEL, 'etc/passwd', 'proc/self/environ']) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// An app over a fake pool, with the tests' tokens, for the route tests (app.test.ts, seed.test.ts).
+// An app over a fake pool, with the tests' tokens, for the route tests (app.test.ts, compat.test.ts).
 import { buildApp, type AppDeps } from '../../server/src/http/app.js';
 import { type App } from '../../server/src/http/shared.js';
 import { parseTokens, tokenDigest } from '../../server/src/http/auth.js';

@@ -637,7 +637,7 @@ describe('operations', () => {
         // The dashboard's summary and live stream (test/server/dashboard.test.ts); its pages are not API.
         'GET /',
         'GET /v1/stream',
-        // The original server's routes (test/server/seed.test.ts).
+        // The original server's routes (test/server/compat.test.ts).
         'POST /evaluate',
         'POST /compare',
         'POST /',

@@ -64,13 +64,13 @@ describe('BodySlots', () => {
 
 describe('stringBoundsOf', () => {
   it('finds the sources the routes bound, through unions and records, and nothing where any string goes', () => {
-    const native = stringBoundsOf(SubmitBody)!;
-    expect(native.properties!.get('source')!.maxChars).toBe(SOURCE_CHARS_MAX);
-    expect(native.properties!.get('source')!.properties!.get('text')!.maxChars).toBe(SOURCE_CHARS_MAX);
-    expect(native.properties!.get('headers')!.other!.maxChars).toBe(SOURCE_CHARS_MAX);
-    expect(native.properties!.get('args')!.items!.maxChars).toBe(4096);
+    const v1 = stringBoundsOf(SubmitBody)!;
+    expect(v1.properties!.get('source')!.maxChars).toBe(SOURCE_CHARS_MAX);
+    expect(v1.properties!.get('source')!.properties!.get('text')!.maxChars).toBe(SOURCE_CHARS_MAX);
+    expect(v1.properties!.get('headers')!.other!.maxChars).toBe(SOURCE_CHARS_MAX);
+    expect(v1.properties!.get('args')!.items!.maxChars).toBe(4096);
     // reference and compare take any object: nothing in them is bounded here.
-    expect(native.properties!.has('reference')).toBe(false);
+    expect(v1.properties!.has('reference')).toBe(false);
     const evaluate = stringBoundsOf(EvaluationRequest)!;
     expect(evaluate.properties!.get('kernel')!.properties!.get('source_code')!.maxChars).toBe(SOURCE_CHARS_MAX);
     const compare = stringBoundsOf(CompareRequest)!;
@@ -247,23 +247,23 @@ describe('the routes', () => {
     // What follows the long source is not JSON at all: the answer is the source's, given before the end is read.
     const payload = `{"source":"${over}` + 'z'.repeat(2 * LARGE_BODY_BYTES);
     const headers = { ...auth('alice'), 'content-type': 'application/json' };
-    const native = await app.inject({ method: 'POST', url: '/v1/evaluations', headers, payload });
-    expect(native.statusCode).toBe(400);
-    expect(native.json()).toEqual({
+    const v1 = await app.inject({ method: 'POST', url: '/v1/evaluations', headers, payload });
+    expect(v1.statusCode).toBe(400);
+    expect(v1.json()).toEqual({
       statusCode: 400,
       code: 'FST_ERR_VALIDATION',
       error: 'Bad Request',
       message: `Invalid request: body.source must NOT have more than ${SOURCE_CHARS_MAX} characters`,
       details: [{ path: 'body.source', message: `must NOT have more than ${SOURCE_CHARS_MAX} characters` }],
     });
-    const seed = await app.inject({
+    const compat = await app.inject({
       method: 'POST',
       url: '/compare',
       headers,
       payload: `{"ref_kernel":{"kernel_type":"cuda","source_code":"${over}` + 'z'.repeat(2 * LARGE_BODY_BYTES),
     });
-    expect(seed.statusCode).toBe(400);
-    expect(seed.json()).toMatchObject({
+    expect(compat.statusCode).toBe(400);
+    expect(compat.json()).toMatchObject({
       error: 'Invalid request format',
       status: 'client_error',
       validation_errors: [expect.objectContaining({ field: 'ref_kernel -> source_code' })],

@@ -81,7 +81,7 @@ describeNvrtc('compile check without a GPU (real NVRTC, the real binary)', () =>
 
   it("/compare answers a candidate that does not compile with its 400, naming the request's field", async () => {
     const fixture = JSON.parse(
-      readFileSync(join(import.meta.dirname, 'fixtures', 'seed', 'vector_add.cuda-ref.json'), 'utf8'),
+      readFileSync(join(import.meta.dirname, 'fixtures', 'compat', 'vector_add.cuda-ref.json'), 'utf8'),
     ) as { custom_kernel: { source_code: string } };
     fixture.custom_kernel.source_code = fixture.custom_kernel.source_code.replace(
       'c[tid] = a[tid] + b[tid];',

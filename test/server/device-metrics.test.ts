@@ -4,7 +4,7 @@
 // the original server's shape. A stand-in takes profileJob's place; test/gpu/profile.test.ts profiles for real.
 import type { DeviceMetrics, EvalJob, EvalReport, ProfileJobOptions, ProfileResult } from 'cudakit';
 import { describe, expect, it } from 'vitest';
-import { answerOf, seedDeviceMetricsOf } from '../../server/src/compat/answers.js';
+import { answerOf, compatDeviceMetricsOf } from '../../server/src/compat/answers.js';
 import type { JobRecord } from '../../server/src/store/store.js';
 import { PROFILE_MARGIN_MS, collectDeviceMetrics, profileBudgetMs, runJob } from '../../server/src/run/worker/run.js';
 
@@ -142,8 +142,8 @@ describe("the worker's device metrics", () => {
 
 describe('device metrics on the compatible routes', () => {
   it("are the original's categories, numbers rounded to 3 decimals, launch figures under occupancy", () => {
-    const seed = seedDeviceMetricsOf(metrics);
-    expect(Object.keys(seed)).toEqual([
+    const compat = compatDeviceMetricsOf(metrics);
+    expect(Object.keys(compat)).toEqual([
       'speed_of_light',
       'detailed_metrics',
       'memory_metrics',
@@ -156,11 +156,11 @@ describe('device metrics on the compatible routes', () => {
       'roofline_metrics',
       'timing_metrics',
     ]);
-    expect(seed.speed_of_light).toEqual({ 'sm__throughput.avg.pct_of_peak_sustained_elapsed': 14.085 });
-    expect(seed.memory_metrics).toEqual({ 'dram__bytes_read.sum': 67_240_448 });
-    expect(seed.occupancy_metrics).toEqual({ launch__grid_size: 65_536 });
-    expect(seed.detailed_metrics).toEqual({}); // text values are left out: the original's are numbers
-    expect(seed.stall_metrics).toEqual({});
+    expect(compat.speed_of_light).toEqual({ 'sm__throughput.avg.pct_of_peak_sustained_elapsed': 14.085 });
+    expect(compat.memory_metrics).toEqual({ 'dram__bytes_read.sum': 67_240_448 });
+    expect(compat.occupancy_metrics).toEqual({ launch__grid_size: 65_536 });
+    expect(compat.detailed_metrics).toEqual({}); // text values are left out: the original's are numbers
+    expect(compat.stall_metrics).toEqual({});
   });
 
   const record = (report: object): JobRecord => ({
@@ -188,11 +188,11 @@ describe('device metrics on the compatible routes', () => {
     expect(evaluate.statusCode).toBe(200);
     const meta = (evaluate.body as { kernel_exec_result: { metadata: Record<string, unknown> } }).kernel_exec_result
       .metadata;
-    expect(meta.device_metrics).toEqual({ original_device_metrics: seedDeviceMetricsOf(metrics) });
+    expect(meta.device_metrics).toEqual({ original_device_metrics: compatDeviceMetricsOf(metrics) });
     const compare = answerOf(record({ ...report, deviceMetrics: metrics }), { ...ctx, kind: 'compare' });
     const compareMeta = (compare.body as { kernel_exec_result: { metadata: Record<string, unknown> } })
       .kernel_exec_result.metadata;
-    expect(compareMeta.device_metrics).toEqual({ custom_device_metrics: seedDeviceMetricsOf(metrics) });
+    expect(compareMeta.device_metrics).toEqual({ custom_device_metrics: compatDeviceMetricsOf(metrics) });
     for (const without of [report, { ...report, deviceMetrics: null }]) {
       const a = answerOf(record(without), { ...ctx, kind: 'evaluate' });
       expect(

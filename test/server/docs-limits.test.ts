@@ -24,7 +24,7 @@ import {
   SUBMIT_BODY_LIMIT_BYTES,
   TIMEOUT_SECONDS,
 } from '../../server/src/http/schemas/v1.js';
-import { SEED_NUM_TRIALS, SEED_TIMEOUT_SECONDS } from '../../server/src/compat/schemas.js';
+import { COMPAT_NUM_TRIALS, COMPAT_TIMEOUT_SECONDS } from '../../server/src/compat/schemas.js';
 import { DEFAULT_LIMITS } from '../../server/src/service.js';
 
 const read = (path: string) => readFileSync(fileURLToPath(new URL(`../../${path}`, import.meta.url)), 'utf8');
@@ -144,8 +144,8 @@ describe('server/docs/compat.md', () => {
       ['declared buffers of a job', "a quarter of the smallest GPU's memory, or `--max-device-bytes`"],
       [
         '`num_trials`, `timeout`',
-        `${SEED_NUM_TRIALS.min} … ${n(SEED_NUM_TRIALS.max)}, ` +
-          `${SEED_TIMEOUT_SECONDS.min} … ${SEED_TIMEOUT_SECONDS.max} s (the original's)`,
+        `${COMPAT_NUM_TRIALS.min} … ${n(COMPAT_NUM_TRIALS.max)}, ` +
+          `${COMPAT_TIMEOUT_SECONDS.min} … ${COMPAT_TIMEOUT_SECONDS.max} s (the original's)`,
       ],
       [
         '`cudakit.max_queue_seconds`',

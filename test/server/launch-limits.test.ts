@@ -45,7 +45,7 @@ const SHARED = 'bytes of dynamic shared memory per block';
 
 const xyz = ([x, y, z]: [number, number, number]) => ({ x, y, z });
 
-function seedLaunch(l: Launch): Record<string, unknown> {
+function compatLaunch(l: Launch): Record<string, unknown> {
   return {
     ...(l.grid === undefined ? {} : { grid: xyz(l.grid) }),
     block: xyz(l.block ?? [32, 1, 1]),
@@ -54,7 +54,7 @@ function seedLaunch(l: Launch): Record<string, unknown> {
 }
 
 /** A CUDA kernel of the original's requests: y = 1 over 32 floats, with `launch`. */
-function seedKernel(name: string, launch: Launch): Record<string, unknown> {
+function compatKernel(name: string, launch: Launch): Record<string, unknown> {
   return {
     source_code: `__global__ void ${name}(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 1.0f; }`,
     kernel_type: 'cuda',
@@ -63,17 +63,17 @@ function seedKernel(name: string, launch: Launch): Record<string, unknown> {
         { name: 'y', type: 'tensor', role: 'output', tensor_spec: { shape: [32], dtype: 'float32' } },
         { name: 'n', type: 'int', value: 32 },
       ],
-      launch: seedLaunch(launch),
+      launch: compatLaunch(launch),
     },
     metadata: { kernel_name: name },
   };
 }
 
-const evaluateRequest = (l: Launch) => ({ kernel: seedKernel('fill', l) });
+const evaluateRequest = (l: Launch) => ({ kernel: compatKernel('fill', l) });
 /** A compare whose custom kernel has `custom`'s launch and whose reference has `ref`'s. */
 const compareRequest = (custom: Launch, ref: Launch = {}) => ({
-  custom_kernel: seedKernel('fill', custom),
-  ref_kernel: seedKernel('fill_ref', ref),
+  custom_kernel: compatKernel('fill', custom),
+  ref_kernel: compatKernel('fill_ref', ref),
 });
 
 function post(app: App, url: string, payload: unknown) {
@@ -112,7 +112,7 @@ function message(name: string, at: string, uuid: string): string {
 }
 
 /** The compatible routes' name of a launch field. */
-const seedField = (where: string): string => (where === 'sharedMemBytes' ? 'shared_mem_bytes' : where);
+const compatField = (where: string): string => (where === 'sharedMemBytes' ? 'shared_mem_bytes' : where);
 
 describe('launch limits on POST /v1/evaluations', () => {
   it.each(OVER)('%s over the GPU’s limit is a 400 naming the limit and the GPU', async (name, launch, where) => {
@@ -197,7 +197,7 @@ describe('launch limits on the compatible routes', () => {
   it.each(OVER)('%s: POST /evaluate and /compare refuse it, naming the field', async (name, launch, where) => {
     const h = await harness();
     const uuid = h.pool.slots()[0]!.uuid;
-    const field = seedField(where);
+    const field = compatField(where);
 
     const evaluate = await refused(h, '/evaluate', evaluateRequest(launch));
     const expected = message(name, `job.${where}`, uuid);
@@ -255,7 +255,7 @@ describe('launch limits on the MCP tools', () => {
     const uuid = h.pool.slots()[0]!.uuid;
     const client = await connect(h);
     for (const [name, launch, where] of OVER) {
-      const field = seedField(where);
+      const field = compatField(where);
       const line = `- kernel -> io -> launch -> ${field}: ${message(name, `job.${where}`, uuid)}`;
       const evaluate = await call(client, 'evaluate_kernel', evaluateRequest(launch));
       expect(evaluate.isError, name).toBe(true);

@@ -28,14 +28,14 @@ import {
   EvaluationRequest,
   EvaluationResponse,
   IOContract,
-  SEED_KERNEL_TYPES,
+  COMPAT_KERNEL_TYPES,
 } from '../../server/src/compat/schemas.js';
 import { H200_BENCH_ENV } from '../support/devices.js';
 import { auth, closeApps, harness, type Harness, type Who } from './app-harness.js';
-import { body as nativeBody } from './helpers.js';
+import { body as v1Body } from './helpers.js';
 import { failedReport, passedReport, type FakeScript } from './fake-pool.js';
 
-const FIXTURES = new URL('./fixtures/seed/', import.meta.url);
+const FIXTURES = new URL('./fixtures/compat/', import.meta.url);
 const fixture = (file: string): Record<string, unknown> =>
   JSON.parse(readFileSync(new URL(file, FIXTURES), 'utf8')) as Record<string, unknown>;
 
@@ -450,7 +450,7 @@ describe('the tools', () => {
   });
 
   it('get_evaluation of a job still running says so; one that never ends is answered after the wait', async () => {
-    const h = await serve({ seedSyncWaitMs: () => 50 });
+    const h = await serve({ compatSyncWaitMs: () => 50 });
     h.pool.script = () => ({ delayMs: Infinity, outcome: { kind: 'cancelled' } });
     const client = await connect(h.url);
     const result = await call(client, 'evaluate_kernel', structuredClone(EVALUATE));
@@ -554,7 +554,7 @@ describe('the tools’ descriptions stand alone', () => {
     ];
     for (const [tool, url, side] of sides) {
       const taken: string[] = [];
-      for (const type of SEED_KERNEL_TYPES) {
+      for (const type of COMPAT_KERNEL_TYPES) {
         const request = exampleOf(tool) as Record<string, { kernel_type: string }>;
         request[side]!.kernel_type = type;
         const res = await h.app.inject({
@@ -657,7 +657,7 @@ describe('invalid arguments', () => {
     expect(h.pool.runs).toEqual([]);
   });
 
-  it('get_evaluation’s arguments in the native routes’ words', async () => {
+  it('get_evaluation’s arguments in the v1 routes’ words', async () => {
     const { url } = await serve();
     const client = await connect(url);
     const missing = await call(client, 'get_evaluation', {});
@@ -730,7 +730,7 @@ describe('HTTP: the API’s auth, body limit and submission budget', () => {
         method: 'POST',
         url: '/v1/evaluations',
         headers: { ...auth('alice'), 'content-type': 'application/json' },
-        payload: nativeBody(),
+        payload: v1Body(),
       });
     const client = await connect(h.url);
     await client.listTools();
@@ -748,7 +748,7 @@ describe('HTTP: the API’s auth, body limit and submission budget', () => {
       method: 'POST',
       url: '/v1/evaluations',
       headers: { ...auth('bob'), 'content-type': 'application/json' },
-      payload: nativeBody(),
+      payload: v1Body(),
     });
     expect(post.statusCode).toBe(429);
     expect(post.json()).toMatchObject({ code: 'RATE_LIMITED' });

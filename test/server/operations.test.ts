@@ -172,8 +172,8 @@ describe('refusals and readiness', () => {
     const limited = await submit();
     expect(limited.statusCode).toBe(429);
     // The compatible routes answer in their own shape, through the same log.
-    const seed = await submit('/evaluate', { kernel: { source_code: 'x', kernel_type: 'cuda' } });
-    expect(seed.statusCode).toBe(429);
+    const compat = await submit('/evaluate', { kernel: { source_code: 'x', kernel_type: 'cuda' } });
+    expect(compat.statusCode).toBe(429);
     const noGpu = await harness({ unavailableReason: 'no driver', logger: { level: 'info', stream: log.stream } });
     noGpu.pool.unavailableRetryAfterSeconds = 2; // as an API node's while its agents re-announce
     const refused = await noGpu.app.inject({

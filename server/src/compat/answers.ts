@@ -27,8 +27,8 @@ import {
 import type { EvalService, FinishedJob } from '../service.js';
 import type { SlotInfo } from '../run/pool.js';
 import type { JobRecord, JobStatus as StoreStatus } from '../store/store.js';
-import { SeedClientError } from './errors.js';
-import type { SeedJob } from './jobs.js';
+import { CompatClientError } from './errors.js';
+import type { CompatJob } from './jobs.js';
 
 /** This host as the original names it in every answer. */
 export interface PodInfo {
@@ -64,14 +64,14 @@ export function jobErrorBody(message: string, jobId?: string): JobErrorBody {
 }
 
 /** The GPU a job ran on: its index among the pool's slots (the original's gpu_id) and its name. */
-export interface SeedGpu {
+export interface CompatGpu {
   index: number;
   name: string;
   arch: string;
 }
 
 /** The slot a job ran on, as the original numbers its GPUs: its index among the service's slots. */
-export function seedGpuOf(slots: readonly SlotInfo[], record: JobRecord): SeedGpu | undefined {
+export function compatGpuOf(slots: readonly SlotInfo[], record: JobRecord): CompatGpu | undefined {
   const index = slots.findIndex((s) => s.uuid === record.gpuUuid);
   const slot = slots[index];
   return slot === undefined ? undefined : { index, name: slot.name, arch: slot.arch };
@@ -81,18 +81,18 @@ export function seedGpuOf(slots: readonly SlotInfo[], record: JobRecord): SeedGp
 const SYNC_WAIT_SLACK_SECONDS = 10;
 
 /** How long a synchronous caller (POST /evaluate, /compare, the MCP tools) waits for a job's end. */
-export function seedWaitMs(
-  job: Pick<SeedJob, 'timeoutSeconds' | 'maxQueueSeconds'>,
-  override?: (job: Pick<SeedJob, 'timeoutSeconds' | 'maxQueueSeconds'>) => number,
+export function compatWaitMs(
+  job: Pick<CompatJob, 'timeoutSeconds' | 'maxQueueSeconds'>,
+  override?: (job: Pick<CompatJob, 'timeoutSeconds' | 'maxQueueSeconds'>) => number,
 ): number {
   return override?.(job) ?? (job.maxQueueSeconds + job.timeoutSeconds + SYNC_WAIT_SLACK_SECONDS) * 1000;
 }
 
 /** Queues a translated job; validateJob's and the admission's problems become a 400 naming the request's fields. */
-export async function submitSeedJob(
+export async function submitCompatJob(
   service: Pick<EvalService, 'submit'>,
   principal: string,
-  job: SeedJob,
+  job: CompatJob,
 ): Promise<JobRecord> {
   try {
     return (await service.submit(principal, job.body)).record;
@@ -100,12 +100,12 @@ export async function submitSeedJob(
     if (!(e instanceof InvalidJobError)) throw e;
     const problems = e.problems.map((p) => ({ field: job.fieldOf(p.path), path: p.path, message: p.message }));
     const more = problems.length > 1 ? ` (and ${problems.length - 1} more in details)` : '';
-    throw new SeedClientError(`Invalid job: ${problems[0]?.message ?? 'no details'}${more}`, { problems });
+    throw new CompatClientError(`Invalid job: ${problems[0]?.message ?? 'no details'}${more}`, { problems });
   }
 }
 
 /** 'h200', 'a100' ...: the original's gpu_type, from the GPU's model. */
-export function gpuTypeOf(gpu: Pick<SeedGpu, 'name' | 'arch'>): string {
+export function gpuTypeOf(gpu: Pick<CompatGpu, 'name' | 'arch'>): string {
   return gpuClasses(gpu)[0]!.toLowerCase();
 }
 
@@ -141,9 +141,9 @@ export function runtimeStatsOf(timing: BenchResult): RuntimeStats {
 }
 
 /** The original's DeviceMetrics: its categories, each a flat { metric: number }, numbers rounded to 3 decimals. */
-export type SeedDeviceMetrics = Record<(typeof SEED_METRIC_CATEGORIES)[number], Record<string, number>>;
+export type CompatDeviceMetrics = Record<(typeof COMPAT_METRIC_CATEGORIES)[number], Record<string, number>>;
 
-const SEED_METRIC_CATEGORIES = [
+const COMPAT_METRIC_CATEGORIES = [
   'speed_of_light',
   'detailed_metrics',
   'memory_metrics',
@@ -158,7 +158,7 @@ const SEED_METRIC_CATEGORIES = [
 ] as const;
 
 /** cudakit's metric groups in the original's categories (it counted the launch figures as occupancy). */
-const SEED_CATEGORY: Record<DeviceMetricGroup, (typeof SEED_METRIC_CATEGORIES)[number]> = {
+const COMPAT_CATEGORY: Record<DeviceMetricGroup, (typeof COMPAT_METRIC_CATEGORIES)[number]> = {
   speedOfLight: 'speed_of_light',
   memory: 'memory_metrics',
   compute: 'compute_metrics',
@@ -173,11 +173,11 @@ const SEED_CATEGORY: Record<DeviceMetricGroup, (typeof SEED_METRIC_CATEGORIES)[n
 };
 
 /** Device metrics in the original's shape: every category present, numbers only (ncu's names kept as keys). */
-export function seedDeviceMetricsOf(m: DeviceMetrics): SeedDeviceMetrics {
-  const out = Object.fromEntries(SEED_METRIC_CATEGORIES.map((c) => [c, {}])) as SeedDeviceMetrics;
+export function compatDeviceMetricsOf(m: DeviceMetrics): CompatDeviceMetrics {
+  const out = Object.fromEntries(COMPAT_METRIC_CATEGORIES.map((c) => [c, {}])) as CompatDeviceMetrics;
   for (const [group, metrics] of Object.entries(m.groups) as [DeviceMetricGroup, DeviceMetrics['metrics']][]) {
     for (const [name, { value }] of Object.entries(metrics)) {
-      if (typeof value === 'number') out[SEED_CATEGORY[group]][name] = Math.round(value * 1000) / 1000;
+      if (typeof value === 'number') out[COMPAT_CATEGORY[group]][name] = Math.round(value * 1000) / 1000;
     }
   }
   return out;
@@ -236,12 +236,12 @@ const finite = (x: number | null | undefined): number | null =>
 /** What the answer needs besides the record. */
 export interface AnswerContext {
   kind: 'evaluate' | 'compare';
-  gpu: SeedGpu | undefined;
-  /** The mapping's warnings (SeedJob.warnings). */
+  gpu: CompatGpu | undefined;
+  /** The mapping's warnings (CompatJob.warnings). */
   warnings: readonly string[];
 }
 
-export type SeedAnswer =
+export type CompatAnswer =
   { statusCode: 200; body: EvaluationResponse | CompareResponse } | { statusCode: 500; body: JobErrorBody };
 
 /** A stored report (formatJson's text), or undefined. */
@@ -259,7 +259,7 @@ function reportOf(record: JobRecord): EvalReport | undefined {
  * false with the text in compilation_error / validation_error, as the original answers kernel failures), 500 with the
  * original's error body for a job the service could not finish (queue timeout, interrupted, cancelled).
  */
-export function answerOf(record: JobRecord, ctx: AnswerContext): SeedAnswer {
+export function answerOf(record: JobRecord, ctx: AnswerContext): CompatAnswer {
   if (record.status === 'cancelled') return { statusCode: 500, body: jobErrorBody('Job was cancelled', record.id) };
   if (record.status === 'failed' && record.verdict === undefined) {
     const e = record.error;
@@ -323,7 +323,7 @@ export function answerOf(record: JobRecord, ctx: AnswerContext): SeedAnswer {
       cudakit,
       ...(deviceMetrics === undefined || deviceMetrics === null
         ? {}
-        : { device_metrics: { [deviceMetricsKey]: seedDeviceMetricsOf(deviceMetrics) } }),
+        : { device_metrics: { [deviceMetricsKey]: compatDeviceMetricsOf(deviceMetrics) } }),
     },
     ...(timing === undefined ? {} : { runtime_stats: runtimeStatsOf(timing) }),
     ...(passed ? {} : compiled ? { validation_error: failureText(record, report) } : {}),
@@ -399,10 +399,10 @@ const WINDOW = 10_000;
 
 /**
  * The original's /stats figures since this process started, fed by the service's start and finish events (every
- * job, native or compatible). Counts come from verdicts; NVRTC compile times are not seen by the API process, so the
+ * job, v1 or compatible). Counts come from verdicts; NVRTC compile times are not seen by the API process, so the
  * compile figures are counts only. Server statistics, rounded as the original rounds them.
  */
-export class SeedStats {
+export class CompatStats {
   readonly #startMs: number;
   #started = 0;
   #released = 0;

@@ -4,23 +4,23 @@
 import type { ValidationErrorItem } from './schemas.js';
 
 /** The original's ClientError: 400 `{ error, details, status: 'client_error' }`. */
-export class SeedClientError extends Error {
+export class CompatClientError extends Error {
   readonly details: Record<string, unknown>;
 
   constructor(message: string, details: Record<string, unknown> = {}) {
     super(message);
-    this.name = 'SeedClientError';
+    this.name = 'CompatClientError';
     this.details = details;
   }
 }
 
 /** The original's pydantic ValidationError: 400 `{ error: 'Invalid request format', validation_errors, ... }`. */
-export class SeedValidationError extends Error {
+export class CompatValidationError extends Error {
   readonly errors: ValidationErrorItem[];
 
   constructor(errors: ValidationErrorItem[]) {
     super('Invalid request format');
-    this.name = 'SeedValidationError';
+    this.name = 'CompatValidationError';
     this.errors = errors;
   }
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The original evaluation server's requests in cudakit's terms, pure (no I/O): a request becomes the native body
+// The original evaluation server's requests in cudakit's terms, pure (no I/O): a request becomes the v1 body
 // (an EvalJob and the service's fields) or a 400 in the original's words. The routes are routes.ts, the answers
 // answers.ts; the contract is server/docs/compat.md.
 import {
@@ -13,19 +13,19 @@ import {
 } from 'cudakit';
 import { MAX_QUEUE_SECONDS } from '../http/schemas/v1.js';
 import {
-  SEED_DEFAULTS,
-  SEED_NUM_TRIALS,
-  SEED_TIMEOUT_SECONDS,
+  COMPAT_DEFAULTS,
+  COMPAT_NUM_TRIALS,
+  COMPAT_TIMEOUT_SECONDS,
   type ArgSpec,
   type CompareRequest,
   type CudakitOptions,
   type EvaluationRequest,
   type KernelCode,
-  type SeedDType,
+  type CompatDType,
   type TensorData,
   type ValidationErrorItem,
 } from './schemas.js';
-import { SeedClientError, SeedValidationError } from './errors.js';
+import { CompatClientError, CompatValidationError } from './errors.js';
 
 /** Why a reference that needs Python cannot run here, and what can take its place. */
 export const REFERENCE_SUBSTITUTES = [
@@ -38,16 +38,16 @@ export const REFERENCE_SUBSTITUTES = [
 
 const SUPPORTED = ['cuda'];
 
-function pythonReference(kernel: string, kernelType: string): SeedClientError {
-  return new SeedClientError(
+function pythonReference(kernel: string, kernelType: string): CompatClientError {
+  return new CompatClientError(
     `kernel_type '${kernelType}' needs Python, which this server does not run: give a 'cuda' reference kernel, ` +
       'a registry problem, or expected outputs',
     { kernel, kernel_type: kernelType, supported: SUPPORTED, substitutes: REFERENCE_SUBSTITUTES },
   );
 }
 
-function unsupportedCandidate(kernel: string, kernelType: string): SeedClientError {
-  return new SeedClientError(
+function unsupportedCandidate(kernel: string, kernelType: string): CompatClientError {
+  return new CompatClientError(
     `kernel_type '${kernelType}' needs Python, which this server does not run: only 'cuda' kernels ` +
       '(CUDA C++, compiled with NVRTC) are evaluated here',
     { kernel, kernel_type: kernelType, supported: SUPPORTED },
@@ -58,17 +58,17 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /** The original's business rules, its exact messages: after parsing, before anything else. */
 function checkBounds(numTrials: number, timeoutSeconds: number): void {
-  if (numTrials < SEED_NUM_TRIALS.min) {
-    throw new SeedClientError('num_trials must be at least 1', { num_trials: numTrials });
+  if (numTrials < COMPAT_NUM_TRIALS.min) {
+    throw new CompatClientError('num_trials must be at least 1', { num_trials: numTrials });
   }
-  if (numTrials > SEED_NUM_TRIALS.max) {
-    throw new SeedClientError('num_trials cannot exceed 10000', { num_trials: numTrials });
+  if (numTrials > COMPAT_NUM_TRIALS.max) {
+    throw new CompatClientError('num_trials cannot exceed 10000', { num_trials: numTrials });
   }
-  if (timeoutSeconds < SEED_TIMEOUT_SECONDS.min) {
-    throw new SeedClientError('timeout must be at least 5 seconds', { timeout: timeoutSeconds });
+  if (timeoutSeconds < COMPAT_TIMEOUT_SECONDS.min) {
+    throw new CompatClientError('timeout must be at least 5 seconds', { timeout: timeoutSeconds });
   }
-  if (timeoutSeconds > SEED_TIMEOUT_SECONDS.max) {
-    throw new SeedClientError('timeout cannot exceed 600 seconds', { timeout: timeoutSeconds });
+  if (timeoutSeconds > COMPAT_TIMEOUT_SECONDS.max) {
+    throw new CompatClientError('timeout cannot exceed 600 seconds', { timeout: timeoutSeconds });
   }
 }
 
@@ -91,18 +91,18 @@ export function refuseLegacy(body: unknown): void {
       problems.push({ field: key, message: 'Input should be a valid integer', type: 'int_type' });
     }
   }
-  if (problems.length > 0) throw new SeedValidationError(problems);
+  if (problems.length > 0) throw new CompatValidationError(problems);
   // The original's legacy defaults: 100 trials, a 30 s timeout.
   checkBounds((body.num_trials as number | undefined) ?? 100, (body.timeout as number | undefined) ?? 30);
-  throw new SeedClientError(
+  throw new CompatClientError(
     "The legacy { ref_code, custom_code } form is Python (kernel_type 'torch' and 'torch_cuda'), which this " +
       "server does not run: give ref_kernel and custom_kernel with kernel_type 'cuda', or expected outputs",
     pythonReference('ref_code', 'torch').details,
   );
 }
 
-/** Seed dtype → cudakit dtype. bool is a byte holding 0 or 1. */
-const DTYPES: Record<SeedDType, EvalBufferArg['dtype']> = {
+/** The original's dtype → cudakit dtype. bool is a byte holding 0 or 1. */
+const DTYPES: Record<CompatDType, EvalBufferArg['dtype']> = {
   float32: 'f32',
   float64: 'f64',
   float16: 'f16',
@@ -135,14 +135,14 @@ const HOST_OPTIMISATION = /^-O[0-3s]?$/;
 const DEFAULT_GRID = { x: 1, y: 1, z: 1 };
 const DEFAULT_BLOCK = { x: 256, y: 1, z: 1 };
 
-function seedDtype(name: string, field: string): SeedDType {
+function compatDtype(name: string, field: string): CompatDType {
   // Own keys only: 'constructor' or 'toString' must not find Object.prototype's.
   if (!Object.hasOwn(DTYPES, name)) {
-    throw new SeedClientError(`Unknown dtype '${name.slice(0, 40)}': one of ${Object.keys(DTYPES).join(', ')}`, {
+    throw new CompatClientError(`Unknown dtype '${name.slice(0, 40)}': one of ${Object.keys(DTYPES).join(', ')}`, {
       field,
     });
   }
-  return name as SeedDType;
+  return name as CompatDType;
 }
 
 /** Python's `x or default` for the original's optional numbers (0 and null both take the default). */
@@ -150,11 +150,11 @@ export const or = (x: number | null | undefined, fallback: number): number =>
   x === undefined || x === null || x === 0 ? fallback : x;
 
 /** A TensorInit as a cudakit init, by the original's rules (io_contract/tensor_utils.py), for one dtype. */
-function initOf(init: NonNullable<NonNullable<ArgSpec['tensor_spec']>['init']>, dtype: SeedDType, field: string) {
+function initOf(init: NonNullable<NonNullable<ArgSpec['tensor_spec']>['init']>, dtype: CompatDType, field: string) {
   const kind = init.kind ?? 'randn';
   const seed = init.seed ?? undefined;
   if (seed !== undefined && (seed < 0 || !Number.isSafeInteger(seed))) {
-    throw new SeedClientError('A seed is a non-negative integer here', { field: `${field} -> seed`, seed });
+    throw new CompatClientError('A seed is a non-negative integer here', { field: `${field} -> seed`, seed });
   }
   const seeded = seed === undefined ? {} : { seed };
   const float = FLOAT_DTYPES.has(dtype);
@@ -190,12 +190,12 @@ function initOf(init: NonNullable<NonNullable<ArgSpec['tensor_spec']>['init']>, 
     }
     case 'arange':
       if (dtype === 'bool') {
-        throw new SeedClientError("init 'arange' has no meaning for a bool tensor", { field: `${field} -> kind` });
+        throw new CompatClientError("init 'arange' has no meaning for a bool tensor", { field: `${field} -> kind` });
       }
       // One row of shape[-1] values, repeated over the leading dimensions, as the original broadcasts it.
       return { kind: 'seq', start: or(init.start, 0), step: or(init.step, 1), along: 'last' } satisfies EvalInit;
     default:
-      throw new SeedClientError(
+      throw new CompatClientError(
         `Unknown init kind '${kind.slice(0, 40)}': randn, zeros, ones, uniform, full or arange`,
         { field: `${field} -> kind` },
       );
@@ -205,17 +205,17 @@ function initOf(init: NonNullable<NonNullable<ArgSpec['tensor_spec']>['init']>, 
 function tensorOf(a: ArgSpec, role: 'in' | 'out', inout: boolean, field: string): EvalBufferArg {
   const spec = a.tensor_spec;
   if (spec === undefined || spec === null) {
-    throw new SeedClientError('A tensor argument needs tensor_spec', { field: `${field} -> tensor_spec` });
+    throw new CompatClientError('A tensor argument needs tensor_spec', { field: `${field} -> tensor_spec` });
   }
   const data = spec.data ?? undefined;
   // Literal data brings its own dtype and shape, as the original decodes it.
-  const dtype = seedDtype(data?.dtype ?? spec.dtype ?? 'float32', `${field} -> tensor_spec -> dtype`);
+  const dtype = compatDtype(data?.dtype ?? spec.dtype ?? 'float32', `${field} -> tensor_spec -> dtype`);
   const specShape = spec.shape ?? [];
   let shape = specShape;
   if (data !== undefined) {
     shape = data.shape ?? [];
     if (specShape.length > 0 && specShape.join(',') !== shape.join(',')) {
-      throw new SeedClientError('tensor_spec.shape and tensor_spec.data.shape differ', {
+      throw new CompatClientError('tensor_spec.shape and tensor_spec.data.shape differ', {
         field: `${field} -> tensor_spec -> shape`,
         shape: specShape,
         data_shape: shape,
@@ -223,7 +223,7 @@ function tensorOf(a: ArgSpec, role: 'in' | 'out', inout: boolean, field: string)
     }
   }
   if (!shape.every((d) => d >= 1)) {
-    throw new SeedClientError('Tensor dimensions are positive integers here (an empty tensor has nothing to check)', {
+    throw new CompatClientError('Tensor dimensions are positive integers here (an empty tensor has nothing to check)', {
       field: `${field} -> tensor_spec -> shape`,
       shape,
     });
@@ -248,22 +248,22 @@ function tensorOf(a: ArgSpec, role: 'in' | 'out', inout: boolean, field: string)
 function scalarOf(a: ArgSpec, field: string): EvalScalarArg {
   const v = a.value;
   if (v === undefined || v === null) {
-    throw new SeedClientError(`A scalar argument needs a value (type '${a.type}')`, { field: `${field} -> value` });
+    throw new CompatClientError(`A scalar argument needs a value (type '${a.type}')`, { field: `${field} -> value` });
   }
   if (a.type === 'bool') {
-    if (typeof v !== 'boolean') throw new SeedClientError("A 'bool' argument needs true or false", { field });
+    if (typeof v !== 'boolean') throw new CompatClientError("A 'bool' argument needs true or false", { field });
     return { kind: 'scalar', type: 'bool', value: v, name: a.name };
   }
   const widths = SCALAR_WIDTHS[a.type]!;
   if (typeof v !== 'number' || (a.type === 'int' && !Number.isInteger(v))) {
     const what = a.type === 'int' ? 'an integer' : 'a number';
-    throw new SeedClientError(`An '${a.type}' argument needs ${what} as its value`, { field: `${field} -> value` });
+    throw new CompatClientError(`An '${a.type}' argument needs ${what} as its value`, { field: `${field} -> value` });
   }
   let type: EvalScalarArg['type'];
   if (a.dtype !== undefined) {
     const t = Object.hasOwn(widths, a.dtype) ? widths[a.dtype] : undefined;
     if (t === undefined) {
-      throw new SeedClientError(
+      throw new CompatClientError(
         `dtype '${a.dtype.slice(0, 40)}' is not a width of an '${a.type}' argument: ` +
           `one of ${Object.keys(widths).join(', ')}`,
         { field: `${field} -> dtype` },
@@ -288,13 +288,13 @@ function argsOf(args: readonly ArgSpec[], field: string, warnings: string[]): Ev
   return args.map((a, i) => {
     const at = `${field} -> ${i}`;
     if (!C_NAME.test(a.name)) {
-      throw new SeedClientError(
+      throw new CompatClientError(
         `Argument names are C identifiers here (they match a reference's arguments): '${a.name.slice(0, 60)}' is not`,
         { field: `${at} -> name` },
       );
     }
     if (a.is_meta === true) {
-      throw new SeedClientError('is_meta (a Triton constexpr) has no meaning for a CUDA kernel', {
+      throw new CompatClientError('is_meta (a Triton constexpr) has no meaning for a CUDA kernel', {
         field: `${at} -> is_meta`,
       });
     }
@@ -302,7 +302,7 @@ function argsOf(args: readonly ArgSpec[], field: string, warnings: string[]): Ev
       case 'tensor': {
         const role = a.role ?? 'input';
         if (role !== 'input' && role !== 'output' && role !== 'inout') {
-          throw new SeedClientError(`Unknown role '${role.slice(0, 40)}': input, output or inout`, {
+          throw new CompatClientError(`Unknown role '${role.slice(0, 40)}': input, output or inout`, {
             field: `${at} -> role`,
           });
         }
@@ -314,9 +314,9 @@ function argsOf(args: readonly ArgSpec[], field: string, warnings: string[]): Ev
       case 'bool':
         return scalarOf(a, at);
       case 'str':
-        throw new SeedClientError("A 'str' argument cannot be passed to a CUDA kernel", { field: `${at} -> type` });
+        throw new CompatClientError("A 'str' argument cannot be passed to a CUDA kernel", { field: `${at} -> type` });
       default:
-        throw new SeedClientError(`Unknown argument type '${a.type.slice(0, 40)}': tensor, int, float, str or bool`, {
+        throw new CompatClientError(`Unknown argument type '${a.type.slice(0, 40)}': tensor, int, float, str or bool`, {
           field: `${at} -> type`,
         });
     }
@@ -350,19 +350,19 @@ function cudaKernelOf(key: string, k: KernelCode, warnings: string[]): CudaKerne
   const m = (k.metadata ?? {}) as Record<string, unknown>;
   const field = (name: string) => ({ field: `${key} -> metadata -> ${name}` });
   if (m.backend !== undefined && m.backend !== null && m.backend !== 'nvrtc') {
-    throw new SeedClientError(
+    throw new CompatClientError(
       `backend '${String(m.backend).slice(0, 40)}' is not available: kernels compile with NVRTC here ` +
         "(give backend 'nvrtc' or leave it out)",
       field('backend'),
     );
   }
   if (m.jitify !== undefined && m.jitify !== null && m.jitify !== false) {
-    throw new SeedClientError('jitify is not available: kernels compile with NVRTC as they are', field('jitify'));
+    throw new CompatClientError('jitify is not available: kernels compile with NVRTC as they are', field('jitify'));
   }
   const compile: CudaKernel['compile'] = {};
   if (m.compiler_options !== undefined && m.compiler_options !== null) {
     if (!stringList(m.compiler_options)) {
-      throw new SeedClientError('compiler_options is a list of strings', field('compiler_options'));
+      throw new CompatClientError('compiler_options is a list of strings', field('compiler_options'));
     }
     const dropped = m.compiler_options.filter((f) => HOST_OPTIMISATION.test(f));
     if (dropped.length > 0) {
@@ -373,20 +373,20 @@ function cudaKernelOf(key: string, k: KernelCode, warnings: string[]): CudaKerne
   }
   if (m.name_expressions !== undefined && m.name_expressions !== null) {
     if (!stringList(m.name_expressions)) {
-      throw new SeedClientError('name_expressions is a list of strings', field('name_expressions'));
+      throw new CompatClientError('name_expressions is a list of strings', field('name_expressions'));
     }
     if (m.name_expressions.length > 0) compile.nameExpressions = m.name_expressions;
   }
   let kernel: string;
   if (m.kernel_name !== undefined && m.kernel_name !== null) {
     if (typeof m.kernel_name !== 'string' || m.kernel_name.trim() === '') {
-      throw new SeedClientError('kernel_name is the name of a __global__ function', field('kernel_name'));
+      throw new CompatClientError('kernel_name is the name of a __global__ function', field('kernel_name'));
     }
     kernel = m.kernel_name.trim();
   } else {
     const found = globalFunctions(k.source_code);
     if (found.length === 0) {
-      throw new SeedClientError('metadata.kernel_name is required: no __global__ function was found in source_code', {
+      throw new CompatClientError('metadata.kernel_name is required: no __global__ function was found in source_code', {
         field: `${key} -> metadata -> kernel_name`,
       });
     }
@@ -418,8 +418,8 @@ function cudaKernelOf(key: string, k: KernelCode, warnings: string[]): CudaKerne
   };
 }
 
-/** What a request becomes: the native body (service.submit takes it), and what its answer needs. */
-export interface SeedJob {
+/** What a request becomes: the v1 body (service.submit takes it), and what its answer needs. */
+export interface CompatJob {
   kind: 'evaluate' | 'compare';
   /** The EvalJob with the service's fields beside it. */
   body: Record<string, unknown>;
@@ -497,22 +497,22 @@ function fieldMapper(candidate: string): (jobPath: string) => string {
 }
 
 /**
- * POST /evaluate's body (schema-valid) as a native body: the original's business rules first (its messages), then
+ * POST /evaluate's body (schema-valid) as a v1 body: the original's business rules first (its messages), then
  * the kernel type (only 'cuda'), then the IOContract → argspec mapping.
  *
- * @throws SeedClientError (400) in the original's ClientError shape.
+ * @throws CompatClientError (400) in the original's ClientError shape.
  */
-export function evaluateJob(request: EvaluationRequest): SeedJob {
-  const numTrials = request.num_trials ?? SEED_DEFAULTS.numTrials;
-  const timeoutSeconds = request.timeout ?? SEED_DEFAULTS.timeoutSeconds;
+export function evaluateJob(request: EvaluationRequest): CompatJob {
+  const numTrials = request.num_trials ?? COMPAT_DEFAULTS.numTrials;
+  const timeoutSeconds = request.timeout ?? COMPAT_DEFAULTS.timeoutSeconds;
   checkBounds(numTrials, timeoutSeconds);
   const k = request.kernel;
   if (k.kernel_type === 'triton' && (k.io === undefined || k.io === null)) {
-    throw new SeedClientError('Triton kernels require io_contract to be specified', { kernel_type: 'triton' });
+    throw new CompatClientError('Triton kernels require io_contract to be specified', { kernel_type: 'triton' });
   }
   if (k.kernel_type !== 'cuda') throw unsupportedCandidate('kernel', k.kernel_type);
   if (k.io === undefined || k.io === null) {
-    throw new SeedClientError('CUDA kernels require io_contract to be specified', { kernel_type: 'cuda' });
+    throw new CompatClientError('CUDA kernels require io_contract to be specified', { kernel_type: 'cuda' });
   }
   const warnings: string[] = [];
   const c = cudaKernelOf('kernel', k, warnings);
@@ -537,14 +537,14 @@ function expectedOf(expected: Record<string, TensorData>, args: readonly ArgSpec
     const field = `cudakit -> expected -> ${name}`;
     const arg = args.find((a) => a.name === name);
     if (arg === undefined || arg.type !== 'tensor' || (arg.role ?? 'input') === 'input') {
-      throw new SeedClientError(`cudakit.expected names '${name.slice(0, 60)}', which is not an output tensor`, {
+      throw new CompatClientError(`cudakit.expected names '${name.slice(0, 60)}', which is not an output tensor`, {
         field,
       });
     }
     const want = arg.tensor_spec?.data?.dtype ?? arg.tensor_spec?.dtype ?? 'float32';
     const got = data.dtype ?? 'float32';
     if (got !== want) {
-      throw new SeedClientError(`Expected output '${name}' is ${got.slice(0, 40)}, but the tensor is ${want}`, {
+      throw new CompatClientError(`Expected output '${name}' is ${got.slice(0, 40)}, but the tensor is ${want}`, {
         field: `${field} -> dtype`,
       });
     }
@@ -557,20 +557,20 @@ const sameArgs = (a: readonly EvalArgObject[], b: readonly EvalArgObject[]): boo
   JSON.stringify(a) === JSON.stringify(b);
 
 /**
- * POST /compare's (and POST /'s) body (schema-valid) as a native body. A CUDA reference with the custom kernel's
+ * POST /compare's (and POST /'s) body (schema-valid) as a v1 body. A CUDA reference with the custom kernel's
  * io (or none of its own) is the compare baseline: checked against and timed (ref_runtime); one with other
  * arguments is the check's reference only (ref_runtime stays zero, with a warning).
  *
- * @throws SeedClientError (400) in the original's ClientError shape.
+ * @throws CompatClientError (400) in the original's ClientError shape.
  */
-export function compareJob(request: CompareRequest): SeedJob {
-  const numTrials = request.num_trials ?? SEED_DEFAULTS.numTrials;
-  const timeoutSeconds = request.timeout ?? SEED_DEFAULTS.timeoutSeconds;
+export function compareJob(request: CompareRequest): CompatJob {
+  const numTrials = request.num_trials ?? COMPAT_DEFAULTS.numTrials;
+  const timeoutSeconds = request.timeout ?? COMPAT_DEFAULTS.timeoutSeconds;
   checkBounds(numTrials, timeoutSeconds);
   for (const key of ['ref_kernel', 'custom_kernel'] as const) {
     const k = request[key];
     if (k.kernel_type === 'triton' && (k.io === undefined || k.io === null)) {
-      throw new SeedClientError('Triton kernels require io_contract to be specified', {
+      throw new CompatClientError('Triton kernels require io_contract to be specified', {
         kernel: key,
         kernel_type: 'triton',
       });
@@ -580,13 +580,13 @@ export function compareJob(request: CompareRequest): SeedJob {
   if (ref.kernel_type !== 'cuda') throw pythonReference('ref_kernel', ref.kernel_type);
   if (custom.kernel_type !== 'cuda') throw unsupportedCandidate('custom_kernel', custom.kernel_type);
   if (custom.io === undefined || custom.io === null) {
-    throw new SeedClientError('CUDA kernels require io_contract to be specified', {
+    throw new CompatClientError('CUDA kernels require io_contract to be specified', {
       kernel: 'custom_kernel',
       kernel_type: 'cuda',
     });
   }
   if (request.cudakit?.expected !== undefined) {
-    throw new SeedClientError("cudakit.expected belongs to /evaluate (a compare's reference is ref_kernel)", {
+    throw new CompatClientError("cudakit.expected belongs to /evaluate (a compare's reference is ref_kernel)", {
       field: 'cudakit -> expected',
     });
   }
@@ -612,8 +612,8 @@ export function compareJob(request: CompareRequest): SeedJob {
         "the custom kernel's arguments (give both the same io to time the reference)",
     );
   }
-  const atol = request.atol ?? SEED_DEFAULTS.atol;
-  const rtol = request.rtol ?? SEED_DEFAULTS.rtol;
+  const atol = request.atol ?? COMPAT_DEFAULTS.atol;
+  const rtol = request.rtol ?? COMPAT_DEFAULTS.rtol;
   const { timing, fields } = serviceFields(numTrials, timeoutSeconds, request.cudakit);
   return {
     kind: 'compare',

@@ -3,22 +3,22 @@
 // wait for its end (maxQueueSeconds + timeout + 10 s at most, then the original's 500 with the job_id while the job
 // goes on, readable at /job/{id} and /v1/evaluations/{id}); GET /health, /job/{id} and /stats and POST
 // /admin/cleanup-jobs answer in the original's shapes. Every answer of these routes, errors included, is in the
-// original's shapes and carries its no-cache headers. Auth is the native API's: submit for the POSTs, read for the
+// original's shapes and carries its no-cache headers. Auth is the v1 API's: submit for the POSTs, read for the
 // GETs, admin for /admin/*. The mapping itself is compat/jobs.ts; the contract is server/docs/compat.md.
 import { InvalidJobError } from 'cudakit';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import {
-  SeedStats,
+  CompatStats,
   answerOf,
   jobErrorBody,
   jobStatsOf,
   jobStatusOf,
-  seedGpuOf,
-  seedWaitMs,
-  submitSeedJob,
+  compatGpuOf,
+  compatWaitMs,
+  submitCompatJob,
 } from './answers.js';
-import { SeedClientError, SeedValidationError, validationErrorsOf, type AjvError } from './errors.js';
-import { REFERENCE_SUBSTITUTES, compareJob, evaluateJob, refuseLegacy, type SeedJob } from './jobs.js';
+import { CompatClientError, CompatValidationError, validationErrorsOf, type AjvError } from './errors.js';
+import { REFERENCE_SUBSTITUTES, compareJob, evaluateJob, refuseLegacy, type CompatJob } from './jobs.js';
 import { SUBMIT_BODY_LIMIT_BYTES } from '../http/schemas/v1.js';
 import {
   Cleanup,
@@ -40,12 +40,12 @@ import { isJobId } from '../store/ids.js';
 import { TERMINAL, type JobRecord } from '../store/store.js';
 import type { App, SubmitLimit } from '../http/shared.js';
 
-export interface SeedDeps {
+export interface CompatDeps {
   service: EvalService;
   /** The per-principal submission budget, shared with POST /v1/evaluations. */
   submitLimit: SubmitLimit;
   /** How long a synchronous route waits for its job, ms. Default (maxQueueSeconds + timeout + 10) s. */
-  syncWaitMs?: ((job: Pick<SeedJob, 'timeoutSeconds' | 'maxQueueSeconds'>) => number) | undefined;
+  syncWaitMs?: ((job: Pick<CompatJob, 'timeoutSeconds' | 'maxQueueSeconds'>) => number) | undefined;
 }
 
 /** What the original's cleanup drops: finished jobs older than five minutes. */
@@ -63,10 +63,10 @@ function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply)
   const e = error as Partial<FastifyError>;
   let statusCode: number;
   let body: ErrorBody | JobErrorBody;
-  if (error instanceof SeedValidationError) {
+  if (error instanceof CompatValidationError) {
     statusCode = 400;
     body = { error: error.message, validation_errors: error.errors, status: 'client_error' };
-  } else if (error instanceof SeedClientError) {
+  } else if (error instanceof CompatClientError) {
     statusCode = 400;
     body = { error: error.message, details: error.details, status: 'client_error' };
   } else if (Array.isArray(e.validation)) {
@@ -107,16 +107,16 @@ async function noCache(_request: FastifyRequest, reply: FastifyReply, payload: u
   return payload;
 }
 
-export function seedRoutes(app: App, deps: SeedDeps): void {
+export function compatRoutes(app: App, deps: CompatDeps): void {
   const { service } = deps;
-  const stats = new SeedStats();
+  const stats = new CompatStats();
   service.onStarted((job) => stats.started(job));
   service.onFinished((job) => stats.finished(job));
   const common = { errorHandler: sendError, onSend: noCache };
 
   /** Waits for the job's end (or the client leaving), then answers as the original does. */
-  async function answer(job: SeedJob, record: JobRecord, reply: FastifyReply): Promise<FastifyReply> {
-    const waitMs = seedWaitMs(job, deps.syncWaitMs);
+  async function answer(job: CompatJob, record: JobRecord, reply: FastifyReply): Promise<FastifyReply> {
+    const waitMs = compatWaitMs(job, deps.syncWaitMs);
     const gone = new AbortController();
     const onClose = (): void => gone.abort();
     reply.raw.once('close', onClose);
@@ -133,7 +133,7 @@ export function seedRoutes(app: App, deps: SeedDeps): void {
         'for its result';
       return reply.code(500).send(jobErrorBody(message, now.id));
     }
-    const result = answerOf(now, { kind: job.kind, gpu: seedGpuOf(service.slots(), now), warnings: job.warnings });
+    const result = answerOf(now, { kind: job.kind, gpu: compatGpuOf(service.slots(), now), warnings: job.warnings });
     if (result.statusCode === 200 && result.body.gpu_type !== undefined) {
       void reply.header('x-gpu-type', result.body.gpu_type);
     }
@@ -160,7 +160,7 @@ export function seedRoutes(app: App, deps: SeedDeps): void {
     async (request, reply) => {
       if (request.validationError !== undefined) throw request.validationError;
       const job = evaluateJob(request.body);
-      return answer(job, await submitSeedJob(service, request.principal.name, job), reply);
+      return answer(job, await submitCompatJob(service, request.principal.name, job), reply);
     },
   );
 
@@ -190,7 +190,7 @@ export function seedRoutes(app: App, deps: SeedDeps): void {
         refuseLegacy(request.body);
         if (request.validationError !== undefined) throw request.validationError;
         const job = compareJob(request.body);
-        return answer(job, await submitSeedJob(service, request.principal.name, job), reply);
+        return answer(job, await submitCompatJob(service, request.principal.name, job), reply);
       },
     );
   }

@@ -10,16 +10,16 @@ import { type Static, type TSchema, Type } from 'typebox';
 import { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX } from '../http/schemas/v1.js';
 
 /** The original's defaults (its shared/constants.py). */
-export const SEED_DEFAULTS = { numTrials: 100, timeoutSeconds: 120, atol: 0.01, rtol: 0.01 } as const;
+export const COMPAT_DEFAULTS = { numTrials: 100, timeoutSeconds: 120, atol: 0.01, rtol: 0.01 } as const;
 /** Its bounds, checked as business rules after parsing. */
-export const SEED_NUM_TRIALS = { min: 1, max: 10_000 } as const;
-export const SEED_TIMEOUT_SECONDS = { min: 5, max: 600 } as const;
+export const COMPAT_NUM_TRIALS = { min: 1, max: 10_000 } as const;
+export const COMPAT_TIMEOUT_SECONDS = { min: 5, max: 600 } as const;
 
-export const SEED_KERNEL_TYPES = ['torch', 'torch_cuda', 'triton', 'cuda', 'multi_kernel'] as const;
-export type SeedKernelType = (typeof SEED_KERNEL_TYPES)[number];
+export const COMPAT_KERNEL_TYPES = ['torch', 'torch_cuda', 'triton', 'cuda', 'multi_kernel'] as const;
+export type CompatKernelType = (typeof COMPAT_KERNEL_TYPES)[number];
 
 /** Element types of the original's tensors. */
-export const SEED_DTYPES = [
+export const COMPAT_DTYPES = [
   'float32',
   'float64',
   'float16',
@@ -31,7 +31,7 @@ export const SEED_DTYPES = [
   'uint8',
   'bool',
 ] as const;
-export type SeedDType = (typeof SEED_DTYPES)[number];
+export type CompatDType = (typeof COMPAT_DTYPES)[number];
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const open = { additionalProperties: true } as const;
@@ -128,11 +128,11 @@ export type IOContract = Static<typeof IOContract>;
  * The original's KernelCode with `kernelTypes` in kernel_type's enum; `io` optional and nullable, as the original has
  * it, or required (an MCP tool's schema says what this server needs: a CUDA candidate has no arguments without io).
  */
-function kernelCode<Io extends TSchema>(kernelTypes: readonly SeedKernelType[], io: Io) {
+function kernelCode<Io extends TSchema>(kernelTypes: readonly CompatKernelType[], io: Io) {
   return Type.Object(
     {
       source_code: Type.String({ maxLength: SOURCE_CHARS_MAX }),
-      kernel_type: Type.Unsafe<SeedKernelType>({ type: 'string', enum: [...kernelTypes] }),
+      kernel_type: Type.Unsafe<CompatKernelType>({ type: 'string', enum: [...kernelTypes] }),
       io,
       metadata: Type.Optional(
         Nullable(
@@ -150,7 +150,7 @@ function kernelCode<Io extends TSchema>(kernelTypes: readonly SeedKernelType[], 
   );
 }
 
-export const KernelCode = kernelCode(SEED_KERNEL_TYPES, Type.Optional(Nullable(IOContract)));
+export const KernelCode = kernelCode(COMPAT_KERNEL_TYPES, Type.Optional(Nullable(IOContract)));
 export type KernelCode = Static<typeof KernelCode>;
 
 /** The cudakit extension: what the original has no field for. */
@@ -185,8 +185,8 @@ export const CudakitOptions = Type.Object(
 );
 export type CudakitOptions = Static<typeof CudakitOptions>;
 
-const numTrials = Type.Integer({ default: SEED_DEFAULTS.numTrials, description: '1 to 10000' });
-const timeout = Type.Integer({ default: SEED_DEFAULTS.timeoutSeconds, description: 'Seconds, 5 to 600' });
+const numTrials = Type.Integer({ default: COMPAT_DEFAULTS.numTrials, description: '1 to 10000' });
+const timeout = Type.Integer({ default: COMPAT_DEFAULTS.timeoutSeconds, description: 'Seconds, 5 to 600' });
 
 export const EvaluationRequest = Type.Object(
   {
@@ -205,8 +205,8 @@ export const CompareRequest = Type.Object(
     custom_kernel: KernelCode,
     num_trials: Type.Optional(numTrials),
     timeout: Type.Optional(timeout),
-    atol: Type.Optional(Nullable(Type.Number({ description: `Default ${SEED_DEFAULTS.atol}` }))),
-    rtol: Type.Optional(Nullable(Type.Number({ description: `Default ${SEED_DEFAULTS.rtol}` }))),
+    atol: Type.Optional(Nullable(Type.Number({ description: `Default ${COMPAT_DEFAULTS.atol}` }))),
+    rtol: Type.Optional(Nullable(Type.Number({ description: `Default ${COMPAT_DEFAULTS.rtol}` }))),
     cudakit: Type.Optional(CudakitOptions),
   },
   { ...open, description: 'Also the legacy { ref_code, custom_code } (Python: answered 400)' },
@@ -217,7 +217,7 @@ export type CompareRequest = Static<typeof CompareRequest>;
  * POST /evaluate's request as the evaluate_kernel tool advertises it: kernel_type only one of `kernelTypes` (those
  * the server evaluates), io required. Every request it describes is one POST /evaluate takes.
  */
-export function evaluateToolRequest(kernelTypes: readonly SeedKernelType[]) {
+export function evaluateToolRequest(kernelTypes: readonly CompatKernelType[]) {
   return Type.Object({ ...EvaluationRequest.properties, kernel: kernelCode(kernelTypes, IOContract) }, open);
 }
 
@@ -225,7 +225,10 @@ export function evaluateToolRequest(kernelTypes: readonly SeedKernelType[]) {
  * POST /compare's request as the compare_kernels tool advertises it: each side's kernel types only those the server
  * takes there; the custom kernel's io required, the reference's optional (without it, the custom kernel's).
  */
-export function compareToolRequest(customTypes: readonly SeedKernelType[], referenceTypes: readonly SeedKernelType[]) {
+export function compareToolRequest(
+  customTypes: readonly CompatKernelType[],
+  referenceTypes: readonly CompatKernelType[],
+) {
   return Type.Object(
     {
       ...CompareRequest.properties,

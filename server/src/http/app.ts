@@ -38,10 +38,10 @@ import { DEFAULT_LARGE_BODIES } from './body-slots.js';
 import { LOCAL_PRINCIPAL, type Principal, type Scope, type TokenEntry, TokenVerifier } from './auth.js';
 import { STORE_RETRY_AFTER_SECONDS, errorBodyOf, type App, type RouteAccess, type SubmitLimit } from './shared.js';
 import { mcpRoutes } from './routes/mcp.js';
-import { nativeRoutes } from './routes/v1.js';
+import { v1Routes } from './routes/v1.js';
 import { opsRoutes } from './routes/ops.js';
 import { CountingStore } from './rate-store.js';
-import { seedRoutes, type SeedDeps } from '../compat/routes.js';
+import { compatRoutes, type CompatDeps } from '../compat/routes.js';
 
 export interface AppDeps {
   service: EvalService;
@@ -67,7 +67,7 @@ export interface AppDeps {
   /** What /readyz names when the store or the queue does not answer ('PostgreSQL at db:5432'). */
   endpoints?: { store?: string; queue?: string };
   /** How long the compatible synchronous routes wait for a job (tests). Default (maxQueueSeconds + timeout + 10) s. */
-  seedSyncWaitMs?: SeedDeps['syncWaitMs'];
+  compatSyncWaitMs?: CompatDeps['syncWaitMs'];
   /**
    * The dashboard's session-cookie HMAC secret (at least 32 bytes). API processes given the same secret accept each
    * other's sessions. Default: random per process (sessions end with it).
@@ -181,12 +181,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     timeWindow: 60_000,
     keyGenerator: (request) => `submit:${request.principal.name}`,
   }) as unknown as SubmitLimit;
-  nativeRoutes(app, { service: deps.service, submitLimit, sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000 });
-  seedRoutes(app, { service: deps.service, submitLimit, syncWaitMs: deps.seedSyncWaitMs });
+  v1Routes(app, { service: deps.service, submitLimit, sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000 });
+  compatRoutes(app, { service: deps.service, submitLimit, syncWaitMs: deps.compatSyncWaitMs });
   mcpRoutes(app, {
     service: deps.service,
     submitLimit,
-    syncWaitMs: deps.seedSyncWaitMs,
+    syncWaitMs: deps.compatSyncWaitMs,
     sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000,
   });
   opsRoutes(app, ops);

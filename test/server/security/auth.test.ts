@@ -18,7 +18,7 @@ import {
   mcpCall,
   mcpResult,
   sharedHarness,
-  seedPost,
+  compatPost,
   submit,
   writer,
 } from './helpers.js';
@@ -111,7 +111,7 @@ describe('security: tokens', () => {
       ['/compare', compare],
       ['/', compare],
     ] as const) {
-      expectAnswer(await seedPost(h, url, payload, viewer), 403, `POST ${url}`);
+      expectAnswer(await compatPost(h, url, payload, viewer), 403, `POST ${url}`);
     }
     for (const [tool, args] of [
       ['evaluate_kernel', evaluateBody()],

@@ -22,7 +22,7 @@ import {
   mcpResult,
   securityHarness,
   sharedHarness,
-  seedPost,
+  compatPost,
   submit,
 } from './helpers.js';
 
@@ -51,19 +51,19 @@ function withField(field: string, json: string, base: Record<string, unknown> = 
 
 describe('security: request bodies', () => {
   // MCP's limit is the same route option (mcp.test.ts: 'a body over the submitting routes' limit is a 413').
-  it('bodies of 60 MB are taken and run; of 70 MB are 413, natively and on the compatible route', async () => {
+  it('bodies of 60 MB are taken and run; of 70 MB are 413, on /v1 and on the compatible route', async () => {
     // Blanks make up the size: read whole and parsed (long literal strings are test/server/bodies.test.ts's).
     const taken = await submit(h, padded(JSON.stringify(body()), 60 * MB));
     expectAnswer(taken, 202, '60 MB on /v1/evaluations');
     expect((await settled(h.service, taken.json().id as string)).status).toBe('succeeded');
-    const compatible = await seedPost(h, '/evaluate', padded(JSON.stringify(evaluateBody()), 60 * MB));
+    const compatible = await compatPost(h, '/evaluate', padded(JSON.stringify(evaluateBody()), 60 * MB));
     expectAnswer(compatible, 200, '60 MB on /evaluate');
     expect(compatible.json()).toMatchObject({ status: 'success' });
 
     const seventy = padded(JSON.stringify(body()), 70 * MB);
     expectError(await submit(h, seventy), 413, 'FST_ERR_CTP_BODY_TOO_LARGE', '70 MB on /v1/evaluations');
     expectAnswer(
-      await seedPost(h, '/evaluate', padded(JSON.stringify(evaluateBody()), 70 * MB)),
+      await compatPost(h, '/evaluate', padded(JSON.stringify(evaluateBody()), 70 * MB)),
       413,
       '70 MB /evaluate',
     );
@@ -168,7 +168,7 @@ describe('security: request bodies', () => {
       `{"kernel":${kernel.replace('"launch":{', `"launch":{"x":${inObject},`)}}}`,
     ];
     for (const payload of ignored) {
-      const res = await seedPost(h, '/evaluate', payload);
+      const res = await compatPost(h, '/evaluate', payload);
       expectAnswer(res, 200, `/evaluate, ignored: ${payload.slice(0, 60)}`);
       const job = (await h.service.get(res.json().job_id as string))!.job;
       expect(JSON.stringify(job).length).toBeLessThan(4096);
@@ -181,7 +181,7 @@ describe('security: request bodies', () => {
       `{"kernel":${kernel}},"cudakit":${objects}}`,
     ];
     for (const payload of shaped) {
-      expectAnswer(await seedPost(h, '/evaluate', payload), 400, `/evaluate, shaped: ${payload.slice(0, 60)}`);
+      expectAnswer(await compatPost(h, '/evaluate', payload), 400, `/evaluate, shaped: ${payload.slice(0, 60)}`);
     }
     const mcp = await mcpCall(
       h,
@@ -226,7 +226,7 @@ describe('security: request bodies', () => {
       const source = Buffer.from(JSON.stringify(evaluateBody()));
       const at = source.indexOf('__global__');
       const compat = Buffer.concat([source.subarray(0, at), Buffer.from('// '), bytes, source.subarray(at)]);
-      const answer = await seedPost(h, '/evaluate', compat);
+      const answer = await compatPost(h, '/evaluate', compat);
       expectAnswer(answer, 200, `/evaluate ${what}`);
       expect(() => decoder.decode(answer.rawPayload)).not.toThrow();
       // Outside a string the bytes are no JSON at all.
@@ -312,22 +312,22 @@ describe('security: request bodies', () => {
     }
     expect(h.pool.runs.length).toBe(runs);
     // The compatible route's numbers.
-    const seed = (kernel: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    const compatBody = (kernel: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
       JSON.stringify(evaluateBody(extra, kernel));
     const io = evaluateBody().kernel.io;
     const compat: Array<[string, string, string[]]> = [
-      ['num_trials', seed({}, { num_trials: 'NUMBER' }), ALL],
-      ['timeout', seed({}, { timeout: 'NUMBER' }), ALL],
-      ['launch.grid.y', seed({ io: { ...io, launch: { grid: { x: 1, y: 'NUMBER' }, block: { x: 32 } } } }), ALL],
-      ['launch.block.x', seed({ io: { ...io, launch: { grid: { x: 1 }, block: { x: 'NUMBER' } } } }), ALL],
+      ['num_trials', compatBody({}, { num_trials: 'NUMBER' }), ALL],
+      ['timeout', compatBody({}, { timeout: 'NUMBER' }), ALL],
+      ['launch.grid.y', compatBody({ io: { ...io, launch: { grid: { x: 1, y: 'NUMBER' }, block: { x: 32 } } } }), ALL],
+      ['launch.block.x', compatBody({ io: { ...io, launch: { grid: { x: 1 }, block: { x: 'NUMBER' } } } }), ALL],
       [
         'shared_mem_bytes',
-        seed({ io: { ...io, launch: { grid: { x: 1 }, block: { x: 32 }, shared_mem_bytes: 'NUMBER' } } }),
+        compatBody({ io: { ...io, launch: { grid: { x: 1 }, block: { x: 32 }, shared_mem_bytes: 'NUMBER' } } }),
         ALL,
       ],
       [
         'tensor shape',
-        seed({
+        compatBody({
           io: {
             ...io,
             args: [
@@ -340,14 +340,14 @@ describe('security: request bodies', () => {
       ],
       [
         'int value',
-        seed({ io: { ...io, args: [io.args[0], { name: 'n', type: 'int', value: 'NUMBER' }] } }),
+        compatBody({ io: { ...io, args: [io.args[0], { name: 'n', type: 'int', value: 'NUMBER' }] } }),
         // 2^53 + 1 is an i64 argument for the original: not refused.
         [INF, `-${INF}`, 'NaN', '1e300'],
       ],
     ];
     for (const [field, text, refused] of compat) {
       for (const value of refused) {
-        const res = await seedPost(h, '/evaluate', text.replace('"NUMBER"', value));
+        const res = await compatPost(h, '/evaluate', text.replace('"NUMBER"', value));
         expectAnswer(res, 400, `/evaluate ${field} = ${value}`);
       }
     }
@@ -370,7 +370,7 @@ describe('security: request bodies', () => {
       tensor_spec: { shape: [1], dtype: 'float32' },
     }));
     const request = evaluateBody({}, { io: { ...evaluateBody().kernel.io, args: tensors } });
-    expectAnswer(await seedPost(h, '/evaluate', request), 400, '/evaluate io.args');
+    expectAnswer(await compatPost(h, '/evaluate', request), 400, '/evaluate io.args');
     const mcp = await mcpCall(h, 'evaluate_kernel', request);
     expectAnswer(mcp, 200, 'MCP');
     expect(mcpResult(mcp).isError).toBe(true);
@@ -395,7 +395,7 @@ describe('security: request bodies', () => {
     ] as const) {
       expectAnswer(await submit(h, payload), 400, what);
     }
-    expectAnswer(await seedPost(h, '/evaluate', evaluateBody({}, { source_code: huge })), 400, '/evaluate');
+    expectAnswer(await compatPost(h, '/evaluate', evaluateBody({}, { source_code: huge })), 400, '/evaluate');
     const mcp = await mcpCall(h, 'evaluate_kernel', evaluateBody({}, { source_code: large }));
     expectAnswer(mcp, 200, 'MCP');
     expect(mcpResult(mcp).isError).toBe(true);
@@ -474,18 +474,18 @@ describe('security: request bodies', () => {
       expectAnswer(res, 400, what);
       expect(({} as Record<string, unknown>).polluted, what).toBeUndefined();
     }
-    const seedText = JSON.stringify(evaluateBody());
+    const compatText = JSON.stringify(evaluateBody());
     for (const [what, payload, status] of [
-      ['/evaluate __proto__', `{"__proto__":{"polluted":1},${seedText.slice(1)}`, 400],
-      ['/evaluate constructor', `{"constructor":{"prototype":{"polluted":1}},${seedText.slice(1)}`, 400],
-      ['/evaluate nested', seedText.replace('"metadata":{', '"metadata":{"__proto__":{"polluted":1},'), 400],
-      ['/evaluate unknown kernel field', seedText.replace('"kernel":{', '"kernel":{"colour":"red",'), 400],
-      ['/evaluate unknown cudakit option', seedText.replace(/}$/, ',"cudakit":{"colour":"red"}}'), 400],
+      ['/evaluate __proto__', `{"__proto__":{"polluted":1},${compatText.slice(1)}`, 400],
+      ['/evaluate constructor', `{"constructor":{"prototype":{"polluted":1}},${compatText.slice(1)}`, 400],
+      ['/evaluate nested', compatText.replace('"metadata":{', '"metadata":{"__proto__":{"polluted":1},'), 400],
+      ['/evaluate unknown kernel field', compatText.replace('"kernel":{', '"kernel":{"colour":"red",'), 400],
+      ['/evaluate unknown cudakit option', compatText.replace(/}$/, ',"cudakit":{"colour":"red"}}'), 400],
       // The original ignores unknown keys elsewhere (pydantic's default), and so does this route: taken, unused.
-      ['/evaluate unknown top-level field', seedText.replace(/}$/, ',"colour":"red"}'), 200],
-      ['/evaluate unknown launch field', seedText.replace('"launch":{', '"launch":{"colour":"red",'), 200],
+      ['/evaluate unknown top-level field', compatText.replace(/}$/, ',"colour":"red"}'), 200],
+      ['/evaluate unknown launch field', compatText.replace('"launch":{', '"launch":{"colour":"red",'), 200],
     ] as const) {
-      const res = await seedPost(h, '/evaluate', payload);
+      const res = await compatPost(h, '/evaluate', payload);
       expectAnswer(res, status, what);
       if (status === 200)
         expect(JSON.stringify((await h.service.get(res.json().job_id as string))!.job)).not.toContain('red');

@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Harness } from '../app-harness.js';
 import { evaluateBody, settled } from '../helpers.js';
-import { body, expectAnswer, expectError, mcpCall, mcpResult, sharedHarness, seedPost, submit } from './helpers.js';
+import { body, expectAnswer, expectError, mcpCall, mcpResult, sharedHarness, compatPost, submit } from './helpers.js';
 
 let h: Harness;
 sharedHarness((x) => (h = x));
@@ -17,7 +17,7 @@ sharedHarness((x) => (h = x));
 const KERNEL = String(body().source);
 const withLine = (line: string): string => `${line}\n${KERNEL}`;
 
-/** A 400 whose details name `path` (the native routes' words), and no run of it. */
+/** A 400 whose details name `path` (the v1 routes' words), and no run of it. */
 async function refused(payload: unknown, path: string, what: string): Promise<void> {
   const runs = h.pool.runs.length;
   const res = await submit(h, payload);
@@ -28,7 +28,7 @@ async function refused(payload: unknown, path: string, what: string): Promise<vo
 
 /** A compatible POST /evaluate refused with a 400 naming `field`, and the MCP tool's error for the same request. */
 async function refusedElsewhere(request: Record<string, unknown>, field: string, what: string): Promise<void> {
-  const res = await seedPost(h, '/evaluate', request);
+  const res = await compatPost(h, '/evaluate', request);
   expectAnswer(res, 400, `/evaluate: ${what}`);
   expect(JSON.stringify(res.json()), `/evaluate: ${what}`).toContain(field);
   const mcp = await mcpCall(h, 'evaluate_kernel', request);
@@ -100,13 +100,13 @@ describe('security: what a job asks of the compiler and the GPU', () => {
       }
     }
     const io = evaluateBody().kernel.io;
-    const seed: Array<[string, Record<string, unknown>, string]> = [
+    const compat: Array<[string, Record<string, unknown>, string]> = [
       ['block.x 2048', { grid: { x: 1 }, block: { x: 2048 } }, 'launch -> block'],
       ['grid.y 65536', { grid: { x: 1, y: 65_536 }, block: { x: 32 } }, 'launch -> grid'],
       ['grid.z 65536', { grid: { x: 1, z: 65_536 }, block: { x: 32 } }, 'launch -> grid'],
       ['2^40 bytes', { grid: { x: 1 }, block: { x: 32 }, shared_mem_bytes: 2 ** 40 }, 'launch -> shared_mem_bytes'],
     ];
-    for (const [what, launch, field] of seed) {
+    for (const [what, launch, field] of compat) {
       await refusedElsewhere(evaluateBody({}, { io: { ...io, launch } }), `kernel -> io -> ${field}`, what);
     }
     // At the limits, a job runs.
@@ -318,10 +318,10 @@ describe('security: what a job asks of the compiler and the GPU', () => {
       ['data { file }', tensor({ data: { file: '/etc/passwd' } })],
       ['init kind file', tensor({ init: { kind: 'file', path: '/etc/passwd' } })],
     ] as const) {
-      const res = await seedPost(h, '/evaluate', evaluateBody({}, kernel));
+      const res = await compatPost(h, '/evaluate', evaluateBody({}, kernel));
       expectAnswer(res, 400, `/evaluate ${what}`);
     }
-    const expected = await seedPost(
+    const expected = await compatPost(
       h,
       '/evaluate',
       evaluateBody({ cudakit: { expected: { y: { file: '/etc/passwd' } } } }),

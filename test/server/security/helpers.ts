@@ -114,7 +114,7 @@ export function submit(h: Harness, payload: unknown, headers: Record<string, str
 }
 
 /** A compatible POST (/evaluate, /compare, /) as `who`. */
-export function seedPost(h: Harness, url: string, payload: unknown, headers: Record<string, string> = auth('alice')) {
+export function compatPost(h: Harness, url: string, payload: unknown, headers: Record<string, string> = auth('alice')) {
   return h.app.inject({
     method: 'POST',
     url,

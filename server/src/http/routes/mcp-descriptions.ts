@@ -5,10 +5,10 @@
 // takes come from the caller, tried against the compatible mapping there.
 import { DEFAULT_LAUNCH_LIMITS } from '../../submit/admission.js';
 import {
-  SEED_KERNEL_TYPES,
+  COMPAT_KERNEL_TYPES,
   type CompareRequest,
   type EvaluationRequest,
-  type SeedKernelType,
+  type CompatKernelType,
 } from '../../compat/schemas.js';
 
 const VECTOR_ADD =
@@ -54,8 +54,8 @@ const GET_EXAMPLE = { id: 'ev_01JD3Q9W6V8G2T5R7K4M1N0P3X', wait: 30 };
 const quoted = (values: readonly string[]): string => values.map((v) => `'${v}'`).join(', ');
 
 /** Which kernel types a side takes, and why not the others. */
-function kernelTypesText(taken: readonly SeedKernelType[], required: string): string {
-  const refused = SEED_KERNEL_TYPES.filter((t) => !taken.includes(t));
+function kernelTypesText(taken: readonly CompatKernelType[], required: string): string {
+  const refused = COMPAT_KERNEL_TYPES.filter((t) => !taken.includes(t));
   return (
     `kernel_type ${required}: ${quoted(taken)} (CUDA C++, compiled with NVRTC).` +
     (refused.length === 0
@@ -75,7 +75,7 @@ const LAUNCH_TEXT =
   `opt-in maximum (${L.maxSharedMemoryBytes.max} bytes on an H200); a launch over one is refused, naming it.`;
 
 /** One KernelCode's fields, `indent` deep; `io` says whether and why io may be left out. */
-function kernelFields(taken: readonly SeedKernelType[], io: string, indent: string): string[] {
+function kernelFields(taken: readonly CompatKernelType[], io: string, indent: string): string[] {
   const i = indent;
   return [
     `${i}- source_code (required): CUDA C++ source text with the __global__ function to run. #include reaches ` +
@@ -149,7 +149,7 @@ const example = (value: unknown): string[] => [
   '```',
 ];
 
-export function evaluateDescription(taken: readonly SeedKernelType[]): string {
+export function evaluateDescription(taken: readonly CompatKernelType[]): string {
   return [
     "Compile a CUDA C++ kernel with NVRTC, check its outputs and time it on one of this server's GPUs, and wait " +
       'for the verdict (PASSED, COMPILE_ERROR, INCORRECT, TIMEOUT, ...): as text, and as structured content in the ' +
@@ -167,7 +167,10 @@ export function evaluateDescription(taken: readonly SeedKernelType[]): string {
   ].join('\n');
 }
 
-export function compareDescription(custom: readonly SeedKernelType[], reference: readonly SeedKernelType[]): string {
+export function compareDescription(
+  custom: readonly CompatKernelType[],
+  reference: readonly CompatKernelType[],
+): string {
   return [
     'Check a CUDA kernel (custom_kernel) against a CUDA reference kernel (ref_kernel) on the same inputs, time ' +
       'both in interleaved rounds, and wait for the verdict and the speedup with its 95% interval: as text, and ' +

@@ -24,20 +24,20 @@ import {
 import type { EvalReport } from 'cudakit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
-import { answerOf, seedGpuOf, seedWaitMs, submitSeedJob } from '../../compat/answers.js';
-import { SeedClientError, SeedValidationError, validationErrorsOf } from '../../compat/errors.js';
-import { compareJob, evaluateJob, refuseLegacy, type SeedJob } from '../../compat/jobs.js';
+import { answerOf, compatGpuOf, compatWaitMs, submitCompatJob } from '../../compat/answers.js';
+import { CompatClientError, CompatValidationError, validationErrorsOf } from '../../compat/errors.js';
+import { compareJob, evaluateJob, refuseLegacy, type CompatJob } from '../../compat/jobs.js';
 import { ErrorBody, Evaluation, GetQuery, GpuList, IdParams, SUBMIT_BODY_LIMIT_BYTES } from '../schemas/v1.js';
 import {
   CompareRequest,
   CompareResponse,
   EvaluationRequest,
   EvaluationResponse,
-  SEED_KERNEL_TYPES,
+  COMPAT_KERNEL_TYPES,
   compareToolRequest,
   evaluateToolRequest,
   type KernelCode,
-  type SeedKernelType,
+  type CompatKernelType,
 } from '../../compat/schemas.js';
 import { ServiceError } from '../../errors.js';
 import type { EvalService } from '../../service.js';
@@ -54,14 +54,14 @@ import {
   evaluateDescription,
 } from './mcp-descriptions.js';
 import { formatGpus, formatOutcome, formatProblems, type Problem } from './mcp-format.js';
-import type { SeedDeps } from '../../compat/routes.js';
+import type { CompatDeps } from '../../compat/routes.js';
 
 export interface McpDeps {
   service: EvalService;
   /** The per-principal submission budget, shared with POST /v1/evaluations and the compatible routes. */
   submitLimit: SubmitLimit;
   /** How long evaluate_kernel and compare_kernels wait for their job, ms (as the compatible routes wait). */
-  syncWaitMs?: SeedDeps['syncWaitMs'];
+  syncWaitMs?: CompatDeps['syncWaitMs'];
   /** Comment lines on an idle tool-call stream, ms. */
   sseHeartbeatMs: number;
 }
@@ -100,15 +100,15 @@ function kernelTypesTaken<T>(
   example: T,
   at: (request: T) => KernelCode,
   map: (request: T) => unknown,
-): SeedKernelType[] {
-  return SEED_KERNEL_TYPES.filter((type) => {
+): CompatKernelType[] {
+  return COMPAT_KERNEL_TYPES.filter((type) => {
     const request = structuredClone(example);
     at(request).kernel_type = type;
     try {
       map(request);
       return true;
     } catch (e) {
-      if (e instanceof SeedClientError) return false;
+      if (e instanceof CompatClientError) return false;
       throw e;
     }
   });
@@ -125,7 +125,7 @@ function buildTools(): Map<string, ToolSpec> {
       'evaluate_kernel',
       {
         scope: 'submit',
-        run: (args, ctx) => runSeed('evaluate', evaluateSchema, args, ctx),
+        run: (args, ctx) => runCompat('evaluate', evaluateSchema, args, ctx),
         tool: {
           name: 'evaluate_kernel',
           title: 'Evaluate a CUDA kernel',
@@ -140,7 +140,7 @@ function buildTools(): Map<string, ToolSpec> {
       'compare_kernels',
       {
         scope: 'submit',
-        run: (args, ctx) => runSeed('compare', compareSchema, args, ctx),
+        run: (args, ctx) => runCompat('compare', compareSchema, args, ctx),
         tool: {
           name: 'compare_kernels',
           title: 'Compare a CUDA kernel with a reference kernel',
@@ -382,11 +382,11 @@ const textResult = (text: string, isError = false): CallToolResult => ({
 
 /** An error of a tool call as a tool error result (a model reads it and tries again), in the HTTP routes' words. */
 function toolError(e: unknown, request: FastifyRequest): CallToolResult {
-  if (e instanceof SeedValidationError) {
+  if (e instanceof CompatValidationError) {
     const problems: Problem[] = e.errors.map((v) => ({ where: v.field, message: v.message }));
     return textResult(formatProblems(e.message, problems), true);
   }
-  if (e instanceof SeedClientError) {
+  if (e instanceof CompatClientError) {
     // validateJob's problems are listed one a line; any other detail (a field, the substitutes) follows as JSON.
     const listed = (e.details.problems ?? []) as { field: string; message: string }[];
     const problems: Problem[] = listed.map((p) => ({ where: p.field, message: p.message }));
@@ -402,7 +402,7 @@ function toolError(e: unknown, request: FastifyRequest): CallToolResult {
   return textResult('INTERNAL: Internal server error (see the server log)', true);
 }
 
-/** Arguments the schema refuses, as the native routes word a body's problems. */
+/** Arguments the schema refuses, as the v1 routes word a body's problems. */
 function invalidArguments(validation: unknown[]): CallToolResult {
   const body = errorBodyOf({ validation, validationContext: 'arguments' });
   const problems = (body.details ?? []).map((d) => ({ where: d.path, message: d.message }));
@@ -420,7 +420,7 @@ function reportOf(text: string | undefined): EvalReport | undefined {
 }
 
 /** evaluate_kernel and compare_kernels: POST /evaluate's and /compare's work, answered as a tool result. */
-async function runSeed(
+async function runCompat(
   kind: 'evaluate' | 'compare',
   schema: TSchema,
   args: Record<string, unknown>,
@@ -429,10 +429,10 @@ async function runSeed(
   const { service } = ctx.deps;
   // The legacy form is recognised before the schema, as POST /compare does.
   if (kind === 'compare') refuseLegacy(args);
-  const job = seedJobOf(kind, schema, args, ctx.request);
+  const job = compatJobOf(kind, schema, args, ctx.request);
 
-  const record = await submitSeedJob(service, ctx.request.principal.name, job);
-  const waitMs = seedWaitMs(job, ctx.deps.syncWaitMs);
+  const record = await submitCompatJob(service, ctx.request.principal.name, job);
+  const waitMs = compatWaitMs(job, ctx.deps.syncWaitMs);
   const unfollow = ctx.follow?.(record.id);
   try {
     await service.waitForEnd(record.id, waitMs, ctx.signal);
@@ -446,7 +446,7 @@ async function runSeed(
       `get_evaluation with id '${now.id}' (and wait) reads its result`;
     return textResult(message, true);
   }
-  const gpu = seedGpuOf(service.slots(), now);
+  const gpu = compatGpuOf(service.slots(), now);
   const answer = answerOf(now, { kind, gpu, warnings: job.warnings });
   const text = formatOutcome({
     id: now.id,
@@ -469,23 +469,23 @@ async function runSeed(
  * server takes. A request only the narrowing refuses (a PyTorch kernel, a kernel without io) gets the compatible
  * mapping's message rather than the schema's: it says why, and what to give instead.
  */
-function seedJobOf(
+function compatJobOf(
   kind: 'evaluate' | 'compare',
   schema: TSchema,
   args: Record<string, unknown>,
   request: FastifyRequest,
-): SeedJob {
-  const map = (a: Record<string, unknown>): SeedJob =>
+): CompatJob {
+  const map = (a: Record<string, unknown>): CompatJob =>
     kind === 'evaluate' ? evaluateJob(a as EvaluationRequest) : compareJob(a as CompareRequest);
   const validate = request.compileValidationSchema(schema);
   if (validate(args)) return map(args);
   const errors = validate.errors ?? [];
   if (request.compileValidationSchema(kind === 'evaluate' ? EvaluationRequest : CompareRequest)(args)) map(args);
-  throw new SeedValidationError(validationErrorsOf(errors));
+  throw new CompatValidationError(validationErrorsOf(errors));
 }
 
 /**
- * A native route's answer to this call's principal: the route's own handler through app.inject, with whatever
+ * A v1 route's answer to this call's principal: the route's own handler through app.inject, with whatever
  * authenticated this request, so visibility (one's own jobs; every job with admin) is the route's.
  */
 async function injectGet(ctx: CallContext, url: string): Promise<{ ok: true; body: unknown } | CallToolResult> {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The native API (v1): submit an evaluation (202 at once), read it (with a long-poll), follow it (server-sent
+// The service's own API (v1): submit an evaluation (202 at once), read it (with a long-poll), follow it (server-sent
 // events, resumable), cancel or purge it, list one's own, see the GPUs, and (admin) probe a quarantined GPU again. A
 // principal sees only its own jobs (404 for anyone else's, so ids say nothing about other clients); the admin scope
 // sees every job.
@@ -29,7 +29,7 @@ import type { Verdict } from '../../judge/verdict.js';
 import type { App, SubmitLimit } from '../shared.js';
 import type { Principal } from '../auth.js';
 
-export interface NativeDeps {
+export interface V1Deps {
   service: EvalService;
   /** The per-principal submission budget (shared with the compatible routes). */
   submitLimit: SubmitLimit;
@@ -65,7 +65,7 @@ function notFound(id: string): ServiceError {
   return new ServiceError('EVALUATION_NOT_FOUND', `No evaluation '${id.slice(0, 64)}'`);
 }
 
-export function nativeRoutes(app: App, deps: NativeDeps): void {
+export function v1Routes(app: App, deps: V1Deps): void {
   const { service } = deps;
 
   /** The job, if this principal may see it: its own, or any with the admin scope. */

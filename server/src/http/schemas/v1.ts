@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// TypeBox schemas of the native API (/v1): one schema gives the route's validation, its TypeScript type and its part
+// TypeBox schemas of the v1 API: one schema gives the route's validation, its TypeScript type and its part
 // of the OpenAPI document. The request body is an EvalJob with the service's fields beside it. The schemas check
 // shapes only where cudakit's validateJob is not authoritative; args, fills, grids and check options stay permissive
 // here and are checked in depth by validateJob, whose messages are better than a schema's.
@@ -285,7 +285,7 @@ export const GpuList = Type.Object({
   reason: Nullable(Type.String({ description: 'Why there is no GPU, when there is none' })),
 });
 
-/** Every error of the native routes: Fastify's shape, plus where in the request each problem is. */
+/** Every error of the v1 routes: Fastify's shape, plus where in the request each problem is. */
 export const ProblemList = Type.Object({
   problems: Type.Array(
     Type.Object({

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The original server's routes (server/src/compat/routes.ts, compat/jobs.ts): its own test requests (fixtures/seed/, as
-// published) and their CUDA-reference variants (*.cuda-ref.json, ours) map to jobs validateJob accepts; a Python
+// The original server's routes (server/src/compat/routes.ts, compat/jobs.ts): its own test requests (fixtures/compat/,
+// as published) and their CUDA-reference variants (*.cuda-ref.json, ours) map to jobs validateJob accepts; a Python
 // reference is a 400 naming its substitutes; its exact messages for num_trials, timeout and Triton; the IOContract →
 // argspec table; answers for pass, fail, compile error, timeout, crash and runtime error from the fake pool's canned
-// outcomes; the synchronous wait running out (500 with job_id, the job goes on); auth scopes; body limits; and a
-// fuzz of the three POST routes (fast-check, bounded) that never gets a 5xx.
+// outcomes; the synchronous wait running out (500 with job_id, the job goes on); auth scopes; body limits; and a fuzz
+// of the three POST routes (fast-check, bounded) that never gets a 5xx.
 import { readFileSync, readdirSync } from 'node:fs';
 import { deflateSync } from 'node:zlib';
 import {
@@ -23,7 +23,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { admissionProblems, DEFAULT_ADMISSION_LIMITS } from '../../server/src/submit/admission.js';
 import type { App } from '../../server/src/http/shared.js';
 import { runtimeStatsOf } from '../../server/src/compat/answers.js';
-import { SeedClientError } from '../../server/src/compat/errors.js';
+import { CompatClientError } from '../../server/src/compat/errors.js';
 import { compareJob, evaluateJob, globalFunctions } from '../../server/src/compat/jobs.js';
 import { splitBody } from '../../server/src/http/schemas/v1.js';
 import {
@@ -39,7 +39,7 @@ import { auth, closeApps, harness, keepApp, type Harness, type Who } from './app
 import { failedReport, passedReport, scriptByName, type FakeScript } from './fake-pool.js';
 import { evaluateBody, settled } from './helpers.js';
 
-const FIXTURES = new URL('./fixtures/seed/', import.meta.url);
+const FIXTURES = new URL('./fixtures/compat/', import.meta.url);
 const fixture = (file: string): Record<string, unknown> =>
   JSON.parse(readFileSync(new URL(file, FIXTURES), 'utf8')) as Record<string, unknown>;
 const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.json'));
@@ -283,8 +283,8 @@ describe('IOContract → argspec', () => {
       uint8: 'u8',
       bool: 'u8',
     };
-    for (const [seed, ours] of Object.entries(dtypes)) {
-      expect(one(tensor(seed, { kind: 'zeros' }))).toMatchObject({ kind: 'buffer', dtype: ours, shape: [2, 3] });
+    for (const [theirs, ours] of Object.entries(dtypes)) {
+      expect(one(tensor(theirs, { kind: 'zeros' }))).toMatchObject({ kind: 'buffer', dtype: ours, shape: [2, 3] });
     }
   });
 
@@ -425,9 +425,9 @@ __global__ void plain(float* y, int n) {}`;
       } catch (e) {
         error = e;
       }
-      expect(error).toBeInstanceOf(SeedClientError);
-      expect((error as SeedClientError).message).toMatch(message);
-      expect((error as SeedClientError).details).toMatchObject({ field });
+      expect(error).toBeInstanceOf(CompatClientError);
+      expect((error as CompatClientError).message).toMatch(message);
+      expect((error as CompatClientError).details).toMatchObject({ field });
     };
     const io = (a: unknown) => ({ io: { args: [a, out] } });
     refuse({ metadata: { backend: 'nvcc' } }, 'kernel -> metadata -> backend', /NVRTC/);
@@ -678,9 +678,9 @@ describe('answers', () => {
       gpu_type: 'h200',
     });
     expect((body.kernel_exec_result.runtime_stats as { max: number }).max).toBeLessThan(99); // the rejected one is out
-    // The job is the native API's too.
-    const native = await service.get(body.job_id as string);
-    expect(native).toMatchObject({ status: 'succeeded', verdict: 'PASSED', principal: 'alice' });
+    // The job is the v1 API's too.
+    const v1 = await service.get(body.job_id as string);
+    expect(v1).toMatchObject({ status: 'succeeded', verdict: 'PASSED', principal: 'alice' });
   });
 
   it('a compare: ref_runtime from the baseline, the speedup and its interval', async () => {
@@ -881,7 +881,7 @@ describe('answers', () => {
 
 describe('the synchronous wait', () => {
   it('runs out with the original’s 500 and job_id; the job goes on, readable at /job/{id} and /v1', async () => {
-    const { app, pool, service } = await harness({ seedSyncWaitMs: () => 1000 });
+    const { app, pool, service } = await harness({ compatSyncWaitMs: () => 1000 });
     pool.script = () => ({ delayMs: Infinity, outcome: { kind: 'cancelled' } });
     const res = await post(app, '/evaluate', evaluateBody());
     expect(res.statusCode).toBe(500);
@@ -903,14 +903,14 @@ describe('the synchronous wait', () => {
       status: 'completed',
       error: null,
     });
-    const native = await app.inject({ method: 'GET', url: `/v1/evaluations/${id}`, headers: auth('alice') });
-    expect(native.json()).toMatchObject({ id, status: 'succeeded', verdict: 'PASSED' });
+    const v1 = await app.inject({ method: 'GET', url: `/v1/evaluations/${id}`, headers: auth('alice') });
+    expect(v1.json()).toMatchObject({ id, status: 'succeeded', verdict: 'PASSED' });
   });
 
   it('waits maxQueueSeconds + timeout + 10 s by default', async () => {
     const waits: number[] = [];
     const { app } = await harness({
-      seedSyncWaitMs: (job) => {
+      compatSyncWaitMs: (job) => {
         waits.push((job.maxQueueSeconds + job.timeoutSeconds + 10) * 1000);
         return 5000;
       },
@@ -923,7 +923,7 @@ describe('the synchronous wait', () => {
 // ---------------------------------------------------------------------------------------------------------------
 
 describe('auth, /health, /job, /stats, /admin/cleanup-jobs', () => {
-  it('takes the native scopes: submit for the POSTs, read for the GETs, admin for /admin/*', async () => {
+  it('takes the v1 scopes: submit for the POSTs, read for the GETs, admin for /admin/*', async () => {
     const { app } = await harness();
     const none = await app.inject({ method: 'POST', url: '/evaluate', payload: evaluateBody() });
     expect(none.statusCode).toBe(401);
@@ -940,7 +940,7 @@ describe('auth, /health, /job, /stats, /admin/cleanup-jobs', () => {
     expect((await cleanup('alice')).statusCode).toBe(403);
     expect((await cleanup('alice')).json()).toEqual({ error: "This token lacks the 'admin' scope", status: 'error' });
     expect((await cleanup('root')).json()).toEqual({ status: 'cleanup_completed', deleted: 0 });
-    // The native summary stays open, at its new path.
+    // The v1 summary stays open, at its new path.
     expect((await app.inject({ method: 'GET', url: '/v1/health' })).json()).toEqual({
       status: 'ok',
       gpus: 1,
@@ -1041,14 +1041,14 @@ describe('auth, /health, /job, /stats, /admin/cleanup-jobs', () => {
         });
       }
     }
-    const native = await app.inject({
+    const v1 = await app.inject({
       method: 'POST',
       url: '/v1/evaluations',
       headers: { ...auth('alice'), 'content-type': 'text/plain' },
       payload: JSON.stringify({ source: 'x', kernel: 'k', grid: 1, block: 1, args: ['ptr:f32[4]:out'] }),
     });
-    expect(native.statusCode).toBe(415);
-    expect(native.json()).toMatchObject({ code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' });
+    expect(v1.statusCode).toBe(415);
+    expect(v1.json()).toMatchObject({ code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' });
   });
 
   it('shares the submission budget with POST /v1/evaluations (429 in the original’s shape)', async () => {

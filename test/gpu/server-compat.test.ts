@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The original server's routes on a GPU, end to end: the service with its real worker children (LocalGpuPool), the
-// five CUDA-reference variants of the original's own payloads (test/server/fixtures/seed/*.cuda-ref.json) through
+// five CUDA-reference variants of the original's own payloads (test/server/fixtures/compat/*.cuda-ref.json) through
 // POST /compare, each correct and timed against its reference; sum_reduction without its dynamic shared memory
 // (as the original launched it) reported cleanly as the kernel's failure, with the GPU back for the next job;
 // expected outputs through POST /evaluate; and the compare verdicts: FASTER against a baseline doing three times the
@@ -16,7 +16,7 @@ import { MemoryJobStore } from '../../server/src/store/memory.js';
 import { describeGpu } from '../helpers.js';
 import { SAXPY } from '../support/kernels.js';
 
-const FIXTURES = new URL('../server/fixtures/seed/', import.meta.url);
+const FIXTURES = new URL('../server/fixtures/compat/', import.meta.url);
 const VARIANTS = readdirSync(FIXTURES)
   .filter((f) => f.endsWith('.cuda-ref.json'))
   .sort();
