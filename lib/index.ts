@@ -18,6 +18,7 @@
  */
 export {
   AbortError,
+  CODE_RENAMES,
   CompileError,
   CudaError,
   DEFAULT_POOL_CACHE_LIMIT_BYTES,
@@ -46,6 +47,7 @@ export {
   isArch,
   isPinned,
   native,
+  nextCode,
   nvrtcVersion,
   parseDiagnostics,
   probe,

@@ -1,7 +1,61 @@
 // SPDX-License-Identifier: MIT
 // Error classes. Native code builds them through the factory registered below, so every failure from any layer
 // is a CudaError (driver, loader) or a CompileError (NVRTC) with a code, the API name, an explanation and a remedy.
-import { whenLoaded } from './native.js';
+// native.ts registers the factory when the addon loads (it imports this file, not the other way round, so that its
+// own error, ADDON_NOT_LOADED, is made here too).
+
+/**
+ * The library's own error codes in their old spellings, each with the code that replaces it (docs/errors.md, "Error
+ * codes"). The rule: CUDA's and NVRTC's own names for what the driver and NVRTC return (`CUDA_ERROR_*`,
+ * `NVRTC_ERROR_*`), Node's codes where cudakit follows Node (`ABORT_ERR`), and `ERR_CUDAKIT_*` for every other code.
+ * Until the next minor release `code` keeps the old value and `codeNext` carries the new one; then `code` switches.
+ * A code not listed here already follows the rule and is its own next code.
+ */
+export const CODE_RENAMES: Readonly<Record<string, string>> = Object.freeze({
+  ADDON_NOT_LOADED: 'ERR_CUDAKIT_ADDON_NOT_LOADED',
+  CUDA_DRIVER_NOT_FOUND: 'ERR_CUDAKIT_DRIVER_NOT_FOUND',
+  CUDA_DRIVER_TOO_OLD: 'ERR_CUDAKIT_DRIVER_TOO_OLD',
+  NVRTC_NOT_FOUND: 'ERR_CUDAKIT_NVRTC_NOT_FOUND',
+  ERR_DISPOSED: 'ERR_CUDAKIT_DISPOSED',
+  ERR_CUDA_WAIT_TIMEOUT: 'ERR_CUDAKIT_WAIT_TIMEOUT',
+  ERR_INVALID_JOB: 'ERR_CUDAKIT_INVALID_JOB',
+  CUDAKIT_BENCH_TIMEOUT: 'ERR_CUDAKIT_BENCH_TIMEOUT',
+  CUDAKIT_CUPTI: 'ERR_CUDAKIT_CUPTI',
+});
+
+/**
+ * The code that replaces `code` in the next minor release: `CODE_RENAMES[code]` for an old spelling, else `code`
+ * itself. Translates a stored or logged old code to the one to match on.
+ */
+export function nextCode(code: string): string {
+  return Object.hasOwn(CODE_RENAMES, code) ? CODE_RENAMES[code]! : code;
+}
+
+/**
+ * Gives an error that has a string `code` its `codeNext` (nextCode(code)), unless it has one; returns the error.
+ * For errors made outside the classes below: plain Errors with a code, and those the addon throws itself.
+ * @internal
+ */
+export function withCodeNext<E>(e: E): E {
+  if (e instanceof Error && !Object.hasOwn(e, 'codeNext')) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') Object.assign(e, { codeNext: nextCode(code) });
+  }
+  return e;
+}
+
+/**
+ * A plain Error with `code` and `codeNext`, for failures that need no class of their own (a disposed object, an
+ * addon that did not load).
+ * @internal
+ */
+export function codedError(
+  message: string,
+  code: string,
+  options?: ErrorOptions,
+): Error & { readonly code: string; readonly codeNext: string } {
+  return Object.assign(new Error(message, options), { code, codeNext: nextCode(code) });
+}
 
 /** Remedies for the driver errors people actually meet; the explanation itself comes from cuGetErrorString. */
 const REMEDIES: Record<string, string> = {
@@ -101,6 +155,12 @@ export class CudaError extends Error {
    * 'CUDA_ERROR_OUT_OF_MEMORY', or a loader code: 'CUDA_DRIVER_NOT_FOUND', 'CUDA_DRIVER_TOO_OLD', 'NVRTC_NOT_FOUND'.
    */
   readonly code: string;
+  /**
+   * The code by the rule of docs/errors.md, which `code` becomes in the next minor release: `code` itself for CUDA's
+   * names, 'ERR_CUDAKIT_DRIVER_NOT_FOUND', 'ERR_CUDAKIT_DRIVER_TOO_OLD', 'ERR_CUDAKIT_NVRTC_NOT_FOUND' for the
+   * loader's. Match on it now.
+   */
+  readonly codeNext: string;
   /** The CUresult number; -1 for loader codes. */
   readonly result: number;
   /** The API that failed, e.g. 'cuLaunchKernel'. */
@@ -137,6 +197,7 @@ export class CudaError extends Error {
     super(message);
     this.name = 'CudaError';
     this.code = f.code;
+    this.codeNext = nextCode(f.code);
     this.result = f.result;
     this.api = f.api;
     this.explanation = f.explanation;
@@ -176,8 +237,10 @@ const STILL_RUNNING =
 
 /** A wait given `timeoutMs` ran out before the GPU got there. */
 export class TimeoutError extends Error {
-  /** Always 'ERR_CUDA_WAIT_TIMEOUT'. */
+  /** Always 'ERR_CUDA_WAIT_TIMEOUT' (until the next minor release, then 'ERR_CUDAKIT_WAIT_TIMEOUT'). */
   readonly code = 'ERR_CUDA_WAIT_TIMEOUT';
+  /** Always 'ERR_CUDAKIT_WAIT_TIMEOUT', the code by the rule of docs/errors.md. Match on it now. */
+  readonly codeNext = nextCode(this.code);
   /** The limit that ran out, in milliseconds. */
   readonly timeoutMs: number;
 
@@ -192,6 +255,8 @@ export class TimeoutError extends Error {
 export class AbortError extends Error {
   /** Always 'ABORT_ERR', as Node's own AbortError. */
   readonly code = 'ABORT_ERR';
+  /** Always 'ABORT_ERR' too: Node's code already follows the rule. */
+  readonly codeNext = nextCode(this.code);
 
   constructor(what: string, reason: unknown) {
     super(`${what} was aborted. ${STILL_RUNNING}`, { cause: reason });
@@ -233,6 +298,8 @@ const FIX_THE_LINES = 'fix the reported lines; error.diagnostics has them parsed
 export class CompileError extends Error {
   /** 'NVRTC_ERROR_COMPILATION', 'NVRTC_ERROR_INVALID_OPTION', ... */
   readonly code: string;
+  /** The same as `code`: NVRTC's names already follow the rule of docs/errors.md. */
+  readonly codeNext: string;
   /** The NVRTC call that failed, e.g. 'nvrtcCompileProgram'. */
   readonly api: string;
   /** The nvrtcResult number. */
@@ -271,6 +338,7 @@ export class CompileError extends Error {
     );
     this.name = 'CompileError';
     this.code = f.code;
+    this.codeNext = nextCode(f.code);
     this.api = f.api;
     this.result = f.result;
     this.log = f.log;
@@ -306,35 +374,47 @@ export function contextLostBy():
   return sticky === undefined ? undefined : { code: sticky.code, api: sticky.api };
 }
 
-whenLoaded((native) => {
-  native.setErrorFactory((kind, code, api, result, message, extra) => {
-    if (kind === 'loader') {
-      return new CudaError({
-        code,
-        api,
-        result: -1,
-        explanation: message,
-        tried: Array.isArray(extra) ? (extra as string[]) : undefined,
-      });
-    }
-    if (kind === 'nvrtc') {
-      return new CompileError({
-        code,
-        api,
-        result,
-        log: typeof extra === 'string' ? extra : '',
-        options: [],
-        diagnostics: [],
-        name: 'program',
-      });
-    }
+/** How the addon has its errors built (native/errors.cc calls it; `extra` is the log or the places tried). */
+export type ErrorFactory = (
+  kind: 'cuda' | 'nvrtc' | 'loader',
+  code: string,
+  api: string,
+  result: number,
+  message: string,
+  extra: unknown,
+) => Error;
+
+/**
+ * Builds the error the addon raises (native/errors.cc): a loader failure or a driver call as a CudaError, an NVRTC
+ * call as a CompileError. native.ts registers it as the addon's error factory.
+ * @internal
+ */
+export const errorFromNative: ErrorFactory = (kind, code, api, result, message, extra) => {
+  if (kind === 'loader') {
     return new CudaError({
       code,
       api,
-      result,
-      explanation: message || code,
-      detail:
-        typeof extra === 'string' && extra.trim() ? `  log:\n${extra.trimEnd().replace(/^/gm, '    ')}` : undefined,
+      result: -1,
+      explanation: message,
+      tried: Array.isArray(extra) ? (extra as string[]) : undefined,
     });
+  }
+  if (kind === 'nvrtc') {
+    return new CompileError({
+      code,
+      api,
+      result,
+      log: typeof extra === 'string' ? extra : '',
+      options: [],
+      diagnostics: [],
+      name: 'program',
+    });
+  }
+  return new CudaError({
+    code,
+    api,
+    result,
+    explanation: message || code,
+    detail: typeof extra === 'string' && extra.trim() ? `  log:\n${extra.trimEnd().replace(/^/gm, '    ')}` : undefined,
   });
-});
+};

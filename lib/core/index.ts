@@ -4,7 +4,7 @@
 // is the public API, which the package root re-exports; the second is what the layers above share but users do not
 // need.
 export { DEFAULT_POOL_CACHE_LIMIT_BYTES, Device } from './device.js';
-export { AbortError, CudaError, CompileError, TimeoutError, contextLostBy } from './errors.js';
+export { AbortError, CODE_RENAMES, CudaError, CompileError, TimeoutError, contextLostBy, nextCode } from './errors.js';
 export { DeviceBuffer, DeviceArray } from './memory.js';
 export { HostRegistration, freeHost, isPinned } from './host.js';
 export {
@@ -65,7 +65,7 @@ export type { CuptiStatus } from './cupti.js';
 export type { CuptiLoadStatus, CuptiRecords, Native, NativeStats, Handle } from './native.js';
 
 // For the layers above.
-export { isContextLost } from './errors.js';
+export { codedError, isContextLost } from './errors.js';
 export { checkCompiledSignature } from './kernel.js';
 export { COMPILE_OPTION_KEYS } from './program.js';
 export {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Resource lifetimes: explicit dispose() first, a FinalizationRegistry as the safety net for forgotten objects,
 // and native env cleanup for whatever is left at worker or process exit.
-import { isContextLost } from './errors.js';
+import { codedError, isContextLost } from './errors.js';
 import type { Handle } from './native.js';
 
 /** Passed by factories to constructors, so objects are only made by their parent (device.createStream() ...). */
@@ -41,9 +41,7 @@ export function unwatch(owner: object): void {
 
 /** The error for any use of a disposed object: clear, catchable, never a crash. */
 export function disposedError(what: string): Error {
-  const err = new Error(`${what} has been disposed and can no longer be used`);
-  (err as Error & { code: string }).code = 'ERR_DISPOSED';
-  return err;
+  return codedError(`${what} has been disposed and can no longer be used`, 'ERR_DISPOSED');
 }
 
 /**

@@ -5,6 +5,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type ErrorFactory, codedError, errorFromNative, withCodeNext } from './errors.js';
 
 /** A CUDA handle (context, stream, event, module, function, graph) or a device address. */
 export type Handle = bigint;
@@ -96,15 +97,6 @@ export interface NativeStats {
   /** Launch slots (one per Kernel) not yet destroyed. */
   kernelSlots: number;
 }
-
-type ErrorFactory = (
-  kind: 'cuda' | 'nvrtc' | 'loader',
-  code: string,
-  api: string,
-  result: number,
-  message: string,
-  extra: unknown,
-) => Error;
 
 /** What cuptiLoad() reports: the library loaded (and its CUPTI API version), or every candidate and why it failed. */
 export interface CuptiLoadStatus {
@@ -378,7 +370,7 @@ function addonError(cause: unknown): Error {
   const glibc = report?.header?.glibcVersionRuntime;
   const prebuilds = join(packageRoot, 'prebuilds');
   const shipped = existsSync(prebuilds) ? readdirSync(prebuilds).filter((d) => !d.startsWith('.')) : [];
-  const err = new Error(
+  return codedError(
     `cudakit: the native addon could not be loaded (${platform}, ${glibc ? `glibc ${glibc}, ` : ''}` +
       `Node ${process.version}).\n` +
       `  Tried: ${join(packageRoot, 'build', 'Release')} (a build from source), then ` +
@@ -387,10 +379,9 @@ function addonError(cause: unknown): Error {
       '  Remedy: with a C++17 compiler, make and python3 on PATH, run `npm rebuild cudakit` (it compiles the addon;\n' +
       '  no CUDA toolkit is needed), or `npm run build:native` in its folder. This package has prebuilds for: ' +
       `${shipped.length > 0 ? shipped.join(', ') : 'none'} (glibc 2.28 or newer).`,
+    'ADDON_NOT_LOADED',
     { cause },
   );
-  (err as Error & { code: string }).code = 'ADDON_NOT_LOADED';
-  return err;
 }
 
 /** The raw addon. Loading it needs no CUDA; a missing build throws an Error with code ADDON_NOT_LOADED. */
@@ -402,21 +393,31 @@ export function getNative(): Native {
     const load = require('node-gyp-build') as (dir: string) => Native;
     // A copy: V8 keeps the addon's exports (about 90 functions, set one by one) as a hash table, so every native
     // call would look its method up by hashing; a spread copy has fast properties, which inline caches read directly.
-    loaded = { ...load(packageRoot) };
-    onLoad(loaded);
+    const n: Native = { ...load(packageRoot) };
+    // Every error the addon raises is built by errors.ts from here on, so it is a CudaError or a CompileError.
+    n.setErrorFactory(errorFromNative);
+    // These two throw plain coded Errors of their own (a CUPTI refusal, the bench hold's time-out): they gain
+    // codeNext here, so that the raw layer's errors carry it as the classes' do.
+    const benchSamples = n.benchSamples;
+    const cuptiActivityStart = n.cuptiActivityStart;
+    n.benchSamples = (spec, flagHost) => {
+      try {
+        return benchSamples(spec, flagHost);
+      } catch (e) {
+        throw withCodeNext(e);
+      }
+    };
+    n.cuptiActivityStart = (kinds) => {
+      try {
+        cuptiActivityStart(kinds);
+      } catch (e) {
+        throw withCodeNext(e);
+      }
+    };
+    loaded = n;
     return loaded;
   } catch (e) {
     loadFailure = addonError(e);
     throw loadFailure;
   }
-}
-
-const loadHooks: ((n: Native) => void)[] = [];
-function onLoad(n: Native): void {
-  for (const hook of loadHooks) hook(n);
-}
-/** Runs `hook` once the addon is loaded (errors.ts registers its factory this way, without an import cycle). */
-export function whenLoaded(hook: (n: Native) => void): void {
-  loadHooks.push(hook);
-  if (loaded !== undefined) hook(loaded);
 }

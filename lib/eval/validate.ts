@@ -4,7 +4,16 @@
 // also returns what the pipeline runs on: the parsed argument specs, the decoded literal bytes.
 import { inflateSync } from 'node:zlib';
 import type { Signature } from '../core/index.js';
-import { COMPILE_OPTION_KEYS, DTYPES, DTYPE_INFO, describe, isArch, isDType, typeError } from '../core/index.js';
+import {
+  COMPILE_OPTION_KEYS,
+  DTYPES,
+  DTYPE_INFO,
+  describe,
+  isArch,
+  isDType,
+  nextCode,
+  typeError,
+} from '../core/index.js';
 import {
   type ArgSpec,
   CHECK_OPTION_KEYS,
@@ -32,8 +41,10 @@ export interface JobProblem {
  * whole is an argument of the wrong shape) also when some problems are RangeErrors; each problem says which.
  */
 export class InvalidJobError extends TypeError {
-  /** Always 'ERR_INVALID_JOB'. */
+  /** Always 'ERR_INVALID_JOB' (until the next minor release, then 'ERR_CUDAKIT_INVALID_JOB'). */
   readonly code = 'ERR_INVALID_JOB';
+  /** Always 'ERR_CUDAKIT_INVALID_JOB', the code by the rule of docs/errors.md, which `code` becomes next. */
+  readonly codeNext = nextCode(this.code);
   /** Every problem found. */
   readonly problems: readonly JobProblem[];
 

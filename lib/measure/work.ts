@@ -16,6 +16,7 @@ import {
   Program,
   type Stream,
   checkOptions,
+  codedError,
   native,
   typeError,
 } from '../core/index.js';
@@ -93,12 +94,11 @@ export function refuseWorkCandidate(candidate: unknown): void {
 
 /** The error the hold's time-out raises, as native/bench.cc raises it (Session.take falls back on it). */
 function holdTimedOut(): Error {
-  const e = new Error(
+  return codedError(
     "the benchmark's blocking kernel timed out: the work waited for its stream while it was held (a synchronize, " +
       'a plain cuMemAlloc or cuMemFree, lazy module loading), or a profiler serialized kernels',
+    'CUDAKIT_BENCH_TIMEOUT',
   );
-  (e as Error & { code: string }).code = 'CUDAKIT_BENCH_TIMEOUT';
-  return e;
 }
 
 const CU_MEMHOSTALLOC_PORTABLE_DEVICEMAP = 3;

@@ -64,7 +64,8 @@ describe('without a driver', () => {
     const p = probe();
     let err;
     try { Device.count(); } catch (e) { err = e; }
-    console.log(JSON.stringify({ p, code: err?.code, isCudaError: err instanceof CudaError, message: err?.message }));
+    const { code, codeNext, message } = err ?? {};
+    console.log(JSON.stringify({ p, code, codeNext, isCudaError: err instanceof CudaError, message }));
   `;
   const run = runScript(script, { env: { ...process.env, CUDAKIT_LIBCUDA_PATH: '/nonexistent/libcuda.so.1' } });
 
@@ -73,6 +74,7 @@ describe('without a driver', () => {
     const out = JSON.parse(run.stdout) as {
       p: ReturnType<typeof probe>;
       code: string;
+      codeNext: string;
       isCudaError: boolean;
       message: string;
     };
@@ -80,6 +82,7 @@ describe('without a driver', () => {
     expect(out.p.deviceCount).toBe(0);
     expect(out.p.reason).toContain('CUDA_DRIVER_NOT_FOUND');
     expect(out.code).toBe('CUDA_DRIVER_NOT_FOUND');
+    expect(out.codeNext).toBe('ERR_CUDAKIT_DRIVER_NOT_FOUND');
     expect(out.isCudaError).toBe(true);
     expect(out.message).toContain('/nonexistent/libcuda.so.1');
     expect(out.message).toContain('Remedy: Install the NVIDIA driver');
