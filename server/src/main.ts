@@ -24,7 +24,7 @@ import { type Containment, serviceContainment } from './run/containment.js';
 import type { GpuPool } from './run/pool.js';
 import { LocalGpuPool } from './run/local-pool.js';
 import { EmbeddedQueue } from './schedule/embedded-queue.js';
-import type { JobQueue } from './schedule/queue.js';
+import type { QueueConnection, RunQueue, SubmitQueue } from './schedule/queue.js';
 import { ProblemRegistry } from './submit/problems.js';
 import { EvalService, type ServiceLog } from './service.js';
 import { addressOf } from './reachability.js';
@@ -79,12 +79,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (e) {
     return fail((e as Error).message, 1);
   }
-  const { store, queue, pool, bus, compileCheck, poolStarted } = parts;
+  const { store, submitQueue, runQueue, pool, bus, compileCheck, poolStarted } = parts;
   const service = new EvalService({
-    role: config.role,
     ...(bus === undefined ? {} : { bus }),
     store,
-    queue,
+    ...(submitQueue === undefined ? {} : { submitQueue }),
+    ...(runQueue === undefined ? {} : { runQueue }),
     pool,
     retentionDays: config.retentionDays,
     log,
@@ -123,7 +123,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const closeParts = async (): Promise<void> => {
     announcer?.stop();
     if (announcer !== undefined) await bus?.withdraw(announcer.agentId).catch(() => {});
-    await queue.close?.();
+    for (const q of new Set<QueueConnection | undefined>([submitQueue, runQueue])) await q?.close();
     await bus?.close();
     await store.close();
   };
@@ -179,7 +179,9 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 interface Parts {
   store: JobStore;
-  queue: JobQueue;
+  /** The mode's sides of the queue: both (embedded), the submitting one (an API node) or the running one (an agent). */
+  submitQueue: SubmitQueue | undefined;
+  runQueue: RunQueue | undefined;
   pool: GpuPool;
   bus: RedisClusterBus | undefined;
   /** Where no GPU can take a job: whether it compiles (the embedded server: NVRTC is on its host). */
@@ -206,7 +208,9 @@ async function assemble(config: ServerConfig, containment: Containment | undefin
     const store = SqliteJobStore.open(join(config.dataDir, 'jobs.sqlite'));
     const pool = localPool();
     const compileCheck = new CompileChecker({ env, ...(containment === undefined ? {} : { containment }) });
-    return { store, queue: new EmbeddedQueue(), pool, bus: undefined, compileCheck, poolStarted: pool.start() };
+    const queue = new EmbeddedQueue();
+    const poolStarted = pool.start();
+    return { store, submitQueue: queue, runQueue: queue, pool, bus: undefined, compileCheck, poolStarted };
   }
   let store: JobStore;
   try {
@@ -227,13 +231,13 @@ async function assemble(config: ServerConfig, containment: Containment | undefin
   };
   if (config.role === 'api') {
     const pool = new ClusterPool({ bus });
-    const queue = new ApiQueue({ ...timing, store, bus });
-    return { store, queue, pool, bus, poolStarted: pool.start() };
+    const submitQueue = new ApiQueue({ ...timing, store, bus });
+    return { store, submitQueue, runQueue: undefined, pool, bus, poolStarted: pool.start() };
   }
   const pool = localPool();
-  const queue = new AgentQueue({ ...timing, agentId: agentIdOf() });
-  const poolStarted = pool.start().then(() => queue.serve([...new Set(pool.slots().flatMap((s) => s.classes))]));
-  return { store, queue, pool, bus, poolStarted };
+  const runQueue = new AgentQueue({ ...timing, agentId: agentIdOf() });
+  const poolStarted = pool.start().then(() => runQueue.serve([...new Set(pool.slots().flatMap((s) => s.classes))]));
+  return { store, submitQueue: undefined, runQueue, pool, bus, poolStarted };
 }
 
 function lockMsOf(config: ServerConfig): number {

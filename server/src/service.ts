@@ -6,10 +6,11 @@
 // shutdown are here too. Nothing in this process loads the CUDA addon: cudakit's validateJob and formatJson are pure
 // JavaScript, and the GPUs are the pool's children's.
 //
-// One class, three roles (ServiceConfig.role): 'embedded' does all of the above in one process; in the distributed
-// mode an 'api' process submits, reads, cancels and expires (its pool is a view of the agents' GPUs, it dispatches
-// nothing), and an 'agent' process dispatches its own GPUs' slots to the jobs it takes from the shared queue. Events
-// and cancels cross processes through the cluster bus.
+// The queue has two sides, as BullMQ's Queue and Worker: submitting (ServiceConfig.submitQueue) and running
+// (runQueue). The embedded server has both in one process; in the distributed mode an API node has the submitting
+// side (it submits, reads, cancels and expires; its pool is a view of the agents' GPUs) and an agent the running side
+// (its GPUs' slots take jobs from the shared queue). What a process does follows from the sides it has; only main.ts
+// knows the mode. Events and cancels cross processes through the cluster bus.
 import { randomBytes } from 'node:crypto';
 import { InvalidJobError, validateJob } from 'cudakit';
 import type { EvalJob, EvalPhase, EvalProgress } from 'cudakit';
@@ -26,7 +27,7 @@ import { ProblemRegistry } from './submit/problems.js';
 import type { ClusterBus } from './cluster/bus.js';
 import type { GpuPool, SlotInfo, SlotLease } from './run/pool.js';
 import type { Deadlines } from './run/protocol.js';
-import { type JobQueue, type QueuedJob, queuedJobOf } from './schedule/queue.js';
+import { type QueuedJob, type RunQueue, type SubmitQueue, queuedJobOf } from './schedule/queue.js';
 import { type FinishOutcome, queueTimeoutOutcome, resultOf } from './judge/outcome.js';
 import { hashOf } from './submit/idempotency.js';
 import { ServiceError } from './errors.js';
@@ -57,16 +58,17 @@ export interface ServiceLog {
 
 const silentLog: ServiceLog = { info() {}, warn() {}, error() {} };
 
-/** What a process of the service does: everything ('embedded'), or its part of the distributed mode. */
-export type ServiceRole = 'embedded' | 'api' | 'agent';
-
 export interface ServiceConfig {
-  /** Default 'embedded'. */
-  role?: ServiceRole;
-  /** Events and cancels between the processes of the distributed mode (api and agent roles). */
+  /** Events and cancels between the processes of the distributed mode (API nodes and agents). */
   bus?: ClusterBus;
   store: JobStore;
-  queue: JobQueue;
+  /**
+   * The queue's submitting side: submissions, places, cancels of queued jobs, expiry, retention. Absent on an agent,
+   * which only runs jobs.
+   */
+  submitQueue?: SubmitQueue;
+  /** The queue's running side: this process's GPUs take jobs from it. Absent on an API node, which has no GPU. */
+  runQueue?: RunQueue;
   pool: GpuPool;
   /** Wall clock, ms. Default Date.now. */
   now?: () => number;
@@ -140,9 +142,9 @@ interface Active {
 }
 
 export class EvalService {
-  readonly role: ServiceRole;
   readonly store: JobStore;
-  readonly queue: JobQueue;
+  readonly #submit: SubmitQueue | undefined;
+  readonly #take: RunQueue | undefined;
   readonly pool: GpuPool;
   readonly limits: ServiceLimits;
   readonly #bus: ClusterBus | undefined;
@@ -178,10 +180,13 @@ export class EvalService {
   #runSecondsAverage = 10;
 
   constructor(config: ServiceConfig) {
-    this.role = config.role ?? 'embedded';
     this.#bus = config.bus;
     this.store = config.store;
-    this.queue = config.queue;
+    this.#submit = config.submitQueue;
+    this.#take = config.runQueue;
+    if (this.#submit === undefined && this.#take === undefined) {
+      throw new TypeError('Expected a submitQueue, a runQueue or both for the service but received neither');
+    }
     this.pool = config.pool;
     this.limits = { ...DEFAULT_LIMITS, ...config.limits };
     this.#now = config.now ?? Date.now;
@@ -194,6 +199,32 @@ export class EvalService {
     this.problems = config.problems ?? ProblemRegistry.empty();
     this.#deviceCapConfigured = config.limits?.maxDeviceBytes !== undefined;
     this.#compileCheck = config.compileCheck;
+  }
+
+  /** The queue's submitting side, which every submission and expiry pass needs. */
+  #submitting(): SubmitQueue {
+    if (this.#submit === undefined) throw new Error('This process only runs jobs: it takes no submissions');
+    return this.#submit;
+  }
+
+  /** Whether this process takes submissions (an agent does not) and runs jobs on GPUs of its own (an API node not). */
+  get sides(): { submits: boolean; runs: boolean } {
+    return { submits: this.#submit !== undefined, runs: this.#take !== undefined };
+  }
+
+  /** Jobs queued, in all or for one principal. */
+  async queued(principal?: string): Promise<number> {
+    return this.#submitting().size(principal);
+  }
+
+  /** The queue's depth per GPU class, from whichever side this process has (the metrics). */
+  async queuedByClass(): Promise<Record<string, number>> {
+    return (this.#submit ?? this.#take)!.sizeByClass();
+  }
+
+  /** Throws when the queue's backend does not answer (readiness). */
+  async pingQueue(): Promise<void> {
+    await (this.#submit ?? this.#take)!.ping();
   }
 
   /** Whether submissions are taken (false once a drain began). */
@@ -209,27 +240,31 @@ export class EvalService {
   async start(): Promise<void> {
     if (this.#started) return;
     const nowMs = this.#now();
-    // Only the embedded server owns every running job; in the distributed mode other hosts run them.
-    if (this.role === 'embedded') {
+    // Only a process with both sides of the queue (the embedded server) owns every running job and the queue itself;
+    // in the distributed mode other hosts run jobs, and the queue outlives every process.
+    const submit = this.#submit;
+    if (submit !== undefined && this.#take !== undefined) {
       for (const id of await this.store.interruptRunning(nowMs)) {
         const record = await this.store.get(id);
         this.#event(id, 'done', { status: 'failed', verdict: null, error: record?.error ?? null });
       }
       for (const record of await this.store.queued()) {
-        if ((await this.queue.position(record.id)) === undefined) await this.queue.enqueue(queuedJobOf(record));
+        if ((await submit.position(record.id)) === undefined) await submit.enqueue(queuedJobOf(record));
       }
     }
     this.#bus?.onEvent(
       (event) => this.#deliver(event),
       (jobId) => this.#subscribers.has(jobId),
     );
-    if (this.role === 'agent') this.#bus?.onCancel((id) => this.#cancelLocal(id));
-    if (this.role !== 'api') {
+    const take = this.#take;
+    if (take !== undefined) {
+      // Another process's DELETE reaches a running job here.
+      if (this.#submit === undefined) this.#bus?.onCancel((id) => this.#cancelLocal(id));
       this.pool.onIdle(() => this.#kick());
-      this.queue.onAvailable?.(() => this.#kick());
+      take.onAvailable(() => this.#kick());
     }
     this.#started = true;
-    if (this.role !== 'agent') {
+    if (this.#submit !== undefined) {
       await this.#expire();
       await this.#sweepRetention();
       this.#every(this.#expiryIntervalMs, () => this.#expire());
@@ -358,14 +393,15 @@ export class EvalService {
     bodyHash: string,
     idempotencyKey: string | undefined,
   ): Promise<Submission> {
-    const mine = await this.queue.size(principal);
+    const queue = this.#submitting();
+    const mine = await queue.size(principal);
     if (mine >= this.limits.maxQueuedPerPrincipal) {
       const message =
         `${mine} evaluations of yours are queued, the most one client may have: ` +
         'wait for some to start, or cancel some';
       throw new ServiceError('QUEUE_FULL_FOR_PRINCIPAL', message, this.#retryAfterSeconds(mine));
     }
-    const all = await this.queue.size();
+    const all = await queue.size();
     if (all >= this.limits.maxQueued) {
       const message = `The queue is full (${all} evaluations): try again later`;
       throw new ServiceError('QUEUE_FULL', message, this.#retryAfterSeconds(all));
@@ -392,13 +428,13 @@ export class EvalService {
     const queued = queuedJobOf(record);
     // Where agents take jobs the moment they are queued, the 'queued' event is stored first: an agent's 'started'
     // must never come before it in the job's events.
-    const arrival = await this.queue.arrivalPosition?.(queued);
+    const arrival = await queue.arrivalPosition(queued);
     if (arrival !== undefined) await this.#event(record.id, 'queued', { position: arrival });
-    await this.queue.enqueue(queued);
-    const queue = await this.queueInfo(record);
-    if (arrival === undefined) void this.#event(record.id, 'queued', { position: queue.position });
+    await queue.enqueue(queued);
+    const info = await this.queueInfo(record);
+    if (arrival === undefined) void this.#event(record.id, 'queued', { position: info.position });
     this.#kick();
-    return { record, replayed: false, queue };
+    return { record, replayed: false, queue: info };
   }
 
   /**
@@ -433,7 +469,7 @@ export class EvalService {
 
   /** Where a job stands in the queue, among the GPUs of its class (only counts: nothing of other clients' jobs). */
   async queueInfo(record: JobRecord): Promise<QueueInfo> {
-    const position = record.status === 'queued' ? ((await this.queue.position(record.id)) ?? 0) : 0;
+    const position = record.status === 'queued' ? ((await this.#submit?.position(record.id)) ?? 0) : 0;
     const slots = this.pool.slots().filter((s) => s.classes.includes(record.options.gpu) && s.state !== 'quarantined');
     return {
       position,
@@ -515,7 +551,7 @@ export class EvalService {
     if (this.#cancelLocal(id)) return 'cancelling';
     // Queued (or queued in the store only, between a restart and the rebuild): it never ran. Only a job still
     // queued in the store is cancelled here: another process may have started it since it was read.
-    await this.queue.remove(id);
+    await this.#submit?.remove(id); // an agent holds no queued job: it cancels only what it took
     const finished = await this.#finish(id, record.options.gpu, undefined, {
       status: 'cancelled',
       verdict: undefined,
@@ -580,17 +616,18 @@ export class EvalService {
     // Slots tried since the last lease: one whose lease keeps failing cannot spin the loop.
     const tried = new Set<string>();
     for (;;) {
-      if (!this.#started || this.#draining || this.role === 'api') return;
+      const take = this.#take;
+      if (!this.#started || this.#draining || take === undefined) return;
       const slot = this.pool.slots().find((s) => s.state === 'idle' && !tried.has(s.uuid));
       if (slot === undefined) return;
       tried.add(slot.uuid);
-      const next = await this.queue.take(slot.classes);
-      if (next !== undefined && (await this.#startJob(next))) tried.clear();
+      const next = await take.take(slot.classes);
+      if (next !== undefined && (await this.#startJob(take, next))) tried.clear();
     }
   }
 
   /** Leases a slot to a job taken from the queue and starts its run; false when nothing was leased. */
-  async #startJob(next: QueuedJob): Promise<boolean> {
+  async #startJob(take: RunQueue, next: QueuedJob): Promise<boolean> {
     const active: Active = { lease: undefined, running: false, cancelRequested: false };
     this.#active.set(next.id, active);
     let record: JobRecord | undefined;
@@ -598,22 +635,22 @@ export class EvalService {
       record = await this.store.get(next.id);
     } catch (e) {
       this.#active.delete(next.id);
-      await this.queue.enqueue(next);
+      await take.putBack(next);
       throw e;
     }
-    // An agent also takes a job another host was running: the queue redelivers it when that host died.
-    const runnable = record?.status === 'queued' || (this.role === 'agent' && record?.status === 'running');
+    // A queue that redelivers hands out a job another host was running, when that host died.
+    const runnable = record?.status === 'queued' || (take.redelivers && record?.status === 'running');
     if (record === undefined || !runnable) {
       this.#active.delete(next.id);
-      await this.queue.settle?.(next.id);
+      await take.settle(next.id);
       return false;
     }
     if (active.cancelRequested || this.#draining) {
       this.#active.delete(next.id);
-      if (this.#draining) await this.queue.enqueue(next);
+      if (this.#draining) await take.putBack(next);
       else {
         await this.cancel(next.id);
-        await this.queue.settle?.(next.id);
+        await take.settle(next.id);
       }
       return false;
     }
@@ -621,20 +658,20 @@ export class EvalService {
       // Taken after its deadline, before an expiry pass saw it.
       this.#active.delete(next.id);
       await this.#finish(next.id, next.gpu, undefined, { ...queueTimeoutOutcome(next), atMs: this.#now() });
-      await this.queue.settle?.(next.id);
+      await take.settle(next.id);
       return false;
     }
     const lease = this.pool.lease(next.gpu);
     if (lease === undefined) {
       // The slot went away between the listing and the lease (a crash, a quarantine): the job keeps its place.
       this.#active.delete(next.id);
-      await this.queue.enqueue(next);
+      await take.putBack(next);
       return false;
     }
     active.lease = lease;
-    const run = this.#run(record, lease, active)
+    const run = this.#run(take, record, lease, active)
       .catch((e: unknown) => this.#log.error({ err: e, id: next.id }, 'run failed'))
-      .then(() => this.queue.settle?.(next.id))
+      .then(() => take.settle(next.id))
       .catch((e: unknown) => this.#log.error({ err: e, id: next.id }, 'the queue could not settle the job'))
       .finally(() => {
         this.#active.delete(next.id);
@@ -645,16 +682,16 @@ export class EvalService {
     return true;
   }
 
-  async #run(record: JobRecord, lease: SlotLease, active: Active): Promise<void> {
+  async #run(take: RunQueue, record: JobRecord, lease: SlotLease, active: Active): Promise<void> {
     const { id } = record;
     const startedAtMs = this.#now();
     let marked = false;
     try {
-      const takeOver = this.role === 'agent';
+      const takeOver = take.redelivers;
       marked = await this.store.markRunning(id, lease.info.uuid, startedAtMs, { takeOver });
     } catch (e) {
       this.#log.error({ err: e, id }, 'could not mark the job running: it goes back to the queue');
-      await this.queue.enqueue(queuedJobOf(record));
+      await take.putBack(queuedJobOf(record));
     }
     if (marked) {
       // Stored before the worker starts: an agent killed the moment its worker has the job still leaves this start
@@ -774,10 +811,11 @@ export class EvalService {
   /** Queued jobs past their maxQueueSeconds fail with QUEUE_TIMEOUT. */
   async #expire(): Promise<void> {
     const nowMs = this.#now();
-    for (const q of await this.queue.expire(nowMs)) {
+    const queue = this.#submitting();
+    for (const q of await queue.expire(nowMs)) {
       await this.#finish(q.id, q.gpu, undefined, { ...queueTimeoutOutcome(q), atMs: nowMs });
     }
-    for (const lost of (await this.queue.lost?.(nowMs)) ?? []) {
+    for (const lost of await queue.lost(nowMs)) {
       const error = lost.error;
       const outcome = { status: 'failed', verdict: undefined, phase: undefined, report: undefined, error } as const;
       if (await this.#finish(lost.id, lost.gpu, undefined, { ...outcome, atMs: nowMs })) {

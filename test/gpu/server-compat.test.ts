@@ -91,7 +91,8 @@ describeGpu('the compatible routes with the real worker', () => {
 
   beforeAll(async () => {
     const pool = new LocalGpuPool({ isolation: 'process' });
-    service = new EvalService({ store, queue: new EmbeddedQueue(), pool });
+    const queue = new EmbeddedQueue();
+    service = new EvalService({ store, submitQueue: queue, runQueue: queue, pool });
     app = await buildApp({ service, underPressure: false });
     await pool.start();
     await service.start();

@@ -61,7 +61,14 @@ describeGpu('the service with device metrics and reference problems', () => {
     );
     const pool = new LocalGpuPool({ isolation: 'process', gpus: [0], worker: 'real' });
     store = new MemoryJobStore();
-    service = new EvalService({ store, queue: new EmbeddedQueue(), pool, problems: ProblemRegistry.load(dir) });
+    const queue = new EmbeddedQueue();
+    service = new EvalService({
+      store,
+      submitQueue: queue,
+      runQueue: queue,
+      pool,
+      problems: ProblemRegistry.load(dir),
+    });
     app = await buildApp({ service, underPressure: false });
     await pool.start();
     await service.start();

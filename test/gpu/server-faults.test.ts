@@ -160,7 +160,8 @@ interface Harness {
 async function startHarness(isolation: Isolation): Promise<Harness> {
   const pool = new LocalGpuPool({ isolation, gpus: [0], worker: 'real' });
   const store = new MemoryJobStore();
-  const service = new EvalService({ store, queue: new EmbeddedQueue(), pool });
+  const queue = new EmbeddedQueue();
+  const service = new EvalService({ store, submitQueue: queue, runQueue: queue, pool });
   const app = await buildApp({ service, underPressure: false });
   await pool.start();
   await service.start();

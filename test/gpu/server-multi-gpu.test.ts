@@ -167,7 +167,14 @@ async function startHarness(wrapper: string, name: string, env: Record<string, s
     }),
   );
   const store = new MemoryJobStore();
-  const service = new EvalService({ store, queue: new EmbeddedQueue(), pool, limits: { maxQueuedPerPrincipal: JOBS } });
+  const queue = new EmbeddedQueue();
+  const service = new EvalService({
+    store,
+    submitQueue: queue,
+    runQueue: queue,
+    pool,
+    limits: { maxQueuedPerPrincipal: JOBS },
+  });
   const app = await buildApp({ service, underPressure: false, submitsPerMinute: 1000 });
   await pool.start();
   await service.start();

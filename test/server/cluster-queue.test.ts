@@ -211,7 +211,7 @@ describeWithServices('distributed queue: fair share on Redis', ['redis'], () => 
     // A job an agent took but could not start goes back to BullMQ, and is taken before any other.
     const c0Job = (await agent.take(['any']))!;
     expect(c0Job.id).toBe(c0);
-    await agent.enqueue(c0Job);
+    await agent.putBack(c0Job);
     expect((await agent.take(['any']))?.id).toBe(c0);
     await agent.settle(c0!);
     expect(await drain(agent, ['any'])).toEqual([a1, c1]);

@@ -24,7 +24,15 @@ export async function setup(
   const pool = new FakePool(options.gpus ?? fakeGpus(1), options.unavailableReason);
   const store = options.store ?? new MemoryJobStore();
   const queue = new EmbeddedQueue();
-  const service = new EvalService({ expiryIntervalMs: 10, progressIntervalMs: 0, ...options, store, queue, pool });
+  const service = new EvalService({
+    expiryIntervalMs: 10,
+    progressIntervalMs: 0,
+    ...options,
+    store,
+    submitQueue: queue,
+    runQueue: queue,
+    pool,
+  });
   await service.start();
   return { pool, store, queue, service };
 }

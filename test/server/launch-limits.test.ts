@@ -321,7 +321,8 @@ describe('where the limits come from', () => {
     const pool = new ClusterPool({ bus, refreshMs: 60_000 });
     await pool.start();
     await pool.stop();
-    const api = new EvalService({ role: 'api', store: new MemoryJobStore(), queue: new EmbeddedQueue(), pool });
+    // An API node: the submitting side of the queue only.
+    const api = new EvalService({ store: new MemoryJobStore(), submitQueue: new EmbeddedQueue(), pool });
     const problems = async (extra: Record<string, unknown>) =>
       api.submit('alice', body('x', extra)).then(
         () => [],

@@ -209,7 +209,8 @@ describe('refusals and readiness', () => {
         cause: refused,
       });
     };
-    service.queue.ping = async () => {
+    const pingQueue = service.pingQueue.bind(service);
+    service.pingQueue = async () => {
       throw new Error('Reached the max retries per request limit (which is 1). Refer to "maxRetriesPerRequest"');
     };
     const res = await app.inject({ method: 'GET', url: '/readyz' });
@@ -219,7 +220,7 @@ describe('refusals and readiness', () => {
       reasons: ['PostgreSQL at db.example:5432 is not reachable', 'Redis at cache.example:6379 is not reachable'],
     });
     service.store.counts = counts;
-    delete (service.queue as { ping?: unknown }).ping;
+    service.pingQueue = pingQueue;
     expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ status: 'ready', reasons: [] });
   });
 });

@@ -106,7 +106,7 @@ describe('submit', () => {
     // A queue an agent takes from the moment a job is in it, and says so: its 'started' is stored during enqueue.
     const store = new MemoryJobStore();
     class AgentsQueue extends EmbeddedQueue {
-      async arrivalPosition(): Promise<number> {
+      override arrivalPosition(): number {
         return this.size() + 1;
       }
       override async enqueue(job: QueuedJob): Promise<void> {
@@ -114,7 +114,14 @@ describe('submit', () => {
         await store.appendEvent({ jobId: job.id, type: 'started', data: { by: 'agent' }, atMs: Date.now() });
       }
     }
-    const service = new EvalService({ progressIntervalMs: 0, store, queue: new AgentsQueue(), pool: new FakePool() });
+    const queue = new AgentsQueue();
+    const service = new EvalService({
+      progressIntervalMs: 0,
+      store,
+      submitQueue: queue,
+      runQueue: queue,
+      pool: new FakePool(),
+    });
     services.push(service);
     await service.start();
     const { record } = await service.submit('p', body('hang'));

@@ -206,3 +206,25 @@ describe(`files of at most ${MAX_FILE_LINES} lines`, () => {
     expect(split.map((k) => `${k}: at most ${MAX_FILE_LINES} lines now, or gone; remove the entry`)).toEqual([]);
   });
 });
+
+describe("the server's modes", () => {
+  /** A comparison with a mode's name: `role === 'api'`, `'agent' !== mode` ... */
+  const MODE_BRANCH = /(?:===|!==)\s*'(?:embedded|api|agent)'|'(?:embedded|api|agent)'\s*(?:===|!==)/;
+  /** The files that may know the mode: the flags (config.ts) and the assembly of each mode's parts (main.ts). */
+  const KNOWING = ['server/src/main.ts', 'server/src/config.ts'];
+
+  it('are branched on only where the parts are chosen (main.ts, config.ts); the rest follows from the parts', () => {
+    const branches = [...read('server/src')].flatMap(([file, text]) =>
+      KNOWING.includes(file)
+        ? []
+        : text.split('\n').flatMap((line, i) => (MODE_BRANCH.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
+    );
+    expect(branches).toEqual([]);
+  });
+
+  it('finds a branch on the mode where there is one', () => {
+    expect(MODE_BRANCH.test("if (this.role === 'agent') listen();")).toBe(true);
+    expect(MODE_BRANCH.test("const runs = 'api' !== mode;")).toBe(true);
+    expect(MODE_BRANCH.test("a.role === 'output'")).toBe(false);
+  });
+});

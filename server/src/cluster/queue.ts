@@ -20,7 +20,7 @@ import { Redis } from 'ioredis';
 import type { JobStore } from '../store/store.js';
 import { redisClient, redisOptions, type RedisClusterBus } from './bus.js';
 import { RedisFairShare } from './fair.js';
-import { queuedJobOf, type JobQueue, type QueuedJob } from '../schedule/queue.js';
+import { queuedJobOf, type LostJob, type QueuedJob, type RunQueue, type SubmitQueue } from '../schedule/queue.js';
 
 /** What a queued job and a BullMQ job carry. */
 export interface ClusterJobData extends QueuedJob {
@@ -156,8 +156,8 @@ abstract class ClusterQueueBase {
   }
 }
 
-/** The api role's queue. */
-export class ApiQueue extends ClusterQueueBase implements JobQueue {
+/** The queue's submitting side on an API node. */
+export class ApiQueue extends ClusterQueueBase implements SubmitQueue {
   readonly #store: JobStore;
   readonly #bus: RedisClusterBus;
   /** How long queuing may take before the submission goes on without it (the reconciler queues it later). */
@@ -189,10 +189,6 @@ export class ApiQueue extends ClusterQueueBase implements JobQueue {
     } finally {
       clearTimeout(timer);
     }
-  }
-
-  take(): never {
-    throw new Error('An API node takes no jobs: agents do');
   }
 
   /** Removes a job that waits its turn, or waits in BullMQ; false when an agent holds it (or Redis does not answer). */
@@ -280,9 +276,9 @@ export class ApiQueue extends ClusterQueueBase implements JobQueue {
    * Running rows the queue gave up on: failed by the stalled checker (their hosts died MAX_STALLED_COUNT + 1 times),
    * or gone from Redis altogether with their deadline long past. A job an agent still holds is never reported.
    */
-  async lost(nowMs: number): Promise<Array<{ id: string; gpu: string; error: { code: string; message: string } }>> {
+  async lost(nowMs: number): Promise<LostJob[]> {
     if (this.#lastSweepMs !== nowMs) return []; // only in a pass that holds the lock
-    const lost: Array<{ id: string; gpu: string; error: { code: string; message: string } }> = [];
+    const lost: LostJob[] = [];
     let after: string | undefined;
     for (;;) {
       const page = await this.#store.list({ status: 'running', limit: 200, ...(after === undefined ? {} : { after }) });
@@ -347,7 +343,10 @@ interface Held {
 }
 
 /** The agent role's queue. */
-export class AgentQueue extends ClusterQueueBase implements JobQueue {
+/** The queue's running side on an agent. */
+export class AgentQueue extends ClusterQueueBase implements RunQueue {
+  /** BullMQ hands a job whose host died (its lock lapsed) to another agent. */
+  readonly redelivers = true;
   readonly #held = new Map<string, Held>();
   readonly #availableListeners = new Set<() => void>();
   readonly #events: QueueEvents[] = [];
@@ -443,7 +442,7 @@ export class AgentQueue extends ClusterQueueBase implements JobQueue {
   }
 
   /** A job taken but not run (no slot after all, a drain): back to its queue's wait list for any agent. */
-  async enqueue(job: QueuedJob): Promise<void> {
+  async putBack(job: QueuedJob): Promise<void> {
     const held = this.#held.get(job.id);
     if (held === undefined) return;
     this.#release(job.id);
@@ -464,24 +463,8 @@ export class AgentQueue extends ClusterQueueBase implements JobQueue {
     this.#held.delete(id);
   }
 
-  remove(): boolean {
-    return false;
-  }
-
-  position(): undefined {
-    return undefined;
-  }
-
-  size(): number {
-    return 0;
-  }
-
   sizeByClass(): Promise<Record<string, number>> {
     return this.sizeByClassOf(this.#classes);
-  }
-
-  expire(): QueuedJob[] {
-    return [];
   }
 
   override async close(): Promise<void> {

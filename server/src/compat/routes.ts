@@ -199,7 +199,7 @@ export function compatRoutes(app: App, deps: CompatDeps): void {
     '/health',
     {
       schema: {
-        summary: "Health in the original server's shape (the native summary is /v1/health)",
+        summary: "Health in the original server's shape (the service's own summary is /v1/health)",
         response: { 200: Health, 500: Unhealthy, ...errors(401, 403) },
       },
       config: { access: 'read' },

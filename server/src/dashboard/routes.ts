@@ -91,7 +91,7 @@ const ListQuery = Type.Object({
 
 /** The summary the list page, GET / as JSON and /v1/stream show. */
 async function summaryOf(service: EvalService): Promise<ServiceSummary> {
-  const [jobs, depth, slots] = await Promise.all([service.store.counts(), service.queue.size(), service.slots()]);
+  const [jobs, depth, slots] = await Promise.all([service.store.counts(), service.queued(), service.slots()]);
   return {
     gpus: slots.map((s) => ({
       uuid: s.uuid,

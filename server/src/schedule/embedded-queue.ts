@@ -7,7 +7,7 @@
 // linear scans over principals: the admission caps keep a queue to about a thousand jobs, where a splice costs less
 // than a heap's bookkeeping for remove() and position().
 import type { JobRecord } from '../store/store.js';
-import { type JobQueue, type QueuedJob, queuedJobOf } from './queue.js';
+import { type LostJob, type QueuedJob, type RunQueue, type SubmitQueue, queuedJobOf } from './queue.js';
 
 interface Entry {
   job: QueuedJob;
@@ -46,7 +46,10 @@ function checkJob(job: QueuedJob): void {
   }
 }
 
-export class EmbeddedQueue implements JobQueue {
+export class EmbeddedQueue implements SubmitQueue, RunQueue {
+  /** Nothing runs elsewhere: a taken job is this process's until it settles. */
+  readonly redelivers = false;
+
   /** Per class, per principal with jobs there: its jobs of that class in the order they run. */
   readonly #lists = new Map<string, Map<string, Entry[]>>();
   readonly #byId = new Map<string, Entry>();
@@ -151,6 +154,32 @@ export class EmbeddedQueue implements JobQueue {
     for (const entry of expired) this.#delete(entry);
     return expired.map((e) => ({ ...e.job }));
   }
+
+  /** A job taken but not run goes back to its place: its enqueuedAtMs and its principal's turns decide it. */
+  putBack(job: QueuedJob): void {
+    this.enqueue(job);
+  }
+
+  /** Nothing to complete: the store holds the result, and the queue forgot the job when it was taken. */
+  settle(): void {}
+
+  /** Only this process enqueues, and every enqueue is followed by a dispatch pass. */
+  onAvailable(): void {}
+
+  /** Only this process takes: the 'queued' event follows the enqueue. */
+  arrivalPosition(_job?: QueuedJob): number | undefined {
+    return undefined;
+  }
+
+  /** A job taken here is this process's: it is never lost by the queue. */
+  lost(): LostJob[] {
+    return [];
+  }
+
+  /** Memory always answers. */
+  ping(): void {}
+
+  close(): void {}
 
   /** Takes `entry` out; a principal left with no job leaves the turns (it joins at the back when it comes again). */
   #delete(entry: Entry): void {

@@ -32,13 +32,32 @@ export interface QueuedJob {
 
 type MaybePromise<T> = T | Promise<T>;
 
-export interface JobQueue {
+/** A job the queue lost while it ran, and the error it fails with. */
+export interface LostJob {
+  id: string;
+  gpu: string;
+  error: { code: string; message: string };
+}
+
+/**
+ * What both sides of the queue have: a backend to answer (readiness), a depth per class (the metrics), connections
+ * to close.
+ */
+export interface QueueConnection {
+  /** Whether the queue's backend answers (readiness); the in-memory queue always does. */
+  ping(): MaybePromise<void>;
+  /** Jobs queued per GPU class (the metrics' queue depth); classes with none may be left out. */
+  sizeByClass(): MaybePromise<Record<string, number>>;
+  /** Stops its timers and connections. */
+  close(): MaybePromise<void>;
+}
+
+/**
+ * The submitting side of the queue (BullMQ's Queue): what a process that takes submissions does with it. The embedded
+ * server and an API node have one; an agent has none.
+ */
+export interface SubmitQueue extends QueueConnection {
   enqueue(job: QueuedJob): MaybePromise<void>;
-  /**
-   * The next job a slot of these classes may run, removed from the queue: the fair-share rule above picks the
-   * principal, then that principal's highest priority, oldest job.
-   */
-  take(classes: readonly string[]): MaybePromise<QueuedJob | undefined>;
   /** Removes a queued job (cancelled); false when it was not queued (a slot somewhere may be starting it). */
   remove(id: string): MaybePromise<boolean>;
   /**
@@ -47,33 +66,46 @@ export interface JobQueue {
    */
   position(id: string): MaybePromise<number | undefined>;
   /**
-   * The position `job` will have once enqueued, read before it is: for a queue another process takes jobs from the
-   * moment they are in it (an API node's, which agents take from), so that the job's 'queued' event can be stored
-   * before any agent's 'started'. Undefined when it cannot be read; a queue only its own process takes from has none.
+   * The position `job` will have once enqueued, read before it is, where another process takes jobs the moment they
+   * are queued (an API node's queue, which agents take from): the job's 'queued' event is then stored before any
+   * agent's 'started'. Undefined where only this process takes (the event follows the enqueue) or it cannot be read.
    */
-  arrivalPosition?(job: QueuedJob): Promise<number | undefined>;
+  arrivalPosition(job: QueuedJob): MaybePromise<number | undefined>;
   /** Jobs queued, in all, and per principal (admission limits). */
   size(principal?: string): MaybePromise<number>;
-  /** Jobs queued per GPU class (the metrics' queue depth); classes with none may be left out. */
-  sizeByClass(): MaybePromise<Record<string, number>>;
   /** Removes and returns the jobs whose expiresAtMs has passed. */
   expire(nowMs: number): MaybePromise<QueuedJob[]>;
+  /**
+   * Jobs the queue lost while they ran: their hosts died more often than the queue redelivers, or the queue forgot
+   * them and their deadline passed. The service fails each with the error given. None where the queue loses none.
+   */
+  lost(nowMs: number): MaybePromise<LostJob[]>;
+}
+
+/**
+ * The running side of the queue (BullMQ's Worker): what a process with GPUs does with it. The embedded server and an
+ * agent have one; an API node has none.
+ */
+export interface RunQueue extends QueueConnection {
+  /**
+   * The next job a slot of these classes may run, removed from the queue: the fair-share rule above picks the
+   * principal, then that principal's highest priority, oldest job.
+   */
+  take(classes: readonly string[]): MaybePromise<QueuedJob | undefined>;
+  /** A job taken but not run (no slot after all, a drain): back in its place for any taker. */
+  putBack(job: QueuedJob): MaybePromise<void>;
   /**
    * The run of a taken job ended and its result is stored (the distributed queue completes its job there, so a host
    * that dies before this line costs a redelivery, and one that dies after it costs nothing).
    */
-  settle?(id: string): Promise<void>;
+  settle(id: string): MaybePromise<void>;
   /**
-   * Jobs the queue lost while they ran: their hosts died more often than the queue redelivers, or the queue forgot
-   * them and their deadline passed. The service fails each with the error given.
+   * Whether the queue may hand out a job that was running on a host that died (the distributed queue's redelivery):
+   * the taker then runs it again and takes the stored run over.
    */
-  lost?(nowMs: number): Promise<Array<{ id: string; gpu: string; error: { code: string; message: string } }>>;
+  readonly redelivers: boolean;
   /** Calls `listener` when a job may have arrived that this process did not enqueue (an agent's wake-up). */
-  onAvailable?(listener: () => void): void;
-  /** Whether the queue's backend answers (readiness); the in-memory queue always does. */
-  ping?(): Promise<void>;
-  /** Stops its timers and connections. */
-  close?(): Promise<void>;
+  onAvailable(listener: () => void): void;
 }
 
 /**

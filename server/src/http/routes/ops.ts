@@ -85,14 +85,15 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
         } else reasons.push(`the job store failed: ${(e as Error).message}`);
       }
       try {
-        await service.queue.ping?.();
+        await service.pingQueue();
       } catch (e) {
         reasons.push(queue === undefined ? `the queue failed: ${(e as Error).message}` : `${queue} is not reachable`);
       }
       // An API node needs no GPU of its own to take submissions: agents come and go behind the queue.
-      const reason = service.role === 'api' ? undefined : service.pool.unavailableReason;
+      const runs = service.sides.runs;
+      const reason = runs ? service.pool.unavailableReason : undefined;
       if (reason !== undefined) reasons.push(`no GPU: ${reason}`);
-      else if (service.role !== 'api' && !service.slots().some((s) => s.state !== 'quarantined')) {
+      else if (runs && !service.slots().some((s) => s.state !== 'quarantined')) {
         reasons.push('every GPU is quarantined');
       }
       return reply
@@ -152,9 +153,7 @@ function metrics(app: App, service: EvalService): Registry {
     registers: [registry],
     async collect() {
       // A queue that does not answer (Redis down) leaves the gauge empty rather than failing the scrape.
-      const byClass: Record<string, number> | undefined = await Promise.resolve(service.queue.sizeByClass()).catch(
-        () => undefined,
-      );
+      const byClass: Record<string, number> | undefined = await service.queuedByClass().catch(() => undefined);
       this.reset();
       if (byClass === undefined) return;
       // Every class a GPU serves reads 0 when nothing waits for it: a series that vanishes says nothing.
