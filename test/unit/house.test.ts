@@ -32,7 +32,7 @@ const CORE_PARENT_TYPE_IMPORTS = [
 ];
 
 /** server/src's files over MAX_FILE_LINES lines today. A new one fails; remove an entry once its file is split. */
-const SERVER_KNOWN_LONG_FILES = ['server/src/service.ts'];
+const SERVER_KNOWN_LONG_FILES: string[] = [];
 
 /** Each file's imports of other files of the set (a package's, node:*'s and other folders' are left out). */
 type Graph = Map<string, Import[]>;
