@@ -7,11 +7,12 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
-export type Role = 'embedded' | 'api' | 'agent';
+export type Mode = 'embedded' | 'api' | 'agent';
 
 export interface ServerConfig {
   /** 'embedded' (one process, SQLite); 'api' and 'agent' are the distributed mode's (Redis + PostgreSQL). */
-  role: Role;
+  /** The deployment mode, which --role picks. */
+  mode: Mode;
   /** BullMQ's Redis (api, agent). */
   redisUrl: string | undefined;
   /** The PostgreSQL job store (api, agent). */
@@ -259,14 +260,14 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   const problemsDir = problemsRaw === undefined ? undefined : resolve(problemsRaw.value);
   const logLevel = choice('log-level', 'info', LOG_LEVELS);
   const maxLargeBodies = number('max-large-bodies', 2, 1, 64, true);
-  const role = choice('role', 'embedded', ['embedded', 'api', 'agent'] as const);
+  const mode = choice('role', 'embedded', ['embedded', 'api', 'agent'] as const);
   const url = (flag: 'redis-url' | 'database-url', schemes: readonly string[]): string | undefined => {
     const got = get(flag);
     if (got === undefined) {
-      if (role !== 'embedded') problems.push(`Expected --${flag} (or ${envName(flag)}) with --role ${role}`);
+      if (mode !== 'embedded') problems.push(`Expected --${flag} (or ${envName(flag)}) with --role ${mode}`);
       return undefined;
     }
-    if (role === 'embedded') {
+    if (mode === 'embedded') {
       problems.push(`${got.where} is for --role api or agent; the embedded mode keeps its jobs in --data-dir`);
     }
     let parsed: URL | undefined;
@@ -295,7 +296,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
         `but received '${classesRaw.value}'`,
     );
   }
-  if (classesRaw !== undefined && role !== 'agent') problems.push(`${classesRaw.where} is for --role agent`);
+  if (classesRaw !== undefined && mode !== 'agent') problems.push(`${classesRaw.where} is for --role agent`);
   const lockSeconds = number('lock-seconds', 30, 2, 3600, false);
   const secretRaw = get('session-secret-file');
   const sessionSecretFile = secretRaw === undefined ? undefined : resolve(secretRaw.value);
@@ -319,7 +320,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   }
 
   // An agent's HTTP port serves health and metrics only: nothing there runs code.
-  if (tokensFile === undefined && !isLoopbackHost(host) && role !== 'agent') {
+  if (tokensFile === undefined && !isLoopbackHost(host) && mode !== 'agent') {
     problems.push(
       `Refusing to listen on ${host} without --tokens-file: anyone who reaches it could run code on this host's ` +
         'GPUs. Give --tokens-file (name:sha256hex lines), or listen on 127.0.0.1',
@@ -327,7 +328,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   }
   if (problems.length > 0) throw new ConfigError(problems.join('\n'));
   return {
-    role,
+    mode,
     redisUrl,
     databaseUrl,
     redisPrefix,

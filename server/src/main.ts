@@ -56,7 +56,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     problems = config.problemsDir === undefined ? ProblemRegistry.empty() : ProblemRegistry.load(config.problemsDir);
     sessionSecret = config.sessionSecretFile === undefined ? undefined : readSecret(config.sessionSecretFile);
     // The API node runs no worker.
-    containment = config.role === 'api' ? undefined : serviceContainment(config.workerUser);
+    containment = config.mode === 'api' ? undefined : serviceContainment(config.workerUser);
   } catch (e) {
     // A bad flag, tokens file or problem registry: the usage error's exit code.
     return fail((e as Error).message, 2);
@@ -100,7 +100,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     largeBodies: config.maxLargeBodies,
     trustProxy: config.trustProxy,
     metricsPublic: config.metricsPublic,
-    ...(config.role === 'embedded'
+    ...(config.mode === 'embedded'
       ? {}
       : {
           endpoints: {
@@ -110,8 +110,8 @@ export async function main(argv: readonly string[]): Promise<number> {
         }),
     ...(sessionSecret === undefined ? {} : { sessionSecret }),
     ...(bus === undefined ? {} : { rateLimitRedis: bus.redis }),
-    opsOnly: config.role === 'agent',
-    ...(config.role === 'api'
+    opsOnly: config.mode === 'agent',
+    ...(config.mode === 'api'
       ? { compatSyncWaitMs: (job) => clusterHorizons(job, lockMsOf(config), stalledIntervalMsOf(config)).httpWaitMs }
       : {}),
   });
@@ -119,7 +119,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   for (const [level, obj, msg] of early.splice(0)) app.log[level](obj, msg);
 
   await poolStarted;
-  const announcer = config.role === 'agent' ? announce(pool as LocalGpuPool, bus!) : undefined;
+  const announcer = config.mode === 'agent' ? announce(pool as LocalGpuPool, bus!) : undefined;
   const closeParts = async (): Promise<void> => {
     announcer?.stop();
     if (announcer !== undefined) await bus?.withdraw(announcer.agentId).catch(() => {});
@@ -143,10 +143,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     pool.unavailableReason === undefined ? `${gpus} GPU${gpus === 1 ? '' : 's'}` : `no GPU: ${pool.unavailableReason}`;
   const auth = tokens === undefined ? 'no tokens (loopback only)' : `${tokens.length} tokens`;
   const where =
-    config.role === 'embedded'
+    config.mode === 'embedded'
       ? `data in ${config.dataDir}`
-      : `role ${config.role}; queue ${redactUrl(config.redisUrl!)}; store ${redactUrl(config.databaseUrl!)}`;
-  const gpuPart = config.role === 'api' ? `${gpus} GPU${gpus === 1 ? '' : 's'} on agents` : gpuText;
+      : `role ${config.mode}; queue ${redactUrl(config.redisUrl!)}; store ${redactUrl(config.databaseUrl!)}`;
+  const gpuPart = config.mode === 'api' ? `${gpus} GPU${gpus === 1 ? '' : 's'} on agents` : gpuText;
   process.stdout.write(`cudakit-server listening on http://${host}:${port} (${gpuPart}; ${auth}; ${where})\n`);
 
   const drainMs = config.drainSeconds * 1000;
@@ -190,7 +190,7 @@ interface Parts {
   poolStarted: Promise<void>;
 }
 
-/** The store, queue, pool and bus of the configured role. */
+/** The store, the queue's sides, the pool and the bus of the configured mode. */
 async function assemble(config: ServerConfig, containment: Containment | undefined, log: ServiceLog): Promise<Parts> {
   // The worker reads where Nsight Compute is (or 'off') from its environment; the fake worker's kill-agent job
   // reads the agent's pid.
@@ -203,7 +203,7 @@ async function assemble(config: ServerConfig, containment: Containment | undefin
       ...(containment === undefined ? {} : { containment }),
       extraClasses: config.gpuClasses,
     });
-  if (config.role === 'embedded') {
+  if (config.mode === 'embedded') {
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     const store = SqliteJobStore.open(join(config.dataDir, 'jobs.sqlite'));
     const pool = localPool();
@@ -229,7 +229,7 @@ async function assemble(config: ServerConfig, containment: Containment | undefin
     stalledIntervalMs: stalledIntervalMsOf(config),
     lostGraceMs: 2 * lockMs,
   };
-  if (config.role === 'api') {
+  if (config.mode === 'api') {
     const pool = new ClusterPool({ bus });
     const submitQueue = new ApiQueue({ ...timing, store, bus });
     return { store, submitQueue, runQueue: undefined, pool, bus, poolStarted: pool.start() };

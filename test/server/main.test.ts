@@ -168,7 +168,7 @@ describe('parseConfig', () => {
     const database = ['--database-url', 'postgres://cudakit@127.0.0.1/cudakit'];
     const config = parseConfig(['--role', 'agent', ...redis, ...database, '--gpu-class', 'H200-nvl,lab'], {});
     expect(config).toMatchObject({
-      role: 'agent',
+      mode: 'agent',
       redisUrl: 'redis://127.0.0.1:6379/0',
       databaseUrl: 'postgres://cudakit@127.0.0.1/cudakit',
       redisPrefix: 'cudakit',
@@ -181,7 +181,7 @@ describe('parseConfig', () => {
         CUDAKIT_SERVER_REDIS_URL: 'rediss://q:6380',
         CUDAKIT_SERVER_DATABASE_URL: 'postgresql://db/x',
       }),
-    ).toMatchObject({ role: 'api' });
+    ).toMatchObject({ mode: 'api' });
     const problems = (argv: string[]) => {
       try {
         parseConfig(argv, {});
