@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-// What the compile check makes of its child's report (run/compile-check.ts's resultOf): only NVRTC's own rejection of
-// a source, a mismatch of arguments or the job's problems fail a job; anything the check cannot vouch for (no NVRTC, an
-// arch this NVRTC lacks, a phase it never expects to end in) leaves the job's fate to a GPU. The child with real NVRTC
-// is in compile-check.nvrtc.test.ts.
+// What the compile check makes of its child's report (run/compile-check.ts's checkResultOf): only NVRTC's own rejection
+// of a source, a mismatch of arguments or the job's problems fail a job; anything the check cannot vouch for (no NVRTC,
+// an arch this NVRTC lacks, a phase it never expects to end in) leaves the job's fate to a GPU. The child with real
+// NVRTC is in compile-check.nvrtc.test.ts.
 import { describe, expect, it } from 'vitest';
 import type { EvalError, EvalJob, EvalPhase, EvalReport } from '../../lib/index.js';
 import { emptyReport } from '../../lib/eval/report.js';
-import { CompileChecker, resultOf } from '../../server/src/run/compile-check.js';
+import { CompileChecker, checkResultOf } from '../../server/src/run/compile-check.js';
 
 const JOB: EvalJob = {
   source: 'extern "C" __global__ void k(float* y) {}',
@@ -47,9 +47,9 @@ const compileError = (code: string, kernel: 'candidate' | 'reference' = 'candida
   remedy: '',
 });
 
-describe('resultOf', () => {
+describe('checkResultOf', () => {
   it("NVRTC's rejection fails the job at the kernel's source, quoting five errors and counting the rest", () => {
-    const r = resultOf(report('compile', compileError('NVRTC_ERROR_COMPILATION')), JOB);
+    const r = checkResultOf(report('compile', compileError('NVRTC_ERROR_COMPILATION')), JOB);
     expect(r.kind).toBe('fails');
     if (r.kind !== 'fails') return;
     expect(r.problems).toHaveLength(1);
@@ -60,23 +60,26 @@ describe('resultOf', () => {
   });
 
   it("the reference's rejection is the reference's source", () => {
-    const r = resultOf(report('compile', compileError('NVRTC_ERROR_COMPILATION', 'reference')), JOB);
+    const r = checkResultOf(report('compile', compileError('NVRTC_ERROR_COMPILATION', 'reference')), JOB);
     expect(r.kind === 'fails' && r.problems[0]!.path).toBe('job.reference.source');
   });
 
   it('no NVRTC, or an option this NVRTC refuses (an arch it lacks), proves nothing: unknown', () => {
     for (const code of ['NVRTC_NOT_FOUND', 'NVRTC_ERROR_INVALID_OPTION']) {
-      expect(resultOf(report('compile', compileError(code)), JOB).kind).toBe('unknown');
+      expect(checkResultOf(report('compile', compileError(code)), JOB).kind).toBe('unknown');
     }
     const cuda: EvalError = { kind: 'cuda', code: 'CUDA_DRIVER_NOT_FOUND', message: 'no driver' } as EvalError;
-    expect(resultOf(report('compile', cuda), JOB).kind).toBe('unknown');
+    expect(checkResultOf(report('compile', cuda), JOB).kind).toBe('unknown');
   });
 
   it('an argument mismatch fails at the args of the kernel it names', () => {
     const mismatch = (message: string): EvalError => ({ kind: 'exception', code: 'TypeError', message });
-    const a = resultOf(report('load', mismatch("Kernel 'k' takes 2 parameters but the signature lists 1: [ptr]")), JOB);
+    const a = checkResultOf(
+      report('load', mismatch("Kernel 'k' takes 2 parameters but the signature lists 1: [ptr]")),
+      JOB,
+    );
     expect(a.kind === 'fails' && a.problems[0]!.path).toBe('job.args');
-    const b = resultOf(
+    const b = checkResultOf(
       report('load', mismatch("Parameter 0 of kernel 'ref' is 4 bytes but the signature says ptr")),
       JOB,
     );
@@ -85,7 +88,7 @@ describe('resultOf', () => {
 
   it('a load that fails for want of a GPU means the kernels compiled, for the arch the report names', () => {
     const noGpu: EvalError = { kind: 'cuda', code: 'CUDA_ERROR_NO_DEVICE', message: 'no device' } as EvalError;
-    expect(resultOf(report('load', noGpu, 'sm_80'), JOB)).toEqual({ kind: 'compiles', arch: 'sm_80' });
+    expect(checkResultOf(report('load', noGpu, 'sm_80'), JOB)).toEqual({ kind: 'compiles', arch: 'sm_80' });
   });
 
   it("the job's own problems fail it; a phase the check never reaches is unknown", () => {
@@ -95,9 +98,9 @@ describe('resultOf', () => {
       message: 'Invalid job',
       problems: [{ path: 'job.grid', message: 'bad grid', type: 'RangeError' }],
     } as EvalError;
-    expect(resultOf(report('validate', invalid), JOB)).toEqual({ kind: 'fails', problems: invalid.problems });
+    expect(checkResultOf(report('validate', invalid), JOB)).toEqual({ kind: 'fails', problems: invalid.problems });
     const verdict: EvalError = { kind: 'verdict', code: 'X', message: 'wrong' } as EvalError;
-    expect(resultOf(report('check', verdict), JOB).kind).toBe('unknown');
+    expect(checkResultOf(report('check', verdict), JOB).kind).toBe('unknown');
   });
 });
 

@@ -4,7 +4,7 @@
 // empty folder, the allowed environment, the worker user) and no GPU visible, killed with its process group at a
 // deadline: the server process never runs NVRTC on a client's source. A few checks run at once; past that, or when the
 // child cannot say, the answer is 'unknown' and the service refuses as it would without the check.
-import type { EvalJob, EvalReport, JobProblem } from 'cudakit';
+import type { Arch, EvalJob, EvalReport, JobProblem } from 'cudakit';
 import { type DeathGuard, WorkerChild, chooseDeathGuard, workerScript } from './child.js';
 import { type Containment, defaultContainment } from './containment.js';
 import { PROTOCOL_VERSION, isChildMessage } from './protocol.js';
@@ -19,7 +19,7 @@ export type CompileCheckResult =
 
 export interface CheckOptions {
   /** The arch when the job names none (the arch of the GPU class it asks for). Default: the newest NVRTC knows. */
-  arch?: string;
+  arch?: Arch;
   /** The job's own limit for its compile, when shorter than the checker's. */
   timeoutMs?: number;
 }
@@ -76,14 +76,14 @@ export class CompileChecker {
     const checked: EvalJob =
       arch === undefined || compile.arch !== undefined || compile.target === 'ptx'
         ? job
-        : { ...job, compile: { ...compile, arch: arch as never } };
+        : { ...job, compile: { ...compile, arch } };
     let report: EvalReport | string;
     try {
       report = await this.#run(checked, Math.min(o.timeoutMs ?? Infinity, this.#o.timeoutMs));
     } catch (e) {
       report = (e as Error).message;
     }
-    return typeof report === 'string' ? { kind: 'unknown', reason: report } : resultOf(report, checked);
+    return typeof report === 'string' ? { kind: 'unknown', reason: report } : checkResultOf(report, checked);
   }
 
   /** Kills every check in progress; later checks answer 'unknown'. */
@@ -142,7 +142,7 @@ function sourcePath(role: string | undefined): string {
 }
 
 /** What a report of the check child says about the job. */
-export function resultOf(report: EvalReport, job: EvalJob): CompileCheckResult {
+export function checkResultOf(report: EvalReport, job: EvalJob): CompileCheckResult {
   const e = report.error;
   if (report.phase === 'validate' && e?.kind === 'invalid-job') {
     return { kind: 'fails', problems: (e.problems ?? []).map((p) => ({ ...p })) };

@@ -3,7 +3,7 @@
 // Idempotency-Key at a time) and stored queued before the client gets its 202; a job's place in the queue; the
 // periodic passes that fail queued jobs past their maxQueueSeconds (and running jobs the queue lost) and delete
 // finished jobs past their retention.
-import { InvalidJobError, validateJob } from 'cudakit';
+import { InvalidJobError, isArch, validateJob } from 'cudakit';
 import type { EvalJob } from 'cudakit';
 import { ServiceError } from '../errors.js';
 import { splitBody } from '../http/schemas/v1.js';
@@ -246,7 +246,7 @@ export class Submitter {
       // What NVRTC can tell without a GPU, the client learns now: a kernel that does not compile is not worth a retry.
       const deadlines = this.#deadlines(job, options);
       const checked = await this.#compileCheck?.check(job, {
-        ...(/^sm_\d+[af]?$/.test(options.gpu) ? { arch: options.gpu } : {}),
+        ...(isArch(options.gpu) ? { arch: options.gpu } : {}),
         timeoutMs: deadlines.phaseMs.compile ?? deadlines.jobMs,
       });
       if (checked?.kind === 'fails') throw new InvalidJobError(checked.problems);
