@@ -3,9 +3,9 @@ import { defineConfig } from 'vitest/config';
 const TIERS = 'test/tiers.ts';
 /** The files that take over a minute on 2 cores (`npm run test:load`): load, the distributed mode, the package. */
 const LONG = [
-  'test/server/load.test.ts',
-  'test/server/distributed-load.test.ts',
-  'test/server/distributed.test.ts',
+  'server/test/load.test.ts',
+  'server/test/cluster/distributed-load.test.ts',
+  'server/test/cluster/distributed.test.ts',
   'test/unit/package.test.ts',
 ];
 
@@ -24,7 +24,7 @@ export default defineConfig({
         test: {
           name: 'nvrtc',
           // The service's defences that need real NVRTC live with its other security tests.
-          include: ['test/nvrtc/**/*.test.ts', 'test/server/**/*.nvrtc.test.ts'],
+          include: ['test/nvrtc/**/*.test.ts', 'server/test/**/*.nvrtc.test.ts'],
           testTimeout: 60_000,
           globalSetup: [TIERS],
         },
@@ -33,7 +33,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'gpu',
-          include: ['test/gpu/**/*.test.ts'],
+          include: ['test/gpu/**/*.test.ts', 'server/test/**/*.gpu.test.ts'],
           fileParallelism: false,
           testTimeout: 120_000,
           globalSetup: [TIERS],
@@ -44,8 +44,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'server',
-          include: ['test/server/**/*.test.ts'],
-          exclude: [...LONG, 'test/server/**/*.nvrtc.test.ts'],
+          include: ['server/test/**/*.test.ts'],
+          exclude: [...LONG, 'server/test/**/*.nvrtc.test.ts', 'server/test/**/*.gpu.test.ts'],
           testTimeout: 60_000,
         },
       },

@@ -50,7 +50,7 @@ else
   exit 1
 fi
 # Where each line's node runs from: the cache is often in a home folder that only its owner may enter (/root is
-# 0700), and a service running as root starts its workers as nobody (test/server/security/containment.test.ts), who
+# 0700), and a service running as root starts its workers as nobody (server/test/security/containment.test.ts), who
 # must be able to run Node (docs/deploying.md).
 run_root=$(mktemp -d) && chmod 755 "$run_root" || exit 1
 restore() {

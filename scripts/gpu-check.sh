@@ -52,11 +52,12 @@ fi
 if [[ " $steps " == *" sanitizer "* ]]; then
   # API errors are not reported: the negative tests provoke them on purpose (invalid PTX, unknown kernel name,
   # out of memory, a capture violation). Memory errors all are; only planted device faults are skipped. The
-  # service's GPU tests (test/gpu/server-*) are left out: they supervise worker processes that run evaluate(), which
-  # eval.test.ts covers here, and they plant faults on purpose (a hung kernel, an out-of-bounds shared access).
+  # service's GPU tests (server/test/**/*.gpu.test.ts) are left out: they supervise worker processes that run
+  # evaluate(), which eval.test.ts covers here, and they plant faults on purpose (a hung kernel, an out-of-bounds
+  # shared access).
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_UNDER_SANITIZER=1 timeout 500 compute-sanitizer --tool memcheck --target-processes all \
     --report-api-errors no --print-limit 20 \
-    npx vitest run --project gpu --exclude 'test/gpu/server-*' --reporter=json --outputFile.json="$out/sanitizer.json" \
+    npx vitest run --project gpu --exclude 'server/test/**' --reporter=json --outputFile.json="$out/sanitizer.json" \
     > "$out/sanitizer.log" 2>&1
   summary "$out/sanitizer.json" "gpu tier under compute-sanitizer memcheck" | tee -a "$out/summary.txt"
   grep -E "ERROR SUMMARY" "$out/sanitizer.log" | sort | uniq -c | tee -a "$out/summary.txt"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The real binary as a child process, for the load benchmark (load.ts) and the tests that kill it
-// (test/server/recovery.test.ts, load.test.ts): start it and wait for its 'listening' line, build the fake worker as
+// (server/test/recovery.test.ts, load.test.ts): start it and wait for its 'listening' line, build the fake worker as
 // plain JavaScript, read the fake workers' log (CUDAKIT_FAKE_LOG: which worker started, took a job, ended it), and
 // tell whether a process is still alive.
 import { type ChildProcess, spawn } from 'node:child_process';

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The load run on loopback, shared by the benchmark (load.ts) and the test tier (test/server/load.test.ts): the real
+// The load run on loopback, shared by the benchmark (load.ts) and the test tier (server/test/load.test.ts): the real
 // binary with fake GPUs in process-per-job isolation, N clients (one bearer token each) that submit fake jobs of a
 // random length on a schedule spread over the submission window and long-poll each to its end (GET ?wait=),
 // retrying a 429 after its Retry-After. Then the checks: no 5xx, every job accepted within the submission deadline,

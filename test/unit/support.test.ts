@@ -34,14 +34,17 @@ describe('until', () => {
   });
 });
 
-describe('test/support/ is not a test folder', () => {
-  it('holds no *.test.ts, and every project includes files of its own tier folders only', () => {
-    const support = readdirSync(new URL('../support/', import.meta.url), { recursive: true }).map(String);
-    expect(support.filter((f) => /\.test\.[cm]?ts$/.test(f))).toEqual([]);
+describe('test/support/ and server/test/support/ are not test folders', () => {
+  it('hold no *.test.ts, and every project includes files of its own tier folders only', () => {
+    for (const folder of ['../support/', '../../server/test/support/']) {
+      const support = readdirSync(new URL(folder, import.meta.url), { recursive: true }).map(String);
+      expect(support.filter((f) => /\.test\.[cm]?ts$/.test(f))).toEqual([]);
+    }
     const includes = (config.test?.projects ?? []).flatMap((p) =>
       typeof p === 'object' && 'test' in p ? (p.test?.include ?? []) : [],
     );
     expect(includes.length).toBeGreaterThan(0);
-    for (const glob of includes) expect(glob).toMatch(/^test\/(?!support\/)[\w-]+\/.*\.test\.ts$/);
+    // The library's tiers are folders of test/; the server's files are all under server/test/, a tier by suffix.
+    for (const glob of includes) expect(glob).toMatch(/^(test\/(?!support\/)[\w-]+|server\/test)\/.*\.test\.ts$/);
   });
 });

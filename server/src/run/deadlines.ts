@@ -7,7 +7,7 @@ import type { Deadlines } from './protocol.js';
 
 /**
  * The stopping rule's timeoutMs per preset: cudakit's PRESETS, copied because only a worker may load cudakit
- * (test/server/deadlines.test.ts keeps the two equal).
+ * (server/test/run/deadlines.test.ts keeps the two equal).
  */
 export const PRESET_TIMEOUT_MS: Readonly<Record<PresetName, number>> = {
   quick: 2_000,

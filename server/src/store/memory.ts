@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A JobStore in memory, for tests of the layers above (API, scheduler, supervisors) and for a throwaway server. It
-// passes the same contract tests as the SQLite store (test/server/store.contract.ts) and, like it, hands out copies:
-// a caller that edits a record it got back changes nothing stored.
+// passes the same contract tests as the SQLite store (server/test/store/store.contract.ts) and, like it, hands out
+// copies: a caller that edits a record it got back changes nothing stored.
 import { checkListFilter, checkSeq, closedError, duplicateJobError, missingJobError, zeroCounts } from './common.js';
 import { INTERRUPTED_ERROR, TERMINAL, type JobEvent, type JobRecord, type JobStatus, type JobStore } from './store.js';
 

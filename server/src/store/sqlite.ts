@@ -4,7 +4,7 @@
 //
 // Durability: WAL with synchronous=NORMAL by default. A commit appends the transaction to the WAL with write() before
 // insert() resolves, so once the client has its 202 the job is in the operating system's hands: a crash, SIGKILL or
-// OOM kill of the server loses nothing (test/server/sqlite.test.ts kills a writer right after insert to show it).
+// OOM kill of the server loses nothing (server/test/store/sqlite.test.ts kills a writer right after insert to show it).
 // What NORMAL gives up is the last commits before a power loss or kernel crash, which would also end every running
 // job; FULL closes that gap with an fsync per commit, paid on every event and phase change too. Deployments that want
 // the 202 to outlive the machine pass { synchronous: 'FULL' }.

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// An app over a fake pool, with the tests' tokens, for the route tests (app.test.ts, compat.test.ts).
+import { buildApp, type AppDeps } from '../../src/http/app.js';
+import { type App } from '../../src/http/shared.js';
+import { parseTokens, tokenDigest } from '../../src/http/auth.js';
+import type { EvalService } from '../../src/service.js';
+import type { FakePool } from './fake-pool.js';
+import { setup } from './helpers.js';
+
+/** alice: every scope but admin (the default); bob: submit and read; root: everything; viewer: read only. */
+export const TOKENS = parseTokens(
+  [
+    `alice:${tokenDigest('alice-token')}`,
+    `bob:${tokenDigest('bob-token')}:submit,read`,
+    `root:${tokenDigest('root-token')}:submit,read,admin`,
+    `viewer:${tokenDigest('viewer-token')}:read`,
+  ].join('\n'),
+  'tokens',
+);
+export type Who = 'alice' | 'bob' | 'root' | 'viewer';
+export const auth = (who: Who) => ({ authorization: `Bearer ${who}-token` });
+
+export interface Harness {
+  app: App;
+  service: EvalService;
+  pool: FakePool;
+}
+const apps: Harness[] = [];
+
+/** Closes every app harness() made: each test file calls it after each test. */
+export async function closeApps(): Promise<void> {
+  for (const h of apps.splice(0)) {
+    h.service.close();
+    await h.app.close();
+  }
+}
+
+/** Leaves `h` open after each test (a describe that keeps one app for all its tests closes it itself). */
+export function keepApp(h: Harness): void {
+  apps.splice(apps.indexOf(h), 1);
+}
+
+/** An app over a fake pool; with TOKENS unless `tokens` is given (undefined: no auth). */
+export async function harness(options: Partial<AppDeps> & Parameters<typeof setup>[0] = {}): Promise<Harness> {
+  const { service, pool } = await setup(options);
+  const tokens = 'tokens' in options ? options.tokens : TOKENS;
+  const app = await buildApp({ underPressure: false, sseHeartbeatMs: 20, ...options, service, tokens });
+  const h = { app, service, pool };
+  apps.push(h);
+  return h;
+}
