@@ -40,6 +40,8 @@ import { isJobId } from '../store/ids.js';
 import { TERMINAL, type JobRecord } from '../store/store.js';
 import type { App, SubmitLimit } from '../http/shared.js';
 
+export type CompatOptions = Pick<CompatDeps, 'syncWaitMs'>;
+
 export interface CompatDeps {
   service: EvalService;
   /** The per-principal submission budget, shared with POST /v1/evaluations. */
@@ -107,7 +109,8 @@ async function noCache(_request: FastifyRequest, reply: FastifyReply, payload: u
   return payload;
 }
 
-export function compatRoutes(app: App, deps: CompatDeps): void {
+export async function compatRoutes(app: App, options: CompatOptions): Promise<void> {
+  const deps: CompatDeps = { service: app.service, submitLimit: app.submitLimit, ...options };
   const { service } = deps;
   const stats = new CompatStats();
   service.onStarted((job) => stats.started(job));

@@ -30,6 +30,8 @@ import {
 import { parseReport } from './report.js';
 import { type Sessions, localPath } from './session.js';
 
+export type DashboardOptions = Omit<DashboardDeps, 'service'>;
+
 export interface DashboardDeps {
   service: EvalService;
   tokens: readonly TokenEntry[] | undefined;
@@ -129,7 +131,8 @@ function sendPage(reply: FastifyReply, statusCode: number, page: string): Fastif
     .send(page);
 }
 
-export async function dashboardRoutes(app: App, deps: DashboardDeps): Promise<void> {
+export async function dashboardRoutes(app: App, options: DashboardOptions): Promise<void> {
+  const deps: DashboardDeps = { service: app.service, ...options };
   const { service, sessions } = deps;
   const verifier = deps.tokens === undefined ? undefined : new TokenVerifier(deps.tokens);
   const streams = new SummaryStreams(service, deps);

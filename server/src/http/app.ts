@@ -40,6 +40,7 @@ import { STORE_RETRY_AFTER_SECONDS, errorBodyOf, type App, type RouteAccess, typ
 import { mcpRoutes } from './routes/mcp.js';
 import { v1Routes } from './routes/v1.js';
 import { opsRoutes } from './routes/ops.js';
+import { serviceMetrics } from './metrics.js';
 import { CountingStore } from './rate-store.js';
 import { compatRoutes, type CompatDeps } from '../compat/routes.js';
 
@@ -169,33 +170,28 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   bodyHandling(app, { largeBodies: deps.largeBodies ?? DEFAULT_LARGE_BODIES });
   app.addHook('preValidation', convertQueryHook);
 
-  const ops = { service: deps.service, metricsPublic: deps.metricsPublic ?? false, endpoints: deps.endpoints ?? {} };
-  if (deps.opsOnly === true) {
-    opsRoutes(app, ops);
-    return app;
-  }
-  app.get('/openapi.json', { schema: { hide: true }, config: { access: 'open' } }, async () => app.swagger());
   // One budget per principal, whichever route submits (a route's own rateLimit config would count separately).
   const submitLimit = app.rateLimit({
     max: deps.submitsPerMinute ?? 60,
     timeWindow: 60_000,
     keyGenerator: (request) => `submit:${request.principal.name}`,
   }) as unknown as SubmitLimit;
-  v1Routes(app, { service: deps.service, submitLimit, sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000 });
-  compatRoutes(app, { service: deps.service, submitLimit, syncWaitMs: deps.compatSyncWaitMs });
-  mcpRoutes(app, {
-    service: deps.service,
-    submitLimit,
-    syncWaitMs: deps.compatSyncWaitMs,
-    sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000,
-  });
-  opsRoutes(app, ops);
-  await app.register(dashboardRoutes, {
-    service: deps.service,
-    tokens: deps.tokens,
-    sessions,
-    sseHeartbeatMs: deps.sseHeartbeatMs ?? 15_000,
-  });
+  app.decorate('service', deps.service);
+  app.decorate('submitLimit', submitLimit);
+
+  const registry = serviceMetrics(app, deps.service);
+  const ops = { registry, metricsPublic: deps.metricsPublic ?? false, endpoints: deps.endpoints ?? {} };
+  if (deps.opsOnly === true) {
+    await app.register(opsRoutes, ops);
+    return app;
+  }
+  app.get('/openapi.json', { schema: { hide: true }, config: { access: 'open' } }, async () => app.swagger());
+  const sseHeartbeatMs = deps.sseHeartbeatMs ?? 15_000;
+  await app.register(v1Routes, { sseHeartbeatMs });
+  await app.register(compatRoutes, { syncWaitMs: deps.compatSyncWaitMs });
+  await app.register(mcpRoutes, { syncWaitMs: deps.compatSyncWaitMs, sseHeartbeatMs });
+  await app.register(opsRoutes, ops);
+  await app.register(dashboardRoutes, { tokens: deps.tokens, sessions, sseHeartbeatMs });
   return app;
 }
 

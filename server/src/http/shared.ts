@@ -16,6 +16,7 @@ import type {
 } from 'fastify';
 import { ServiceError, isApiErrorCode, statusText } from '../errors.js';
 import { StoreUnavailableError } from '../store/store.js';
+import type { EvalService } from '../service.js';
 import type { Principal, Scope } from './auth.js';
 import type { ErrorBody } from './schemas/v1.js';
 
@@ -29,6 +30,14 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     access?: RouteAccess;
+  }
+  // What every route family takes from the instance rather than from its caller: buildApp decorates the root with
+  // them, and each family is a plugin registered below it (its own settings are the plugin's options).
+  interface FastifyInstance {
+    /** The service the routes submit to and read from. */
+    service: EvalService;
+    /** The per-principal submission budget: the onRequest hook of every route that submits. */
+    submitLimit: SubmitLimit;
   }
 }
 

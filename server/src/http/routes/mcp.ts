@@ -56,6 +56,8 @@ import {
 import { formatGpus, formatOutcome, formatProblems, type Problem } from './mcp-format.js';
 import type { CompatDeps } from '../../compat/routes.js';
 
+export type McpOptions = Omit<McpDeps, 'service' | 'submitLimit'>;
+
 export interface McpDeps {
   service: EvalService;
   /** The per-principal submission budget, shared with POST /v1/evaluations and the compatible routes. */
@@ -195,7 +197,8 @@ function toolCalls(body: unknown): string[] {
 
 const SUBMITTING = new Set(['evaluate_kernel', 'compare_kernels']);
 
-export function mcpRoutes(app: App, deps: McpDeps): void {
+export async function mcpRoutes(app: App, options: McpOptions): Promise<void> {
+  const deps: McpDeps = { service: app.service, submitLimit: app.submitLimit, ...options };
   const tools = buildTools();
   app.post(
     '/mcp',

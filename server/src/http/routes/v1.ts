@@ -29,6 +29,8 @@ import type { Verdict } from '../../judge/verdict.js';
 import type { App, SubmitLimit } from '../shared.js';
 import type { Principal } from '../auth.js';
 
+export type V1Options = Pick<V1Deps, 'sseHeartbeatMs'>;
+
 export interface V1Deps {
   service: EvalService;
   /** The per-principal submission budget (shared with the compatible routes). */
@@ -65,7 +67,8 @@ function notFound(id: string): ServiceError {
   return new ServiceError('EVALUATION_NOT_FOUND', `No evaluation '${id.slice(0, 64)}'`);
 }
 
-export function v1Routes(app: App, deps: V1Deps): void {
+export async function v1Routes(app: App, options: V1Options): Promise<void> {
+  const deps: V1Deps = { service: app.service, submitLimit: app.submitLimit, ...options };
   const { service } = deps;
 
   /** The job, if this principal may see it: its own, or any with the admin scope. */
