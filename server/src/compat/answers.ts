@@ -27,7 +27,7 @@ import {
 import type { EvalService, FinishedJob } from '../service.js';
 import type { SlotInfo } from '../run/pool.js';
 import type { JobRecord, JobStatus as StoreStatus } from '../store/store.js';
-import { CompatClientError } from './errors.js';
+import { COMPAT_ERRORS, CompatClientError, compatMessage, type CompatJobErrorName } from './errors.js';
 import type { CompatJob } from './jobs.js';
 
 /** This host as the original names it in every answer. */
@@ -61,6 +61,15 @@ export function jobErrorBody(message: string, jobId?: string): JobErrorBody {
     compilation_method: 'cudakit',
     ...(jobId === undefined ? {} : { job_id: jobId }),
   };
+}
+
+/** A job_error entry of COMPAT_ERRORS as an answer: the entry's status, create_error_response's body. */
+export function jobErrorAnswer(
+  name: CompatJobErrorName,
+  message: string,
+  jobId?: string,
+): { statusCode: (typeof COMPAT_ERRORS)[CompatJobErrorName]['status']; body: JobErrorBody } {
+  return { statusCode: COMPAT_ERRORS[name].status, body: jobErrorBody(message, jobId) };
 }
 
 /** The GPU a job ran on: its index among the pool's slots (the original's gpu_id) and its name. */
@@ -242,7 +251,7 @@ export interface AnswerContext {
 }
 
 export type CompatAnswer =
-  { statusCode: 200; body: EvaluationResponse | CompareResponse } | { statusCode: 500; body: JobErrorBody };
+  { statusCode: 200; body: EvaluationResponse | CompareResponse } | ReturnType<typeof jobErrorAnswer>;
 
 /** A stored report (formatJson's text), or undefined. */
 function reportOf(record: JobRecord): EvalReport | undefined {
@@ -260,11 +269,14 @@ function reportOf(record: JobRecord): EvalReport | undefined {
  * original's error body for a job the service could not finish (queue timeout, interrupted, cancelled).
  */
 export function answerOf(record: JobRecord, ctx: AnswerContext): CompatAnswer {
-  if (record.status === 'cancelled') return { statusCode: 500, body: jobErrorBody('Job was cancelled', record.id) };
+  if (record.status === 'cancelled') return jobErrorAnswer('JOB_CANCELLED', compatMessage('JOB_CANCELLED'), record.id);
   if (record.status === 'failed' && record.verdict === undefined) {
     const e = record.error;
-    const message = e === undefined ? 'Job failed with unknown error' : `${e.code}: ${e.message}`;
-    return { statusCode: 500, body: jobErrorBody(message, record.id) };
+    const message =
+      e === undefined
+        ? 'Job failed with unknown error'
+        : compatMessage('JOB_FAILED', { code: e.code, message: e.message });
+    return jobErrorAnswer('JOB_FAILED', message, record.id);
   }
   const report = reportOf(record);
   const verdict = record.verdict ?? 'RUNTIME_ERROR';

@@ -10,14 +10,23 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import {
   CompatStats,
   answerOf,
+  compatGpuOf,
+  compatWaitMs,
+  jobErrorAnswer,
   jobErrorBody,
   jobStatsOf,
   jobStatusOf,
-  compatGpuOf,
-  compatWaitMs,
   submitCompatJob,
 } from './answers.js';
-import { CompatClientError, CompatValidationError, validationErrorsOf, type AjvError } from './errors.js';
+import {
+  COMPAT_ERRORS,
+  CompatClientError,
+  CompatValidationError,
+  compatErrorOf,
+  compatMessage,
+  validationErrorsOf,
+  type AjvError,
+} from './errors.js';
 import { REFERENCE_SUBSTITUTES, compareJob, evaluateJob, refuseLegacy, type CompatJob } from './jobs.js';
 import { SUBMIT_BODY_LIMIT_BYTES } from '../http/schemas/v1.js';
 import {
@@ -57,51 +66,47 @@ const NO_CACHE = { 'cache-control': 'no-cache, no-store, must-revalidate', pragm
 
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBody]));
 
-/** Status codes of a body's problems (answered 'client_error'); any other 4xx is the original's HTTPException. */
-const CLIENT_ERRORS = new Set([400, 413, 415, 422]);
-
-/** An error of these routes in the original's shapes (its handlers for ValidationError, ClientError, HTTPException). */
+/** An error of these routes in the original's shapes, as its entry of COMPAT_ERRORS says (status, shape). */
 function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const e = error as Partial<FastifyError>;
-  let statusCode: number;
+  const name = compatErrorOf(error);
+  const { status, shape } = COMPAT_ERRORS[name];
   let body: ErrorBody | JobErrorBody;
-  if (error instanceof CompatValidationError) {
-    statusCode = 400;
-    body = { error: error.message, validation_errors: error.errors, status: 'client_error' };
-  } else if (error instanceof CompatClientError) {
-    statusCode = 400;
-    body = { error: error.message, details: error.details, status: 'client_error' };
-  } else if (Array.isArray(e.validation)) {
-    statusCode = 400;
-    const validation_errors = validationErrorsOf(e.validation as AjvError[]);
-    body = { error: 'Invalid request format', validation_errors, status: 'client_error' };
-  } else if (e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
-    statusCode = 400;
-    const validation_errors = [{ field: 'body', message: String(e.message), type: 'json_invalid' }];
-    body = { error: 'Invalid request format', validation_errors, status: 'client_error' };
-  } else if (error instanceof InvalidJobError) {
-    // Normally translated with the request's fields by the route; this is the fallback.
-    statusCode = 400;
-    const problems = error.problems.map((p) => ({ field: 'body', path: p.path, message: p.message }));
-    body = { error: error.message.split('\n')[0]!, details: { problems }, status: 'client_error' };
-  } else if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    statusCode = e.statusCode;
-    const message = String(e.message ?? 'Bad request');
-    body = CLIENT_ERRORS.has(statusCode)
-      ? { error: message, details: { code: e.code ?? 'BAD_REQUEST' }, status: 'client_error' }
-      : { error: message, status: 'error' };
-  } else if (error instanceof ServiceError) {
-    statusCode = error.statusCode;
-    body = { error: error.message, status: 'error' };
+  if (shape === 'validation') {
+    const validation_errors =
+      error instanceof CompatValidationError
+        ? error.errors
+        : Array.isArray(e.validation)
+          ? validationErrorsOf(e.validation as AjvError[])
+          : [{ field: 'body', message: String(e.message), type: 'json_invalid' }];
+    body = { error: compatMessage(name), validation_errors, status: 'client_error' };
+  } else if (shape === 'client_error') {
+    body = clientErrorBody(error);
+  } else if (shape === 'error') {
+    body = { error: String(e.message ?? 'Bad request'), status: 'error' };
   } else {
-    statusCode = 500;
     request.log.error({ err: error }, 'request failed');
-    body = jobErrorBody('Internal server error (see the server log)');
+    body = jobErrorBody(compatMessage('INTERNAL'));
   }
   if (error instanceof ServiceError && error.retryAfterSeconds !== undefined) {
     void reply.header('retry-after', String(error.retryAfterSeconds));
   }
-  void reply.status(statusCode).type('application/json; charset=utf-8').send(body);
+  void reply.status(status).type('application/json; charset=utf-8').send(body);
+}
+
+/** The original's ClientError: its own details, validateJob's problems, or the code of an error raised below. */
+function clientErrorBody(error: unknown): ErrorBody {
+  if (error instanceof CompatClientError) {
+    return { error: error.message, details: error.details, status: 'client_error' };
+  }
+  if (error instanceof InvalidJobError) {
+    // Normally translated with the request's fields by submitCompatJob; this is the fallback.
+    const problems = error.problems.map((p) => ({ field: 'body', path: p.path, message: p.message }));
+    return { error: error.message.split('\n')[0]!, details: { problems }, status: 'client_error' };
+  }
+  const e = error as Partial<FastifyError>;
+  const details = { code: e.code ?? 'BAD_REQUEST' };
+  return { error: String(e.message ?? 'Bad request'), details, status: 'client_error' };
 }
 
 async function noCache(_request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
@@ -130,11 +135,9 @@ export async function compatRoutes(app: App, options: CompatOptions): Promise<vo
     }
     const now = (await service.get(record.id)) ?? record;
     if (!TERMINAL.has(now.status)) {
-      const seconds = Math.round(waitMs / 1000);
-      const message =
-        `Job timed out after ${seconds} seconds; it goes on: GET /job/${now.id} or /v1/evaluations/${now.id} ` +
-        'for its result';
-      return reply.code(500).send(jobErrorBody(message, now.id));
+      const message = compatMessage('JOB_TIMED_OUT', { seconds: Math.round(waitMs / 1000), job_id: now.id });
+      const timedOut = jobErrorAnswer('JOB_TIMED_OUT', message, now.id);
+      return reply.code(timedOut.statusCode).send(timedOut.body);
     }
     const result = answerOf(now, { kind: job.kind, gpu: compatGpuOf(service.slots(), now), warnings: job.warnings });
     if (result.statusCode === 200 && result.body.gpu_type !== undefined) {
@@ -219,7 +222,9 @@ export async function compatRoutes(app: App, options: CompatOptions): Promise<vo
         };
       } catch (e) {
         reply.log.error({ err: e }, 'health check failed');
-        return reply.code(500).send({ status: 'unhealthy' as const, error: (e as Error).message });
+        return reply
+          .code(COMPAT_ERRORS.UNHEALTHY.status)
+          .send({ status: 'unhealthy' as const, error: (e as Error).message });
       }
     },
   );
@@ -241,7 +246,7 @@ export async function compatRoutes(app: App, options: CompatOptions): Promise<vo
       const { principal } = request;
       // Another principal's job is not found either: ids say nothing about other clients.
       if (record === undefined || (record.principal !== principal.name && !principal.scopes.has('admin'))) {
-        throw new ServiceError('JOB_NOT_FOUND', `Job ${id.slice(0, 64)} not found`);
+        throw new ServiceError('JOB_NOT_FOUND', compatMessage('JOB_NOT_FOUND', { job_id: id.slice(0, 64) }));
       }
       return jobStatusOf(record);
     },
