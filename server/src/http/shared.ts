@@ -5,14 +5,17 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { InvalidJobError, type JobProblem } from 'cudakit';
 import type {
+  ContextConfigDefault,
   FastifyBaseLogger,
   FastifyError,
   FastifyInstance,
   FastifyReply,
   FastifyRequest,
+  FastifySchema,
   RawReplyDefaultExpression,
   RawRequestDefaultExpression,
   RawServerDefault,
+  RouteGenericInterface,
 } from 'fastify';
 import { ServiceError, isApiErrorCode, statusText } from '../errors.js';
 import { StoreUnavailableError } from '../store/store.js';
@@ -49,6 +52,29 @@ export type App = FastifyInstance<
   RawRequestDefaultExpression,
   RawReplyDefaultExpression,
   FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+/**
+ * The request of a route whose schema is S, as the TypeBox provider types it inside an inline handler: what a handler
+ * written apart from its route (a named function) takes.
+ */
+export type RouteRequest<S extends FastifySchema> = FastifyRequest<
+  RouteGenericInterface,
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  S,
+  TypeBoxTypeProvider
+>;
+
+/** The reply of a route whose schema is S: what it may send is the schema's response for the status. */
+export type RouteReply<S extends FastifySchema> = FastifyReply<
+  RouteGenericInterface,
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  ContextConfigDefault,
+  S,
   TypeBoxTypeProvider
 >;
 
