@@ -4,13 +4,15 @@
 // narrowed to what this server takes: the kernel types the mapping in compat/jobs.ts accepts, io where it is required;
 // each description, in mcp-descriptions.ts, explains the request in full, with a complete example) and answer what POST
 // /evaluate and /compare answer, as structured content beside a few lines of text; get_evaluation and list_gpus answer
-// what GET /v1/evaluations/{id} and /v1/gpus answer (those routes' own handlers, through app.inject, so the two faces
+// what GET /v1/evaluations/{id} and /v1/gpus answer (those routes' own handlers, through inject, so the two faces
 // cannot drift). Stateless: every POST gets its own Server and transport, so there is no session to keep or lose; GET
 // and DELETE /mcp are 405. What is HTTP stays the API's: Fastify parses the JSON body once (gzip and deflate, the
 // 64 MiB limit of the submitting routes) and hands it to the transport; the bearer token's scopes (read to talk at all,
 // submit for the two tools that queue a job); the per-principal submission budget shared with POST /v1/evaluations and
 // /evaluate. Arguments are checked by the Ajv validator Fastify compiles for the schemas (the app's options; once per
-// schema, cached by Fastify).
+// schema, cached by Fastify). A plugin: the service and the budget come from the instance, the wait and the
+// keep-alive from its options; its two routes' handlers are named functions, and a tool call's progress follows the
+// job's events as GET /v1/evaluations/{id}/events does (http/sse.ts).
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
@@ -42,7 +44,8 @@ import {
 import { ServiceError } from '../../errors.js';
 import type { EvalService } from '../../service.js';
 import { TERMINAL, type JobEvent } from '../../store/store.js';
-import { errorBodyOf, type App, type SubmitLimit } from '../shared.js';
+import { errorBodyOf, type App } from '../shared.js';
+import { followJobEvents } from '../sse.js';
 import type { Scope } from '../auth.js';
 import {
   COMPARE_EXAMPLE,
@@ -54,16 +57,11 @@ import {
   evaluateDescription,
 } from './mcp-descriptions.js';
 import { formatGpus, formatOutcome, formatProblems, type Problem } from './mcp-format.js';
-import type { CompatDeps } from '../../compat/routes.js';
+import type { CompatOptions } from '../../compat/routes.js';
 
-export type McpOptions = Omit<McpDeps, 'service' | 'submitLimit'>;
-
-export interface McpDeps {
-  service: EvalService;
-  /** The per-principal submission budget, shared with POST /v1/evaluations and the compatible routes. */
-  submitLimit: SubmitLimit;
+export interface McpOptions {
   /** How long evaluate_kernel and compare_kernels wait for their job, ms (as the compatible routes wait). */
-  syncWaitMs?: CompatDeps['syncWaitMs'];
+  syncWaitMs?: CompatOptions['syncWaitMs'];
   /** Comment lines on an idle tool-call stream, ms. */
   sseHeartbeatMs: number;
 }
@@ -76,9 +74,10 @@ const NoArguments = Type.Object({});
 
 /** What a tool call has to hand: the HTTP request it came in (principal, validator), and what the reply needs. */
 interface CallContext {
-  app: App;
-  deps: McpDeps;
+  service: EvalService;
   request: FastifyRequest;
+  /** How long a tool that submits waits for its job (the plugin's option). */
+  syncWaitMs: McpOptions['syncWaitMs'];
   /** Aborted when the client leaves or cancels the call: a wait ends (the job goes on). */
   signal: AbortSignal;
   /** Sends the job's phase changes as progress notifications, when the client asked for them. */
@@ -197,162 +196,129 @@ function toolCalls(body: unknown): string[] {
 
 const SUBMITTING = new Set(['evaluate_kernel', 'compare_kernels']);
 
+const postSchema = {
+  summary: 'MCP tools (streamable HTTP, stateless): evaluate_kernel, compare_kernels, get_evaluation, list_gpus',
+  description:
+    'A JSON-RPC message (or batch) of the Model Context Protocol. The read scope to talk at all; ' +
+    'evaluate_kernel and compare_kernels also need submit and count against the submission rate. Answers ' +
+    'are JSON, or an event stream for evaluate_kernel and compare_kernels (progress, keep-alive comments).',
+  response: {
+    200: Type.Unknown({ description: 'The JSON-RPC answer (application/json), or an event stream of it' }),
+    ...errors(400, 401, 403, 413, 415, 429, 503),
+  },
+};
+
+/** The tools, their schemas' kernel types found once (kernelTypesTaken tries the mapping with each). */
+const TOOLS = buildTools();
+
 export async function mcpRoutes(app: App, options: McpOptions): Promise<void> {
-  const deps: McpDeps = { service: app.service, submitLimit: app.submitLimit, ...options };
-  const tools = buildTools();
   app.post(
     '/mcp',
-    {
-      bodyLimit: SUBMIT_BODY_LIMIT_BYTES,
-      schema: {
-        summary: 'MCP tools (streamable HTTP, stateless): evaluate_kernel, compare_kernels, get_evaluation, list_gpus',
-        description:
-          'A JSON-RPC message (or batch) of the Model Context Protocol. The read scope to talk at all; ' +
-          'evaluate_kernel and compare_kernels also need submit and count against the submission rate. Answers ' +
-          'are JSON, or an event stream for evaluate_kernel and compare_kernels (progress, keep-alive comments).',
-        response: {
-          200: Type.Unknown({ description: 'The JSON-RPC answer (application/json), or an event stream of it' }),
-          ...errors(400, 401, 403, 413, 415, 429, 503),
-        },
-      },
-      config: { access: 'read' },
-      // The scope and the budget depend on the tools called, so they are checked once the body is parsed.
-      preHandler: async (request, reply) => {
-        const calls = toolCalls(request.body);
-        for (const name of calls) {
-          const scope = tools.get(name)?.scope;
-          if (scope !== undefined && !request.principal.scopes.has(scope)) {
-            void reply.header(
-              'www-authenticate',
-              `Bearer realm="cudakit", error="insufficient_scope", scope="${scope}"`,
-            );
-            throw new ServiceError('FORBIDDEN', `This token lacks the '${scope}' scope, which ${name} needs`);
-          }
-        }
-        if (calls.some((name) => SUBMITTING.has(name))) await deps.submitLimit(request, reply);
-      },
-    },
-    async (request, reply) => handle(app, deps, tools, request, reply),
+    { bodyLimit: SUBMIT_BODY_LIMIT_BYTES, schema: postSchema, config: { access: 'read' }, preHandler: checkToolCalls },
+    answerMcp(options),
   );
-
   app.route({
     method: ['GET', 'DELETE'],
     url: '/mcp',
     // Not operations: left out of the OpenAPI document.
     schema: { hide: true, response: errors(405) },
     config: { access: 'open' },
-    handler: async (request, reply) => {
-      void reply.header('allow', 'POST');
-      const message =
-        `${request.method} /mcp is not used: this MCP endpoint is stateless (no session, no stream to open); ` +
-        'send every message with POST';
-      throw new ServiceError('METHOD_NOT_ALLOWED', message);
-    },
+    handler: refuseMethod,
   });
 }
 
-/** One POST: a Server and a stateless transport for it alone, answering in the raw response. */
-async function handle(
-  app: App,
-  deps: McpDeps,
-  tools: Map<string, ToolSpec>,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): Promise<void> {
-  const gone = new AbortController();
-  const server = new Server(
-    { name: 'cudakit-server', version: '1' },
-    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
-  );
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...tools.values()].map((t) => t.tool) }));
-  server.setRequestHandler(CallToolRequestSchema, async (call, extra) => {
-    const spec = tools.get(call.params.name);
-    if (spec === undefined) {
-      const known = [...tools.keys()].join(', ');
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${call.params.name.slice(0, 64)}': ${known}`);
+/** The scope and the budget depend on the tools called, so they are checked once the body is parsed. */
+async function checkToolCalls(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const calls = toolCalls(request.body);
+  for (const name of calls) {
+    const scope = TOOLS.get(name)?.scope;
+    if (scope !== undefined && !request.principal.scopes.has(scope)) {
+      void reply.header('www-authenticate', `Bearer realm="cudakit", error="insufficient_scope", scope="${scope}"`);
+      throw new ServiceError('FORBIDDEN', `This token lacks the '${scope}' scope, which ${name} needs`);
     }
-    const token = extra._meta?.progressToken;
-    let progress = 0;
-    const follow =
-      token === undefined
-        ? undefined
-        : (id: string) =>
-            followEvents(deps.service, id, (e) => {
-              const message = progressMessage(e);
-              if (message === undefined) return;
-              const params = { progressToken: token, progress: ++progress, message };
-              extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {});
-            });
-    const ctx = { app, deps, request, signal: AbortSignal.any([extra.signal, gone.signal]), follow };
+  }
+  if (calls.some((name) => SUBMITTING.has(name))) await request.server.submitLimit(request, reply);
+}
+
+/** GET and DELETE /mcp: 405, as a stateless endpoint has no stream to open and no session to end. */
+async function refuseMethod(request: FastifyRequest, reply: FastifyReply): Promise<never> {
+  void reply.header('allow', 'POST');
+  const message =
+    `${request.method} /mcp is not used: this MCP endpoint is stateless (no session, no stream to open); ` +
+    'send every message with POST';
+  throw new ServiceError('METHOD_NOT_ALLOWED', message);
+}
+
+/** POST /mcp: a Server and a stateless transport for each message, answering in the raw response. */
+function answerMcp(options: McpOptions) {
+  return async function answerMcp(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const { service } = request.server;
+    const gone = new AbortController();
+    const server = new Server(
+      { name: 'cudakit-server', version: '1' },
+      { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+    );
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...TOOLS.values()].map((t) => t.tool) }));
+    server.setRequestHandler(CallToolRequestSchema, async (call, extra) => {
+      const spec = TOOLS.get(call.params.name);
+      if (spec === undefined) {
+        const known = [...TOOLS.keys()].join(', ');
+        throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${call.params.name.slice(0, 64)}': ${known}`);
+      }
+      const token = extra._meta?.progressToken;
+      let progress = 0;
+      const follow =
+        token === undefined
+          ? undefined
+          : (id: string) =>
+              // Progress is a courtesy: without the stored events, the live ones still come.
+              followJobEvents(service, id, { ifStoreFails: 'live' }, (e) => {
+                const message = progressMessage(e);
+                if (message === undefined) return;
+                const params = { progressToken: token, progress: ++progress, message };
+                extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {});
+              }).stop;
+      const signal = AbortSignal.any([extra.signal, gone.signal]);
+      const ctx = { service, request, syncWaitMs: options.syncWaitMs, signal, follow };
+      try {
+        return await spec.run(call.params.arguments ?? {}, ctx);
+      } catch (e) {
+        return toolError(e, request);
+      }
+    });
+    // An event stream only where it helps: a call that waits for a job gets its headers at once, keep-alive comments
+    // and progress; everything else is one JSON answer.
+    const accept = String(request.headers.accept ?? '');
+    const stream = accept.includes('text/event-stream') && toolCalls(request.body).some((n) => SUBMITTING.has(n));
+    // No sessionIdGenerator: stateless.
+    const transport = new StreamableHTTPServerTransport({
+      enableJsonResponse: !stream,
+      keepAliveMs: options.sseHeartbeatMs,
+    });
+    transport.onerror = (e) => request.log.debug({ err: e }, 'MCP transport');
+    reply.raw.once('close', () => {
+      gone.abort();
+      void transport.close();
+      void server.close();
+    });
+    // Headers set on the reply so far (the submission budget's) go out with the transport's answer.
+    for (const [name, value] of Object.entries(reply.getHeaders())) {
+      if (value !== undefined) reply.raw.setHeader(name, value);
+    }
+    reply.hijack();
     try {
-      return await spec.run(call.params.arguments ?? {}, ctx);
+      await server.connect(transport);
+      await transport.handleRequest(request.raw, reply.raw, request.body);
     } catch (e) {
-      return toolError(e, request);
+      request.log.error({ err: e }, 'MCP request failed');
+      if (reply.raw.headersSent) {
+        reply.raw.destroy();
+        return;
+      }
+      const body = errorBodyOf(e);
+      reply.raw.writeHead(body.statusCode, { 'content-type': 'application/json; charset=utf-8' });
+      reply.raw.end(JSON.stringify(body));
     }
-  });
-  // An event stream only where it helps: a call that waits for a job gets its headers at once, keep-alive comments
-  // and progress; everything else is one JSON answer.
-  const accept = String(request.headers.accept ?? '');
-  const stream = accept.includes('text/event-stream') && toolCalls(request.body).some((n) => SUBMITTING.has(n));
-  // No sessionIdGenerator: stateless.
-  const transport = new StreamableHTTPServerTransport({
-    enableJsonResponse: !stream,
-    keepAliveMs: deps.sseHeartbeatMs,
-  });
-  transport.onerror = (e) => request.log.debug({ err: e }, 'MCP transport');
-  reply.raw.once('close', () => {
-    gone.abort();
-    void transport.close();
-    void server.close();
-  });
-  // Headers set on the reply so far (the submission budget's) go out with the transport's answer.
-  for (const [name, value] of Object.entries(reply.getHeaders())) {
-    if (value !== undefined) reply.raw.setHeader(name, value);
-  }
-  reply.hijack();
-  try {
-    await server.connect(transport);
-    await transport.handleRequest(request.raw, reply.raw, request.body);
-  } catch (e) {
-    request.log.error({ err: e }, 'MCP request failed');
-    if (reply.raw.headersSent) {
-      reply.raw.destroy();
-      return;
-    }
-    const body = errorBodyOf(e);
-    reply.raw.writeHead(body.statusCode, { 'content-type': 'application/json; charset=utf-8' });
-    reply.raw.end(JSON.stringify(body));
-  }
-}
-
-/**
- * Hands `send` a job's events, each once and in order: those stored before the subscription (the job may have been
- * queued and started by then), then the live ones. Returns the unsubscribe function; nothing is sent after it.
- */
-function followEvents(service: EvalService, id: string, send: (e: JobEvent) => void): () => void {
-  let lastSeq = 0;
-  let replaying = true;
-  let stopped = false;
-  const early: JobEvent[] = [];
-  const deliver = (e: JobEvent): void => {
-    if (stopped || e.seq <= lastSeq) return;
-    lastSeq = e.seq;
-    send(e);
-  };
-  // Subscribed before the stored events are read, so that none falls in between.
-  const unsubscribe = service.subscribe(id, (e) => (replaying ? early.push(e) : deliver(e)));
-  void (async () => {
-    try {
-      for (const e of await service.store.events(id, 0)) deliver(e);
-    } catch {
-      // Progress is a courtesy: without the stored events, the live ones still come.
-    }
-    replaying = false;
-    for (const e of early.sort((a, b) => a.seq - b.seq)) deliver(e);
-  })();
-  return () => {
-    stopped = true;
-    unsubscribe();
   };
 }
 
@@ -429,13 +395,13 @@ async function runCompat(
   args: Record<string, unknown>,
   ctx: CallContext,
 ): Promise<CallToolResult> {
-  const { service } = ctx.deps;
+  const { service } = ctx;
   // The legacy form is recognised before the schema, as POST /compare does.
   if (kind === 'compare') refuseLegacy(args);
   const job = compatJobOf(kind, schema, args, ctx.request);
 
   const record = await submitCompatJob(service, ctx.request.principal.name, job);
-  const waitMs = compatWaitMs(job, ctx.deps.syncWaitMs);
+  const waitMs = compatWaitMs(job, ctx.syncWaitMs);
   const unfollow = ctx.follow?.(record.id);
   try {
     await service.waitForEnd(record.id, waitMs, ctx.signal);
@@ -488,7 +454,7 @@ function compatJobOf(
 }
 
 /**
- * A v1 route's answer to this call's principal: the route's own handler through app.inject, with whatever
+ * A v1 route's answer to this call's principal: the route's own handler through inject, with whatever
  * authenticated this request, so visibility (one's own jobs; every job with admin) is the route's.
  */
 async function injectGet(ctx: CallContext, url: string): Promise<{ ok: true; body: unknown } | CallToolResult> {
@@ -497,7 +463,7 @@ async function injectGet(ctx: CallContext, url: string): Promise<{ ok: true; bod
     ...(authorization === undefined ? {} : { authorization }),
     ...(cookie === undefined ? {} : { cookie }),
   };
-  const res = await ctx.app.inject({ method: 'GET', url, headers, signal: ctx.signal });
+  const res = await ctx.request.server.inject({ method: 'GET', url, headers, signal: ctx.signal });
   if (res.statusCode === 200) return { ok: true, body: res.json() };
   const body = res.json<ErrorBody>();
   return textResult(`${body.code}: ${body.message}`, true);
@@ -512,7 +478,7 @@ async function getEvaluation(args: Record<string, unknown>, ctx: CallContext): P
   if (!('ok' in answer)) return answer;
   const evaluation = answer.body as Evaluation;
   // The record only for the text: the job's argument names and tolerances (the route has said this one is visible).
-  const record = await ctx.deps.service.get(evaluation.id);
+  const record = await ctx.service.get(evaluation.id);
   const text = formatOutcome({
     id: evaluation.id,
     status: evaluation.status,
