@@ -4,7 +4,9 @@
 // goes on, readable at /job/{id} and /v1/evaluations/{id}); GET /health, /job/{id} and /stats and POST
 // /admin/cleanup-jobs answer in the original's shapes. Every answer of these routes, errors included, is in the
 // original's shapes and carries its no-cache headers. Auth is the v1 API's: submit for the POSTs, read for the
-// GETs, admin for /admin/*. The mapping itself is compat/jobs.ts; the contract is server/docs/compat.md.
+// GETs, admin for /admin/*. A plugin: the service and the submission budget come from the instance, the wait from
+// its options; the schemas first, then the list of routes, then one named handler per route, then the errors (whose
+// table is compat/errors.ts). The mapping itself is compat/jobs.ts; the contract is server/docs/compat.md.
 import { InvalidJobError } from 'cudakit';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import {
@@ -44,20 +46,20 @@ import {
   Unhealthy,
 } from './schemas.js';
 import { ServiceError } from '../errors.js';
-import type { EvalService } from '../service.js';
 import { isJobId } from '../store/ids.js';
 import { TERMINAL, type JobRecord } from '../store/store.js';
-import type { App, SubmitLimit } from '../http/shared.js';
+import type { App, RouteRequest } from '../http/shared.js';
 
-export type CompatOptions = Pick<CompatDeps, 'syncWaitMs'>;
+/** How long a synchronous route waits for a job, ms. */
+export type SyncWaitMs = (job: Pick<CompatJob, 'timeoutSeconds' | 'maxQueueSeconds'>) => number;
 
-export interface CompatDeps {
-  service: EvalService;
-  /** The per-principal submission budget, shared with POST /v1/evaluations. */
-  submitLimit: SubmitLimit;
+export interface CompatOptions {
   /** How long a synchronous route waits for its job, ms. Default (maxQueueSeconds + timeout + 10) s. */
-  syncWaitMs?: ((job: Pick<CompatJob, 'timeoutSeconds' | 'maxQueueSeconds'>) => number) | undefined;
+  syncWaitMs?: SyncWaitMs | undefined;
 }
+
+/** The options' old name, which app.ts and routes/mcp.ts still use; CompatOptions once they move. */
+export type CompatDeps = CompatOptions;
 
 /** What the original's cleanup drops: finished jobs older than five minutes. */
 const CLEANUP_AGE_MS = 5 * 60 * 1000;
@@ -65,6 +67,189 @@ const CLEANUP_AGE_MS = 5 * 60 * 1000;
 const NO_CACHE = { 'cache-control': 'no-cache, no-store, must-revalidate', pragma: 'no-cache', expires: '0' };
 
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, ErrorBody]));
+
+// ---------------------------------------------------------------------------------------------------------------
+// The routes' schemas (validation, types, OpenAPI)
+
+const evaluateSchema = {
+  summary: 'Evaluate one CUDA kernel (synchronous; compatible with the original server)',
+  description:
+    "The original's EvaluationRequest with kernel_type 'cuda'. Waits for the result; kernel failures are " +
+    "200 status 'success' with compiled / correctness false. See server/docs/compat.md.",
+  body: EvaluationRequest,
+  response: { 200: EvaluationResponse, 500: JobErrorBody, ...errors(400, 401, 403, 413, 415, 429, 503) },
+};
+
+/** POST /compare's, or with `legacy` POST /'s (the original's alias), which differs in its summary only. */
+function compareSchema(legacy: boolean) {
+  return {
+    summary: legacy
+      ? 'Compare two CUDA kernels (the original’s legacy alias of /compare)'
+      : 'Compare a CUDA kernel with a CUDA reference (synchronous; compatible with the original server)',
+    description:
+      "The original's CompareRequest with kernel_type 'cuda' on both sides; a Python reference is a 400 " +
+      `naming its substitutes (${REFERENCE_SUBSTITUTES.length}). See server/docs/compat.md.`,
+    body: CompareRequest,
+    response: { 200: CompareResponse, 500: JobErrorBody, ...errors(400, 401, 403, 413, 415, 429, 503) },
+  };
+}
+
+const healthSchema = {
+  summary: "Health in the original server's shape (the service's own summary is /v1/health)",
+  response: { 200: Health, 500: Unhealthy, ...errors(401, 403) },
+};
+
+const jobSchema = {
+  summary: "A job's status in the original server's shape",
+  params: JobIdParams,
+  response: { 200: JobStatus, ...errors(400, 401, 403, 404) },
+};
+
+const statsSchema = {
+  summary: "Server statistics in the original server's shape (since this process started)",
+  response: { 200: Stats, ...errors(401, 403) },
+};
+
+const cleanupSchema = {
+  summary: 'Delete finished jobs older than five minutes (admin)',
+  description: "The original's cleanup: finished evaluations that ended more than 5 minutes ago are deleted.",
+  response: { 200: Cleanup, ...errors(400, 401, 403, 413, 415) },
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// The routes
+
+export async function compatRoutes(app: App, options: CompatOptions): Promise<void> {
+  const stats = new CompatStats();
+  app.service.onStarted((job) => stats.started(job));
+  app.service.onFinished((job) => stats.finished(job));
+  // Every answer, errors included, in the original's shapes and with its no-cache headers.
+  const common = { errorHandler: sendError, onSend: noCache };
+  const submits = { bodyLimit: SUBMIT_BODY_LIMIT_BYTES, attachValidation: true, onRequest: app.submitLimit };
+
+  const { syncWaitMs } = options;
+  app.post(
+    '/evaluate',
+    { ...submits, schema: evaluateSchema, config: { access: 'submit' }, ...common },
+    evaluate(syncWaitMs),
+  );
+  for (const url of ['/compare', '/']) {
+    app.post(
+      url,
+      { ...submits, schema: compareSchema(url === '/'), config: { access: 'submit' }, ...common },
+      compare(syncWaitMs),
+    );
+  }
+  app.get('/health', { schema: healthSchema, config: { access: 'read' }, ...common }, health);
+  app.get('/job/:job_id', { schema: jobSchema, config: { access: 'read' }, ...common }, jobStatus);
+  app.get('/stats', { schema: statsSchema, config: { access: 'read' }, ...common }, serverStats(stats));
+  app.post('/admin/cleanup-jobs', { schema: cleanupSchema, config: { access: 'admin' }, ...common }, cleanup);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The handlers, one per route
+
+/** POST /evaluate, its wait the plugin's option. */
+function evaluate(syncWaitMs: SyncWaitMs | undefined) {
+  return async function evaluate(request: RouteRequest<typeof evaluateSchema>, reply: FastifyReply) {
+    if (request.validationError !== undefined) throw request.validationError;
+    const job = evaluateJob(request.body);
+    const record = await submitCompatJob(request.server.service, request.principal.name, job);
+    return answer(job, record, syncWaitMs, request, reply);
+  };
+}
+
+/** POST /compare and POST /, their wait the plugin's option. */
+function compare(syncWaitMs: SyncWaitMs | undefined) {
+  return async function compare(request: RouteRequest<ReturnType<typeof compareSchema>>, reply: FastifyReply) {
+    // The legacy form is recognised before the schema, as the original converts it before parsing.
+    refuseLegacy(request.body);
+    if (request.validationError !== undefined) throw request.validationError;
+    const job = compareJob(request.body);
+    const record = await submitCompatJob(request.server.service, request.principal.name, job);
+    return answer(job, record, syncWaitMs, request, reply);
+  };
+}
+
+/** Waits for the job's end (or the client leaving), then answers as the original does. */
+async function answer(
+  job: CompatJob,
+  record: JobRecord,
+  syncWaitMs: SyncWaitMs | undefined,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const { service } = request.server;
+  const waitMs = compatWaitMs(job, syncWaitMs);
+  const gone = new AbortController();
+  const onClose = (): void => gone.abort();
+  reply.raw.once('close', onClose);
+  try {
+    await service.waitForEnd(record.id, waitMs, gone.signal);
+  } finally {
+    reply.raw.off('close', onClose);
+  }
+  const now = (await service.get(record.id)) ?? record;
+  if (!TERMINAL.has(now.status)) {
+    const message = compatMessage('JOB_TIMED_OUT', { seconds: Math.round(waitMs / 1000), job_id: now.id });
+    const timedOut = jobErrorAnswer('JOB_TIMED_OUT', message, now.id);
+    return reply.code(timedOut.statusCode).send(timedOut.body);
+  }
+  const result = answerOf(now, { kind: job.kind, gpu: compatGpuOf(service.slots(), now), warnings: job.warnings });
+  if (result.statusCode === 200 && result.body.gpu_type !== undefined) {
+    void reply.header('x-gpu-type', result.body.gpu_type);
+  }
+  return reply.code(result.statusCode).send(result.body);
+}
+
+/** GET /health: 'healthy' while the store answers, with or without GPUs. */
+async function health(request: FastifyRequest, reply: FastifyReply) {
+  const { service } = request.server;
+  try {
+    const [counts, meanCreatedAtMs] = await Promise.all([service.store.counts(), service.store.meanCreatedAtMs()]);
+    const available = service.slots().filter((s) => s.state === 'idle').length;
+    return {
+      status: 'healthy' as const,
+      job_stats: jobStatsOf(counts, meanCreatedAtMs, Date.now()),
+      gpu_manager: { available_gpus: available },
+    };
+  } catch (e) {
+    reply.log.error({ err: e }, 'health check failed');
+    const unhealthy = { status: 'unhealthy' as const, error: (e as Error).message };
+    return reply.code(COMPAT_ERRORS.UNHEALTHY.status).send(unhealthy);
+  }
+}
+
+/** GET /job/{job_id}: the job's status, the original's words. */
+async function jobStatus(request: RouteRequest<typeof jobSchema>) {
+  const id = request.params.job_id;
+  const record = isJobId(id) ? await request.server.service.get(id) : undefined;
+  const { principal } = request;
+  // Another principal's job is not found either: ids say nothing about other clients.
+  if (record === undefined || (record.principal !== principal.name && !principal.scopes.has('admin'))) {
+    throw new ServiceError('JOB_NOT_FOUND', compatMessage('JOB_NOT_FOUND', { job_id: id.slice(0, 64) }));
+  }
+  return jobStatusOf(record);
+}
+
+/** GET /stats, over the runs `stats` has counted since the plugin was registered. */
+function serverStats(stats: CompatStats) {
+  return async function serverStats(request: FastifyRequest) {
+    const { store } = request.server.service;
+    const [counts, meanCreatedAtMs] = await Promise.all([store.counts(), store.meanCreatedAtMs()]);
+    const snapshot = stats.snapshot() as Omit<Stats, 'job_stats'>;
+    return { job_stats: jobStatsOf(counts, meanCreatedAtMs, Date.now()), ...snapshot };
+  };
+}
+
+/** POST /admin/cleanup-jobs: the original's cleanup of finished jobs. */
+async function cleanup(request: FastifyRequest) {
+  const deleted = await request.server.service.store.deleteFinishedBefore(Date.now() - CLEANUP_AGE_MS);
+  return { status: 'cleanup_completed' as const, deleted };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Errors and headers
 
 /** An error of these routes in the original's shapes, as its entry of COMPAT_ERRORS says (status, shape). */
 function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
@@ -85,6 +270,7 @@ function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply)
   } else if (shape === 'error') {
     body = { error: String(e.message ?? 'Bad request'), status: 'error' };
   } else {
+    // INTERNAL: the one job_error an error is answered as (the others answer a job's end).
     request.log.error({ err: error }, 'request failed');
     body = jobErrorBody(compatMessage('INTERNAL'));
   }
@@ -112,177 +298,4 @@ function clientErrorBody(error: unknown): ErrorBody {
 async function noCache(_request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
   void reply.headers(NO_CACHE);
   return payload;
-}
-
-export async function compatRoutes(app: App, options: CompatOptions): Promise<void> {
-  const deps: CompatDeps = { service: app.service, submitLimit: app.submitLimit, ...options };
-  const { service } = deps;
-  const stats = new CompatStats();
-  service.onStarted((job) => stats.started(job));
-  service.onFinished((job) => stats.finished(job));
-  const common = { errorHandler: sendError, onSend: noCache };
-
-  /** Waits for the job's end (or the client leaving), then answers as the original does. */
-  async function answer(job: CompatJob, record: JobRecord, reply: FastifyReply): Promise<FastifyReply> {
-    const waitMs = compatWaitMs(job, deps.syncWaitMs);
-    const gone = new AbortController();
-    const onClose = (): void => gone.abort();
-    reply.raw.once('close', onClose);
-    try {
-      await service.waitForEnd(record.id, waitMs, gone.signal);
-    } finally {
-      reply.raw.off('close', onClose);
-    }
-    const now = (await service.get(record.id)) ?? record;
-    if (!TERMINAL.has(now.status)) {
-      const message = compatMessage('JOB_TIMED_OUT', { seconds: Math.round(waitMs / 1000), job_id: now.id });
-      const timedOut = jobErrorAnswer('JOB_TIMED_OUT', message, now.id);
-      return reply.code(timedOut.statusCode).send(timedOut.body);
-    }
-    const result = answerOf(now, { kind: job.kind, gpu: compatGpuOf(service.slots(), now), warnings: job.warnings });
-    if (result.statusCode === 200 && result.body.gpu_type !== undefined) {
-      void reply.header('x-gpu-type', result.body.gpu_type);
-    }
-    return reply.code(result.statusCode).send(result.body);
-  }
-
-  app.post(
-    '/evaluate',
-    {
-      bodyLimit: SUBMIT_BODY_LIMIT_BYTES,
-      attachValidation: true,
-      schema: {
-        summary: 'Evaluate one CUDA kernel (synchronous; compatible with the original server)',
-        description:
-          "The original's EvaluationRequest with kernel_type 'cuda'. Waits for the result; kernel failures are " +
-          "200 status 'success' with compiled / correctness false. See server/docs/compat.md.",
-        body: EvaluationRequest,
-        response: { 200: EvaluationResponse, 500: JobErrorBody, ...errors(400, 401, 403, 413, 415, 429, 503) },
-      },
-      config: { access: 'submit' },
-      onRequest: deps.submitLimit,
-      ...common,
-    },
-    async (request, reply) => {
-      if (request.validationError !== undefined) throw request.validationError;
-      const job = evaluateJob(request.body);
-      return answer(job, await submitCompatJob(service, request.principal.name, job), reply);
-    },
-  );
-
-  for (const url of ['/compare', '/']) {
-    app.post(
-      url,
-      {
-        bodyLimit: SUBMIT_BODY_LIMIT_BYTES,
-        attachValidation: true,
-        schema: {
-          summary:
-            url === '/'
-              ? 'Compare two CUDA kernels (the original’s legacy alias of /compare)'
-              : 'Compare a CUDA kernel with a CUDA reference (synchronous; compatible with the original server)',
-          description:
-            "The original's CompareRequest with kernel_type 'cuda' on both sides; a Python reference is a 400 " +
-            `naming its substitutes (${REFERENCE_SUBSTITUTES.length}). See server/docs/compat.md.`,
-          body: CompareRequest,
-          response: { 200: CompareResponse, 500: JobErrorBody, ...errors(400, 401, 403, 413, 415, 429, 503) },
-        },
-        config: { access: 'submit' },
-        onRequest: deps.submitLimit,
-        ...common,
-      },
-      async (request, reply) => {
-        // The legacy form is recognised before the schema, as the original converts it before parsing.
-        refuseLegacy(request.body);
-        if (request.validationError !== undefined) throw request.validationError;
-        const job = compareJob(request.body);
-        return answer(job, await submitCompatJob(service, request.principal.name, job), reply);
-      },
-    );
-  }
-
-  app.get(
-    '/health',
-    {
-      schema: {
-        summary: "Health in the original server's shape (the service's own summary is /v1/health)",
-        response: { 200: Health, 500: Unhealthy, ...errors(401, 403) },
-      },
-      config: { access: 'read' },
-      ...common,
-    },
-    async (_request, reply) => {
-      try {
-        const [counts, meanCreatedAtMs] = await Promise.all([service.store.counts(), service.store.meanCreatedAtMs()]);
-        const available = service.slots().filter((s) => s.state === 'idle').length;
-        return {
-          status: 'healthy' as const,
-          job_stats: jobStatsOf(counts, meanCreatedAtMs, Date.now()),
-          gpu_manager: { available_gpus: available },
-        };
-      } catch (e) {
-        reply.log.error({ err: e }, 'health check failed');
-        return reply
-          .code(COMPAT_ERRORS.UNHEALTHY.status)
-          .send({ status: 'unhealthy' as const, error: (e as Error).message });
-      }
-    },
-  );
-
-  app.get(
-    '/job/:job_id',
-    {
-      schema: {
-        summary: "A job's status in the original server's shape",
-        params: JobIdParams,
-        response: { 200: JobStatus, ...errors(400, 401, 403, 404) },
-      },
-      config: { access: 'read' },
-      ...common,
-    },
-    async (request) => {
-      const id = request.params.job_id;
-      const record = isJobId(id) ? await service.get(id) : undefined;
-      const { principal } = request;
-      // Another principal's job is not found either: ids say nothing about other clients.
-      if (record === undefined || (record.principal !== principal.name && !principal.scopes.has('admin'))) {
-        throw new ServiceError('JOB_NOT_FOUND', compatMessage('JOB_NOT_FOUND', { job_id: id.slice(0, 64) }));
-      }
-      return jobStatusOf(record);
-    },
-  );
-
-  app.get(
-    '/stats',
-    {
-      schema: {
-        summary: "Server statistics in the original server's shape (since this process started)",
-        response: { 200: Stats, ...errors(401, 403) },
-      },
-      config: { access: 'read' },
-      ...common,
-    },
-    async () => {
-      const [counts, meanCreatedAtMs] = await Promise.all([service.store.counts(), service.store.meanCreatedAtMs()]);
-      const snapshot = stats.snapshot() as Omit<Stats, 'job_stats'>;
-      return { job_stats: jobStatsOf(counts, meanCreatedAtMs, Date.now()), ...snapshot };
-    },
-  );
-
-  app.post(
-    '/admin/cleanup-jobs',
-    {
-      schema: {
-        summary: 'Delete finished jobs older than five minutes (admin)',
-        description: "The original's cleanup: finished evaluations that ended more than 5 minutes ago are deleted.",
-        response: { 200: Cleanup, ...errors(400, 401, 403, 413, 415) },
-      },
-      config: { access: 'admin' },
-      ...common,
-    },
-    async () => {
-      const deleted = await service.store.deleteFinishedBefore(Date.now() - CLEANUP_AGE_MS);
-      return { status: 'cleanup_completed' as const, deleted };
-    },
-  );
 }
