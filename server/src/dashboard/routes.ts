@@ -3,11 +3,15 @@
 // `Accept: application/json`), GET /evaluations/:id (one result), the sign-in and sign-out forms, the script and
 // style sheet, and GET /v1/stream (server-sent events: the summary whenever it changes, and each of the newest jobs
 // whose state changed). Pages need the read scope, from a bearer token or the session cookie (the auth hook in
-// http/app.ts takes both); a principal sees its own evaluations, the admin scope every one, as in the API. Registered
-// as a plugin of its own so that its form parser serves these routes only.
+// http/app.ts takes both); a principal sees its own evaluations, the admin scope every one, as in the API. A plugin
+// of its own, so that its form parser serves these routes only: the service comes from the instance, the tokens, the
+// sessions and the streams' settings from its options; the schemas first, then the list of routes, then one named
+// handler per route (made by a small factory where it needs the sessions). /v1/stream's streams are opened by
+// http/sse.ts.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../http/shared.js';
+import type { App, RouteRequest } from '../http/shared.js';
+import { type EventStream, openEventStream } from '../http/sse.js';
 import { TokenVerifier, type Principal, type TokenEntry } from '../http/auth.js';
 import { ErrorBody } from '../http/schemas/v1.js';
 import { ServiceError } from '../errors.js';
@@ -30,11 +34,10 @@ import {
 import { parseReport } from './report.js';
 import { type Sessions, localPath } from './session.js';
 
-export type DashboardOptions = Omit<DashboardDeps, 'service'>;
-
-export interface DashboardDeps {
-  service: EvalService;
+export interface DashboardOptions {
+  /** The tokens file's entries, which a sign-in checks; undefined: no auth (nothing to sign in to). */
   tokens: readonly TokenEntry[] | undefined;
+  /** The session cookies, which the auth hook (http/app.ts) reads too. */
   sessions: Sessions;
   /** Comment lines on an idle /v1/stream, ms. */
   sseHeartbeatMs: number;
@@ -131,11 +134,47 @@ function sendPage(reply: FastifyReply, statusCode: number, page: string): Fastif
     .send(page);
 }
 
+const listSchema = {
+  summary: 'The dashboard, or the service summary as JSON',
+  description:
+    'With Accept: application/json: the GPUs and their states, the queue depth and the evaluations by ' +
+    'status. Otherwise the dashboard page (HTML): the evaluations, newest first, filtered by status and ' +
+    'verdict, a page at a time (cursor).',
+  querystring: ListQuery,
+  response: {
+    200: {
+      content: { 'application/json': { schema: Summary }, 'text/html': { schema: Type.String() } },
+    },
+    ...Object.fromEntries([400, 401, 403].map((c) => [c, ErrorBody])),
+  },
+};
+
+const resultSchema = { hide: true, params: Type.Object({ id: Type.String({ maxLength: 64 }) }) };
+
+const signInSchema = {
+  hide: true,
+  querystring: Type.Object({ next: Type.Optional(Type.String({ maxLength: 1024 })) }),
+};
+
+const assetSchema = { hide: true, params: Type.Object({ file: Type.String({ maxLength: 128 }) }) };
+
+const streamSchema = {
+  summary: 'Follow the service (server-sent events)',
+  description:
+    "Events 'summary' (as GET / with Accept: application/json) whenever it changes, and 'job' for each " +
+    'of your 25 newest evaluations (anyone’s, with the admin scope) when the stream opens and whenever ' +
+    'its state changes: { id, name, status, verdict, phase, principal, createdAt, finishedAt }. Comment ' +
+    'lines keep idle connections open; a stream ends after 10 minutes (EventSource reconnects).',
+  response: {
+    200: Type.String({ description: 'text/event-stream' }),
+    ...Object.fromEntries([401, 403, 503].map((c) => [c, ErrorBody])),
+  },
+};
+
 export async function dashboardRoutes(app: App, options: DashboardOptions): Promise<void> {
-  const deps: DashboardDeps = { service: app.service, ...options };
-  const { service, sessions } = deps;
-  const verifier = deps.tokens === undefined ? undefined : new TokenVerifier(deps.tokens);
-  const streams = new SummaryStreams(service, deps);
+  const { sessions } = options;
+  const verifier = options.tokens === undefined ? undefined : new TokenVerifier(options.tokens);
+  const streams = new SummaryStreams(app.service, options);
   app.addHook('onClose', async () => streams.close());
 
   // Sign-in and sign-out post plain HTML forms.
@@ -144,128 +183,6 @@ export async function dashboardRoutes(app: App, options: DashboardOptions): Prom
     { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT_BYTES },
     (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))),
   );
-
-  /** Who the page is for; a session's pages get the sign-out form (and the browser its CSRF nonce). */
-  function viewerOf(request: FastifyRequest, reply: FastifyReply): Viewer {
-    const bySession = sessions.enabled && request.headers.authorization === undefined;
-    return {
-      name: request.principal.name,
-      signOutCsrf: bySession ? sessions.csrfToken(request, reply) : undefined,
-      signIn: sessions.enabled,
-    };
-  }
-
-  function badRequest(request: FastifyRequest, reply: FastifyReply, message: string): FastifyReply {
-    return sendPage(reply, 400, messagePage('Bad request', message, viewerOf(request, reply)));
-  }
-
-  app.get(
-    '/',
-    {
-      schema: {
-        summary: 'The dashboard, or the service summary as JSON',
-        description:
-          'With Accept: application/json: the GPUs and their states, the queue depth and the evaluations by ' +
-          'status. Otherwise the dashboard page (HTML): the evaluations, newest first, filtered by status and ' +
-          'verdict, a page at a time (cursor).',
-        querystring: ListQuery,
-        response: {
-          200: {
-            content: { 'application/json': { schema: Summary }, 'text/html': { schema: Type.String() } },
-          },
-          ...Object.fromEntries([400, 401, 403].map((c) => [c, ErrorBody])),
-        },
-      },
-      config: { access: 'read', page: true },
-    },
-    async (request, reply) => {
-      void reply.header('vary', 'Accept');
-      if (wantsJson(request)) return reply.type('application/json; charset=utf-8').send(await summaryOf(service));
-      const q = request.query;
-      const admin = request.principal.scopes.has('admin');
-      const status = q.status === '' ? undefined : q.status;
-      const verdict = q.verdict === '' ? undefined : q.verdict;
-      const principal = !admin || q.principal === '' ? undefined : q.principal?.trim();
-      if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) {
-        return badRequest(request, reply, `Expected a status of ${STATUSES.join(', ')} but received '${status}'`);
-      }
-      if (verdict !== undefined && !(VERDICTS as readonly string[]).includes(verdict)) {
-        return badRequest(request, reply, `Expected a verdict of ${VERDICTS.join(', ')} but received '${verdict}'`);
-      }
-      if (q.cursor !== undefined && !isJobId(q.cursor)) {
-        return badRequest(request, reply, 'The page cursor is not one this list gave: start from the first page');
-      }
-      const filters: ListFilters = {
-        status: status as JobStatus | undefined,
-        verdict,
-        principal: principal === '' ? undefined : principal,
-        cursor: q.cursor,
-      };
-      const owner = admin ? filters.principal : request.principal.name;
-      const [page, summary] = await Promise.all([
-        service.store.list({
-          ...(owner === undefined ? {} : { principal: owner }),
-          ...(filters.status === undefined ? {} : { status: filters.status }),
-          ...(filters.verdict === undefined ? {} : { verdict: filters.verdict as Verdict }),
-          ...(filters.cursor === undefined ? {} : { after: filters.cursor }),
-          limit: PAGE_SIZE,
-        }),
-        summaryOf(service),
-      ]);
-      const viewer = viewerOf(request, reply);
-      return sendPage(reply, 200, listPage({ viewer, summary, items: page.items, next: page.next, filters, admin }));
-    },
-  );
-
-  app.get(
-    '/evaluations/:id',
-    {
-      schema: { hide: true, params: Type.Object({ id: Type.String({ maxLength: 64 }) }) },
-      config: { access: 'read', page: true },
-    },
-    async (request, reply) => {
-      const { id } = request.params;
-      const { principal } = request;
-      const record = isJobId(id) ? await service.get(id) : undefined;
-      if (record === undefined || (record.principal !== principal.name && !principal.scopes.has('admin'))) {
-        const message = `There is no evaluation '${id}' that you may see.`;
-        return sendPage(reply, 404, messagePage('Not found', message, viewerOf(request, reply)));
-      }
-      const slot =
-        record.gpuUuid === undefined ? undefined : (await service.slots()).find((s) => s.uuid === record.gpuUuid);
-      const gpu =
-        record.gpuUuid === undefined
-          ? undefined
-          : { uuid: record.gpuUuid, ...(slot === undefined ? {} : { name: slot.name, arch: slot.arch }) };
-      const queue = record.status === 'queued' ? await service.queueInfo(record) : undefined;
-      const page = resultPage({
-        viewer: viewerOf(request, reply),
-        record,
-        report: parseReport(record.report),
-        gpu,
-        queue,
-      });
-      return sendPage(reply, 200, page);
-    },
-  );
-
-  app.get(
-    '/signin',
-    {
-      schema: { hide: true, querystring: Type.Object({ next: Type.Optional(Type.String({ maxLength: 1024 })) }) },
-      config: { access: 'open' },
-    },
-    async (request, reply) => {
-      if (!sessions.enabled) {
-        const message = 'This server has no tokens (it answers on loopback only): there is nothing to sign in to.';
-        return sendPage(reply, 404, messagePage('No sign-in', message, undefined));
-      }
-      const next = localPath(request.query.next);
-      if (sessions.principalOf(request) !== undefined) return reply.redirect(next, 303);
-      return sendPage(reply, 200, signInPage({ csrf: sessions.csrfToken(request, reply), next, message: undefined }));
-    },
-  );
-
   const signInLimit = app.rateLimit({
     max: SIGN_INS_PER_MINUTE,
     timeWindow: 60_000,
@@ -278,33 +195,139 @@ export async function dashboardRoutes(app: App, options: DashboardOptions): Prom
       ),
   });
 
+  app.get('/', { schema: listSchema, config: { access: 'read', page: true } }, showList(sessions));
+  app.get('/evaluations/:id', { schema: resultSchema, config: { access: 'read', page: true } }, showResult(sessions));
+  app.get('/signin', { schema: signInSchema, config: { access: 'open' } }, showSignIn(sessions));
   app.post(
     '/signin',
     { schema: { hide: true }, config: { access: 'open' }, onRequest: signInLimit },
-    async (request, reply) => {
-      const form = (request.body ?? {}) as Record<string, unknown>;
-      const next = localPath(form.next);
-      const refuse = (statusCode: number, message: string): FastifyReply =>
-        sendPage(reply, statusCode, signInPage({ csrf: sessions.csrfToken(request, reply), next, message }));
-      if (verifier === undefined) {
-        const message = 'This server has no tokens (it answers on loopback only): there is nothing to sign in to.';
-        return sendPage(reply, 404, messagePage('No sign-in', message, undefined));
-      }
-      if (!sessions.checkCsrf(request, form.csrf)) {
-        return refuse(403, 'The form was not sent from this page (its CSRF token is missing or wrong): try again.');
-      }
-      const token = typeof form.token === 'string' ? form.token.trim() : '';
-      const principal = token === '' ? undefined : verifier.verify(token);
-      if (principal === undefined) return refuse(401, 'That token is not valid.');
-      if (!principal.scopes.has('read')) {
-        return refuse(403, `The token of '${principal.name}' lacks the 'read' scope the dashboard needs.`);
-      }
-      void reply.header('set-cookie', sessions.sessionCookie(request, sessions.issue(principal)));
-      return reply.redirect(next, 303);
-    },
+    signIn(sessions, verifier),
   );
+  app.post('/signout', { schema: { hide: true }, config: { access: 'open' } }, signOut(sessions));
+  app.get('/assets/:file', { schema: assetSchema, config: { access: 'open' } }, serveAsset);
+  app.get('/v1/stream', { schema: streamSchema, config: { access: 'read' } }, followService(streams));
+}
 
-  app.post('/signout', { schema: { hide: true }, config: { access: 'open' } }, async (request, reply) => {
+/** Who the page is for; a session's pages get the sign-out form (and the browser its CSRF nonce). */
+function viewerOf(sessions: Sessions, request: FastifyRequest, reply: FastifyReply): Viewer {
+  const bySession = sessions.enabled && request.headers.authorization === undefined;
+  return {
+    name: request.principal.name,
+    signOutCsrf: bySession ? sessions.csrfToken(request, reply) : undefined,
+    signIn: sessions.enabled,
+  };
+}
+
+/** GET /: the list page, or the summary as JSON. */
+function showList(sessions: Sessions) {
+  return async function showList(request: RouteRequest<typeof listSchema>, reply: FastifyReply) {
+    const { service } = request.server;
+    void reply.header('vary', 'Accept');
+    if (wantsJson(request)) return reply.type('application/json; charset=utf-8').send(await summaryOf(service));
+    const badRequest = (message: string): FastifyReply =>
+      sendPage(reply, 400, messagePage('Bad request', message, viewerOf(sessions, request, reply)));
+    const q = request.query;
+    const admin = request.principal.scopes.has('admin');
+    const status = q.status === '' ? undefined : q.status;
+    const verdict = q.verdict === '' ? undefined : q.verdict;
+    const principal = !admin || q.principal === '' ? undefined : q.principal?.trim();
+    if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) {
+      return badRequest(`Expected a status of ${STATUSES.join(', ')} but received '${status}'`);
+    }
+    if (verdict !== undefined && !(VERDICTS as readonly string[]).includes(verdict)) {
+      return badRequest(`Expected a verdict of ${VERDICTS.join(', ')} but received '${verdict}'`);
+    }
+    if (q.cursor !== undefined && !isJobId(q.cursor)) {
+      return badRequest('The page cursor is not one this list gave: start from the first page');
+    }
+    const filters: ListFilters = {
+      status: status as JobStatus | undefined,
+      verdict,
+      principal: principal === '' ? undefined : principal,
+      cursor: q.cursor,
+    };
+    const owner = admin ? filters.principal : request.principal.name;
+    const [page, summary] = await Promise.all([
+      service.store.list({
+        ...(owner === undefined ? {} : { principal: owner }),
+        ...(filters.status === undefined ? {} : { status: filters.status }),
+        ...(filters.verdict === undefined ? {} : { verdict: filters.verdict as Verdict }),
+        ...(filters.cursor === undefined ? {} : { after: filters.cursor }),
+        limit: PAGE_SIZE,
+      }),
+      summaryOf(service),
+    ]);
+    const viewer = viewerOf(sessions, request, reply);
+    return sendPage(reply, 200, listPage({ viewer, summary, items: page.items, next: page.next, filters, admin }));
+  };
+}
+
+/** GET /evaluations/:id: one result, to its principal (or the admin scope). */
+function showResult(sessions: Sessions) {
+  return async function showResult(request: RouteRequest<typeof resultSchema>, reply: FastifyReply) {
+    const { service } = request.server;
+    const { id } = request.params;
+    const { principal } = request;
+    const record = isJobId(id) ? await service.get(id) : undefined;
+    if (record === undefined || (record.principal !== principal.name && !principal.scopes.has('admin'))) {
+      const message = `There is no evaluation '${id}' that you may see.`;
+      return sendPage(reply, 404, messagePage('Not found', message, viewerOf(sessions, request, reply)));
+    }
+    const slot =
+      record.gpuUuid === undefined ? undefined : (await service.slots()).find((s) => s.uuid === record.gpuUuid);
+    const gpu =
+      record.gpuUuid === undefined
+        ? undefined
+        : { uuid: record.gpuUuid, ...(slot === undefined ? {} : { name: slot.name, arch: slot.arch }) };
+    const queue = record.status === 'queued' ? await service.queueInfo(record) : undefined;
+    const page = resultPage({
+      viewer: viewerOf(sessions, request, reply),
+      record,
+      report: parseReport(record.report),
+      gpu,
+      queue,
+    });
+    return sendPage(reply, 200, page);
+  };
+}
+
+const NO_SIGN_IN = 'This server has no tokens (it answers on loopback only): there is nothing to sign in to.';
+
+/** GET /signin: the form (a browser already signed in goes on to `next`). */
+function showSignIn(sessions: Sessions) {
+  return async function showSignIn(request: RouteRequest<typeof signInSchema>, reply: FastifyReply) {
+    if (!sessions.enabled) return sendPage(reply, 404, messagePage('No sign-in', NO_SIGN_IN, undefined));
+    const next = localPath(request.query.next);
+    if (sessions.principalOf(request) !== undefined) return reply.redirect(next, 303);
+    return sendPage(reply, 200, signInPage({ csrf: sessions.csrfToken(request, reply), next, message: undefined }));
+  };
+}
+
+/** POST /signin: a token with the read scope becomes a session cookie. */
+function signIn(sessions: Sessions, verifier: TokenVerifier | undefined) {
+  return async function signIn(request: FastifyRequest, reply: FastifyReply) {
+    const form = (request.body ?? {}) as Record<string, unknown>;
+    const next = localPath(form.next);
+    const refuse = (statusCode: number, message: string): FastifyReply =>
+      sendPage(reply, statusCode, signInPage({ csrf: sessions.csrfToken(request, reply), next, message }));
+    if (verifier === undefined) return sendPage(reply, 404, messagePage('No sign-in', NO_SIGN_IN, undefined));
+    if (!sessions.checkCsrf(request, form.csrf)) {
+      return refuse(403, 'The form was not sent from this page (its CSRF token is missing or wrong): try again.');
+    }
+    const token = typeof form.token === 'string' ? form.token.trim() : '';
+    const principal = token === '' ? undefined : verifier.verify(token);
+    if (principal === undefined) return refuse(401, 'That token is not valid.');
+    if (!principal.scopes.has('read')) {
+      return refuse(403, `The token of '${principal.name}' lacks the 'read' scope the dashboard needs.`);
+    }
+    void reply.header('set-cookie', sessions.sessionCookie(request, sessions.issue(principal)));
+    return reply.redirect(next, 303);
+  };
+}
+
+/** POST /signout: the session cookie cleared. */
+function signOut(sessions: Sessions) {
+  return async function signOut(request: FastifyRequest, reply: FastifyReply) {
     const form = (request.body ?? {}) as Record<string, unknown>;
     if (!sessions.checkCsrf(request, form.csrf)) {
       const message =
@@ -313,50 +336,29 @@ export async function dashboardRoutes(app: App, options: DashboardOptions): Prom
     }
     void reply.header('set-cookie', sessions.clearedSessionCookie(request));
     return reply.redirect(sessions.enabled ? '/signin' : '/', 303);
-  });
+  };
+}
 
-  app.get(
-    '/assets/:file',
-    {
-      schema: { hide: true, params: Type.Object({ file: Type.String({ maxLength: 128 }) }) },
-      config: { access: 'open' },
-    },
-    async (request, reply) => {
-      const asset = assetAt(`/assets/${request.params.file}`);
-      if (asset === undefined) {
-        throw new ServiceError('NOT_FOUND', `No asset '${request.params.file.slice(0, 64)}'`);
-      }
-      return reply
-        .headers({
-          'content-type': asset.contentType,
-          'cache-control': 'public, max-age=31536000, immutable',
-          'x-content-type-options': 'nosniff',
-        })
-        .send(asset.body);
-    },
-  );
+/** GET /assets/:file: the script and the style sheet, cached for good (their names change with their content). */
+async function serveAsset(request: RouteRequest<typeof assetSchema>, reply: FastifyReply) {
+  const asset = assetAt(`/assets/${request.params.file}`);
+  if (asset === undefined) {
+    throw new ServiceError('NOT_FOUND', `No asset '${request.params.file.slice(0, 64)}'`);
+  }
+  return reply
+    .headers({
+      'content-type': asset.contentType,
+      'cache-control': 'public, max-age=31536000, immutable',
+      'x-content-type-options': 'nosniff',
+    })
+    .send(asset.body);
+}
 
-  app.get(
-    '/v1/stream',
-    {
-      schema: {
-        summary: 'Follow the service (server-sent events)',
-        description:
-          "Events 'summary' (as GET / with Accept: application/json) whenever it changes, and 'job' for each " +
-          'of your 25 newest evaluations (anyone’s, with the admin scope) when the stream opens and whenever ' +
-          'its state changes: { id, name, status, verdict, phase, principal, createdAt, finishedAt }. Comment ' +
-          'lines keep idle connections open; a stream ends after 10 minutes (EventSource reconnects).',
-        response: {
-          200: Type.String({ description: 'text/event-stream' }),
-          ...Object.fromEntries([401, 403, 503].map((c) => [c, ErrorBody])),
-        },
-      },
-      config: { access: 'read' },
-    },
-    async (request, reply) => {
-      streams.open(request.principal, reply);
-    },
-  );
+/** GET /v1/stream: one more follower of the plugin's summary streams. */
+function followService(streams: SummaryStreams) {
+  return async function followService(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    streams.open(request.principal, reply);
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -378,8 +380,7 @@ function jobItem(r: JobRecord) {
 
 interface Follower {
   principal: Principal;
-  write(event: string, data: string): void;
-  end(): void;
+  stream: EventStream;
   /** The summary last sent to it. */
   lastSummary: string;
   /** Its newest jobs as last sent (id → the event's data); undefined until the first look. */
@@ -406,12 +407,12 @@ class SummaryStreams {
   #lookAgain = false;
   #closed = false;
 
-  constructor(service: EvalService, deps: DashboardDeps) {
+  constructor(service: EvalService, options: DashboardOptions) {
     this.#service = service;
-    this.#heartbeatMs = deps.sseHeartbeatMs;
-    this.#intervalMs = deps.summaryIntervalMs ?? 1000;
-    this.#max = deps.maxStreams ?? 64;
-    this.#maxMs = deps.streamMaxMs ?? 10 * 60_000;
+    this.#heartbeatMs = options.sseHeartbeatMs;
+    this.#intervalMs = options.summaryIntervalMs ?? 1000;
+    this.#max = options.maxStreams ?? 64;
+    this.#maxMs = options.streamMaxMs ?? 10 * 60_000;
     service.onStarted(() => this.#look());
     service.onFinished(() => this.#look());
   }
@@ -421,33 +422,14 @@ class SummaryStreams {
       const message = `${this.#followers.size} streams are open, the most this server keeps: retry in 10 s`;
       throw new ServiceError('TOO_MANY_STREAMS', message, 10);
     }
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    res.write('retry: 2000\n\n');
-    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), this.#heartbeatMs);
-    const lifetime = setTimeout(() => follower.end(), this.#maxMs);
-    const follower: Follower = {
-      principal,
-      lastSummary: '',
-      jobs: undefined,
-      // A look that began before the stream ended may still be under way: nothing is written after the end.
-      write: (event, data) => void (this.#followers.has(follower) && res.write(`event: ${event}\ndata: ${data}\n\n`)),
-      end: () => {
-        if (!this.#followers.delete(follower)) return;
-        clearInterval(heartbeat);
-        clearTimeout(lifetime);
-        res.end();
-        if (this.#followers.size === 0) this.#stopTimer();
-      },
-    };
+    // A look that began before the stream ended may still be under way: the stream writes nothing after its end.
+    const stream = openEventStream(reply, { heartbeatMs: this.#heartbeatMs, maxMs: this.#maxMs });
+    const follower: Follower = { principal, stream, lastSummary: '', jobs: undefined };
     this.#followers.add(follower);
-    res.on('close', () => follower.end());
+    stream.onClose(() => {
+      this.#followers.delete(follower);
+      if (this.#followers.size === 0) this.#stopTimer();
+    });
     if (this.#timer === undefined) {
       this.#timer = setInterval(() => this.#look(), this.#intervalMs);
       this.#timer.unref();
@@ -457,7 +439,7 @@ class SummaryStreams {
 
   close(): void {
     this.#closed = true;
-    for (const f of [...this.#followers]) f.end();
+    for (const f of [...this.#followers]) f.stream.close();
     this.#stopTimer();
   }
 
@@ -492,7 +474,7 @@ class SummaryStreams {
     for (const f of [...this.#followers]) {
       if (f.lastSummary !== data) {
         f.lastSummary = data;
-        f.write('summary', data);
+        f.stream.send('summary', data);
       }
       if (changed || f.jobs === undefined) await this.#sendJobs(f);
     }
@@ -510,7 +492,7 @@ class SummaryStreams {
     for (const record of [...page.items].reverse()) {
       const data = JSON.stringify(jobItem(record));
       seen.set(record.id, data);
-      if (f.jobs?.get(record.id) !== data) f.write('job', data);
+      if (f.jobs?.get(record.id) !== data) f.stream.send('job', data);
     }
     f.jobs = seen;
   }
