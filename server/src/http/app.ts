@@ -2,8 +2,10 @@
 // buildApp(deps): the HTTP face of the service. Fastify 5 with TypeBox schemas (validation, types, OpenAPI), bearer
 // auth with scopes, a per-principal submit rate, load shedding, request bodies read with bounded memory (body.ts:
 // limits counted after decompression, large bodies a few at a time), and one error format for everything: Fastify's
-// { statusCode, code, error, message } plus details [{ path, message }]. No route here touches a GPU or the CUDA
-// addon; the service behind it owns the scheduling.
+// { statusCode, code, error, message } plus details [{ path, message }]. Every route family (routes/v1.ts,
+// compat/routes.ts, routes/mcp.ts, routes/ops.ts, dashboard/routes.ts) is a plugin registered here: it takes the
+// service and the submission budget from the root's decorators (http/shared.ts) and its own settings as the plugin's
+// options. No route touches a GPU or the CUDA addon; the service behind it owns the scheduling.
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import rateLimit from '@fastify/rate-limit';
@@ -12,37 +14,26 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import underPressure from '@fastify/under-pressure';
 import * as ajvFormatsModule from 'ajv-formats';
-import { InvalidJobError, type JobProblem } from 'cudakit';
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  type FastifyServerOptions,
-  type RawReplyDefaultExpression,
-  type RawRequestDefaultExpression,
-  type RawServerDefault,
-} from 'fastify';
+import Fastify, { type FastifyError, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { dashboardRoutes } from '../dashboard/routes.js';
 import { Sessions, signInLocation, wantsSignIn } from '../dashboard/session.js';
 import { BODY_LIMIT_BYTES, type ErrorBody } from './schemas/v1.js';
-import { ServiceError, isApiErrorCode, statusText } from '../errors.js';
+import { ServiceError, statusText } from '../errors.js';
 import type { EvalService } from '../service.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { bodyHandling } from './body.js';
 import { DEFAULT_LARGE_BODIES } from './body-slots.js';
 import { LOCAL_PRINCIPAL, type Principal, type Scope, type TokenEntry, TokenVerifier } from './auth.js';
-import { STORE_RETRY_AFTER_SECONDS, errorBodyOf, type App, type RouteAccess, type SubmitLimit } from './shared.js';
+import { STORE_RETRY_AFTER_SECONDS, errorBodyOf, type App, type SubmitLimit } from './shared.js';
 import { mcpRoutes } from './routes/mcp.js';
 import { v1Routes } from './routes/v1.js';
 import { opsRoutes } from './routes/ops.js';
 import { serviceMetrics } from './metrics.js';
 import { CountingStore } from './rate-store.js';
-import { compatRoutes, type CompatDeps } from '../compat/routes.js';
+import { compatRoutes, type CompatOptions } from '../compat/routes.js';
 
 export interface AppDeps {
   service: EvalService;
@@ -68,7 +59,7 @@ export interface AppDeps {
   /** What /readyz names when the store or the queue does not answer ('PostgreSQL at db:5432'). */
   endpoints?: { store?: string; queue?: string };
   /** How long the compatible synchronous routes wait for a job (tests). Default (maxQueueSeconds + timeout + 10) s. */
-  compatSyncWaitMs?: CompatDeps['syncWaitMs'];
+  compatSyncWaitMs?: CompatOptions['syncWaitMs'];
   /**
    * The dashboard's session-cookie HMAC secret (at least 32 bytes). API processes given the same secret accept each
    * other's sessions. Default: random per process (sessions end with it).

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What the HTTP layer's parts share, below every route module and the app that registers them: the Fastify
-// instance's type and the request's augmentation (its principal, a route's access), the submission budget's hook type,
-// and the body of every error (errorBodyOf), its code one of the API's table (errors.ts).
+// instance's type and the request's augmentation (its principal, a route's access), the instance's decorators (the
+// service, the submission budget's hook), the types of a named handler's request and reply (RouteRequest,
+// RouteReply), and the body of every error (errorBodyOf), its code one of the API's table (errors.ts).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { InvalidJobError, type JobProblem } from 'cudakit';
 import type {
