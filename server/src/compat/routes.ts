@@ -58,9 +58,6 @@ export interface CompatOptions {
   syncWaitMs?: SyncWaitMs | undefined;
 }
 
-/** The options' old name, which app.ts and routes/mcp.ts still use; CompatOptions once they move. */
-export type CompatDeps = CompatOptions;
-
 /** What the original's cleanup drops: finished jobs older than five minutes. */
 const CLEANUP_AGE_MS = 5 * 60 * 1000;
 
