@@ -13,13 +13,12 @@
 // GPUs) and an agent the running side (its GPUs' slots take jobs from the shared queue). What a process does follows
 // from the sides it has; only main.ts knows the mode. Events and cancels cross processes through the cluster bus.
 import type { EvalJob } from 'cudakit';
-import type { ClusterBus } from './cluster/bus.js';
 import { jobDeadlines } from './run/deadlines.js';
 import type { GpuPool, SlotInfo } from './run/pool.js';
 import type { Deadlines } from './run/protocol.js';
 import { DEFAULT_RUN_SECONDS, Dispatcher } from './schedule/dispatcher.js';
 import { type FinishedJob, JobEvents, type ServiceLog, type StartedJob, silentLog } from './schedule/job-events.js';
-import type { QueueConnection, RunQueue, SubmitQueue } from './schedule/queue.js';
+import type { JobBus, QueueConnection, RunQueue, SubmitQueue } from './schedule/queue.js';
 import { ServiceError } from './errors.js';
 import { TERMINAL, type JobEvent, type JobRecord, type JobStore, type ServiceOptions } from './store/store.js';
 import { ProblemRegistry } from './submit/problems.js';
@@ -45,7 +44,7 @@ export {
 
 export interface ServiceConfig {
   /** Events and cancels between the processes of the distributed mode (API nodes and agents). */
-  bus?: ClusterBus;
+  bus?: JobBus;
   store: JobStore;
   /**
    * The queue's submitting side: submissions, places, cancels of queued jobs, expiry, retention. Absent on an agent,
@@ -84,7 +83,7 @@ export class EvalService {
   readonly pool: GpuPool;
   readonly limits: ServiceLimits;
   readonly problems: ProblemRegistry;
-  readonly #bus: ClusterBus | undefined;
+  readonly #bus: JobBus | undefined;
   readonly #now: () => number;
   readonly #compileCheck: CompileCheck | undefined;
   readonly #events: JobEvents;

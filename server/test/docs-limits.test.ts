@@ -15,15 +15,9 @@ import {
   LARGE_BODY_WAIT_MS,
 } from '../src/http/body-slots.js';
 import { parseConfig, type ServerConfig } from '../src/config.js';
-import {
-  ARGS_MAX,
-  BODY_LIMIT_BYTES,
-  MAX_QUEUE_SECONDS,
-  PRIORITY,
-  SOURCE_CHARS_MAX,
-  SUBMIT_BODY_LIMIT_BYTES,
-  TIMEOUT_SECONDS,
-} from '../src/http/schemas/v1.js';
+import { BODY_LIMIT_BYTES, SUBMIT_BODY_LIMIT_BYTES } from '../src/http/schemas/v1.js';
+import { PRIORITY } from '../src/schedule/queue.js';
+import { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX, TIMEOUT_SECONDS } from '../src/submit/fields.js';
 import { COMPAT_NUM_TRIALS, COMPAT_TIMEOUT_SECONDS } from '../src/compat/schemas.js';
 import { DEFAULT_LIMITS } from '../src/service.js';
 

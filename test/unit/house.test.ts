@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The house rules on the code's shape, over lib/ and server/src: no import cycle (type-only imports included), so
 // every file can be read after the files it stands on; and no file over MAX_FILE_LINES lines. A cycle fails here as
-// its files in import order, a long file with its length. server/src is being reorganized: the cycles and long files
-// it has today are listed below, so that only a new one fails, and an entry that no longer holds fails until it is
-// removed.
+// its files in import order, a long file with its length. server/src's folders import one another downward only
+// (SERVER_FOLDER_IMPORTS), and only main.ts and config.ts branch on the deployment mode.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -204,6 +203,72 @@ describe(`files of at most ${MAX_FILE_LINES} lines`, () => {
     expect(long.filter((f) => !known(f))).toEqual([]);
     const split = SERVER_KNOWN_LONG_FILES.filter((k) => !long.some((f) => f.startsWith(`${k}:`)));
     expect(split.map((k) => `${k}: at most ${MAX_FILE_LINES} lines now, or gone; remove the entry`)).toEqual([]);
+  });
+});
+
+/**
+ * What each part of server/src may import of the others. Below everything: the stored record (store/) and the GPU
+ * slots with their workers (run/); the judge maps a run's end to a record's; the schedule (the queue's two sides and
+ * the dispatcher) stands on those three, the distributed mode's parts (cluster/) implement its seams, the submitting
+ * side (submit/) admits into it, and service.ts composes them. The HTTP faces are on top: http/ registers the route
+ * families, and compat/ and dashboard/ use its shared parts (the file-level cycle check keeps the two directions
+ * apart). The leaves errors.ts and reachability.ts are anyone's; main.ts and config.ts assemble everything.
+ */
+const SERVER_FOLDER_IMPORTS: Record<string, readonly string[] | 'any'> = {
+  store: [],
+  run: [],
+  judge: ['run', 'store'],
+  schedule: ['judge', 'run', 'store'],
+  cluster: ['run', 'schedule', 'store'],
+  submit: ['judge', 'run', 'schedule', 'store'],
+  'service.ts': ['run', 'schedule', 'store', 'submit'],
+  compat: ['http', 'judge', 'run', 'schedule', 'service.ts', 'store', 'submit'],
+  dashboard: ['http', 'judge', 'run', 'schedule', 'service.ts', 'store', 'submit'],
+  http: ['compat', 'dashboard', 'judge', 'run', 'schedule', 'service.ts', 'store', 'submit'],
+  'main.ts': 'any',
+  'config.ts': 'any',
+  'errors.ts': [],
+  'reachability.ts': [],
+};
+const SERVER_LEAVES = ['errors.ts', 'reachability.ts'];
+/** Single files below their folder's place, with why: a record holds a verdict, whose values are the judge's. */
+const SERVER_FILE_IMPORTS = ['store → judge/verdict.ts'];
+
+/** 'file → target (part → part)' for each import of server/src that SERVER_FOLDER_IMPORTS does not allow. */
+export function folderViolations(graph: Graph): string[] {
+  const partOf = (file: string): string => file.replace(/^server\/src\//, '').split('/')[0]!;
+  const inside = (file: string): string => file.replace(/^server\/src\//, '');
+  return [...graph.values()].flat().flatMap((i) => {
+    const [from, to] = [partOf(i.file), partOf(i.target!)];
+    const allowed = SERVER_FOLDER_IMPORTS[from];
+    if (from === to || SERVER_LEAVES.includes(to) || allowed === 'any') return [];
+    if (allowed?.includes(to) === true || SERVER_FILE_IMPORTS.includes(`${from} → ${inside(i.target!)}`)) return [];
+    return [`${inside(i.file)}:${i.line} → ${inside(i.target!)} (${from} may not import ${to})`];
+  });
+}
+
+describe("server/src's folders", () => {
+  it('import one another downward only (SERVER_FOLDER_IMPORTS)', () => {
+    const graph = importGraph(read('server/src'));
+    const parts = new Set([...graph.keys()].map((f) => f.replace(/^server\/src\//, '').split('/')[0]!));
+    expect([...parts].filter((p) => !(p in SERVER_FOLDER_IMPORTS))).toEqual([]); // a new folder gets its rule
+    expect(folderViolations(graph)).toEqual([]);
+  });
+
+  it('finds an import against the rules, with its line', () => {
+    const graph = importGraph(
+      new Map([
+        ['server/src/store/store.ts', "import type { Verdict } from '../judge/verdict.js';"],
+        ['server/src/judge/verdict.ts', ''],
+        [
+          'server/src/run/slot.ts',
+          "import { x } from '../errors.js';\nimport { admit } from '../submit/admission.js';",
+        ],
+        ['server/src/errors.ts', ''],
+        ['server/src/submit/admission.ts', "import { Store } from '../store/store.js';"],
+      ]),
+    );
+    expect(folderViolations(graph)).toEqual(['run/slot.ts:2 → submit/admission.ts (run may not import submit)']);
   });
 });
 

@@ -9,6 +9,7 @@ import { hostname } from 'node:os';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { SlotInfo } from '../run/pool.js';
 import { addressOf, Reachability } from '../reachability.js';
+import type { JobBus } from '../schedule/queue.js';
 import type { JobEvent } from '../store/store.js';
 
 /** Redis keys and channels, one prefix for all: several deployments may share one Redis with their own prefixes. */
@@ -25,16 +26,6 @@ export function clusterKeys(prefix: string) {
 }
 
 export type ClusterKeys = ReturnType<typeof clusterKeys>;
-
-/** What the service needs of the bus (service.ts imports only this type). */
-export interface ClusterBus {
-  publishEvent(event: JobEvent): void;
-  /** Events of other processes; `wants` (the job's id) skips the rest before they are parsed. */
-  onEvent(listener: (event: JobEvent) => void, wants?: (jobId: string) => boolean): void;
-  /** Asks whichever agent runs `id` to kill it. */
-  requestCancel(id: string): Promise<void>;
-  onCancel(listener: (id: string) => void): void;
-}
 
 /** One agent's entry in the GPU registry. */
 export interface AgentEntry {
@@ -147,7 +138,7 @@ interface Envelope {
   id?: string;
 }
 
-export class RedisClusterBus implements ClusterBus {
+export class RedisClusterBus implements JobBus {
   readonly nodeId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly keys: ClusterKeys;
   readonly #publisher: Redis;

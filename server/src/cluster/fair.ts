@@ -10,8 +10,7 @@
 // first: that job has had its turn. Between the release and BullMQ's add a job is "leaving"; one that stays so past
 // a lock (its agent died there) is queued here again by the reconciler.
 import type { Redis } from 'ioredis';
-import { PRIORITY } from '../http/schemas/v1.js';
-import type { QueuedJob } from '../schedule/queue.js';
+import { PRIORITY, type QueuedJob } from '../schedule/queue.js';
 
 /** Keys under `<prefix>:fair:`; the Lua scripts build them from this prefix (the ones per class or principal). */
 export function fairKeys(prefix: string) {

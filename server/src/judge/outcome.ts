@@ -4,7 +4,6 @@
 // the stored report and the error; a job no GPU took in time fails as QUEUE_TIMEOUT.
 import { type EvalJob, type EvalReport, formatJson } from 'cudakit';
 import type { SlotOutcome } from '../run/pool.js';
-import type { QueuedJob } from '../schedule/queue.js';
 import { INTERRUPTED_ERROR, type JobStore } from '../store/store.js';
 import { suspicionsOf } from './roofline.js';
 import { verdictOf } from './verdict.js';
@@ -13,7 +12,11 @@ import { verdictOf } from './verdict.js';
 export type FinishOutcome = Parameters<JobStore['finish']>[1];
 
 /** A queued job's end when no GPU of its class took it in time (only while it is still queued in the store). */
-export function queueTimeoutOutcome(q: QueuedJob): Omit<FinishOutcome, 'atMs'> {
+export function queueTimeoutOutcome(q: {
+  gpu: string;
+  enqueuedAtMs: number;
+  expiresAtMs: number;
+}): Omit<FinishOutcome, 'atMs'> {
   const waitedS = Math.round((q.expiresAtMs - q.enqueuedAtMs) / 1000);
   return {
     status: 'failed',

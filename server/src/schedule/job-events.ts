@@ -3,9 +3,9 @@
 // (one promise tail per job), every stored event goes to this process's subscribers and, through the cluster bus, to
 // the other processes'; a job's end is stored once and then told to the finish listeners, a run's start to the start
 // listeners. The long-poll (waitForEnd) waits on these events.
-import type { ClusterBus } from '../cluster/bus.js';
 import type { FinishOutcome } from '../judge/outcome.js';
 import type { Verdict } from '../judge/verdict.js';
+import type { JobBus } from './queue.js';
 import { TERMINAL, type JobEvent, type JobStore } from '../store/store.js';
 
 /** The subset of pino's logger the service uses. */
@@ -39,14 +39,14 @@ export interface StartedJob {
 export interface JobEventsConfig {
   store: JobStore;
   /** Where events go to the other processes (the distributed mode). */
-  bus: ClusterBus | undefined;
+  bus: JobBus | undefined;
   now: () => number;
   log: ServiceLog;
 }
 
 export class JobEvents {
   readonly #store: JobStore;
-  readonly #bus: ClusterBus | undefined;
+  readonly #bus: JobBus | undefined;
   readonly #now: () => number;
   readonly #log: ServiceLog;
   /** Per job: the tail of its event writes, so events are stored and sent in the order they happened. */

@@ -17,7 +17,23 @@
 // A position counts the jobs that start before a job if nothing new arrives and only slots of its class take: its
 // principal's own jobs ahead of it (r), and from every other principal with n jobs in the class min(n, r + 1) when
 // that principal's turn is older (it comes first in each round), min(n, r) when newer.
-import type { JobRecord } from '../store/store.js';
+import type { JobEvent, JobRecord } from '../store/store.js';
+
+/** The bounds and default of a job's priority, which orders only its own principal's jobs. */
+export const PRIORITY = { min: -10, max: 10, default: 0 } as const;
+
+/**
+ * What the service's two sides need between processes in the distributed mode: a job's events to whoever follows it,
+ * and a cancel to whichever agent runs the job (cluster/bus.ts over Redis). The embedded mode has none.
+ */
+export interface JobBus {
+  publishEvent(event: JobEvent): void;
+  /** Events of other processes; `wants` (the job's id) skips the rest before they are parsed. */
+  onEvent(listener: (event: JobEvent) => void, wants?: (jobId: string) => boolean): void;
+  /** Asks whichever agent runs `id` to kill it. */
+  requestCancel(id: string): Promise<void>;
+  onCancel(listener: (id: string) => void): void;
+}
 
 export interface QueuedJob {
   id: string;

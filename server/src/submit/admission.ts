@@ -6,7 +6,7 @@
 // before anything is queued, whichever route the job came by; each problem in the library's format.
 import { parseArgSpec, type JobProblem } from 'cudakit';
 import { type LaunchFacts, PORTABLE_CLUSTER_BLOCKS } from '../run/protocol.js';
-import { ARGS_MAX } from '../http/schemas/v1.js';
+import { ARGS_MAX } from './fields.js';
 
 /** Flags passed as they are. */
 const EXACT_FLAGS = new Set([

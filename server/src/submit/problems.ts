@@ -7,12 +7,12 @@
 //                                   check?: { atol?, rtol? } }   (a reference's source.file is relative to the folder)
 //   <dir>/<name>/reference.mjs    export const reference = (args) => { ... }   (a JsReference), instead of the kernel
 //
-// The API process reads problem.json only (data); the reference module is imported by the worker that runs the job.
+// The API process reads problem.json only (data); the reference module is imported by the worker that runs the job
+// (run/worker/reference-module.ts).
 // A job names a problem as `reference: { problem: '<name>' }`: the problem's args become the job's, its bytes, flops
 // and tolerances the defaults of the job's own.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { InvalidJobError, type JobProblem, type JsReference, validateJob } from 'cudakit';
 
 /** Names a request may use: a folder name with no path in it. */
@@ -263,20 +263,4 @@ function inlineSource(folder: string, reference: unknown, fail: (why: string) =>
     ref.source = { text: readFileSync(path, 'utf8'), name: source.file };
   }
   return ref;
-}
-
-/**
- * Imports a JavaScript reference installed by the operator (in the worker only).
- * @throws TypeError when the module does not export `reference` as a function.
- */
-export async function importJsReference(modulePath: string): Promise<JsReference> {
-  const module = (await import(pathToFileURL(modulePath).href)) as { reference?: unknown; default?: unknown };
-  const reference = module.reference ?? (isObject(module.default) ? module.default.reference : module.default);
-  if (typeof reference !== 'function') {
-    throw new TypeError(
-      `Expected a function exported as 'reference' for the problem's reference module ${modulePath} ` +
-        `but received ${typeof reference}`,
-    );
-  }
-  return reference as JsReference;
 }

@@ -6,7 +6,6 @@
 import { InvalidJobError, isArch, validateJob } from 'cudakit';
 import type { EvalJob } from 'cudakit';
 import { ServiceError } from '../errors.js';
-import { splitBody } from '../http/schemas/v1.js';
 import { queueTimeoutOutcome } from '../judge/outcome.js';
 import type { CheckOptions, CompileCheckResult } from '../run/compile-check.js';
 import type { GpuPool } from '../run/pool.js';
@@ -22,6 +21,7 @@ import {
   gpuLaunchLimits,
   type AdmissionLimits,
 } from './admission.js';
+import { splitBody } from './fields.js';
 import { hashOf } from './idempotency.js';
 import type { ProblemRegistry } from './problems.js';
 

@@ -25,7 +25,7 @@ import type { App } from '../../src/http/shared.js';
 import { runtimeStatsOf } from '../../src/compat/answers.js';
 import { CompatClientError } from '../../src/compat/errors.js';
 import { compareJob, evaluateJob, globalFunctions } from '../../src/compat/jobs.js';
-import { splitBody } from '../../src/http/schemas/v1.js';
+import { splitBody } from '../../src/submit/fields.js';
 import {
   CompareRequest,
   CompareResponse,

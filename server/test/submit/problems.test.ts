@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidJobError } from 'cudakit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProblemRegistry, ProblemRegistryError, importJsReference } from '../../src/submit/problems.js';
+import { importJsReference } from '../../src/run/worker/reference-module.js';
+import { ProblemRegistry, ProblemRegistryError } from '../../src/submit/problems.js';
 import { SAXPY } from '../../../test/support/kernels.js';
 
 const ARGS = ['a@f32=2', 'x@ptr:f32[1024]=uniform(-1,1)', 'y@ptr:f32[1024]=uniform(-1,1):out', 'n@i32=1024'];

@@ -7,21 +7,17 @@ import { type Static, Type } from 'typebox';
 import type { SlotState } from '../../run/pool.js';
 import { VERDICTS, type Verdict } from '../../judge/verdict.js';
 import { API_ERRORS, type ApiErrorCode } from '../../errors.js';
+import { PRIORITY } from '../../schedule/queue.js';
+import { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX, TIMEOUT_SECONDS } from '../../submit/fields.js';
+// The compatible routes read these bounds from here until their imports move to submit/fields.ts.
+export { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX };
 
 // ---------------------------------------------------------------------------------------------------------------
-// Defaults and bounds of the service fields (the scheduler and the docs read them from here).
+// Body limits (the service fields' bounds and the size caps are submit/fields.ts's).
 
-export const TIMEOUT_SECONDS = { min: 5, max: 600, default: 120 } as const;
-export const MAX_QUEUE_SECONDS = { min: 1, max: 86_400, default: 300 } as const;
-export const PRIORITY = { min: -10, max: 10, default: 0 } as const;
-/** The size caps checked before anything is queued (the worker could not enforce them before compiling). */
-export const SOURCE_CHARS_MAX = 256 * 1024;
-export const ARGS_MAX = 64;
 /** Request bodies: the evaluation route carries tensor literals, every other route is small. */
 export const SUBMIT_BODY_LIMIT_BYTES = 64 * 2 ** 20;
 export const BODY_LIMIT_BYTES = 2 ** 20;
-
-const SERVICE_KEYS = ['timeoutSeconds', 'maxQueueSeconds', 'priority', 'gpu', 'deviceMetrics'] as const;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Request body
@@ -127,28 +123,6 @@ export const SubmitBody = Type.Object(
   { additionalProperties: false },
 );
 export type SubmitBody = Static<typeof SubmitBody>;
-
-/** The body's two parts: the EvalJob (for validateJob) and the service's options, with defaults. */
-export function splitBody(body: Record<string, unknown>): {
-  job: Record<string, unknown>;
-  options: { timeoutSeconds: number; maxQueueSeconds: number; priority: number; gpu: string; deviceMetrics: boolean };
-} {
-  const job: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(body)) {
-    if (!(SERVICE_KEYS as readonly string[]).includes(key)) job[key] = value;
-  }
-  const b = body as Partial<Record<(typeof SERVICE_KEYS)[number], unknown>>;
-  return {
-    job,
-    options: {
-      timeoutSeconds: typeof b.timeoutSeconds === 'number' ? b.timeoutSeconds : TIMEOUT_SECONDS.default,
-      maxQueueSeconds: typeof b.maxQueueSeconds === 'number' ? b.maxQueueSeconds : MAX_QUEUE_SECONDS.default,
-      priority: typeof b.priority === 'number' ? b.priority : PRIORITY.default,
-      gpu: typeof b.gpu === 'string' ? b.gpu : 'any',
-      deviceMetrics: b.deviceMetrics === true,
-    },
-  };
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Parameters and query strings

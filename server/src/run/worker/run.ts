@@ -16,7 +16,7 @@ import {
   formatJson,
   profileJob,
 } from 'cudakit';
-import { importJsReference } from '../../submit/problems.js';
+import { importJsReference } from './reference-module.js';
 import type { Deadlines, DeviceFacts } from '../protocol.js';
 import { deviceFacts } from './facts.js';
 
