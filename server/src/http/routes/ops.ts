@@ -108,7 +108,7 @@ async function health(request: FastifyRequest): Promise<Static<typeof Health>> {
 
 /** GET /metrics: the registry the plugin is given. */
 function metrics(registry: Registry) {
-  return async function metrics(_request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  return async function metrics(_request: FastifyRequest, reply: FastifyReply) {
     const text = await registry.metrics();
     return reply.type(registry.contentType).send(text);
   };
