@@ -82,7 +82,15 @@ export {
   summarize,
   verdict,
 } from './measure/index.js';
-export { InvalidJobError, evaluate, profileJob, validateJob } from './eval/index.js';
+export {
+  DIM_EXPR_LIMITS,
+  InvalidJobError,
+  evalDimExpr,
+  evaluate,
+  parseDimExpr,
+  profileJob,
+  validateJob,
+} from './eval/index.js';
 
 export type {
   AbortSignalLike,
@@ -182,6 +190,8 @@ export type {
 } from './measure/index.js';
 export type {
   BenchSpec,
+  DimEvalOptions,
+  DimExpr,
   EvalArg,
   EvalArgObject,
   EvalBufferArg,

@@ -6,6 +6,7 @@
 export { evaluate } from './pipeline.js';
 export { InvalidJobError, validateJob } from './validate.js';
 export { profileJob } from './profile.js';
+export { DIM_EXPR_LIMITS, evalDimExpr, parseDimExpr } from './dims.js';
 
 export type {
   BenchSpec,
@@ -31,6 +32,7 @@ export type {
 } from './job.js';
 export type { EvalCompileFacts, EvalError, EvalReport } from './report.js';
 export type { JobProblem } from './validate.js';
+export type { DimEvalOptions, DimExpr } from './dims.js';
 export type { ProfileJobOptions } from './profile.js';
 
 // For the layers above.
