@@ -11,7 +11,7 @@ import {
   type EvalScalarArg,
   type PresetName,
 } from 'cudakit';
-import { MAX_QUEUE_SECONDS } from '../http/schemas/v1.js';
+import { MAX_QUEUE_SECONDS } from '../submit/fields.js';
 import {
   COMPAT_DEFAULTS,
   COMPAT_NUM_TRIALS,

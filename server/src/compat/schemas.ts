@@ -7,7 +7,7 @@
 // Extensions sit where the original ignores unknown keys: `cudakit` at the top level, `shared_mem_bytes` in a launch,
 // `dtype` on a scalar argument. The contract: server/docs/compat.md.
 import { type Static, type TSchema, Type } from 'typebox';
-import { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX } from '../http/schemas/v1.js';
+import { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX } from '../submit/fields.js';
 
 /** The original's defaults (its shared/constants.py). */
 export const COMPAT_DEFAULTS = { numTrials: 100, timeoutSeconds: 120, atol: 0.01, rtol: 0.01 } as const;

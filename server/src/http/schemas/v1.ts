@@ -9,8 +9,6 @@ import { VERDICTS, type Verdict } from '../../judge/verdict.js';
 import { API_ERRORS, type ApiErrorCode } from '../../errors.js';
 import { PRIORITY } from '../../schedule/queue.js';
 import { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX, TIMEOUT_SECONDS } from '../../submit/fields.js';
-// The compatible routes read these bounds from here until their imports move to submit/fields.ts.
-export { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX };
 
 // ---------------------------------------------------------------------------------------------------------------
 // Body limits (the service fields' bounds and the size caps are submit/fields.ts's).
