@@ -58,6 +58,7 @@ export {
 } from './core/index.js';
 export {
   DEFAULT_DEVICE_METRICS,
+  DEVICE_PEAKS,
   METRIC_GROUPS,
   PRESETS,
   bench,
@@ -65,6 +66,7 @@ export {
   check,
   checkArgSpecs,
   compare,
+  devicePeakOf,
   driftProbe,
   formatComparison,
   formatDeviceMetrics,
@@ -78,6 +80,7 @@ export {
   parseArgSpecs,
   profile,
   quantile,
+  rooflineFloorMs,
   signatureOf,
   summarize,
   verdict,
@@ -160,6 +163,7 @@ export type {
   DeviceMetric,
   DeviceMetricGroup,
   DeviceMetrics,
+  DevicePeak,
   DriftProbe,
   DriftReport,
   ErrorFigures,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The measuring layer: timing (bench, compare), correctness (check, inputSets), device metrics (profile, under
-// Nsight Compute), statistics, argument specs and reports. It stands on the core layer (core/index.ts,
-// core/sampler.ts); eval/ imports it through this file only.
+// Nsight Compute), statistics, the roofline floor (the GPUs' datasheet peaks), argument specs and reports. It stands
+// on the core layer (core/index.ts, core/sampler.ts); eval/ imports it through this file only.
 // The first block is the public API, which the package root re-exports; the second is for the layers above.
 export { bench } from './bench.js';
 export { driftProbe } from './drift.js';
@@ -11,6 +11,7 @@ export { inputSets } from './input-sets.js';
 export { checkArgSpecs, parseArgSpec, parseArgSpecs, signatureOf } from './argspec.js';
 export { formatComparison, formatDuration, formatJson, formatResult, histogram } from './format.js';
 export { PRESETS, bootstrapRatio, medianCI, quantile, summarize, verdict } from './stats.js';
+export { DEVICE_PEAKS, devicePeakOf, rooflineFloorMs } from './roofline.js';
 export { profile } from './profile.js';
 export { DEFAULT_DEVICE_METRICS, METRIC_GROUPS } from './profile-ncu.js';
 export { formatDeviceMetrics } from './profile-format.js';
@@ -48,6 +49,7 @@ export type {
   SequenceAxis,
 } from './argspec.js';
 export type { StoppingRule } from './stats.js';
+export type { DevicePeak } from './roofline.js';
 export type { GpuWork, WorkTarget } from './work.js';
 export type {
   DeviceMetric,
