@@ -7,6 +7,9 @@ export { evaluate } from './pipeline.js';
 export { InvalidJobError, validateJob } from './validate.js';
 export { profileJob } from './profile.js';
 export { DIM_EXPR_LIMITS, evalDimExpr, parseDimExpr } from './dims.js';
+export { InvalidProblemError, PROBLEM_LIMITS, caseJob, caseName, caseWork, validateProblem } from './problem.js';
+export { evaluateProblem } from './evaluate-problem.js';
+export { caseScore, problemScore } from './score.js';
 
 export type {
   BenchSpec,
@@ -33,6 +36,24 @@ export type {
 export type { EvalCompileFacts, EvalError, EvalReport } from './report.js';
 export type { JobProblem } from './validate.js';
 export type { DimEvalOptions, DimExpr } from './dims.js';
+export type {
+  CaseVisibility,
+  CaseWork,
+  DimValue,
+  EvalProblem,
+  LaunchDim,
+  ProblemArg,
+  ProblemBufferArg,
+  ProblemCase,
+  ProblemCheckOptions,
+  ProblemDim,
+  ProblemKernelRef,
+  ProblemSubmission,
+  ProblemTimingOptions,
+  Tolerance,
+} from './problem.js';
+export type { ProblemCaseReport, ProblemEvalOptions, ProblemProgress, ProblemReport } from './evaluate-problem.js';
+export type { CaseScore, CaseTiming, ProblemScore } from './score.js';
 export type { ProfileJobOptions } from './profile.js';
 
 // For the layers above.

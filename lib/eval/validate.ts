@@ -36,6 +36,13 @@ export interface JobProblem {
   type: 'TypeError' | 'RangeError';
 }
 
+/** 'Invalid <what>: <the one problem>', or 'Invalid <what> (<n> problems):' and one indented line each. */
+export function listProblems(what: string, problems: readonly JobProblem[]): string {
+  const n = problems.length;
+  const list = problems.map((p) => `  ${p.message}`).join('\n');
+  return n === 1 ? `Invalid ${what}: ${problems[0]!.message}` : `Invalid ${what} (${n} problems):\n${list}`;
+}
+
 /**
  * A job with problems: every one of them in `problems`, and in the message one per line. A TypeError (the job as a
  * whole is an argument of the wrong shape) also when some problems are RangeErrors; each problem says which.
@@ -50,9 +57,7 @@ export class InvalidJobError extends TypeError {
 
   /** An error listing `problems` (at least one), as validateJob() throws it. */
   constructor(problems: readonly JobProblem[]) {
-    const n = problems.length;
-    const list = problems.map((p) => `  ${p.message}`).join('\n');
-    super(n === 1 ? `Invalid job: ${problems[0]!.message}` : `Invalid job (${n} problems):\n${list}`);
+    super(listProblems('job', problems));
     this.name = 'InvalidJobError';
     this.problems = Object.freeze([...problems]);
   }

@@ -1,0 +1,711 @@
+// SPDX-License-Identifier: MIT
+// Problems with cases: one task (its arguments, reference and tolerances) over named dimensions, and a list of cases
+// that give the dimensions values, some public and some hidden. A submission gives its kernel and its launch as
+// dimension expressions (dims.ts); caseJob() makes the EvalJob of one case, which evaluate() runs as any other job,
+// and evaluateProblem() (evaluate-problem.ts) runs them all and scores them (score.ts).
+//
+// Where a problem says a size, it may say it over its dimensions: a buffer's length or shape (`x@ptr:f32[n]`,
+// `a@ptr:f32[m, k]`, `{ kind: 'buffer', shape: ['m', 'k'] }`), an integer scalar's value (`n@i32=n`), a launch
+// (`grid: 'cdiv(n, 256)'`), the bytes and flops of the roofline (`'8 * n'`). Everything else is an EvalJob's.
+// Problems come from operators and, inline in a job, from strangers: every field is checked before a case is made,
+// and every case's job by validateJob(), so that a problem with a mistake fails as a whole, before any GPU work.
+import type { CompileOptions, Dim3 } from '../core/index.js';
+import { DTYPES, DTYPE_INFO, isDType } from '../core/index.js';
+import { type DimExpr, evalDimExpr, parseDimExpr } from './dims.js';
+import type {
+  EvalArg,
+  EvalBufferArg,
+  EvalCheckOptions,
+  EvalData,
+  EvalJob,
+  EvalKernelRef,
+  EvalScalarArg,
+  EvalSource,
+  EvalTimingOptions,
+} from './job.js';
+import { InvalidJobError, type JobProblem, listProblems, validateJob } from './validate.js';
+
+/** A size over a problem's dimensions: an integer, or a dimension expression such as 'cdiv(n, 256)'. */
+export type DimValue = number | string;
+
+/** A launch dimension over a problem's dimensions: x, or [x, y?, z?], each a DimValue. */
+export type LaunchDim = DimValue | readonly DimValue[];
+
+/** A buffer argument of a problem: EvalBufferArg, its length or shape over the dimensions. */
+export interface ProblemBufferArg extends Omit<EvalBufferArg, 'length' | 'shape'> {
+  /** Elements, over the dimensions: 'n', 'm * k'. Give this or shape. */
+  length?: DimValue;
+  /** Dimensions, outermost first, each over the problem's: ['m', 'k']. */
+  shape?: readonly DimValue[];
+}
+
+/**
+ * An argument of a problem: an argspec string whose sizes may be over the dimensions (`x@ptr:f32[m, k]`,
+ * `n@i32=n`), a scalar object whose integer value may be an expression (`{ kind: 'scalar', type: 'i32', value:
+ * 'm * k' }`), or a buffer object with its length or shape over them.
+ */
+export type ProblemArg = string | EvalScalarArg | ProblemBufferArg;
+
+/** A named dimension's bounds: every case's value must lie within them. */
+export interface ProblemDim {
+  /** The least value a case may give it. Default 1. */
+  min?: number;
+  /** The greatest value a case may give it. Default 2^31 - 1. */
+  max?: number;
+  /** What it is, for people ('rows', 'the reduction length'). */
+  description?: string;
+}
+
+/** Who sees a case: its inputs, outputs and timings ('public'), or only its pass/fail and its part of the score. */
+export type CaseVisibility = 'public' | 'hidden';
+
+/** One case of a problem: a value for every dimension. */
+export interface ProblemCase {
+  /** Its label in reports. Default: the dimensions, 'm=4096 n=4096 k=4096'. */
+  name?: string;
+  /** A safe integer for every dimension of the problem. */
+  dims: Readonly<Record<string, number>>;
+  /** Default 'public'. */
+  visibility?: CaseVisibility;
+  /** Literal expected outputs for this case (instead of a reference kernel): EvalExpected's `expected`. */
+  expected?: Readonly<Record<string, EvalData>>;
+}
+
+/** A kernel of the problem (its reference or its timing baseline), its launch over the dimensions. */
+export interface ProblemKernelRef extends Omit<EvalKernelRef, 'grid' | 'block' | 'sharedMemBytes' | 'args'> {
+  /** Its grid over the dimensions. Default: the submission's. */
+  grid?: LaunchDim;
+  /** Its block over the dimensions. Default: the submission's. */
+  block?: LaunchDim;
+  /** Its dynamic shared memory per block over the dimensions. Default: the submission's. */
+  sharedMemBytes?: DimValue;
+  /** Its own arguments, sizes over the dimensions (EvalKernelRef.args). Default: the problem's. */
+  args?: readonly ProblemArg[];
+}
+
+/** Tolerances of the check for outputs of one element type. */
+export interface Tolerance {
+  /** Absolute tolerance. */
+  atol?: number;
+  /** Relative tolerance. */
+  rtol?: number;
+}
+
+/** A problem's check: a job's check options, and tolerances per output element type. */
+export interface ProblemCheckOptions extends Omit<EvalCheckOptions, 'skip' | 'atol' | 'rtol'> {
+  /**
+   * Tolerances by the outputs' element type ({ f32: { atol: 1e-5, rtol: 1e-5 }, bf16: { rtol: 2e-2 } }): a case uses
+   * the loosest of its outputs' types'; a type not listed gets the check's default for it.
+   */
+  tolerances?: Readonly<Partial<Record<string, Tolerance>>>;
+}
+
+/** A problem's timing: a job's timing options, its bytes and flops over the dimensions. */
+export interface ProblemTimingOptions extends Omit<EvalTimingOptions, 'skip' | 'bytes' | 'flops'> {
+  /** Bytes a launch must move at least (its roofline's memory side), over the dimensions: '12 * n'. */
+  bytes?: DimValue;
+  /** Floating-point operations a launch must do at least, over the dimensions: '2 * m * n * k'. */
+  flops?: DimValue;
+}
+
+/**
+ * A problem: named dimensions, the kernel's arguments and reference over them, and cases. Plain JSON: a
+ * problem.json, a problem inline in a service request.
+ *
+ * @example
+ * const problem: EvalProblem = {
+ *   name: 'vector-add',
+ *   dims: { n: { min: 1, max: 1 << 28 } },
+ *   args: ['a@ptr:f32[n]=normal(0,1)', 'b@ptr:f32[n]=normal(0,1)', 'c@ptr:f32[n]:out', 'n@i32=n'],
+ *   reference: { source: { file: 'reference.cu' }, kernel: 'add', grid: 'cdiv(n, 256)', block: 256 },
+ *   timing: { bytes: '12 * n', flops: 'n' },
+ *   cases: [{ dims: { n: 1 << 20 } }, { dims: { n: 1 << 24 } }, { dims: { n: 12_345_679 }, visibility: 'hidden' }],
+ * };
+ */
+export interface EvalProblem {
+  /** Its name: letters, digits, '_', '.', '-'. */
+  name: string;
+  /** What it computes, for people. */
+  description?: string;
+  /** The dimensions' names and bounds ({ n: {} } or ['n'] for the default bounds). */
+  dims: Readonly<Record<string, ProblemDim>> | readonly string[];
+  /** The kernel's arguments, one per parameter, sizes over the dimensions. */
+  args: readonly ProblemArg[];
+  /**
+   * The trusted reference kernel: the check's reference, and the baseline the score is relative to. Absent when every
+   * case has `expected` outputs or a JavaScript reference is given (EvalOptions.reference).
+   */
+  reference?: ProblemKernelRef;
+  /** The kernel the score is relative to, when it is not the reference (a JavaScript or literal reference). */
+  baseline?: ProblemKernelRef;
+  /** In-memory headers for every kernel of the problem. */
+  headers?: Readonly<Record<string, string>>;
+  /** Compile options for every kernel of the problem (a submission's are added). */
+  compile?: CompileOptions;
+  /** How to check. */
+  check?: ProblemCheckOptions;
+  /** How to time, and the bytes and flops of a launch. */
+  timing?: ProblemTimingOptions;
+  /** At least one. */
+  cases: readonly ProblemCase[];
+}
+
+/** A submission to a problem: the kernel, and its launch over the problem's dimensions. */
+export interface ProblemSubmission {
+  /** Label in reports. Default: the kernel's name. */
+  name?: string;
+  /** The kernel's CUDA source. */
+  source: EvalSource;
+  /** extern "C" name, or a C++ kernel / template instance. */
+  kernel: string;
+  /** In-memory headers (added to the problem's). */
+  headers?: Readonly<Record<string, string>>;
+  /** Compile options, added to the problem's (where both set one, the submission's). */
+  compile?: CompileOptions;
+  /** Blocks in the grid, over the dimensions: 'cdiv(n, 256)', ['cdiv(n, 32)', 'cdiv(m, 32)']. */
+  grid: LaunchDim;
+  /** Threads per block, over the dimensions. */
+  block: LaunchDim;
+  /** Dynamic shared memory per block, over the dimensions. Default 0. */
+  sharedMemBytes?: DimValue;
+}
+
+/** The most dimensions and cases a problem may have: bounds on what a stranger's inline problem costs to run. */
+export const PROBLEM_LIMITS = Object.freeze({
+  /** Named dimensions. */
+  maxDims: 16,
+  /** Cases. */
+  maxCases: 64,
+  /** Arguments of a kernel. */
+  maxArgs: 64,
+});
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const DIM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,31}$/;
+const DIM_MAX_DEFAULT = 2 ** 31 - 1;
+const PROBLEM_KEYS = [
+  'name',
+  'description',
+  'dims',
+  'args',
+  'reference',
+  'baseline',
+  'headers',
+  'compile',
+  'check',
+  'timing',
+  'cases',
+] as const;
+const CASE_KEYS = ['name', 'dims', 'visibility', 'expected'] as const;
+const DIM_KEYS = ['min', 'max', 'description'] as const;
+const SUBMISSION_KEYS = ['name', 'source', 'kernel', 'headers', 'compile', 'grid', 'block', 'sharedMemBytes'] as const;
+const KERNEL_KEYS = ['source', 'kernel', 'name', 'headers', 'compile', 'grid', 'block', 'sharedMemBytes', 'args'];
+/** Integer scalar types, whose value may be a dimension expression. */
+const INT_TYPES: ReadonlySet<string> = new Set(DTYPES.filter((t) => DTYPE_INFO[t].range !== undefined));
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A problem whose fields, cases or cases' jobs are wrong: every problem found, in the library's one format
+ * ('Expected <what> for <path> but received <value>'), the path from the problem ('problem.cases[2].dims.n') or from
+ * a case's job ("case 'n=1000' job.args[1]").
+ */
+export class InvalidProblemError extends TypeError {
+  /** Always 'ERR_CUDAKIT_INVALID_PROBLEM'. */
+  readonly code = 'ERR_CUDAKIT_INVALID_PROBLEM';
+  /** Every problem found. */
+  readonly problems: readonly JobProblem[];
+
+  /** An error listing `problems` (at least one), as validateProblem() throws it. */
+  constructor(problems: readonly JobProblem[]) {
+    super(listProblems('problem', problems));
+    this.name = 'InvalidProblemError';
+    this.problems = Object.freeze([...problems]);
+  }
+}
+
+/** Collects what is wrong, in validateJob()'s format. */
+class Faults {
+  readonly list: JobProblem[] = [];
+
+  type(path: string, expected: string, value: unknown): void {
+    this.list.push({
+      path,
+      type: 'TypeError',
+      message: `Expected ${expected} for ${path} but received ${show(value)}`,
+    });
+  }
+
+  range(path: string, expected: string, value: unknown): void {
+    this.list.push({
+      path,
+      type: 'RangeError',
+      message: `Expected ${expected} for ${path} but received ${show(value)}`,
+    });
+  }
+
+  error(path: string, e: unknown): void {
+    if (e instanceof InvalidJobError || e instanceof InvalidProblemError) {
+      for (const p of e.problems) this.list.push({ ...p, path: `${path} ${p.path}`, message: `${path}: ${p.message}` });
+    } else if (e instanceof RangeError || e instanceof TypeError) {
+      const type = e instanceof RangeError ? 'RangeError' : 'TypeError';
+      this.list.push({ path, type, message: `${path}: ${e.message}` });
+    } else {
+      throw e;
+    }
+  }
+
+  keys(path: string, value: Record<string, unknown>, known: readonly string[]): void {
+    for (const key of Object.keys(value)) {
+      if (!known.includes(key)) {
+        const message = `Unknown field ${path}.${key}; known fields: ${known.join(', ')}`;
+        this.list.push({ path: `${path}.${key}`, type: 'TypeError', message });
+      }
+    }
+  }
+}
+
+/** describe() without the library's import: a short, bounded rendering of a hostile value. */
+function show(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === 'string') return `'${value.length > 64 ? `${value.slice(0, 64)}…` : value}' of type string`;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') {
+    return `${String(value)} of type ${typeof value}`;
+  }
+  return Array.isArray(value) ? 'an array' : `a value of type ${typeof value}`;
+}
+
+/** The dimensions' bounds, by name, in declaration order; undefined where `dims` is malformed (a fault is noted). */
+function dimsOf(f: Faults, v: unknown): Map<string, Required<Omit<ProblemDim, 'description'>>> | undefined {
+  const out = new Map<string, { min: number; max: number }>();
+  const entries: [string, unknown][] = Array.isArray(v)
+    ? v.map((name, i) => (typeof name === 'string' ? [name, {}] : [`[${i}]`, name]))
+    : isObject(v)
+      ? Object.entries(v)
+      : [];
+  if (!Array.isArray(v) && !isObject(v)) {
+    f.type('problem.dims', "the dimensions' names and bounds, such as { n: { min: 1 } } or ['n']", v);
+    return undefined;
+  }
+  if (entries.length === 0) f.range('problem.dims', 'at least one dimension', v);
+  if (entries.length > PROBLEM_LIMITS.maxDims) {
+    f.range('problem.dims', `at most ${PROBLEM_LIMITS.maxDims} dimensions`, entries.length);
+  }
+  for (const [name, bounds] of entries.slice(0, PROBLEM_LIMITS.maxDims)) {
+    const path = `problem.dims.${name}`;
+    if (!DIM_NAME.test(name) || ['ceil', 'floor', 'min', 'max', 'cdiv'].includes(name)) {
+      f.type(path, 'a dimension name of letters, digits and _ (not a function name such as ceil)', name);
+      continue;
+    }
+    if (!isObject(bounds)) {
+      f.type(path, '{ min?, max?, description? }', bounds);
+      continue;
+    }
+    f.keys(path, bounds, DIM_KEYS);
+    const min = bounds.min ?? 1;
+    const max = bounds.max ?? DIM_MAX_DEFAULT;
+    if (typeof min !== 'number' || !Number.isSafeInteger(min)) f.type(`${path}.min`, 'a safe integer', min);
+    if (typeof max !== 'number' || !Number.isSafeInteger(max)) f.type(`${path}.max`, 'a safe integer', max);
+    if (bounds.description !== undefined && typeof bounds.description !== 'string') {
+      f.type(`${path}.description`, 'a string', bounds.description);
+    }
+    if (typeof min === 'number' && typeof max === 'number' && min > max) f.range(`${path}.max`, `at least ${min}`, max);
+    out.set(name, { min: Number(min), max: Number(max) });
+  }
+  return out;
+}
+
+/** The name of a case, from its dimensions where it has none. */
+export function caseName(c: Pick<ProblemCase, 'name' | 'dims'>): string {
+  return (
+    c.name ??
+    Object.entries(c.dims)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')
+  );
+}
+
+/**
+ * Everything wrong with a problem (and, given, a submission to it) at once: its fields, every dimension expression
+ * (parsed, its names declared), every case (its dimensions within their bounds), and every case's job as
+ * validateJob() sees it. Returns the problem as it is when there is nothing wrong.
+ *
+ * @throws InvalidProblemError listing every problem found.
+ */
+export function validateProblem(problem: unknown, submission?: unknown): EvalProblem {
+  const f = new Faults();
+  if (!isObject(problem)) {
+    f.type('problem', 'a problem { name, dims, args, reference?, cases, ... }', problem);
+    throw new InvalidProblemError(f.list);
+  }
+  f.keys('problem', problem, PROBLEM_KEYS);
+  if (typeof problem.name !== 'string' || !NAME.test(problem.name)) {
+    f.type('problem.name', "a name of letters, digits, '_', '.' and '-' (up to 64)", problem.name);
+  }
+  if (problem.description !== undefined && typeof problem.description !== 'string') {
+    f.type('problem.description', 'a string', problem.description);
+  }
+  const dims = dimsOf(f, problem.dims);
+  const names = dims === undefined ? undefined : [...dims.keys()];
+  if (!Array.isArray(problem.args)) f.type('problem.args', 'an array of arguments', problem.args);
+  else if (problem.args.length > PROBLEM_LIMITS.maxArgs) {
+    f.range('problem.args', `at most ${PROBLEM_LIMITS.maxArgs} arguments`, problem.args.length);
+  }
+  for (const key of ['reference', 'baseline'] as const) {
+    const ref = problem[key];
+    if (ref === undefined) continue;
+    if (!isObject(ref)) f.type(`problem.${key}`, 'a kernel { source, kernel, grid?, block?, ... }', ref);
+    else f.keys(`problem.${key}`, ref, KERNEL_KEYS);
+  }
+  const timing = problem.timing;
+  if (timing !== undefined && !isObject(timing)) f.type('problem.timing', 'timing options', timing);
+  const check = problem.check;
+  if (check !== undefined && !isObject(check)) f.type('problem.check', 'check options', check);
+  if (isObject(check) && check.tolerances !== undefined) tolerances(f, check.tolerances);
+  const cases = problem.cases;
+  if (!Array.isArray(cases) || cases.length === 0) {
+    f.type('problem.cases', 'an array of at least one case { dims, name?, visibility? }', cases);
+  } else if (cases.length > PROBLEM_LIMITS.maxCases) {
+    f.range('problem.cases', `at most ${PROBLEM_LIMITS.maxCases} cases`, cases.length);
+  }
+  if (names !== undefined) expressions(f, problem, names);
+  if (submission !== undefined) checkSubmission(f, submission, names);
+  if (f.list.length > 0 || dims === undefined || !Array.isArray(cases)) throw new InvalidProblemError(f.list);
+
+  const seen = new Set<string>();
+  cases.forEach((c: unknown, i) => {
+    const path = `problem.cases[${i}]`;
+    if (!isObject(c)) return f.type(path, 'a case { dims, name?, visibility? }', c);
+    f.keys(path, c, CASE_KEYS);
+    if (c.name !== undefined && (typeof c.name !== 'string' || c.name.length === 0 || c.name.length > 64)) {
+      f.type(`${path}.name`, 'a name of 1 to 64 characters', c.name);
+    }
+    if (c.visibility !== undefined && c.visibility !== 'public' && c.visibility !== 'hidden') {
+      f.type(`${path}.visibility`, "'public' or 'hidden'", c.visibility);
+    }
+    if (c.expected !== undefined && !isObject(c.expected)) f.type(`${path}.expected`, 'expected outputs', c.expected);
+    if (!isObject(c.dims)) return f.type(`${path}.dims`, 'a value for every dimension', c.dims);
+    for (const key of Object.keys(c.dims)) {
+      if (!dims.has(key)) f.type(`${path}.dims.${key}`, `a dimension of the problem (${names!.join(', ')})`, key);
+    }
+    for (const [name, { min, max }] of dims) {
+      const v = c.dims[name];
+      if (v === undefined) f.type(`${path}.dims.${name}`, 'a safe integer', v);
+      else if (typeof v !== 'number' || !Number.isSafeInteger(v)) f.type(`${path}.dims.${name}`, 'a safe integer', v);
+      else if (v < min || v > max) f.range(`${path}.dims.${name}`, `an integer in [${min}, ${max}]`, v);
+    }
+    const label = typeof c.name === 'string' ? c.name : caseName({ dims: c.dims as Record<string, number> });
+    if (seen.has(label)) f.type(`${path}.name`, `a name no other case has ('${label}' is taken)`, c.name);
+    seen.add(label);
+  });
+  if (f.list.length > 0) throw new InvalidProblemError(f.list);
+
+  // Each case's job: the problem's fields an EvalJob has (args, tolerances, kernels) checked where they are used.
+  const p = problem as unknown as EvalProblem;
+  const probe: ProblemSubmission = isObject(submission)
+    ? (submission as unknown as ProblemSubmission)
+    : { source: 'extern "C" __global__ void k() {}', kernel: 'k', grid: 1, block: 1 };
+  p.cases.forEach((c, i) => {
+    try {
+      validateJob(caseJob(p, probe, c));
+    } catch (e) {
+      f.error(`case '${caseName(c)}' (problem.cases[${i}])`, e);
+    }
+  });
+  if (f.list.length > 0) throw new InvalidProblemError(f.list);
+  return p;
+}
+
+function tolerances(f: Faults, v: unknown): void {
+  if (!isObject(v))
+    return f.type('problem.check.tolerances', 'tolerances by element type, such as { f32: { rtol } }', v);
+  for (const [dtype, t] of Object.entries(v)) {
+    const path = `problem.check.tolerances.${dtype}`;
+    if (!isDType(dtype)) f.type(path, `an element type (${DTYPES.join(', ')})`, dtype);
+    if (!isObject(t)) {
+      f.type(path, '{ atol?, rtol? }', t);
+      continue;
+    }
+    f.keys(path, t, ['atol', 'rtol']);
+    for (const k of ['atol', 'rtol'] as const) {
+      const x = t[k];
+      if (x !== undefined && (typeof x !== 'number' || !(x >= 0) || !Number.isFinite(x))) {
+        f.range(`${path}.${k}`, 'a non-negative number', x);
+      }
+    }
+  }
+}
+
+/** Parses `v` as a dimension expression over `names`; notes a fault and returns undefined where it is not one. */
+function expression(f: Faults, path: string, v: unknown, names: readonly string[]): DimExpr | undefined {
+  if (typeof v !== 'number' && typeof v !== 'string') {
+    f.type(path, "an integer or a dimension expression such as 'cdiv(n, 256)'", v);
+    return undefined;
+  }
+  try {
+    const e = parseDimExpr(v, path);
+    const unknown = e.names.filter((n) => !names.includes(n));
+    if (unknown.length > 0) {
+      f.type(
+        path,
+        `an expression over the problem's dimensions (${names.join(', ')})`,
+        `${e.text}' uses '${unknown[0]}`,
+      );
+      return undefined;
+    }
+    return e;
+  } catch (e) {
+    f.error(path, e);
+    return undefined;
+  }
+}
+
+function launch(f: Faults, path: string, v: unknown, names: readonly string[]): void {
+  if (Array.isArray(v) && v.length >= 1 && v.length <= 3) v.forEach((x, i) => expression(f, `${path}[${i}]`, x, names));
+  else expression(f, path, v, names);
+}
+
+/** Every expression of the problem's own fields parses and names only declared dimensions. */
+function expressions(f: Faults, problem: Record<string, unknown>, names: readonly string[]): void {
+  if (Array.isArray(problem.args)) problem.args.forEach((a, i) => argExpressions(f, `problem.args[${i}]`, a, names));
+  for (const key of ['reference', 'baseline'] as const) {
+    const ref = problem[key];
+    if (!isObject(ref)) continue;
+    for (const d of ['grid', 'block'] as const)
+      if (ref[d] !== undefined) launch(f, `problem.${key}.${d}`, ref[d], names);
+    if (ref.sharedMemBytes !== undefined) expression(f, `problem.${key}.sharedMemBytes`, ref.sharedMemBytes, names);
+    if (Array.isArray(ref.args)) ref.args.forEach((a, i) => argExpressions(f, `problem.${key}.args[${i}]`, a, names));
+  }
+  const timing = problem.timing;
+  if (isObject(timing)) {
+    for (const k of ['bytes', 'flops'] as const)
+      if (timing[k] !== undefined) expression(f, `problem.timing.${k}`, timing[k], names);
+  }
+}
+
+function argExpressions(f: Faults, path: string, arg: unknown, names: readonly string[]): void {
+  if (typeof arg === 'string') {
+    const parts = splitArgSpec(arg);
+    for (const e of parts.exprs) expression(f, path, e, names);
+  } else if (isObject(arg)) {
+    if (arg.kind === 'buffer') {
+      if (typeof arg.length === 'string') expression(f, `${path}.length`, arg.length, names);
+      if (Array.isArray(arg.shape)) {
+        arg.shape.forEach((d, i) => typeof d === 'string' && expression(f, `${path}.shape[${i}]`, d, names));
+      }
+    } else if (arg.kind === 'scalar' && typeof arg.value === 'string' && usesName(arg.value, names)) {
+      expression(f, `${path}.value`, arg.value, names);
+    }
+  }
+}
+
+function checkSubmission(f: Faults, s: unknown, names: readonly string[] | undefined): void {
+  if (!isObject(s)) return f.type('submission', 'a submission { source, kernel, grid, block, ... }', s);
+  f.keys('submission', s, SUBMISSION_KEYS);
+  for (const k of ['grid', 'block'] as const) {
+    if (s[k] === undefined)
+      f.type(`submission.${k}`, "an integer or a dimension expression such as 'cdiv(n, 256)'", s[k]);
+    else if (names !== undefined) launch(f, `submission.${k}`, s[k], names);
+  }
+  if (s.sharedMemBytes !== undefined && names !== undefined) {
+    expression(f, 'submission.sharedMemBytes', s.sharedMemBytes, names);
+  }
+}
+
+/** Whether `text` uses one of `names` as a word: a scalar's value that is an expression, not a literal. */
+function usesName(text: string, names: readonly string[]): boolean {
+  return (text.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []).some((w) => names.includes(w));
+}
+
+/**
+ * An argspec string cut where its sizes are: the buffer's dimensions between the brackets (split at top-level
+ * commas, so that 'min(a, b)' stays whole), or an integer scalar's value; `join` puts values back.
+ */
+function splitArgSpec(text: string): { exprs: string[]; join: (values: readonly string[]) => string } {
+  const at = text.indexOf('@');
+  const head = at >= 0 && /^[A-Za-z_][A-Za-z0-9_]*$/.test(text.slice(0, at)) ? text.slice(0, at + 1) : '';
+  const body = text.slice(head.length);
+  const buffer = /^(\s*ptr\s*:\s*[a-z0-9]+\s*)\[/.exec(body);
+  if (buffer !== null) {
+    const open = buffer[1]!.length;
+    let depth = 0;
+    let close = -1;
+    const cuts: number[] = [];
+    for (let i = open + 1; i < body.length && close < 0; i++) {
+      const ch = body[i];
+      if (ch === '(') depth++;
+      else if (ch === ')') depth--;
+      else if (ch === ',' && depth === 0) cuts.push(i);
+      else if (ch === ']' && depth === 0) close = i;
+    }
+    if (close < 0) return { exprs: [], join: () => text };
+    const bounds = [open, ...cuts, close];
+    const exprs = bounds.slice(0, -1).map((b, i) => body.slice(b + 1, bounds[i + 1]).trim());
+    // Sizes the argspec grammar reads itself (1M, 16k, 1024*1024) are left to it.
+    const own = exprs.map((e) => /^[\d_\s*]*[kKM]?$/.test(e) && !/^\d[\d_]*$/.test(e));
+    return {
+      exprs: exprs.filter((_, i) => !own[i]),
+      join: (values) => {
+        let k = 0;
+        const dimsText = exprs.map((e, i) => (own[i] ? e : values[k++]!)).join(',');
+        return `${head}${body.slice(0, open)}[${dimsText}]${body.slice(close + 1)}`;
+      },
+    };
+  }
+  const scalar = /^(\s*([a-z0-9]+)\s*=)(.*)$/s.exec(body);
+  if (
+    scalar !== null &&
+    INT_TYPES.has(scalar[2]!) &&
+    /[A-Za-z_(]/.test(scalar[3]!) &&
+    !/^\s*[+-]?0[xX]/.test(scalar[3]!)
+  ) {
+    return { exprs: [scalar[3]!.trim()], join: (values) => `${head}${scalar[1]}${values[0]}` };
+  }
+  return { exprs: [], join: () => text };
+}
+
+/** `v` evaluated for one case (already parsed by validateProblem(), so only value errors remain). */
+function valueOf(v: DimValue, dims: Readonly<Record<string, number>>, label: string, min: number): number {
+  return typeof v === 'number' ? v : evalDimExpr(v, dims, { label, min });
+}
+
+function dim3Of(v: LaunchDim, dims: Readonly<Record<string, number>>, label: string): Dim3 {
+  if (Array.isArray(v)) return v.map((x, i) => valueOf(x as DimValue, dims, `${label}[${i}]`, 1)) as unknown as Dim3;
+  return valueOf(v as DimValue, dims, label, 1);
+}
+
+function argOf(arg: ProblemArg, dims: Readonly<Record<string, number>>, label: string): EvalArg {
+  if (typeof arg === 'string') {
+    const parts = splitArgSpec(arg);
+    if (parts.exprs.length === 0) return arg;
+    return parts.join(parts.exprs.map((e) => String(evalDimExpr(e, dims, { label, min: 0 }))));
+  }
+  if (arg.kind === 'buffer') {
+    const out = { ...arg } as Record<string, unknown>;
+    if (typeof arg.length === 'string')
+      out.length = evalDimExpr(arg.length, dims, { label: `${label}.length`, min: 0 });
+    if (Array.isArray(arg.shape)) {
+      out.shape = arg.shape.map((d: unknown, i) =>
+        typeof d === 'string' ? evalDimExpr(d, dims, { label: `${label}.shape[${i}]`, min: 0 }) : d,
+      );
+    }
+    return out as unknown as EvalArg;
+  }
+  if (typeof arg.value === 'string' && usesName(arg.value, Object.keys(dims))) {
+    return { ...arg, value: evalDimExpr(arg.value, dims, { label: `${label}.value` }) };
+  }
+  return arg;
+}
+
+function kernelOf(
+  ref: ProblemKernelRef,
+  dims: Readonly<Record<string, number>>,
+  label: string,
+  problem: EvalProblem,
+): EvalKernelRef {
+  const out: EvalKernelRef = { source: ref.source, kernel: ref.kernel };
+  if (ref.name !== undefined) out.name = ref.name;
+  const headers = { ...problem.headers, ...ref.headers };
+  if (Object.keys(headers).length > 0) out.headers = headers;
+  if (ref.compile !== undefined) out.compile = ref.compile;
+  if (ref.grid !== undefined) out.grid = dim3Of(ref.grid, dims, `${label}.grid`);
+  if (ref.block !== undefined) out.block = dim3Of(ref.block, dims, `${label}.block`);
+  if (ref.sharedMemBytes !== undefined) {
+    out.sharedMemBytes = valueOf(ref.sharedMemBytes, dims, `${label}.sharedMemBytes`, 0);
+  }
+  if (ref.args !== undefined) out.args = ref.args.map((a, i) => argOf(a, dims, `${label}.args[${i}]`));
+  return out;
+}
+
+/** The element types of a job's outputs (buffers with role 'out', or no init), as far as the text says. */
+function outputDtypes(args: readonly EvalArg[]): string[] {
+  const out: string[] = [];
+  for (const a of args) {
+    if (typeof a === 'string') {
+      const m = /ptr\s*:\s*([a-z0-9]+)\s*\[[^]*?\](=[^:]*)?(?::(in|out))?\s*$/.exec(a);
+      if (m !== null && (m[3] === 'out' || (m[3] === undefined && m[2] === undefined))) out.push(m[1]!);
+    } else if (a.kind === 'buffer' && (a.role === 'out' || (a.role === undefined && a.init === undefined))) {
+      out.push(a.dtype);
+    }
+  }
+  return out;
+}
+
+/** The loosest tolerance among the outputs' types' (the problem's table), or none. */
+function toleranceOf(problem: EvalProblem, args: readonly EvalArg[]): Tolerance {
+  const table = problem.check?.tolerances ?? {};
+  const picked: Tolerance = {};
+  for (const dtype of outputDtypes(args)) {
+    const t = table[dtype];
+    if (t === undefined) continue;
+    for (const k of ['atol', 'rtol'] as const) {
+      if (t[k] !== undefined) picked[k] = Math.max(picked[k] ?? 0, t[k]);
+    }
+  }
+  return picked;
+}
+
+/** What one launch of a case must do at least: the two sides of its roofline. */
+export interface CaseWork {
+  /** Bytes read plus bytes written. */
+  bytes?: number;
+  /** Floating-point operations. */
+  flops?: number;
+}
+
+/** The bytes and flops of a case's launch (its roofline), from the problem's timing expressions. */
+export function caseWork(problem: EvalProblem, c: ProblemCase): CaseWork {
+  const out: CaseWork = {};
+  for (const k of ['bytes', 'flops'] as const) {
+    const v = problem.timing?.[k];
+    if (v !== undefined) out[k] = valueOf(v, c.dims, `problem.timing.${k}`, 0);
+  }
+  return out;
+}
+
+/**
+ * The EvalJob of one case: the submission's kernel and launch and the problem's arguments, every size evaluated
+ * with the case's dimensions; the reference kernel as the comparison's baseline (so the check and the score use
+ * it), or the problem's baseline with the case's expected outputs or a JavaScript reference as the check's.
+ *
+ * @throws RangeError or TypeError where an expression has no value for the case (a division by zero, a grid of 0).
+ */
+export function caseJob(problem: EvalProblem, submission: ProblemSubmission, c: ProblemCase): EvalJob {
+  const dims = c.dims;
+  const args = problem.args.map((a, i) => argOf(a, dims, `problem.args[${i}]`));
+  const { preset, mode, timer, rule, inputSets, rounds } = problem.timing ?? {};
+  const timing: EvalTimingOptions = { ...caseWork(problem, c) };
+  Object.assign(timing, defined({ preset, mode, timer, rule, inputSets, rounds }));
+  const { tolerances: _table, ...checkRest } = problem.check ?? {};
+  const check: EvalCheckOptions = { ...checkRest, ...toleranceOf(problem, args) };
+  const headers = { ...problem.headers, ...submission.headers };
+  const job: EvalJob = {
+    name: `${submission.name ?? submission.kernel} [${caseName(c)}]`,
+    source: submission.source,
+    kernel: submission.kernel,
+    grid: dim3Of(submission.grid, dims, 'submission.grid'),
+    block: dim3Of(submission.block, dims, 'submission.block'),
+    args,
+    check,
+    timing,
+  };
+  if (Object.keys(headers).length > 0) job.headers = headers;
+  const compile = { ...problem.compile, ...submission.compile };
+  if (Object.keys(compile).length > 0) job.compile = compile;
+  if (submission.sharedMemBytes !== undefined) {
+    job.sharedMemBytes = valueOf(submission.sharedMemBytes, dims, 'submission.sharedMemBytes', 0);
+  }
+  const baseline = problem.baseline ?? problem.reference;
+  if (baseline !== undefined) {
+    job.compare = kernelOf(baseline, dims, problem.baseline ? 'problem.baseline' : 'problem.reference', problem);
+  }
+  if (c.expected !== undefined) job.reference = { expected: c.expected };
+  else if (problem.baseline !== undefined && problem.reference !== undefined) {
+    job.reference = kernelOf(problem.reference, dims, 'problem.reference', problem);
+  }
+  return job;
+}
+
+function defined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
