@@ -38,6 +38,11 @@ export interface StartOptions {
   main?: 'source' | string;
   /** Node flags before the script (--cpu-prof ...). */
   nodeArgs?: readonly string[];
+  /**
+   * Its working directory (default: the repository's root). Another checkout's server runs in its own, so that
+   * `--import tsx` in nodeArgs loads that checkout's tsx (ab.ts).
+   */
+  cwd?: string;
   /** How long it may take to print its 'listening' line, and then to answer /healthz with 200. Default 30 s. */
   startTimeoutMs?: number;
 }
@@ -73,7 +78,7 @@ function startListening(options: StartOptions, timeoutMs: number): Promise<Serve
   const main = options.main ?? 'source';
   const script = main === 'source' ? ['--import', 'tsx', MAIN_SOURCE] : [main];
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...script, ...options.args], {
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     // Workers run as this process's user unless a test says otherwise: a fake worker built into a private temporary
     // folder cannot be read by the user a root server would choose (security/containment.test.ts tests that one).
     env: { ...process.env, CUDAKIT_SERVER_WORKER_USER: String(process.getuid?.() ?? ''), ...options.env },

@@ -335,7 +335,7 @@ function lastLines(text: string, n: number): string {
   return text.trimEnd().split('\n').slice(-n).join('\n');
 }
 
-interface ChildResult {
+export interface ChildResult {
   code: number | null;
   signal: NodeJS.Signals | null;
   stdout: string;
@@ -343,11 +343,18 @@ interface ChildResult {
   elapsedMs: number;
 }
 
-/** Runs a child to its end (SIGKILL after `timeoutMs`), keeping the last 64 KiB of each stream. */
-function runChild(args: readonly string[], env: Record<string, string>, timeoutMs: number): Promise<ChildResult> {
+/**
+ * Runs a child (node `args`, in `cwd`) to its end (SIGKILL after `timeoutMs`), keeping the last 64 KiB of each stream.
+ */
+export function runChild(
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs: number,
+  cwd = ROOT,
+): Promise<ChildResult> {
   const t0 = performance.now();
   const child = spawn(process.execPath, [...args], {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -562,6 +569,30 @@ export function fakeGpuCount(gpus: string): number {
 }
 
 /**
+ * The server's arguments and environment in a benchmark: `isolation` on `gpus` (its --gpus), its job store in
+ * `dataDir`; with `fake`, the worker `fakeWorker()` names (CUDAKIT_SERVER_WORKER) and as many fake GPUs as `gpus`
+ * needs. withServer starts its server so, and ab.ts both of its servers.
+ */
+export function serverLaunch(
+  fake: boolean,
+  dataDir: string,
+  isolation: 'process' | 'warm',
+  gpus: string,
+  fakeWorker: () => string,
+): { args: string[]; env: Record<string, string> } {
+  const env: Record<string, string> = {
+    // Many more submissions than the clients here make; the queue's caps as they are.
+    CUDAKIT_SERVER_SUBMITS_PER_MINUTE: '6000',
+  };
+  if (fake) {
+    env.CUDAKIT_SERVER_WORKER = fakeWorker();
+    env.CUDAKIT_FAKE_GPUS = String(fakeGpuCount(gpus));
+  }
+  const args = ['--port', '0', '--data-dir', dataDir, '--isolation', isolation, '--gpus', gpus, '--ncu', 'off'];
+  return { args: [...args, '--log-level', 'warn', '--drain-seconds', '5'], env };
+}
+
+/**
  * Starts the server on `gpus` (its --gpus: indices or UUIDs, comma-separated) with `isolation`, waits for every slot
  * to be idle, runs `f`, then stops the server (SIGTERM; SIGKILL after 15 s, which is a problem of the run).
  */
@@ -572,22 +603,10 @@ export async function withServer<T>(
   f: (s: Service) => Promise<T>,
 ): Promise<T> {
   const { o, dir } = ctx;
-  const env: Record<string, string> = {
-    // Many more submissions than the clients here make; the queue's caps as they are.
-    CUDAKIT_SERVER_SUBMITS_PER_MINUTE: '6000',
-  };
-  if (o.fake) {
-    env.CUDAKIT_SERVER_WORKER = o.main === 'source' ? buildFakeWorker(join(dir, 'fake-worker')) : 'fake';
-    env.CUDAKIT_FAKE_GPUS = String(fakeGpuCount(gpus));
-  }
-  const dataDir = mkdtempSync(join(dir, `data-${isolation}-`));
-  const args = ['--port', '0', '--data-dir', dataDir, '--isolation', isolation, '--gpus', gpus, '--ncu', 'off'];
-  const server = await startServer({
-    main: o.main,
-    args: [...args, '--log-level', 'warn', '--drain-seconds', '5'],
-    env,
-    startTimeoutMs: 90_000,
-  });
+  const { args, env } = serverLaunch(o.fake, mkdtempSync(join(dir, `data-${isolation}-`)), isolation, gpus, () =>
+    o.main === 'source' ? buildFakeWorker(join(dir, 'fake-worker')) : 'fake',
+  );
+  const server = await startServer({ main: o.main, args, env, startTimeoutMs: 90_000 });
   ctx.serverOutput = server.output;
   try {
     await waitIdle(server.url, 60_000);
@@ -1318,7 +1337,7 @@ async function main(argv: readonly string[]): Promise<number> {
 /** Prints the section; writes the raw numbers to --json's file, and the section into --results' file with --write. */
 export function writeOutputs(
   o: { json: string | undefined; write: boolean; results: string },
-  section: 'gpu' | 'multi-gpu',
+  section: 'gpu' | 'multi-gpu' | 'before-after',
   text: string,
   raw: object,
 ): void {

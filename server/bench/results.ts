@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // server/bench/RESULTS.md: one section per benchmark script (load.ts: 'load', gpu.ts: 'gpu', multi-gpu.ts:
-// 'multi-gpu'), each between its own begin and end markers, so that each script rewrites its figures and leaves the
-// others', and the hand-written notes outside the markers, as they are.
+// 'multi-gpu', ab.ts: 'before-after'), each between its own begin and end markers, so that each script rewrites its
+// figures and leaves the others', and the hand-written notes outside the markers, as they are.
 import { join } from 'node:path';
 import { ROOT } from './binary.js';
 
@@ -19,10 +19,16 @@ replaces only its own section, between its begin and end markers:
 - **multi-gpu**: \`npm run bench:multi-gpu -w server -- --write\` (server/bench/multi-gpu.ts), on a machine with two
   NVIDIA GPUs: the service's throughput on two GPUs against one, and a kernel's time on one GPU while the other runs
   a kernel that never ends.
+- **before-after**: \`npm run bench:ab -w server -- --before <checkout> --write\` (server/bench/ab.ts), on a machine
+  with an NVIDIA GPU: the service's overhead per job, another checkout's build against this one, interleaved.
 `;
 
 /** `text` with section `name` replaced (or added at the end, or the file begun); everything else kept as it is. */
-export function replaceSection(text: string | undefined, name: 'load' | 'gpu' | 'multi-gpu', body: string): string {
+export function replaceSection(
+  text: string | undefined,
+  name: 'load' | 'gpu' | 'multi-gpu' | 'before-after',
+  body: string,
+): string {
   const begin = `<!-- begin:${name} -->`;
   const end = `<!-- end:${name} -->`;
   const block = `${begin}\n${body.trim()}\n${end}`;
