@@ -28,6 +28,10 @@ const COMMANDS = {
   info: ['info', 'CUDA devices, driver and NVRTC versions (or why no GPU is usable)'],
   compile: ['compile <file.cu>', 'compile with NVRTC; per kernel: registers, spills, shared/const memory, occupancy'],
   bench: ['bench <file.cu | spec.ts>', 'check a kernel against a reference, then time it (or compare it with another)'],
+  eval: [
+    'eval <problem> <file.cu>',
+    'a kernel through every case of a problem (public, then hidden) and its score over them',
+  ],
   profile: [
     'profile <file.cu | spec.ts>',
     'device metrics of one launch from Nsight Compute (ncu): throughput, memory, occupancy,\n' +
@@ -98,6 +102,16 @@ const PROFILE_OPTIONS = `\
   --ncu <path>                Nsight Compute's ncu (default: ncu on PATH)
 `;
 
+const EVAL_OPTIONS = `\
+  --kernel <name>             the kernel (default: the file's only extern "C" kernel)
+  --grid <e[,e[,e]]>          blocks per grid over the problem's dimensions, e.g. 'cdiv(n, 256)' or 'cdiv(n, 32),m'
+  --block <e[,e[,e]]>         threads per block, e.g. 256 or 32,8
+  --shared-mem <e>            dynamic shared memory per block, e.g. '4 * k'
+                              expressions: integers, the dimensions, + - * / % <<, ceil floor min max cdiv
+  --cases <all|public>        every case (default), or the public ones only (no score)
+  --preset <quick|default|rigorous>   how long to sample each case, in place of the problem's
+${JSON_OPTION}`;
+
 const SPEC_FILES = `\
 A spec file default-exports the whole benchmark as an EvalJob and may export a JavaScript \`reference\` beside it
 (see examples/saxpy.bench.ts), or is a JSON file holding the EvalJob (job.json); options given on the command line
@@ -115,6 +129,9 @@ const EXAMPLES: Record<CommandName, string> = {
   cudakit bench examples/saxpy.bench.ts --mode hot --preset quick
   cudakit bench examples/saxpy.bench.ts --preset quick --metrics
 `,
+  eval: `  cudakit eval server/problems/vector-add add.cu --grid 'cdiv(n, 256)' --block 256
+  cudakit eval server/problems/softmax/problem.json server/problems/softmax/example.json --cases public --json -
+`,
   profile:
     '  cudakit profile examples/saxpy.bench.ts --metrics dram__bytes_read.sum,dram__bytes_write.sum ' +
     '--json metrics.json\n',
@@ -130,6 +147,8 @@ compile options
 ${COMPILE_OPTIONS}${OUT_OPTION}
 bench options (and compile's --arch, --ptx, -D, -I, --std, --fast-math, --no-cache)
 ${BENCH_OPTIONS}
+eval options (and compile's options)
+${EVAL_OPTIONS}
 profile options (and bench's --kernel, --grid, --block, --arg, --shared-mem, --seed, --json; compile's options)
 ${PROFILE_OPTIONS}
 ${SPEC_FILES}
@@ -166,6 +185,19 @@ compile options
 ${COMPILE_OPTIONS}
 ${SPEC_FILES}
 Exit status: 0 ok, 1 correctness check failed, 2 usage, compile or CUDA error (no usable GPU included).
+`,
+  eval: `\
+Evaluates a kernel on every case of a problem (problem.json, or its folder): checks it against the problem's
+reference and times it against the problem's baseline on each case, the public ones first, the hidden ones once
+every public one passed; then the score, the geometric mean over the cases of baseline / kernel time, each kernel
+time floored at what the GPU's peaks allow. The kernel is a .cu file with the launch options below, or a submission
+file (submission.json: { source, kernel, grid, block, sharedMemBytes? }, its source relative to it).
+
+eval options
+${EVAL_OPTIONS}
+compile options
+${COMPILE_OPTIONS}
+Exit status: 0 every case passed, 1 a case failed its check, 2 usage, compile or CUDA error (no usable GPU included).
 `,
   profile: `\
 Device metrics of one launch from Nsight Compute (ncu): throughput, memory, compute, occupancy, warp stalls ...

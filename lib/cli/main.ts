@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // SPDX-License-Identifier: MIT
-// The `cudakit` command line: `info`, `compile`, `bench` and `profile`, dispatched from here (flags.ts has the words,
-// output.ts the terminal, one file per command). main() returns the exit code and never exits the process, so tests
-// run it in-process with their own stdout and stderr.
+// The `cudakit` command line: `info`, `compile`, `bench`, `eval` and `profile`, dispatched from here (flags.ts has
+// the words, output.ts the terminal, one file per command). main() returns the exit code and never exits the
+// process, so tests run it in-process with their own stdout and stderr.
 import { realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { benchCommand } from './bench.js';
 import { compileCommand } from './compile.js';
+import { evalCommand } from './eval.js';
 import { COMMAND_NAMES, type CommandName, OK, USAGE, USAGE_TEXT, UsageError, commandHelp } from './flags.js';
 import { infoCommand } from './info.js';
 import { type CliIO, Output } from './output.js';
@@ -64,6 +65,8 @@ export async function main(argv: string[], io?: CliIO): Promise<number> {
         return await compileCommand(rest, o);
       case 'bench':
         return await benchCommand(rest, o);
+      case 'eval':
+        return await evalCommand(rest, o);
       case 'profile':
         return await profileCommand(rest, o);
       case undefined:

@@ -4,7 +4,7 @@
 // learns of every public case it fails; the hidden ones run only after every public one passed, and stop at the
 // first that fails: a hidden case's job is to catch a kernel fitted to the shapes it was shown.
 import { Device, checkOptions, typeError } from '../core/index.js';
-import { type BenchResult, devicePeakOf, rooflineFloorMs } from '../measure/index.js';
+import { type BenchResult, PRESETS, type PresetName, devicePeakOf, rooflineFloorMs } from '../measure/index.js';
 import type { EvalOptions, EvalProgress } from './job.js';
 import { evaluate } from './pipeline.js';
 import {
@@ -12,11 +12,9 @@ import {
   type EvalProblem,
   InvalidProblemError,
   type ProblemSubmission,
-  caseJob,
-  caseName,
-  caseWork,
   validateProblem,
 } from './problem.js';
+import { caseJob, caseName, caseWork } from './problem-case.js';
 import type { EvalError, EvalReport } from './report.js';
 import { type CaseScore, type CaseTiming, problemScore } from './score.js';
 
@@ -43,6 +41,8 @@ export interface ProblemEvalOptions extends Omit<EvalOptions, 'onProgress'> {
   onProgress?: (progress: ProblemProgress) => void;
   /** 'all' (default), or 'public': the public cases only (feedback while writing a kernel), with no score. */
   cases?: 'all' | 'public';
+  /** How long to sample each case, in place of the problem's preset: 'quick' while writing a kernel. */
+  preset?: PresetName;
 }
 
 /** One case's outcome. */
@@ -115,7 +115,7 @@ export interface ProblemReport {
   warnings: string[];
 }
 
-const OPTION_KEYS = ['reference', 'onProgress', 'signal', 'baseDir', 'device', 'cases'] as const;
+const OPTION_KEYS = ['reference', 'onProgress', 'signal', 'baseDir', 'device', 'cases', 'preset'] as const;
 
 /**
  * Evaluates `submission` on every case of `problem`: each case's job (caseJob()) through evaluate() on one device,
@@ -137,6 +137,9 @@ export async function evaluateProblem(
   const o = checkOptions('options', options, OPTION_KEYS) as ProblemEvalOptions;
   if (o.cases !== undefined && o.cases !== 'all' && o.cases !== 'public') {
     throw typeError('options.cases', "'all' or 'public'", o.cases);
+  }
+  if (o.preset !== undefined && !Object.hasOwn(PRESETS, o.preset)) {
+    throw typeError('options.preset', `one of ${Object.keys(PRESETS).join(', ')}`, o.preset);
   }
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') {
     throw typeError('options.onProgress', 'a function', o.onProgress);
@@ -194,6 +197,7 @@ export async function evaluateProblem(
     if (entry.visibility === 'hidden' && (o.cases === 'public' || publicFailed)) continue;
     o.onProgress?.({ kind: 'case', index: entry.index, name: entry.name, visibility: entry.visibility });
     const job = caseJob(p, submission, p.cases[entry.index]!);
+    if (o.preset !== undefined) job.timing = { ...job.timing, preset: o.preset };
     const caseOptions: EvalOptions = {};
     if (o.reference !== undefined) caseOptions.reference = o.reference;
     if (o.signal !== undefined) caseOptions.signal = o.signal;

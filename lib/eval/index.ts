@@ -7,7 +7,8 @@ export { evaluate } from './pipeline.js';
 export { InvalidJobError, validateJob } from './validate.js';
 export { profileJob } from './profile.js';
 export { DIM_EXPR_LIMITS, evalDimExpr, parseDimExpr } from './dims.js';
-export { InvalidProblemError, PROBLEM_LIMITS, caseJob, caseName, caseWork, validateProblem } from './problem.js';
+export { InvalidProblemError, PROBLEM_LIMITS, validateProblem } from './problem.js';
+export { caseJob, caseName, caseWork } from './problem-case.js';
 export { evaluateProblem } from './evaluate-problem.js';
 export { caseScore, problemScore } from './score.js';
 
@@ -38,7 +39,6 @@ export type { JobProblem } from './validate.js';
 export type { DimEvalOptions, DimExpr } from './dims.js';
 export type {
   CaseVisibility,
-  CaseWork,
   DimValue,
   EvalProblem,
   LaunchDim,
@@ -52,6 +52,7 @@ export type {
   ProblemTimingOptions,
   Tolerance,
 } from './problem.js';
+export type { CaseWork } from './problem-case.js';
 export type { ProblemCaseReport, ProblemEvalOptions, ProblemProgress, ProblemReport } from './evaluate-problem.js';
 export type { CaseScore, CaseTiming, ProblemScore } from './score.js';
 export type { ProfileJobOptions } from './profile.js';

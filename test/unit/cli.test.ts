@@ -160,7 +160,7 @@ describe('cudakit help and usage errors', () => {
     expect(await cli(['help', 'frobnicate'])).toEqual({
       code: 2,
       stdout: '',
-      stderr: "cudakit: help takes one command (info, compile, bench, profile), got 'frobnicate'\n",
+      stderr: "cudakit: help takes one command (info, compile, bench, eval, profile), got 'frobnicate'\n",
     });
   });
 
@@ -182,7 +182,7 @@ describe('cudakit help and usage errors', () => {
     expect(r).toEqual({
       code: 2,
       stdout: '',
-      stderr: "cudakit: unknown command 'frobnicate' (commands: info, compile, bench, profile, help)\n",
+      stderr: "cudakit: unknown command 'frobnicate' (commands: info, compile, bench, eval, profile, help)\n",
     });
   });
 

@@ -9,11 +9,9 @@ import {
   InvalidProblemError,
   PROBLEM_LIMITS,
   type ProblemSubmission,
-  caseJob,
-  caseName,
-  caseWork,
   validateProblem,
 } from '../../lib/eval/problem.js';
+import { caseJob, caseName, caseWork } from '../../lib/eval/problem-case.js';
 import { caseScore, problemScore } from '../../lib/eval/score.js';
 
 const ADD = 'extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {}';
@@ -167,8 +165,8 @@ describe('validateProblem', () => {
     expect(messages).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/dimensions \(n\) for problem\.args\[0\].*uses 'q'/),
-        expect.stringMatching(/^problem\.reference\.grid: /),
-        expect.stringMatching(/^problem\.timing\.bytes: /),
+        expect.stringMatching(/for problem\.reference\.grid at column/),
+        expect.stringMatching(/for problem\.timing\.bytes at column/),
         expect.stringMatching(/dimensions \(n\) for submission\.block.*uses 'm'/),
       ]),
     );
