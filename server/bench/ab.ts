@@ -723,7 +723,8 @@ function markdown(r: Results): string {
     `each round's medians; after − before: the median of the rounds' paired differences, with ` +
     (overhead.interval.kind === 'order'
       ? `their order-statistic interval (distribution-free, coverage ${coverage}).`
-      : `their min … max ("range": below 6 rounds no order-statistic interval reaches 95 %; this one covers ` +
+      : `their min … max ("range": below 6 rounds no order-statistic interval reaches 95 %; ` +
+        `this one covers ` +
         `${coverage}).`) +
     (r.options.fake
       ? ` No GPU: the fake job's nominal ${ms(FAKE_EVALUATE_MS)} stands in for evaluate() in-process.`
