@@ -1,25 +1,32 @@
 // SPDX-License-Identifier: MIT
-// The problem registry: references the operator installs, so that a client can be checked against a trusted
-// reference it does not send (and a JavaScript one, which a request may never carry: `node:vm` is no sandbox).
-// A problem is a folder under the registry's directory:
+// The problem registry: problems the operator installs, one folder each under the registry's directory. Two kinds:
 //
-//   <dir>/<name>/problem.json     { description?, args, reference?: EvalKernelRef, timing?: { bytes?, flops? },
+// - a single-shape problem, so that a client can be checked against a trusted reference it does not send (and a
+//   JavaScript one, which a request may never carry: `node:vm` is no sandbox):
+//
+//     <dir>/<name>/problem.json   { description?, args, reference?: EvalKernelRef, timing?: { bytes?, flops? },
 //                                   check?: { atol?, rtol? } }   (a reference's source.file is relative to the folder)
-//   <dir>/<name>/reference.mjs    export const reference = (args) => { ... }   (a JsReference), instead of the kernel
+//     <dir>/<name>/reference.mjs  export const reference = (args) => { ... }   (a JsReference), instead of the kernel
 //
-// The API process reads problem.json only (data); the reference module is imported by the worker that runs the job
-// (run/worker/reference-module.ts).
-// A job names a problem as `reference: { problem: '<name>' }`: the problem's args become the job's, its bytes, flops
-// and tolerances the defaults of the job's own.
+//   A job names one as `reference: { problem: '<name>' }`: the problem's args become the job's, its bytes, flops and
+//   tolerances the defaults of the job's own.
+// - a problem with cases (problem-cases.ts): problem.json is the library's EvalProblem, with `dims` and `cases`. A
+//   submission names it as `problem: '<name>'` and gives its kernel and its launch over the dimensions.
+//
+// The API process reads problem.json and the kernels' sources (data); a reference module is imported by the worker
+// that runs the job (run/worker/reference-module.ts).
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { isAbsolute, join, relative, resolve } from 'node:path';
-import { InvalidJobError, type JobProblem, type JsReference, validateJob } from 'cudakit';
+import { join, resolve } from 'node:path';
+import { type EvalProblem, InvalidJobError, type JobProblem, validateJob } from 'cudakit';
+import { type CasesProblem, hasCases, readCasesProblem } from './problem-cases.js';
+import { type Fail, JS_REFERENCE_FILES, jsReferenceOf, withSourceRead } from './problem-files.js';
+
+export type { CasesProblemInfo } from './problem-cases.js';
 
 /** Names a request may use: a folder name with no path in it. */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-const JS_REFERENCE_FILES = ['reference.mjs', 'reference.js'] as const;
 
-/** A problem as GET /v1/problems shows it. */
+/** A single-shape problem as GET /v1/problems shows it. */
 export interface ProblemInfo {
   name: string;
   description: string;
@@ -60,16 +67,20 @@ export function problemNameOf(reference: unknown): string | undefined {
 
 export class ProblemRegistry {
   readonly dir: string | undefined;
+  /** The single-shape problems. */
   readonly #problems: ReadonlyMap<string, Problem>;
+  /** The problems with cases. */
+  readonly #cases: ReadonlyMap<string, CasesProblem>;
 
-  private constructor(dir: string | undefined, problems: Map<string, Problem>) {
+  private constructor(dir: string | undefined, problems: Map<string, Problem>, cases: Map<string, CasesProblem>) {
     this.dir = dir;
     this.#problems = problems;
+    this.#cases = cases;
   }
 
   /** No registry: a job naming a problem is told that none is installed. */
   static empty(): ProblemRegistry {
-    return new ProblemRegistry(undefined, new Map());
+    return new ProblemRegistry(undefined, new Map(), new Map());
   }
 
   /**
@@ -82,6 +93,7 @@ export class ProblemRegistry {
       throw new ProblemRegistryError(`The problem registry ${root} is not a directory`);
     }
     const problems = new Map<string, Problem>();
+    const cases = new Map<string, CasesProblem>();
     for (const entry of readdirSync(root, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       if (!entry.isDirectory() || entry.name.startsWith('.')) continue;
       if (!NAME.test(entry.name)) {
@@ -89,13 +101,15 @@ export class ProblemRegistry {
           `Problem folder '${entry.name}' in ${root}: a name is letters, digits, '_', '.' and '-', at most 64`,
         );
       }
-      problems.set(entry.name, readProblem(root, entry.name));
+      const problem = readProblem(root, entry.name);
+      if ('info' in problem) cases.set(entry.name, problem);
+      else problems.set(entry.name, problem);
     }
-    return new ProblemRegistry(root, problems);
+    return new ProblemRegistry(root, problems, cases);
   }
 
   get size(): number {
-    return this.#problems.size;
+    return this.#problems.size + this.#cases.size;
   }
 
   list(): ProblemInfo[] {
@@ -107,6 +121,20 @@ export class ProblemRegistry {
       ...(bytes === undefined ? {} : { bytes }),
       ...(flops === undefined ? {} : { flops }),
     }));
+  }
+
+  /**
+   * The problem with cases `name`, its kernels' sources read in (a copy: the caller may keep it), or undefined where
+   * none is installed under that name.
+   */
+  withCases(name: string): EvalProblem | undefined {
+    const found = this.#cases.get(name);
+    return found === undefined ? undefined : structuredClone(found.problem);
+  }
+
+  /** The names of the problems with cases, sorted. */
+  namesWithCases(): string[] {
+    return [...this.#cases.keys()];
   }
 
   /**
@@ -129,7 +157,15 @@ export class ProblemRegistry {
       });
     }
     const problem = this.#problems.get(name);
-    if (problem === undefined) {
+    if (problem === undefined && this.#cases.has(name)) {
+      problems.push({
+        path: 'job.reference.problem',
+        message:
+          `Expected a single-shape problem for job.reference.problem but received '${name}', a problem with cases ` +
+          `(submit it as { problem: '${name}', source, kernel, grid, block } without reference or args)`,
+        type: 'RangeError',
+      });
+    } else if (problem === undefined) {
       const known = [...this.#problems.keys()];
       const installed =
         known.length === 0
@@ -168,14 +204,14 @@ export class ProblemRegistry {
 
   /** The JavaScript reference module of problem `name`, or undefined (no such problem, or a CUDA reference). */
   modulePath(name: string): string | undefined {
-    return this.#problems.get(name)?.modulePath;
+    return this.#problems.get(name)?.modulePath ?? this.#cases.get(name)?.modulePath;
   }
 }
 
-function readProblem(root: string, name: string): Problem {
+function readProblem(root: string, name: string): Problem | CasesProblem {
   const folder = join(root, name);
   const file = join(folder, 'problem.json');
-  const fail = (why: string): never => {
+  const fail: Fail = (why) => {
     throw new ProblemRegistryError(`Problem '${name}' (${file}): ${why}`);
   };
   if (!existsSync(file)) fail('no problem.json');
@@ -186,6 +222,7 @@ function readProblem(root: string, name: string): Problem {
     fail(`not JSON: ${(e as Error).message}`);
   }
   if (!isObject(spec)) return fail('expected an object');
+  if (hasCases(spec)) return readCasesProblem(folder, name, spec, fail);
   const known = new Set(['description', 'args', 'reference', 'timing', 'check']);
   const unknown = Object.keys(spec).filter((k) => !known.has(k));
   if (unknown.length > 0) fail(`unknown keys ${unknown.join(', ')} (known: ${[...known].join(', ')})`);
@@ -209,11 +246,11 @@ function readProblem(root: string, name: string): Problem {
     }
   }
 
-  const jsFile = JS_REFERENCE_FILES.map((f) => join(folder, f)).find((f) => existsSync(f));
+  const jsFile = jsReferenceOf(folder);
   let kernelRef: Record<string, unknown> | undefined;
   if (spec.reference !== undefined) {
     if (jsFile !== undefined) fail(`both a reference kernel in problem.json and ${jsFile}: keep one`);
-    kernelRef = inlineSource(folder, spec.reference, fail);
+    kernelRef = withSourceRead(folder, spec.reference, 'reference', fail);
   } else if (jsFile === undefined) {
     fail(`no reference: give problem.json a reference kernel, or the folder a ${JS_REFERENCE_FILES.join(' or ')}`);
   }
@@ -247,20 +284,4 @@ function readProblem(root: string, name: string): Problem {
     timing,
     check,
   };
-}
-
-/** The reference kernel with `source: { file }` read (inside the problem's folder only) into `{ text, name }`. */
-function inlineSource(folder: string, reference: unknown, fail: (why: string) => never): Record<string, unknown> {
-  if (!isObject(reference)) return fail('reference must be a kernel reference { source, kernel, ... }');
-  const ref = { ...reference };
-  const source = ref.source;
-  if (isObject(source) && typeof source.file === 'string') {
-    const path = resolve(folder, source.file);
-    const inside = relative(folder, path);
-    if (inside.startsWith('..') || isAbsolute(inside))
-      fail(`reference.source.file '${source.file}' is outside the folder`);
-    if (!existsSync(path)) fail(`reference.source.file '${source.file}' does not exist`);
-    ref.source = { text: readFileSync(path, 'utf8'), name: source.file };
-  }
-  return ref;
 }
