@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 export type Mode = 'embedded' | 'api' | 'agent';
@@ -45,8 +46,8 @@ export interface ServerConfig {
   submitsPerMinute: number;
   /** Device bytes a job's buffers may declare in all; undefined: a quarter of the smallest GPU's memory. */
   maxDeviceBytes: number | undefined;
-  /** The problem registry's directory (operator-installed references), or undefined for none. */
-  problemsDir: string | undefined;
+  /** The problem registry's directory: the problems served, DEFAULT_PROBLEMS_DIR unless --problems-dir names one. */
+  problemsDir: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Request bodies over 1 MiB read at once, one per 32 MiB they may reach (http/body.ts). */
   maxLargeBodies: number;
@@ -58,6 +59,12 @@ export interface ServerConfig {
   /** /metrics answers anyone, not only loopback and the admin scope. */
   metricsPublic: boolean;
 }
+
+/**
+ * The problem set the server ships (server/problems/, in the package beside src/ and dist/): the same folder whether
+ * the server runs from its sources or from its build.
+ */
+export const DEFAULT_PROBLEMS_DIR = fileURLToPath(new URL('../problems', import.meta.url));
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -99,8 +106,9 @@ Options (each also as an environment variable, e.g. --data-dir as CUDAKIT_SERVER
   --submits-per-minute <n>   submissions per token per minute (default 60)
   --max-device-bytes <n>     device bytes a job's buffers may declare in all (default: a quarter of the
                              smallest GPU's memory)
-  --problems-dir <dir>       installed reference problems, one folder each (jobs name them as
-                             reference: { problem }; default none)
+  --problems-dir <dir>       the problems served, one folder each: problems with cases (a submission
+                             names one as problem) and reference problems (a job names one as
+                             reference: { problem }); default: the set the server ships, its problems/
   --log-level <level>        fatal, error, warn, info (default), debug, trace, silent
   --max-large-bodies <n>     request bodies over 1 MiB read at once, one per 32 MiB they may reach
                              (default 2); others wait up to 10 s, then get 503
@@ -257,7 +265,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   const maxDeviceBytes =
     get('max-device-bytes') === undefined ? undefined : number('max-device-bytes', 0, 1, Number.MAX_SAFE_INTEGER, true);
   const problemsRaw = get('problems-dir');
-  const problemsDir = problemsRaw === undefined ? undefined : resolve(problemsRaw.value);
+  const problemsDir = problemsRaw === undefined ? DEFAULT_PROBLEMS_DIR : resolve(problemsRaw.value);
   const logLevel = choice('log-level', 'info', LOG_LEVELS);
   const maxLargeBodies = number('max-large-bodies', 2, 1, 64, true);
   const mode = choice('role', 'embedded', ['embedded', 'api', 'agent'] as const);

@@ -53,7 +53,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       return 0;
     }
     tokens = config.tokensFile === undefined ? undefined : loadTokens(config.tokensFile);
-    problems = config.problemsDir === undefined ? ProblemRegistry.empty() : ProblemRegistry.load(config.problemsDir);
+    problems = ProblemRegistry.load(config.problemsDir);
     sessionSecret = config.sessionSecretFile === undefined ? undefined : readSecret(config.sessionSecretFile);
     // The API node runs no worker.
     containment = config.mode === 'api' ? undefined : serviceContainment(config.workerUser);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { tokenDigest } from '../src/http/auth.js';
-import { ConfigError, parseConfig } from '../src/config.js';
+import { ConfigError, DEFAULT_PROBLEMS_DIR, parseConfig } from '../src/config.js';
 import { jobBody } from '../../test/support/jobs.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -151,6 +151,15 @@ describe('configuration', () => {
 });
 
 describe('parseConfig', () => {
+  it('serves the problem set the server ships unless --problems-dir names another folder', () => {
+    const of = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(argv, env) as { problemsDir: string };
+    expect(DEFAULT_PROBLEMS_DIR).toBe(fileURLToPath(new URL('../problems', import.meta.url)));
+    expect(existsSync(join(DEFAULT_PROBLEMS_DIR, 'vector-add', 'problem.json'))).toBe(true);
+    expect(of([]).problemsDir).toBe(DEFAULT_PROBLEMS_DIR);
+    expect(of(['--problems-dir', 'elsewhere']).problemsDir).toBe(join(process.cwd(), 'elsewhere'));
+    expect(of([], { CUDAKIT_SERVER_PROBLEMS_DIR: '/srv/problems' }).problemsDir).toBe('/srv/problems');
+  });
+
   it('takes --max-device-bytes, or CUDAKIT_SERVER_MAX_DEVICE_BYTES; without either the GPUs decide', () => {
     const of = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(argv, env) as { maxDeviceBytes?: number };
     expect(of([]).maxDeviceBytes).toBeUndefined();
