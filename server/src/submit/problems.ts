@@ -18,7 +18,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type EvalProblem, InvalidJobError, type JobProblem, validateJob } from 'cudakit';
-import { type CasesProblem, hasCases, readCasesProblem } from './problem-cases.js';
+import { type CasesProblem, type CasesProblemInfo, hasCases, readCasesProblem } from './problem-cases.js';
 import { type Fail, JS_REFERENCE_FILES, jsReferenceOf, withSourceRead } from './problem-files.js';
 
 export type { CasesProblemInfo } from './problem-cases.js';
@@ -112,8 +112,9 @@ export class ProblemRegistry {
     return this.#problems.size + this.#cases.size;
   }
 
-  list(): ProblemInfo[] {
-    return [...this.#problems.values()].map(({ name, description, args, reference, bytes, flops }) => ({
+  /** Every problem, by name: a single-shape one as it always was, one with cases with its `kind: 'cases'`. */
+  list(): (ProblemInfo | CasesProblemInfo)[] {
+    const single = [...this.#problems.values()].map(({ name, description, args, reference, bytes, flops }) => ({
       name,
       description,
       args,
@@ -121,6 +122,8 @@ export class ProblemRegistry {
       ...(bytes === undefined ? {} : { bytes }),
       ...(flops === undefined ? {} : { flops }),
     }));
+    const withCases = [...this.#cases.values()].map((c) => structuredClone(c.info));
+    return [...single, ...withCases].sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /**

@@ -125,10 +125,12 @@ const listSchema = {
 const gpusSchema = { summary: "This host's GPUs and their workers", response: { 200: GpuList, ...errors(401, 403) } };
 
 const problemsSchema = {
-  summary: 'The installed reference problems',
+  summary: 'The problems served',
   description:
-    "References the operator installed (--problems-dir): a job names one as reference: { problem: '<name>' } " +
-    'and runs with its args; its bytes and flops are the timing defaults.',
+    'The problems of --problems-dir (by default the set the server ships). A problem with cases (kind: cases): ' +
+    "a submission names it as problem: '<name>' and gives its kernel and its launch over the dimensions; its " +
+    'public cases are listed, its hidden ones only counted. A single-shape reference problem: a job names it as ' +
+    "reference: { problem: '<name>' } and runs with its args; its bytes and flops are the timing defaults.",
   response: { 200: ProblemList, ...errors(401, 403) },
 };
 

@@ -257,16 +257,44 @@ export const GpuList = Type.Object({
   reason: Nullable(Type.String({ description: 'Why there is no GPU, when there is none' })),
 });
 
-/** Every error of the v1 routes: Fastify's shape, plus where in the request each problem is. */
+/** A size of a problem: a number, or a dimension expression over a problem with cases' dimensions ('12 * n'). */
+const Size = Type.Union([Type.Number(), Type.String()]);
+
+/**
+ * The installed problems. A single-shape problem (a job names it as reference: { problem }) shows its argspecs, its
+ * reference's kind, bytes and flops; a problem with cases (kind 'cases': a submission names it as problem) shows its
+ * dimensions with their bounds, its arguments, bytes and flops over them, its public cases and how many hidden ones it
+ * has: a hidden case's name and dimensions are never shown.
+ */
 export const ProblemList = Type.Object({
   problems: Type.Array(
     Type.Object({
       name: Type.String(),
       description: Type.String(),
-      args: Type.Array(Type.Unknown(), { description: 'The argspecs a job naming this problem runs with' }),
-      reference: Type.Union([Type.Literal('cuda'), Type.Literal('javascript')]),
-      bytes: Type.Optional(Type.Number()),
-      flops: Type.Optional(Type.Number()),
+      kind: Type.Optional(
+        Type.Literal('cases', { description: 'A problem with cases; absent: a single-shape reference problem' }),
+      ),
+      args: Type.Array(Type.Unknown(), {
+        description: "The kernel's arguments (a problem with cases': over its dims)",
+      }),
+      reference: Type.Union([Type.Literal('cuda'), Type.Literal('javascript'), Type.Literal('expected')], {
+        description: "What a kernel is checked against ('expected': every case's expected outputs)",
+      }),
+      dims: Type.Optional(
+        Type.Record(
+          Type.String(),
+          Type.Object({ min: Type.Integer(), max: Type.Integer(), description: Type.Optional(Type.String()) }),
+          { description: 'A problem with cases: its dimensions and the bounds of their values' },
+        ),
+      ),
+      cases: Type.Optional(
+        Type.Array(Type.Object({ name: Type.String(), dims: Type.Record(Type.String(), Type.Integer()) }), {
+          description: 'A problem with cases: its public cases',
+        }),
+      ),
+      hiddenCases: Type.Optional(Type.Integer({ description: 'A problem with cases: how many hidden cases it has' })),
+      bytes: Type.Optional(Size),
+      flops: Type.Optional(Size),
     }),
   ),
 });
