@@ -28,7 +28,7 @@ function expectNoHidden(text: string): void {
 }
 
 describe('GET /v1/problems', () => {
-  it('lists a problem with cases by its dimensions, public cases and arguments, and counts its hidden ones', async () => {
+  it('lists a problem with cases: its dimensions, public cases and arguments; its hidden cases counted', async () => {
     const { app } = await harness({ problems: problems() });
     const res = await app.inject({ method: 'GET', url: '/v1/problems', headers: auth('viewer') });
     expect(res.statusCode).toBe(200);
