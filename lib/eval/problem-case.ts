@@ -60,8 +60,9 @@ export function splitArgSpec(text: string): { exprs: string[]; join: (values: re
     if (close < 0) return { exprs: [], join: () => text };
     const bounds = [open, ...cuts, close];
     const exprs = bounds.slice(0, -1).map((b, i) => body.slice(b + 1, bounds[i + 1]).trim());
-    // Sizes the argspec grammar reads itself (1M, 16k, 1024*1024) are left to it.
-    const own = exprs.map((e) => /^[\d_\s*]*[kKM]?$/.test(e) && !/^\d[\d_]*$/.test(e));
+    // Sizes the argspec grammar reads itself (1M, 16k, 1024*1024: each factor digits and a suffix) are left to it;
+    // 'k' alone, or 2*k, is the dimension k.
+    const own = exprs.map((e) => /^\d+[kKM]?(\s*\*\s*\d+[kKM]?)*$/.test(e) && !/^\d+$/.test(e));
     return {
       exprs: exprs.filter((_, i) => !own[i]),
       join: (values) => {

@@ -69,6 +69,7 @@ describe('caseJob', () => {
           { kind: 'buffer', dtype: 'f32', shape: ['m', 2], role: 'out', name: 'y' },
           { kind: 'scalar', type: 'i32', value: 'm * k', name: 'mk' },
           'ptr:u8[1M]',
+          'w@ptr:f32[k, 2*k, 4k]',
         ],
         reference: { source: ADD, kernel: 'ref', grid: ['cdiv(k, 32)', 'm'], block: [32, 8], sharedMemBytes: '4 * k' },
         timing: {},
@@ -82,6 +83,7 @@ describe('caseJob', () => {
       { kind: 'buffer', dtype: 'f32', shape: [3, 2], role: 'out', name: 'y' },
       { kind: 'scalar', type: 'i32', value: 6, name: 'mk' },
       'ptr:u8[1M]',
+      'w@ptr:f32[2,4,4k]',
     ]);
     expect(job.grid).toEqual([3, 1]);
     expect(job.block).toEqual([64, 2]);
