@@ -118,8 +118,8 @@ describeGpu('the compatible routes with the real worker', () => {
       const r = answer.kernel_exec_result;
       expect(answer.status).toBe('success');
       expect(r, JSON.stringify(r)).toMatchObject({ compiled: true, correctness: true });
-      // A double-precision reference can be far slower than the kernel: SUSPICIOUS is a pass with a flag.
-      expect(['PASSED', 'SUSPICIOUS']).toContain(r.metadata.cudakit.verdict);
+      // A double-precision reference far slower than the kernel is no evidence of a cheat: no flag.
+      expect(r.metadata.cudakit.verdict).toBe('PASSED');
       expect(r.runtime).toBeGreaterThan(0);
       expect(r.runtime_stats!.min).toBeLessThanOrEqual(r.runtime_stats!.median!);
       expect(r.runtime_stats!.median).toBeLessThanOrEqual(r.runtime_stats!.percentile_95!);
@@ -153,7 +153,7 @@ describeGpu('the compatible routes with the real worker', () => {
     const r = answer.kernel_exec_result;
     expect(r, JSON.stringify(r)).toMatchObject({ compiled: true, correctness: true });
     const c = r.metadata.cudakit;
-    expect(c.verdict).toBe('PASSED'); // well under the 10× that would be SUSPICIOUS
+    expect(c.verdict).toBe('PASSED');
     expect(c.compare_verdict, JSON.stringify(c)).toBe('FASTER');
     // 3× the FMAs; the memory traffic, the same on both sides, keeps it below 3.
     expect(c.speedup).toBeGreaterThan(1.5);
