@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The kernel's verdict, separate from the job's status (did the service finish). Mapped from cudakit's EvalReport:
-// the phase that failed, its error kind and the defence that fired; the supervisor adds TIMEOUT and CRASHED.
+// the phase that failed, its error kind and the defence that fired; the supervisor adds TIMEOUT and CRASHED, and a
+// problem with cases HIDDEN_CASE_FAILED (problem-report.ts: a hidden case failed, and what happened there is not said).
 import type { EvalReport } from 'cudakit';
 
 export const VERDICTS = [
@@ -19,6 +20,7 @@ export const VERDICTS = [
   'CRASHED',
   'INVALID_REFERENCE',
   'SUSPICIOUS',
+  'HIDDEN_CASE_FAILED',
 ] as const;
 export type Verdict = (typeof VERDICTS)[number];
 

@@ -4,6 +4,8 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { EvalProblem, ProblemCaseReport, ProblemReport } from 'cudakit';
+import { failedReport, passedReport } from './fake-pool.js';
 
 export const ADD = `extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -25,7 +27,7 @@ export const ADD_PROBLEM = {
     { name: 'odd-secret', dims: { n: 1001 }, visibility: 'hidden' },
     { dims: { n: 777 }, visibility: 'hidden' },
   ],
-};
+} satisfies EvalProblem;
 
 /** What of ADD_PROBLEM's hidden cases must never reach a client: their names and their dimensions' values. */
 export const HIDDEN_MARKS = ['odd-secret', '1001', 'n=777', '777'];
@@ -42,4 +44,72 @@ export function registry(files: Record<string, string | object>, made: string[])
     writeFileSync(join(dir, path), typeof content === 'string' ? content : JSON.stringify(content));
   }
   return dir;
+}
+
+/** How addReport's submission did: every case passed, a public case failed, or a hidden one (after the public ones). */
+export type AddOutcome = 'pass' | 'public-fail' | 'hidden-fail' | 'hidden-floored';
+
+const MISMATCH = { kind: 'verdict', code: 'mismatch', defence: 'mismatch' } as const;
+
+/**
+ * A ProblemReport of ADD_PROBLEM as the library would give it, with everything a hidden case has: its name, its
+ * dimensions, its timings, its report (whose messages name its size) and the warnings that name it.
+ */
+export function addReport(outcome: AddOutcome, kernel = 'add'): ProblemReport {
+  const names = ['small', 'n=4096', 'odd-secret', 'n=777'];
+  const publicFails = outcome === 'public-fail';
+  const cases = ADD_PROBLEM.cases.map((c, index): ProblemCaseReport => {
+    const n = c.dims.n;
+    const name = names[index]!;
+    const hidden = c.visibility === 'hidden';
+    const ran = !publicFails ? !(outcome === 'hidden-fail' && index === 3) : !hidden;
+    const fails = (publicFails && index === 1) || (outcome === 'hidden-fail' && index === 2);
+    const label = `${kernel} [${name}]`;
+    const report = !ran
+      ? undefined
+      : fails
+        ? failedReport(label, { ...MISMATCH, message: `3 of ${n} elements differ (first at [${n - 1}])` }, 'check')
+        : passedReport(label, { warnings: [`${label}: timed over ${n} elements`] });
+    return {
+      index,
+      name,
+      visibility: hidden ? 'hidden' : 'public',
+      dims: { n },
+      ran,
+      passed: ran && !fails,
+      ...(ran ? { baselineUs: 10 + index, candidateUs: 5, speedup: 2 + index / 8 } : {}),
+      ...(ran ? { speedupLow: 1.5, speedupHigh: 3 } : {}),
+      bytes: 12 * n,
+      flops: n,
+      floorUs: 0.5,
+      report,
+    };
+  });
+  const passed = outcome === 'pass' || outcome === 'hidden-floored';
+  const warnings = [
+    `case '${names[0]}' is the smallest`,
+    `case '${names[2]}' has an odd size, ${ADD_PROBLEM.cases[2]!.dims.n}`,
+  ];
+  if (passed) {
+    cases.forEach((c) => {
+      c.scored = {
+        speedup: c.speedup!,
+        speedupLow: 1.5,
+        speedupHigh: 3,
+        floored: outcome === 'hidden-floored' && c.index === 3,
+      };
+    });
+  }
+  return {
+    problem: 'add',
+    name: kernel,
+    passed,
+    error: undefined,
+    score: passed ? 2.1 : undefined,
+    scoreLow: passed ? 1.9 : undefined,
+    scoreHigh: passed ? 2.3 : undefined,
+    device: { name: 'NVIDIA H200', arch: 'sm_90' },
+    cases,
+    warnings,
+  };
 }
