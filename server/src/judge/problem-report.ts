@@ -87,7 +87,9 @@ export function redactFaults(faults: readonly JobProblem[], cases: readonly Case
     out.push({
       path: 'job',
       type: f.type,
-      message: `Expected a submission that works in every case for job but it fails in ${label} (what a hidden case holds is not shown)`,
+      message:
+        `Expected a submission that works in every case for job but it fails in ${label} ` +
+        '(what a hidden case holds is not shown)',
     });
   }
   return out;
