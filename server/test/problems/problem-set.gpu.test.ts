@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The shipped problems on the GPU: each problem's example, an honest submission, passes every case (the hidden ones
-// included) through evaluateProblem() and gets a score; each reference against itself scores about 1, so the
-// baseline the leaderboard divides by is the kernel the problem says.
+// included) through evaluateProblem() against the problem's reference and gets a score, no case below its roofline.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
@@ -25,22 +24,5 @@ describeGpu('the shipped problems', () => {
     expect(r.passed).toBe(true);
     expect(r.score).toBeGreaterThan(0);
     for (const c of r.cases) expect(c.scored?.floored, `${name} ${c.name} below its roofline`).toBe(false);
-  });
-
-  it.each(problemNames())('%s: its reference against itself scores about 1', async (name) => {
-    const dir = join(PROBLEMS_DIR, name);
-    const problem = read<EvalProblem>(join(dir, 'problem.json'));
-    const ref = problem.reference!;
-    const submission: ProblemSubmission = {
-      source: ref.source,
-      kernel: ref.kernel,
-      grid: ref.grid ?? 1,
-      block: ref.block ?? 1,
-      ...(ref.sharedMemBytes === undefined ? {} : { sharedMemBytes: ref.sharedMemBytes }),
-    };
-    const r = await evaluateProblem(problem, submission, { baseDir: dir, preset: 'quick', cases: 'all' });
-    expect(r.passed).toBe(true);
-    expect(r.score).toBeGreaterThan(0.75);
-    expect(r.score).toBeLessThan(1.33);
   });
 });
