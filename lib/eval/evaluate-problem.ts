@@ -7,13 +7,8 @@ import { Device, checkOptions, typeError } from '../core/index.js';
 import { type BenchResult, PRESETS, type PresetName, devicePeakOf, rooflineFloorMs } from '../measure/index.js';
 import type { EvalOptions, EvalProgress } from './job.js';
 import { evaluate } from './pipeline.js';
-import {
-  type CaseVisibility,
-  type EvalProblem,
-  InvalidProblemError,
-  type ProblemSubmission,
-  validateProblem,
-} from './problem.js';
+import { InvalidProblemError, validateProblem } from './problem.js';
+import type { CaseVisibility, EvalProblem, ProblemSubmission } from './problem-types.js';
 import { caseJob, caseName, caseWork } from './problem-case.js';
 import type { EvalError, EvalReport } from './report.js';
 import { type CaseScore, type CaseTiming, problemScore } from './score.js';

@@ -51,7 +51,7 @@ export type {
   ProblemSubmission,
   ProblemTimingOptions,
   Tolerance,
-} from './problem.js';
+} from './problem-types.js';
 export type { CaseWork } from './problem-case.js';
 export type { ProblemCaseReport, ProblemEvalOptions, ProblemProgress, ProblemReport } from './evaluate-problem.js';
 export type { CaseScore, CaseTiming, ProblemScore } from './score.js';

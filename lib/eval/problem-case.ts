@@ -16,7 +16,7 @@ import type {
   ProblemKernelRef,
   ProblemSubmission,
   Tolerance,
-} from './problem.js';
+} from './problem-types.js';
 
 /** Integer scalar types, whose value may be a dimension expression. */
 const INT_TYPES: ReadonlySet<string> = new Set(DTYPES.filter((t) => DTYPE_INFO[t].range !== undefined));

@@ -383,7 +383,7 @@ describe('SUSPICIOUS', () => {
     ...(bytes === undefined ? {} : { timing: { bytes } }),
   });
 
-  it('flags bandwidth above the measured peak and a time under the floor; a large honest speedup is no evidence', () => {
+  it('flags bandwidth above the measured peak and a time under the floor, not a large honest speedup', () => {
     const honest = passedReport('k', { timing: timing(2) });
     expect(suspicionsOf(honest, job(4.8e9), device)).toEqual([]);
     const aboveMeasuredPeak = passedReport('k', {

@@ -4,13 +4,8 @@
 // reference as the comparison's baseline, tolerances by the outputs' type), and the floored geometric mean.
 import { describe, expect, it } from 'vitest';
 import { InvalidJobError, validateJob } from '../../lib/eval/index.js';
-import {
-  type EvalProblem,
-  InvalidProblemError,
-  PROBLEM_LIMITS,
-  type ProblemSubmission,
-  validateProblem,
-} from '../../lib/eval/problem.js';
+import { InvalidProblemError, PROBLEM_LIMITS, validateProblem } from '../../lib/eval/problem.js';
+import type { EvalProblem, ProblemSubmission } from '../../lib/eval/problem-types.js';
 import { caseJob, caseName, caseWork } from '../../lib/eval/problem-case.js';
 import { caseScore, problemScore } from '../../lib/eval/score.js';
 

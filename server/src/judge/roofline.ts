@@ -2,9 +2,9 @@
 // The rules that mark a passing kernel SUSPICIOUS (faster than the device can be). A flagged result is kept and
 // reviewable, not rejected: the reason is in its error, and a timing cheat (replaying cached outputs, fabricated
 // times) is what these catch. Each rule stands on evidence, physics: a speedup over the baseline, however large, is
-// none (an honest parallel sum reads 15× faster than a naive one), so the ratio stays in the report as information. The physics they stand on (each GPU's datasheet peaks, the shortest time a launch can
-// take on it) is the library's, cudakit's lib/measure/roofline.ts, so the service and cudakit's evaluations hold
-// results to the same floor.
+// none (an honest parallel sum reads 15× faster than a naive one), so the ratio stays in the report as information.
+// The physics (each GPU's datasheet peaks, the shortest time a launch can take on it) is the library's,
+// lib/measure/roofline.ts, so the service and cudakit's evaluations hold results to the same floor.
 import { devicePeakOf, rooflineFloorMs, type EvalJob, type EvalReport, type BenchResult } from 'cudakit';
 
 /**
