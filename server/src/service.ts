@@ -122,6 +122,7 @@ export class EvalService {
             events: this.#events,
             progressIntervalMs: config.progressIntervalMs ?? 250,
             cancel: (id) => this.cancel(id),
+            problem: (name) => this.problems.withCases(name),
           });
     this.#submitter =
       submitQueue === undefined

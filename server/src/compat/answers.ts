@@ -26,7 +26,7 @@ import {
 } from './schemas.js';
 import type { EvalService, FinishedJob } from '../service.js';
 import type { SlotInfo } from '../run/pool.js';
-import type { JobRecord, JobStatus as StoreStatus } from '../store/store.js';
+import { type JobRecord, type JobStatus as StoreStatus, isProblemJob } from '../store/store.js';
 import { COMPAT_ERRORS, CompatClientError, compatMessage, type CompatJobErrorName } from './errors.js';
 import type { CompatJob } from './jobs.js';
 
@@ -285,7 +285,7 @@ export function answerOf(record: JobRecord, ctx: AnswerContext): CompatAnswer {
   const comparison: CompareResult | undefined = report?.comparison;
   const timing = report?.timing ?? comparison?.b;
   const check = checkOf(report?.check);
-  const jobTiming = record.job.timing ?? {};
+  const jobTiming = (isProblemJob(record.job) ? undefined : record.job.timing) ?? {};
   const mode = timing?.mode ?? jobTiming.mode ?? 'cold';
   const warnings = [...ctx.warnings, ...(report?.warnings ?? [])];
   if (verdict === 'SUSPICIOUS' && record.error !== undefined) warnings.push(`SUSPICIOUS: ${record.error.message}`);

@@ -3,11 +3,11 @@
 // service summary, one evaluation's result, the sign-in form, and a short message page for errors. Each page is
 // whole without its script (server-rendered tables, SVG charts, plain forms and links); the script only keeps the
 // list and a running job live. Nothing here reads a request or the service: routes.ts gathers the data.
-import type { EvalJob } from 'cudakit';
 import type { QueueInfo } from '../service.js';
-import type { JobRecord, JobStatus } from '../store/store.js';
+import type { JobRecord, JobStatus, StoredJob } from '../store/store.js';
 import { VERDICTS } from '../judge/verdict.js';
 import { SCRIPT, STYLES } from './assets.js';
+import { casesSection } from './cases.js';
 import { formatMs } from './charts.js';
 import { type Html, type HtmlValue, markup } from './html.js';
 import {
@@ -73,7 +73,7 @@ function badge(value: string | undefined, cell?: string): Html {
 }
 
 /** A job's label: its name, else its kernel. */
-export function jobName(job: EvalJob): string {
+export function jobName(job: StoredJob): string {
   return typeof job.name === 'string' && job.name !== '' ? job.name : job.kernel;
 }
 
@@ -264,7 +264,7 @@ function ordinal(n: number): string {
   return `${n}${suffix}`;
 }
 
-function jobSection(job: EvalJob): Html {
+function jobSection(job: StoredJob): Html {
   const { source: _shownBelow, ...rest } = job;
   return markup`<details class="card"><summary>The job as submitted (JSON)</summary>
 <pre class="message">${JSON.stringify(rest, null, 2)}</pre></details>`;
@@ -326,6 +326,7 @@ export function resultPage(p: ResultPage): string {
   const report = p.report ?? {};
   const sections: [string, string, Html | ''][] = [
     ['error', 'Error', errorSection(r.error, report.error)],
+    ['cases', 'Cases', casesSection(p.report)],
     ['timing', 'Timing', timingSection(report.timing)],
     ['comparison', 'Comparison', comparisonSection(report.comparison)],
     ['check', 'Check', checkSection(report.check, r.job)],

@@ -21,6 +21,7 @@ import type {
 } from 'cudakit';
 import { formatMs, histogramSvg, samplesSvg, significant, speedupSvg } from './charts.js';
 import { type Html, type HtmlValue, joinHtml, markup } from './html.js';
+import type { StoredJob } from '../store/store.js';
 
 /** The report as stored: evaluate()'s, with the device metrics the worker adds when asked. */
 export type StoredReport = Partial<EvalReport> & { deviceMetrics?: DeviceMetrics | null };
@@ -128,7 +129,7 @@ function facts(rows: readonly (Fact | false)[]): Html {
   return markup`<dl class="facts">${shown.map(([k, v]) => markup`<dt>${k}</dt><dd>${v}</dd>`)}</dl>`;
 }
 
-function section(id: string, title: string, body: HtmlValue, wide = false): Html {
+export function section(id: string, title: string, body: HtmlValue, wide = false): Html {
   return markup`<section class="card${wide ? ' wide' : ''}" id="${id}" aria-labelledby="${id}-h">
 <h2 id="${id}-h">${title}</h2>${body}</section>`;
 }
@@ -220,7 +221,7 @@ aria-label="The worst element's share of its tolerance">${percent(used)}</meter>
 }
 
 /** The check before timing and the re-check after it: the verdict, the worst element against its tolerance. */
-export function checkSection(check: EvalCheck | undefined, job: EvalJob): Html | '' {
+export function checkSection(check: EvalCheck | undefined, job: StoredJob): Html | '' {
   if (!isObject(check)) return '';
   if ('skipped' in check) {
     return section('check', 'Check', markup`<p class="muted">${text(check.skipped) ?? 'skipped'}</p>`);
@@ -228,7 +229,7 @@ export function checkSection(check: EvalCheck | undefined, job: EvalJob): Html |
   const before = part(check.before);
   const after = isObject(check.afterTiming) ? part(check.afterTiming) : undefined;
   const withReference = before.referenceFree !== true;
-  const options = part(job.check);
+  const options = part((job as Partial<EvalJob>).check);
   const tolerance =
     num(options.atol) !== undefined || num(options.rtol) !== undefined
       ? `atol ${num(options.atol) ?? 'the dtype’s'}, rtol ${num(options.rtol) ?? 'the dtype’s'}`
@@ -502,10 +503,12 @@ function sourceText(source: EvalSource | undefined, role: EvalKernelRole): Sourc
 }
 
 /** The job's sources (candidate, reference kernel, compare baseline) as submitted. */
-function sourcesOf(job: EvalJob): SourceText[] {
+function sourcesOf(job: StoredJob): SourceText[] {
+  // A submission to a problem has its kernel's source only (the problem's kernels are the operator's).
+  const { reference, compare } = job as Partial<EvalJob>;
   const refs: [EvalKernelRole, unknown][] = [
-    ['reference', job.reference],
-    ['baseline', job.compare],
+    ['reference', reference],
+    ['baseline', compare],
   ];
   const others = refs.map(([role, ref]) =>
     isObject(ref) && 'source' in ref ? sourceText(ref.source as EvalSource, role) : undefined,
@@ -577,7 +580,7 @@ function listing(source: SourceText, report: StoredReport): Html {
 }
 
 /** The sources as submitted, each line numbered, the compiler's diagnostics under the lines they are about. */
-export function sourceSection(job: EvalJob, report: StoredReport): Html | '' {
+export function sourceSection(job: StoredJob, report: StoredReport): Html | '' {
   const sources = sourcesOf(job);
   if (sources.length === 0) return '';
   return section(

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 // How a run ends, decided in one place: a slot's outcome (the worker's report, a deadline, a crash, a cancel) becomes
 // the job's status, its verdict (verdict.ts; SUSPICIOUS where the roofline says the timing beats physics, roofline.ts),
-// the stored report and the error; a job no GPU took in time fails as QUEUE_TIMEOUT.
-import { type EvalJob, type EvalReport, formatJson } from 'cudakit';
+// the stored report and the error; a job no GPU took in time fails as QUEUE_TIMEOUT. A problem with cases' report is
+// stored as its submitter may see it (problem-report.ts: its hidden cases redacted), so that no reader of the store
+// can show more of them.
+import { type EvalReport, formatJson } from 'cudakit';
 import type { SlotOutcome } from '../run/pool.js';
-import { INTERRUPTED_ERROR, type JobStore } from '../store/store.js';
+import { isProblemReport } from '../run/protocol.js';
+import { INTERRUPTED_ERROR, type JobStore, type StoredJob, isProblemJob } from '../store/store.js';
+import { problemVerdictOf, redactProblemReport } from './problem-report.js';
 import { suspicionsOf } from './roofline.js';
 import { verdictOf } from './verdict.js';
 
@@ -30,7 +34,7 @@ export function queueTimeoutOutcome(q: {
 
 /** What the result of a run depends on besides its outcome. */
 export interface OutcomeContext {
-  job: EvalJob;
+  job: StoredJob;
   /** The GPU it ran on (for the roofline floor). */
   device: { name: string | undefined; arch: string | undefined };
   /** A DELETE asked for it: 'cancelled' means what it says. */
@@ -47,10 +51,15 @@ export interface OutcomeContext {
 export function resultOf(outcome: SlotOutcome, context: OutcomeContext): Omit<FinishOutcome, 'atMs'> {
   switch (outcome.kind) {
     case 'report': {
+      if (isProblemReport(outcome.report)) {
+        const { verdict, phase, error } = problemVerdictOf(outcome.report);
+        const stored = formatJson(redactProblemReport(outcome.report) as unknown as Record<string, unknown>);
+        return { status: 'succeeded', verdict, phase, report: stored, error };
+      }
       const report: EvalReport = outcome.report;
       let verdict = verdictOf(report);
       let error: FinishOutcome['error'];
-      if (verdict === 'PASSED') {
+      if (verdict === 'PASSED' && !isProblemJob(context.job)) {
         const reasons = suspicionsOf(report, context.job, context.device);
         if (reasons.length > 0) {
           verdict = 'SUSPICIOUS';

@@ -116,7 +116,8 @@ export class CompileChecker {
       const answer = new Promise<EvalReport | string>((resolve) => {
         child.onMessage = (m) => {
           if (!isChildMessage(m)) return resolve('the compile check broke the protocol');
-          if (m.t === 'result' && m.id === id) return resolve(m.report);
+          // The compile check runs an EvalJob, never a problem: its answer is evaluate()'s report.
+          if (m.t === 'result' && m.id === id) return resolve(m.report as EvalReport);
           if (m.t === 'fatal') return resolve(`the compile check failed: ${m.error.message}`);
         };
         child.onExit = () => resolve('the compile check exited without an answer');

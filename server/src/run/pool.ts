@@ -2,8 +2,8 @@
 // The contract between the service (scheduler, API) and the GPU side: one slot per GPU, each supervising one worker
 // child at a time. run/slot.ts implements a slot, run/local-pool.ts the pool of this host's GPUs (found by a probe
 // child: the API process never loads the addon).
-import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
-import type { Deadlines, DeviceFacts, JobExtras, LaunchFacts } from './protocol.js';
+import type { EvalPhase } from 'cudakit';
+import type { Deadlines, DeviceFacts, JobExtras, LaunchFacts, RunJob, RunProgress, RunReport } from './protocol.js';
 
 export type SlotState = 'starting' | 'idle' | 'busy' | 'restarting' | 'quarantined';
 
@@ -33,7 +33,7 @@ export interface SlotInfo {
 
 /** How a job ended on a slot. Only 'report' comes from the worker; the rest the supervisor decides. */
 export type SlotOutcome =
-  | { kind: 'report'; report: EvalReport; device: DeviceFacts | undefined }
+  | { kind: 'report'; report: RunReport; device: DeviceFacts | undefined }
   /** A deadline passed: the child's process group was killed and the slot is respawning. */
   | { kind: 'timeout'; phase: EvalPhase | 'profile' | undefined; limitMs: number; scope: 'phase' | 'job' }
   /** The child died (or broke the protocol) without a report. */
@@ -50,7 +50,7 @@ export type SlotOutcome =
 
 export interface RunHooks {
   onPhase?(phase: EvalPhase | 'profile'): void;
-  onProgress?(progress: EvalProgress): void;
+  onProgress?(progress: RunProgress): void;
 }
 
 /** A slot leased to one job. */
@@ -59,7 +59,7 @@ export interface SlotLease {
   /** Runs the job on the leased slot's ready child; resolves with how it ended, never rejects. */
   run(
     id: string,
-    job: EvalJob,
+    job: RunJob,
     seedSalt: string,
     deadlines: Deadlines,
     hooks: RunHooks,

@@ -2,7 +2,16 @@
 // The messages between a GPU slot's supervisor (the parent) and its worker child, over the fork IPC channel with
 // `serialization: 'advanced'`. Every message carries the protocol version `v`; a message of another version, or one
 // that is not a message at all, is a protocol error (the child is killed and replaced), never a crash of the parent.
-import type { EvalJob, EvalPhase, EvalProgress, EvalReport } from 'cudakit';
+import type {
+  EvalJob,
+  EvalPhase,
+  EvalProblem,
+  EvalProgress,
+  EvalReport,
+  ProblemProgress,
+  ProblemReport,
+  ProblemSubmission,
+} from 'cudakit';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -63,11 +72,40 @@ export interface JobExtras {
   deviceMetrics?: boolean;
   /** An operator-installed JavaScript reference (the problem registry's module), imported by the worker. */
   referenceModule?: string;
+  /**
+   * The problem with cases the job is a submission to, from the registry (its kernels' sources read in: no path):
+   * the worker runs evaluateProblem(problem, job) in place of evaluate(job).
+   */
+  problem?: EvalProblem;
+}
+
+/** What a worker runs: an EvalJob, or a submission to the problem of its extras. */
+export type RunJob = EvalJob | ProblemSubmission;
+
+/** What a worker reports: evaluate()'s report, or evaluateProblem()'s. */
+export type RunReport = EvalReport | ProblemReport;
+
+/** A worker's progress: evaluate()'s, or evaluateProblem()'s (each case as it starts, then its job's). */
+export type RunProgress = EvalProgress | ProblemProgress;
+
+/** Whether a worker's report is evaluateProblem()'s. */
+export function isProblemReport(report: RunReport): report is ProblemReport {
+  const r = report as Partial<ProblemReport>;
+  return Array.isArray(r.cases) && typeof r.problem === 'string';
+}
+
+/**
+ * Whether a warm worker stays for the next job after this report: not after a sticky error (its context is lost), and
+ * not after a problem with cases, whose cases' buffers evaluateProblem() does not scrub before they are freed (the
+ * worker exits: worker/main.ts).
+ */
+export function workerStays(report: RunReport): boolean {
+  return !isProblemReport(report) && report.error?.sticky !== true;
 }
 
 export type ParentMessage =
   /** Run this job now. `seedSalt` is secret: the inputs' seed is the job's public seed mixed with it. */
-  | { v: 1; t: 'job'; id: string; job: EvalJob; seedSalt: string; deadlines: Deadlines; extras?: JobExtras }
+  | { v: 1; t: 'job'; id: string; job: RunJob; seedSalt: string; deadlines: Deadlines; extras?: JobExtras }
   /** Finish nothing more and exit (a warm worker between jobs, or a drain). */
   | { v: 1; t: 'shutdown' };
 
@@ -77,9 +115,9 @@ export type ChildMessage =
   /** A phase began (the parent arms its deadline). */
   | { v: 1; t: 'phase'; id: string; phase: EvalPhase | 'profile'; atMs: number }
   /** Progress within a phase (samples while timing). */
-  | { v: 1; t: 'progress'; id: string; progress: EvalProgress }
+  | { v: 1; t: 'progress'; id: string; progress: RunProgress }
   /** The job's report (serialised with formatJson: 64-bit values are strings). Then the child exits, or waits. */
-  | { v: 1; t: 'result'; id: string; report: EvalReport; device: DeviceFacts | undefined }
+  | { v: 1; t: 'result'; id: string; report: RunReport; device: DeviceFacts | undefined }
   /** Something outside any job's verdict broke (the device could not be opened, say); the child exits next. */
   | { v: 1; t: 'fatal'; id: string | undefined; error: { code: string; message: string } };
 

@@ -16,7 +16,7 @@
 // Process per job (the default): the child exits after its job, and the next one is started while the job runs, so
 // it is ready when the job ends (it creates its context only when it gets a job). Warm: the child stays.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { EvalJob, EvalPhase } from 'cudakit';
+import type { EvalPhase } from 'cudakit';
 import {
   type ChildExit,
   type DeathGuard,
@@ -29,7 +29,8 @@ import {
 import { type Containment, defaultContainment } from './containment.js';
 import { type GpuReleased, gpuReleasedBySmi } from './nvidia-smi.js';
 import type { RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from './pool.js';
-import { type ChildMessage, type Deadlines, type DeviceFacts, type JobExtras, isChildMessage } from './protocol.js';
+import { type ChildMessage, type Deadlines, type DeviceFacts, type JobExtras, type RunJob } from './protocol.js';
+import { isChildMessage, workerStays } from './protocol.js';
 import { RestartCounts, killReasonOf } from './restarts.js';
 
 export type Isolation = 'process' | 'warm';
@@ -426,7 +427,7 @@ export class GpuSlot {
   #run(
     lease: LeaseRecord,
     id: string,
-    job: EvalJob,
+    job: RunJob,
     seedSalt: string,
     deadlines: Deadlines,
     hooks: RunHooks,
@@ -509,7 +510,7 @@ export class GpuSlot {
       case 'result':
         this.#settle(active);
         active.resolve({ kind: 'report', report: m.report, device: m.device });
-        void this.#afterReport(active.child, m.report.error?.sticky === true);
+        void this.#afterReport(active.child, !workerStays(m.report));
         return;
       case 'fatal': {
         const reason = `the worker failed: ${m.error.code}: ${m.error.message}`;
@@ -573,12 +574,15 @@ export class GpuSlot {
     this.#endJob(child, 'killed');
   }
 
-  /** After a report: a warm child stays (unless its context is lost); otherwise it exits and the next takes over. */
-  async #afterReport(child: WorkerChild, contextLost: boolean): Promise<void> {
+  /**
+   * After a report: a warm child stays (unless it ends: its context lost, or a problem with cases run, workerStays);
+   * otherwise it exits and the next takes over.
+   */
+  async #afterReport(child: WorkerChild, ends: boolean): Promise<void> {
     this.#lease = undefined;
     this.#active = undefined;
     if (this.#stopping) return;
-    if (this.#isolation === 'warm' && !contextLost && child.exit === undefined) {
+    if (this.#isolation === 'warm' && !ends && child.exit === undefined) {
       child.onMessage = (m) => this.#idleMessage(child, m);
       child.onExit = (e) => this.#idleExit(child, e);
       this.#setState('idle');
@@ -645,8 +649,10 @@ function checkJobMessage(m: ChildMessage, id: string): string | undefined {
     }
   }
   if (m.t === 'result') {
-    const r = m.report as unknown as { name?: unknown; passed?: unknown; phases?: unknown } | null;
-    if (typeof r !== 'object' || r === null || typeof r.passed !== 'boolean' || !Array.isArray(r.phases)) {
+    const r = m.report as unknown as { passed?: unknown; phases?: unknown; cases?: unknown } | null;
+    // evaluate()'s report has its phases, evaluateProblem()'s its cases.
+    const parts = r !== null && typeof r === 'object' && (Array.isArray(r.phases) || Array.isArray(r.cases));
+    if (typeof r !== 'object' || r === null || typeof r.passed !== 'boolean' || !parts) {
       return 'a result without a report';
     }
   }

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 // The queue's running side: a dispatch loop leases this process's idle slots to jobs taken from the RunQueue whenever
 // a slot turns idle or a job arrives; each run's SlotOutcome becomes a status and a verdict (judge/outcome.ts), stored
-// once, and a 'done' event. Phases and progress of a run are its events; a drain lets the runs in flight end.
+// once, and a 'done' event. Phases and progress of a run are its events; a drain lets the runs in flight end. A
+// submission to a problem with cases runs with the problem from this process's registry, and its events say nothing
+// of a hidden case but that it started (judge/problem-report.ts).
 import { randomBytes } from 'node:crypto';
-import type { EvalJob, EvalPhase, EvalProgress } from 'cudakit';
+import type { EvalJob, EvalPhase, EvalProblem, ProblemSubmission } from 'cudakit';
 import { queueTimeoutOutcome, resultOf } from '../judge/outcome.js';
+import { type ProblemEventFilter, problemEventFilter } from '../judge/problem-report.js';
 import type { GpuPool, SlotLease } from '../run/pool.js';
-import type { Deadlines } from '../run/protocol.js';
-import type { JobRecord, JobStore, ServiceOptions } from '../store/store.js';
+import type { Deadlines, JobExtras, RunJob, RunProgress } from '../run/protocol.js';
+import { type JobRecord, type JobStore, type ServiceOptions, isProblemJob } from '../store/store.js';
 import type { JobEvents, ServiceLog } from './job-events.js';
 import { type QueuedJob, type RunQueue, queuedJobOf } from './queue.js';
 
@@ -26,6 +29,8 @@ export interface DispatcherConfig {
   progressIntervalMs: number;
   /** Cancels a job taken while a DELETE for it was arriving (the service's cancel). */
   cancel: (id: string) => Promise<unknown>;
+  /** The problem with cases of that name, from this process's registry (its sources read in); undefined: none. */
+  problem: (name: string) => EvalProblem | undefined;
   now: () => number;
   log: ServiceLog;
 }
@@ -47,6 +52,7 @@ export class Dispatcher {
   readonly #deadlines: (job: EvalJob, options: ServiceOptions) => Deadlines;
   readonly #progressIntervalMs: number;
   readonly #cancel: (id: string) => Promise<unknown>;
+  readonly #problem: (name: string) => EvalProblem | undefined;
   readonly #now: () => number;
   readonly #log: ServiceLog;
 
@@ -68,6 +74,7 @@ export class Dispatcher {
     this.#deadlines = config.deadlines;
     this.#progressIntervalMs = config.progressIntervalMs;
     this.#cancel = config.cancel;
+    this.#problem = config.problem;
     this.#now = config.now;
     this.#log = config.log;
   }
@@ -169,6 +176,16 @@ export class Dispatcher {
       }
       return false;
     }
+    if (isProblemJob(record.job) && this.#problem(record.job.problem) === undefined) {
+      // Queued by a process whose registry has the problem; this one's has not (another --problems-dir).
+      this.#active.delete(next.id);
+      const message = `The problem '${record.job.problem}' is not installed where the job was to run`;
+      const error = { code: 'PROBLEM_NOT_INSTALLED', message };
+      const outcome = { status: 'failed', verdict: undefined, phase: undefined, report: undefined, error } as const;
+      await this.#events.finish(next.id, next.gpu, undefined, { ...outcome, atMs: this.#now() });
+      await take.settle(next.id);
+      return false;
+    }
     if (record.status === 'queued' && next.expiresAtMs <= this.#now()) {
       // Taken after its deadline, before an expiry pass saw it.
       this.#active.delete(next.id);
@@ -218,15 +235,22 @@ export class Dispatcher {
       });
       events.started({ id, gpu: record.options.gpu, queueWaitMs: startedAtMs - record.createdAt });
     }
+    const { deviceMetrics, referenceModule } = record.options;
+    const extras: JobExtras = { deviceMetrics, ...(referenceModule === undefined ? {} : { referenceModule }) };
+    const run = this.#runOf(record);
+    if (run.problem !== undefined) extras.problem = run.problem;
     let lastProgressMs = 0;
     const hooks = {
       onPhase: (phase: EvalPhase | 'profile') => {
-        if (!marked) return;
+        if (!marked || run.filter?.showsPhase() === false) return;
         void events.after(id, () => this.#store.setPhase(id, phase));
         void events.event(id, 'phase', { phase });
       },
-      onProgress: (progress: EvalProgress) => {
-        if (!marked || progress.kind === 'phase') return; // phases come through onPhase
+      onProgress: (p: RunProgress) => {
+        if (!marked || p.kind === 'phase') return; // phases come through onPhase
+        const progress =
+          run.filter === undefined ? p : run.filter.progress(p as Parameters<ProblemEventFilter['progress']>[0]);
+        if (progress === undefined) return;
         const nowMs = this.#now();
         if (progress.kind === 'samples' && nowMs - lastProgressMs < this.#progressIntervalMs) return;
         lastProgressMs = nowMs;
@@ -234,10 +258,8 @@ export class Dispatcher {
       },
     };
     const salt = randomBytes(16).toString('hex');
-    const { deviceMetrics, referenceModule } = record.options;
-    const extras = { deviceMetrics, ...(referenceModule === undefined ? {} : { referenceModule }) };
-    const deadlines = this.#deadlines(record.job, record.options);
-    const outcomePromise = lease.run(id, record.job, salt, deadlines, hooks, extras);
+    const deadlines = this.#deadlines(run.timed, record.options);
+    const outcomePromise = lease.run(id, run.job, salt, deadlines, hooks, extras);
     active.running = true;
     // A DELETE while it was starting, or a store that no longer has it queued: the slot is leased, so the job runs
     // and is stopped at once (a lease has no other way back).
@@ -254,7 +276,48 @@ export class Dispatcher {
       cancelRequested: active.cancelRequested,
       draining: this.#draining,
     });
-    const phases = outcome.kind === 'report' ? outcome.report.phases : undefined;
+    const phases =
+      outcome.kind !== 'report'
+        ? undefined
+        : 'phases' in outcome.report
+          ? outcome.report.phases
+          : outcome.report.cases.flatMap((c) => c.report?.phases ?? []);
     await events.finish(id, record.options.gpu, runMs, { ...result, atMs: endMs }, phases);
   }
+
+  /**
+   * What the worker runs for `record`: its EvalJob, or the submission to its problem with the problem itself, the
+   * progress filter of its hidden cases, and the job its deadlines are made for.
+   */
+  #runOf(record: JobRecord): { job: RunJob; problem?: EvalProblem; filter?: ProblemEventFilter; timed: EvalJob } {
+    const job = record.job;
+    if (!isProblemJob(job)) return { job, timed: job };
+    const { problem: name, ...submission } = job;
+    // #startJob ran only a job whose problem this registry has.
+    const problem = this.#problem(name)!;
+    return {
+      job: submission,
+      problem,
+      filter: problemEventFilter(problem.cases),
+      timed: timedJob(problem, submission),
+    };
+  }
+}
+
+/**
+ * The job a problem's deadlines are made for: what jobDeadlines reads of each case's job (caseJob()'s), the problem's
+ * timing and a comparison with its baseline, on a stand-in launch.
+ */
+function timedJob(problem: EvalProblem, submission: ProblemSubmission): EvalJob {
+  const { preset, rule } = problem.timing ?? {};
+  const baseline = problem.baseline ?? problem.reference;
+  return {
+    source: submission.source,
+    kernel: submission.kernel,
+    grid: 1,
+    block: 1,
+    args: [],
+    timing: { ...(preset === undefined ? {} : { preset }), ...(rule === undefined ? {} : { rule }) },
+    ...(baseline === undefined ? {} : { compare: { source: baseline.source, kernel: baseline.kernel } }),
+  };
 }

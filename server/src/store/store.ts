@@ -3,7 +3,7 @@
 // SQLite file (store/sqlite.ts); the distributed mode in PostgreSQL (store/postgres.ts). Both implement this
 // interface and pass the same contract tests. Writes of a result are idempotent: finishing a job twice keeps the first
 // result.
-import type { EvalJob, EvalPhase } from 'cudakit';
+import type { EvalJob, EvalPhase, ProblemSubmission } from 'cudakit';
 import type { Verdict } from '../judge/verdict.js';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
@@ -24,6 +24,20 @@ export interface ServiceOptions {
   referenceModule?: string;
 }
 
+/**
+ * A submission to a problem with cases as the store keeps it: the submission as the client sent it, and the problem's
+ * name (the worker gets the problem itself from the registry when the job runs).
+ */
+export type ProblemJob = ProblemSubmission & { problem: string };
+
+/** What a record holds of its job: an EvalJob, or a submission to a problem with cases. */
+export type StoredJob = EvalJob | ProblemJob;
+
+/** Whether `job` is a submission to a problem with cases. */
+export function isProblemJob(job: StoredJob): job is ProblemJob {
+  return typeof (job as Partial<ProblemJob>).problem === 'string';
+}
+
 export interface JobRecord {
   /** 'ev_' + a ULID: sortable by creation time. */
   id: string;
@@ -34,7 +48,7 @@ export interface JobRecord {
   verdict: Verdict | undefined;
   /** The phase running now, or the one that failed. */
   phase: EvalPhase | 'profile' | undefined;
-  job: EvalJob;
+  job: StoredJob;
   options: ServiceOptions;
   idempotencyKey: string | undefined;
   /** sha256 of the canonical job + options: the same key with another body is a 422. */

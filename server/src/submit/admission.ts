@@ -220,7 +220,7 @@ function dim3Of(v: unknown): [number, number, number] | undefined {
 }
 
 /** What `limits` refuses in one kernel's launch (`path`: 'job', 'job.reference' ...): each limit it is over. */
-function launchProblems(path: string, k: Record<string, unknown>, limits: LaunchLimits): JobProblem[] {
+export function launchProblems(path: string, k: Record<string, unknown>, limits: LaunchLimits): JobProblem[] {
   const problems: JobProblem[] = [];
   const over = (at: string, limit: SourcedLimit, what: string, received: number): void => {
     if (!(received > limit.max)) return;

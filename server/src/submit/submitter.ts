@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The queue's submitting side: a submission is validated, admitted (admission limits, the queue caps, one attempt per
-// Idempotency-Key at a time) and stored queued before the client gets its 202; a job's place in the queue; the
+// Idempotency-Key at a time) and stored queued before the client gets its 202 (a submission to a problem with cases
+// is checked by problem-submission.ts, and stored with the problem's name); a job's place in the queue; the
 // periodic passes that fail queued jobs past their maxQueueSeconds (and running jobs the queue lost) and delete
 // finished jobs past their retention.
 import { InvalidJobError, isArch, validateJob } from 'cudakit';
@@ -13,7 +14,7 @@ import type { Deadlines } from '../run/protocol.js';
 import type { JobEvents, ServiceLog } from '../schedule/job-events.js';
 import { type SubmitQueue, queuedJobOf } from '../schedule/queue.js';
 import { newJobId } from '../store/ids.js';
-import type { JobRecord, JobStore, ServiceOptions } from '../store/store.js';
+import type { JobRecord, JobStore, ServiceOptions, StoredJob } from '../store/store.js';
 import {
   DEFAULT_ADMISSION_LIMITS,
   admissionProblems,
@@ -23,6 +24,7 @@ import {
 } from './admission.js';
 import { splitBody } from './fields.js';
 import { hashOf } from './idempotency.js';
+import { checkProblemSubmission } from './problem-submission.js';
 import type { ProblemRegistry } from './problems.js';
 
 export interface ServiceLimits extends AdmissionLimits {
@@ -189,23 +191,9 @@ export class Submitter {
   async submit(principal: string, body: Record<string, unknown>, idempotencyKey?: string): Promise<Submission> {
     const split = splitBody(body);
     const options: ServiceOptions = split.options;
-    // A registry problem gives the job its args and reference before anything checks them.
-    const { job: rawJob, problem } = this.#problems.expand(split.job);
-    const referenceModule = problem === undefined ? undefined : this.#problems.modulePath(problem);
-    if (referenceModule !== undefined) options.referenceModule = referenceModule;
-    const problems = admissionProblems(rawJob, this.#admissionLimits());
-    if (problems.length > 0) throw new InvalidJobError(problems);
-    let job: EvalJob;
-    try {
-      job = validateJob(rawJob);
-    } catch (e) {
-      if (e instanceof InvalidJobError) throw e;
-      // A validator that throws anything else met a body it did not foresee: still the body's problem, not a 500.
-      this.#log.error({ err: e }, 'validateJob threw something other than InvalidJobError');
-      const message = `Expected a job cudakit's validateJob can check for job but it failed: ${(e as Error).message}`;
-      throw new InvalidJobError([{ path: 'job', message, type: 'TypeError' }]);
-    }
-    await this.#checkGpus(job, options);
+    // A job, or a submission to a problem with cases; `compiled` is what the compile check compiles.
+    const { job, compiled } = this.#checked(split.job, options);
+    await this.#checkGpus(compiled, options);
 
     const bodyHash = hashOf({ job, options });
     if (idempotencyKey === undefined) return this.#admit(principal, job, options, bodyHash, undefined);
@@ -232,6 +220,42 @@ export class Submitter {
     } finally {
       this.#idempotencyLocks.delete(lockKey);
     }
+  }
+
+  /**
+   * The job to store and the EvalJob the compile check compiles: the body's EvalJob (a registry problem's args and
+   * reference in place), or the submission to a problem with cases and its first case's job.
+   * @throws InvalidJobError with every problem found.
+   */
+  #checked(body: Record<string, unknown>, options: ServiceOptions): { job: StoredJob; compiled: EvalJob } {
+    const validated = <T>(check: () => T, what: string): T => {
+      try {
+        return check();
+      } catch (e) {
+        if (e instanceof InvalidJobError) throw e;
+        // A validator that throws anything else met a body it did not foresee: still the body's problem, not a 500.
+        this.#log.error({ err: e }, `${what} threw something other than InvalidJobError`);
+        const message = `Expected a job cudakit's ${what} can check for job but it failed: ${(e as Error).message}`;
+        throw new InvalidJobError([{ path: 'job', message, type: 'TypeError' }]);
+      }
+    };
+    if ('problem' in body) {
+      const checked = validated(
+        () => checkProblemSubmission(body, options, this.#problems, this.#admissionLimits()),
+        'validateProblem',
+      );
+      const referenceModule = this.#problems.modulePath(checked.job.problem);
+      if (referenceModule !== undefined) options.referenceModule = referenceModule;
+      return { job: checked.job, compiled: checked.firstCase };
+    }
+    // A registry problem gives the job its args and reference before anything checks them.
+    const { job: rawJob, problem } = this.#problems.expand(body);
+    const referenceModule = problem === undefined ? undefined : this.#problems.modulePath(problem);
+    if (referenceModule !== undefined) options.referenceModule = referenceModule;
+    const problems = admissionProblems(rawJob, this.#admissionLimits());
+    if (problems.length > 0) throw new InvalidJobError(problems);
+    const job = validated(() => validateJob(rawJob), 'validateJob');
+    return { job, compiled: job };
   }
 
   /** Throws when no GPU can take the job: 503 without one (400 for a job that does not compile), 400 for a class. */
@@ -270,7 +294,7 @@ export class Submitter {
 
   async #admit(
     principal: string,
-    job: EvalJob,
+    job: StoredJob,
     options: ServiceOptions,
     bodyHash: string,
     idempotencyKey: string | undefined,

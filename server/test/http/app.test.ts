@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { deflateSync, gzipSync } from 'node:zlib';
+import type { EvalJob } from 'cudakit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/shared.js';
 import { ProblemRegistry } from '../../src/submit/problems.js';
@@ -721,9 +722,10 @@ describe('the problem registry through the API', () => {
       expect(res.statusCode).toBe(202);
       await until(() => pool.runs.length === 1);
       const run = pool.runs[0]!;
-      expect(run.job.args).toEqual(['y@ptr:f32[32]:out', 'n@i32=32']);
-      expect(run.job.reference).toBeUndefined();
-      expect(run.job.timing).toMatchObject({ bytes: 128 });
+      const job = run.job as EvalJob;
+      expect(job.args).toEqual(['y@ptr:f32[32]:out', 'n@i32=32']);
+      expect(job.reference).toBeUndefined();
+      expect(job.timing).toMatchObject({ bytes: 128 });
       expect(run.extras).toEqual({ deviceMetrics: true, referenceModule: join(dir, 'fill', 'reference.mjs') });
 
       const unknown = await submit(app, 'alice', { ...withoutArgs, reference: { problem: 'gemm' } });

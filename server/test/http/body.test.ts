@@ -5,6 +5,7 @@
 // /proc.
 import { request as httpRequest } from 'node:http';
 import { gzipSync } from 'node:zlib';
+import type { EvalJob } from 'cudakit';
 import fc from 'fast-check';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parseBody } from '../../src/http/body.js';
@@ -311,10 +312,10 @@ describe('the routes', () => {
     );
     const chunked = await post(pieces, {});
     expect(chunked.status, chunked.body).toBe(202);
-    expect((await service.get(JSON.parse(chunked.body).id))!.job.args).toEqual(job.args);
+    expect(((await service.get(JSON.parse(chunked.body).id))!.job as EvalJob).args).toEqual(job.args);
     const zipped = await post([gzipSync(bytes)], { 'content-encoding': 'gzip' });
     expect(zipped.status, zipped.body).toBe(202);
-    expect((await service.get(JSON.parse(zipped.body).id))!.job.args).toEqual(job.args);
+    expect(((await service.get(JSON.parse(zipped.body).id))!.job as EvalJob).args).toEqual(job.args);
   });
 });
 

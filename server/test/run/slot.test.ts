@@ -21,7 +21,7 @@ const T = 10_000; // per test
 
 function report(o: SlotOutcome): EvalReport {
   if (o.kind !== 'report') throw new Error(`expected a report, got ${JSON.stringify(o)}`);
-  return o.report;
+  return o.report as EvalReport; // these jobs are EvalJobs
 }
 
 /** The pid the fake worker puts in its report's warnings. */
@@ -154,7 +154,7 @@ describe('GpuSlot: jobs', () => {
       const progress: EvalProgress[] = [];
       const run = lease.run('job-1', fakeJob('fake:pass:600ms'), 'salt', deadlines(), {
         onPhase: (p) => void phases.push(p as EvalPhase),
-        onProgress: (p) => void progress.push(p),
+        onProgress: (p) => void progress.push(p as EvalProgress),
       });
       // The pre-started child: started while the job runs (it takes over once ready and the job is done).
       await until(() => slot.pids().others.length === 1, { timeoutMs: 3_000 });

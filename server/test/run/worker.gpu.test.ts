@@ -38,7 +38,7 @@ const job = (source: string): EvalJob => ({
 
 function report(o: SlotOutcome): EvalReport {
   if (o.kind !== 'report') throw new Error(`expected a report, got ${JSON.stringify(o)}`);
-  return o.report;
+  return o.report as EvalReport; // these jobs are EvalJobs
 }
 
 let facts: DeviceFacts;

@@ -203,7 +203,7 @@ describeWithServices('PostgresJobStore', ['postgres'], () => {
       const store = await openStore(url);
       const odd = 'nul\u0000 and \ud800 and 🦀';
       const job: EvalJob = {
-        ...jobRecord().job,
+        ...(jobRecord().job as EvalJob),
         name: odd,
         args: [
           'f32=1e-7',

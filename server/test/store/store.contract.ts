@@ -104,7 +104,7 @@ export function jobStoreContract(name: string, open: () => JobStore | Promise<Jo
         r.principal = 'mallory'; // the caller's object after insert
         const got = (await s.get(r.id))!;
         got.status = 'cancelled';
-        (got.job.args as string[]).push('i32=1');
+        ((got.job as EvalJob).args as string[]).push('i32=1');
         expect(await s.get(r.id)).toStrictEqual({ ...r, principal: 'alice' });
       });
 

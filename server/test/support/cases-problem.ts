@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // A small problem with cases and registry folders holding it, for the tests of the registry, the submissions to a
 // problem and the redaction of its hidden cases.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { EvalProblem, ProblemCaseReport, ProblemReport } from 'cudakit';
 import { failedReport, passedReport } from './fake-pool.js';
 
@@ -112,4 +113,28 @@ export function addReport(outcome: AddOutcome, kernel = 'add'): ProblemReport {
     cases,
     warnings,
   };
+}
+
+/** A problem the server ships, for the tests that submit to it: its folder, its problem and its example submission. */
+export interface ShippedProblem {
+  dir: string;
+  problem: EvalProblem;
+  hidden: EvalProblem['cases'][number][];
+  /** What of its hidden cases must never reach a client: their names and their dimensions' values. */
+  hiddenMarks: string[];
+  /** example.json with example.cu's text as its source. */
+  example: Record<string, unknown>;
+}
+
+export function shippedProblem(name: string): ShippedProblem {
+  const dir = fileURLToPath(new URL(`../../problems/${name}`, import.meta.url));
+  const read = (file: string): string => readFileSync(join(dir, file), 'utf8');
+  const problem = JSON.parse(read('problem.json')) as EvalProblem;
+  const hidden = problem.cases.filter((c) => c.visibility === 'hidden');
+  const hiddenMarks = hidden.flatMap((c) => [
+    ...(c.name === undefined ? [] : [c.name]),
+    ...Object.values(c.dims).map(String),
+  ]);
+  const example = { ...(JSON.parse(read('example.json')) as Record<string, unknown>), source: read('example.cu') };
+  return { dir, problem, hidden, hiddenMarks, example };
 }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // A GpuPool without GPUs or children, for the scheduler's and the API's tests: each lease's run() plays the job's
 // phases and resolves a canned SlotOutcome after a delay, chosen by the job's name (or by a test's own `script`). It
-// records every run's interval per slot, so a test can show that no slot ever ran two jobs at once.
-import type { EvalJob, EvalPhase, EvalReport } from 'cudakit';
+// records every run's interval per slot, so a test can show that no slot ever ran two jobs at once. A submission to a
+// problem with cases (its problem in the run's extras) plays the cases as the fake worker does (fake-problem.ts).
+import type { EvalJob, EvalPhase, EvalReport, ProblemSubmission } from 'cudakit';
 import type { GpuPool, RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from '../../src/run/pool.js';
-import type { Deadlines, JobExtras, LaunchFacts } from '../../src/run/protocol.js';
+import type { Deadlines, JobExtras, LaunchFacts, RunJob, RunProgress } from '../../src/run/protocol.js';
+import { fakeProblemProgress, fakeProblemReport } from '../../src/run/worker/fake-problem.js';
 import { H200_LAUNCH } from '../../../test/support/devices.js';
 
 export interface FakeGpu {
@@ -22,6 +24,8 @@ export interface FakeScript {
   delayMs: number;
   outcome: SlotOutcome;
   phases?: (EvalPhase | 'profile')[];
+  /** Progress sent before the outcome, in order; after each case's start, the phases again (its job's). */
+  progress?: RunProgress[];
 }
 
 export interface FakeRunRecord {
@@ -31,7 +35,7 @@ export interface FakeRunRecord {
   endMs: number | undefined;
   deadlines: Deadlines;
   /** What the service asked of the worker beside the job. */
-  job: EvalJob;
+  job: RunJob;
   extras: JobExtras | undefined;
   outcome: SlotOutcome | undefined;
 }
@@ -76,10 +80,21 @@ export function failedReport(name: string, error: NonNullable<EvalReport['error'
 
 /**
  * The default script by job name: 'sleep:<ms>' passes after that long; 'hang' runs until cancelled; 'incorrect',
- * 'timeout', 'crash', 'crash-outside' end as they say; anything else passes after 5 ms.
+ * 'timeout', 'crash', 'crash-outside' end as they say; anything else passes after 5 ms. A submission to a problem
+ * named 'public-fail' or 'hidden-fail' fails there (fake-problem.ts); one with another name passes every case.
  */
-export function scriptByName(job: EvalJob): FakeScript {
+export function scriptByName(job: EvalJob, _id?: string, extras?: JobExtras): FakeScript {
   const name = job.name ?? job.kernel;
+  const problem = extras?.problem;
+  if (problem !== undefined && !['hang', 'timeout', 'crash', 'crash-outside'].includes(name.split(':')[0]!)) {
+    const outcome = name === 'public-fail' || name === 'hidden-fail' ? name : 'pass';
+    const submission = job as unknown as ProblemSubmission;
+    const caseReport = (label: string, error: EvalReport['error']) =>
+      error === undefined ? passedReport(label) : failedReport(label, error, 'check');
+    const report = fakeProblemReport(problem, submission, outcome, caseReport);
+    const progress = fakeProblemProgress(problem, submission, outcome);
+    return { delayMs: 5, outcome: { kind: 'report', report, device: undefined }, progress };
+  }
   const [kind, arg] = name.split(':');
   switch (kind) {
     case 'sleep':
@@ -137,7 +152,8 @@ export class FakePool implements GpuPool {
   unavailableRetryAfterSeconds: number | undefined = undefined;
   /** A test's own recheck (GpuPool.recheck), when it plays a pool whose view lags. */
   recheck?: () => Promise<void>;
-  script: (job: EvalJob, id: string) => FakeScript = scriptByName;
+  /** A problem's submission comes as its EvalJob-like self: scripts read a job's name and kernel, which it has too. */
+  script: (job: EvalJob, id: string, extras?: JobExtras) => FakeScript = scriptByName;
   /** What a reprobe brings a quarantined slot back as: 'idle', or 'quarantined' for a GPU still broken. */
   reprobeOutcome: 'idle' | 'quarantined' = 'idle';
   /** The slots reprobe() was called for, in order. */
@@ -213,7 +229,7 @@ export class FakePool implements GpuPool {
       info: { ...slot.info },
       run(
         id: string,
-        job: EvalJob,
+        job: RunJob,
         _salt: string,
         deadlines: Deadlines,
         hooks: RunHooks,
@@ -235,7 +251,7 @@ export class FakePool implements GpuPool {
           outcome: undefined,
         };
         pool.runs.push(record);
-        const script = pool.script(job, id);
+        const script = pool.script(job as EvalJob, id, extras);
         return new Promise<SlotOutcome>((resolve) => {
           let timer: NodeJS.Timeout | undefined;
           const end = (outcome: SlotOutcome): void => {
@@ -256,7 +272,12 @@ export class FakePool implements GpuPool {
           cancelRun = () => end({ kind: 'cancelled' });
           pool.#enders.set(id, end);
           if (cancelledEarly) return cancelRun();
-          for (const phase of script.phases ?? ['compile', 'check']) hooks.onPhase?.(phase);
+          const phases = script.phases ?? ['compile', 'check'];
+          for (const phase of phases) hooks.onPhase?.(phase);
+          for (const p of script.progress ?? []) {
+            hooks.onProgress?.(p);
+            if (p.kind === 'case') for (const phase of phases) hooks.onPhase?.(phase);
+          }
           if (Number.isFinite(script.delayMs)) timer = setTimeout(() => end(script.outcome), script.delayMs);
         });
       },

@@ -13,6 +13,7 @@ import {
   type EvalReport,
 } from 'cudakit';
 import type { JobStatus } from '../../store/store.js';
+import { hiddenLabel } from '../../judge/problem-report.js';
 import type { Verdict } from '../../judge/verdict.js';
 
 /** What the text is made of: a job's state as the record or GET /v1/evaluations/{id} has it. */
@@ -160,6 +161,7 @@ export function formatOutcome(o: Outcome): string {
   } else if (report?.check !== undefined && 'skipped' in report.check) {
     lines.push(`check: ${report.check.skipped}`);
   }
+  lines.push(...problemLines(report));
   const timing = report?.timing;
   if (timing !== undefined) {
     const samples = timing.stats.n;
@@ -173,6 +175,37 @@ export function formatOutcome(o: Outcome): string {
   }
   for (const w of [...o.warnings, ...(report?.warnings ?? [])]) lines.push(`warning: ${w}`);
   return lines.join('\n');
+}
+
+/**
+ * A problem with cases' report (stored with its hidden cases redacted) as lines: the score, then a line per case that
+ * ran; [] for any other report.
+ */
+function problemLines(report: unknown): string[] {
+  const r = report as { cases?: unknown; score?: unknown; scoreLow?: unknown; scoreHigh?: unknown } | undefined;
+  if (!Array.isArray(r?.cases)) return [];
+  const lines: string[] = [];
+  if (typeof r.score === 'number') {
+    const interval =
+      typeof r.scoreLow === 'number' ? ` (95% CI ${r.scoreLow.toFixed(3)} … ${Number(r.scoreHigh).toFixed(3)})` : '';
+    lines.push(`score: ${r.score.toFixed(3)}${interval}, the geometric mean of the cases' speedups`);
+  }
+  let hidden = 0;
+  for (const c of r.cases as {
+    name?: string;
+    visibility?: string;
+    ran?: boolean;
+    passed?: boolean;
+    speedup?: number;
+    scored?: { speedup?: number };
+  }[]) {
+    const name = c.visibility === 'hidden' ? hiddenLabel(++hidden) : `case ${c.name}`;
+    if (c.ran !== true) continue;
+    const speedup = c.scored?.speedup ?? c.speedup;
+    const times = typeof speedup === 'number' ? `, ${speedup.toFixed(2)}× the baseline` : '';
+    lines.push(`${name}: ${c.passed === true ? 'passed' : 'FAILED'}${times}`);
+  }
+  return lines;
 }
 
 /** A request's problems: the message, then one line per problem. */

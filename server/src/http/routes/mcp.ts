@@ -23,7 +23,7 @@ import {
   type CallToolResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { EvalReport } from 'cudakit';
+import type { EvalJob, EvalReport } from 'cudakit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
 import { answerOf, compatGpuOf, compatWaitMs, submitCompatJob } from '../../compat/answers.js';
@@ -43,7 +43,7 @@ import {
 } from '../../compat/schemas.js';
 import { ServiceError } from '../../errors.js';
 import type { EvalService } from '../../service.js';
-import { TERMINAL, type JobEvent } from '../../store/store.js';
+import { TERMINAL, type JobEvent, type StoredJob, isProblemJob } from '../../store/store.js';
 import { errorBodyOf, type App } from '../shared.js';
 import { followJobEvents } from '../sse.js';
 import type { Scope } from '../auth.js';
@@ -424,7 +424,7 @@ async function runCompat(
     phase: now.phase,
     error: now.error,
     report: reportOf(now.report),
-    job: now.job,
+    job: evalJobOf(now.job),
     gpu: gpu?.name,
     warnings: job.warnings,
   });
@@ -469,6 +469,11 @@ async function injectGet(ctx: CallContext, url: string): Promise<{ ok: true; bod
   return textResult(`${body.code}: ${body.message}`, true);
 }
 
+/** The job's EvalJob for the text's argument names and tolerances; a problem's submission has none of its own. */
+function evalJobOf(job: StoredJob): EvalJob | undefined {
+  return isProblemJob(job) ? undefined : job;
+}
+
 async function getEvaluation(args: Record<string, unknown>, ctx: CallContext): Promise<CallToolResult> {
   const validate = ctx.request.compileValidationSchema(GetArguments);
   if (!validate(args)) return invalidArguments(validate.errors ?? []);
@@ -486,7 +491,7 @@ async function getEvaluation(args: Record<string, unknown>, ctx: CallContext): P
     phase: evaluation.phase ?? undefined,
     error: evaluation.error ?? undefined,
     report: (evaluation.report ?? undefined) as EvalReport | undefined,
-    job: record?.job,
+    job: record === undefined ? undefined : evalJobOf(record.job),
     gpu: evaluation.gpu?.name,
     warnings: [],
   });

@@ -27,7 +27,7 @@ import {
 import { ServiceError } from '../../errors.js';
 import type { EvalService } from '../../service.js';
 import { isJobId } from '../../store/ids.js';
-import { TERMINAL, type JobRecord, type JobStatus } from '../../store/store.js';
+import { TERMINAL, type JobRecord, type JobStatus, isProblemJob } from '../../store/store.js';
 import type { Verdict } from '../../judge/verdict.js';
 import type { App, RouteReply, RouteRequest } from '../shared.js';
 import { type EventStream, followJobEvents, openEventStream } from '../sse.js';
@@ -73,7 +73,9 @@ function notFound(id: string): ServiceError {
 const submitSchema = {
   summary: 'Submit an evaluation',
   description:
-    'Validates the job (cudakit validateJob) and queues it; answers 202 at once. Without a GPU: 503 with ' +
+    'Validates the job (cudakit validateJob) and queues it; answers 202 at once. With problem, the body is a ' +
+    'submission to that problem with cases instead (source, kernel, grid, block, sharedMemBytes, compile, headers, ' +
+    "name; launches over the problem's dims), checked by validateProblem in every case. Without a GPU: 503 with " +
     'the reason, after validation. gzip and deflate bodies are accepted (the limit counts inflated bytes).',
   headers: IdempotencyHeaders,
   body: SubmitBody,
@@ -331,9 +333,20 @@ async function evaluationOf(service: EvalService, record: JobRecord): Promise<Ev
         : { uuid: record.gpuUuid, ...(slot === undefined ? {} : { name: slot.name, arch: slot.arch }) },
     options: record.options,
     report,
+    ...(isProblemJob(record.job) ? { problem: record.job.problem, ...scoreOf(report) } : {}),
     error: record.error ?? null,
     links: links(record.id),
   };
+}
+
+/** A problem report's score and its interval, where it has one (every case passed). */
+function scoreOf(report: unknown): { score?: number; scoreLow?: number; scoreHigh?: number } {
+  const r = (typeof report === 'object' && report !== null ? report : {}) as Record<string, unknown>;
+  const out: { score?: number; scoreLow?: number; scoreHigh?: number } = {};
+  for (const key of ['score', 'scoreLow', 'scoreHigh'] as const) {
+    if (typeof r[key] === 'number') out[key] = r[key];
+  }
+  return r.passed === true ? out : {};
 }
 
 /**

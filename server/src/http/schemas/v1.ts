@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // TypeBox schemas of the v1 API: one schema gives the route's validation, its TypeScript type and its part
-// of the OpenAPI document. The request body is an EvalJob with the service's fields beside it. The schemas check
-// shapes only where cudakit's validateJob is not authoritative; args, fills, grids and check options stay permissive
-// here and are checked in depth by validateJob, whose messages are better than a schema's.
+// of the OpenAPI document. The request body is an EvalJob with the service's fields beside it, or a submission to a
+// problem with cases (`problem` names it; grid, block and sharedMemBytes are then over its dimensions). The schemas
+// check shapes only where cudakit's validateJob is not authoritative; args, fills, grids and check options stay
+// permissive here and are checked in depth by validateJob, whose messages are better than a schema's.
 import { type Static, Type } from 'typebox';
 import type { SlotState } from '../../run/pool.js';
 import { VERDICTS, type Verdict } from '../../judge/verdict.js';
@@ -57,7 +58,9 @@ const Headers = Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLe
   maxProperties: 64,
   description: 'In-memory headers for #include "name"',
 });
-const Dim3 = Type.Unknown({ description: 'A number or [x], [x, y], [x, y, z]' });
+const Dim3 = Type.Unknown({
+  description: "A number or [x], [x, y], [x, y, z]; to a problem with cases, each may be over its dims: 'cdiv(n, 256)'",
+});
 const Arg = Type.Union([Type.String({ maxLength: 4096 }), Type.Object({}, { additionalProperties: true })], {
   description: "An argspec such as 'ptr:f32[1M]=uniform(-1,1)' or { kind: 'buffer', ... } (checked by validateJob)",
 });
@@ -66,6 +69,14 @@ const KernelRef = Type.Object({}, { additionalProperties: true, description: 'Ev
 
 export const SubmitBody = Type.Object(
   {
+    problem: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$',
+        description:
+          'A problem with cases (GET /v1/problems) this is a submission to: then source, kernel, grid, block and ' +
+          'optionally sharedMemBytes, compile, headers and name, and no other job field',
+      }),
+    ),
     name: Type.Optional(Type.String({ maxLength: 256 })),
     source: Source,
     kernel: Type.String({ minLength: 1, maxLength: 4096 }),
@@ -73,7 +84,7 @@ export const SubmitBody = Type.Object(
     compile: Type.Optional(Compile),
     grid: Dim3,
     block: Dim3,
-    sharedMemBytes: Type.Optional(Type.Unknown()),
+    sharedMemBytes: Type.Optional(Type.Unknown({ description: 'Bytes; to a problem with cases, over its dims' })),
     cooperative: Type.Optional(Type.Boolean()),
     clusterDim: Type.Optional(Dim3),
     signature: Type.Optional(Type.Array(Type.Unknown(), { maxItems: ARGS_MAX })),
@@ -212,7 +223,17 @@ export const Evaluation = Type.Object({
     deviceMetrics: Type.Boolean(),
   }),
   /** cudakit's EvalReport as the worker sent it (64-bit values as strings). */
-  report: Type.Unknown({ description: "cudakit's EvalReport (null before the result)" }),
+  report: Type.Unknown({
+    description:
+      "cudakit's EvalReport (null before the result); for a problem with cases its ProblemReport, each hidden case " +
+      'only { index, visibility, ran, passed } and, once every case passed, { scored: { speedup } }',
+  }),
+  problem: Type.Optional(Type.String({ description: 'The problem with cases the evaluation is a submission to' })),
+  score: Type.Optional(
+    Type.Number({ description: "A problem's score where every case passed: the geometric mean of the speedups" }),
+  ),
+  scoreLow: Type.Optional(Type.Number({ description: "Lower end of the score's 95 % interval" })),
+  scoreHigh: Type.Optional(Type.Number({ description: "Upper end of the score's 95 % interval" })),
   error: Nullable(ErrorInfo),
   links: Links,
 });

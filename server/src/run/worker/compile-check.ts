@@ -41,7 +41,8 @@ onParentMessage((m) => {
   if (m.t === 'shutdown') process.exit(0);
   void (async () => {
     try {
-      const job = checkedJob(m.job);
+      // The service sends the compile check an EvalJob (a problem's, its first case's).
+      const job = checkedJob(m.job as EvalJob);
       const report = await evaluate(job);
       const plain = JSON.parse(formatJson(report as unknown as Record<string, unknown>)) as typeof report;
       await sendAndExit({ v, t: 'result', id: m.id, report: plain, device: undefined }, 0);

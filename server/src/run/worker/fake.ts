@@ -18,8 +18,14 @@
 //   fake:kill-agent[:<phase>]    SIGKILLs the distributed mode's agent that runs it (CUDAKIT_SERVER_AGENT_PID): a
 //                                job that takes its whole host down
 //
-// Any other name passes at once. At start, CUDAKIT_FAKE_START = 'never-ready' | 'garbage' | 'exit' misbehaves
-// before `ready` ('@<file>': read that from the file at each start, so a test can mend a broken "GPU").
+// Any other name passes at once. A submission to a problem with cases (the problem in the job's extras) that passes
+// goes through every case (fake-problem.ts: each case's start, phases and samples, then a ProblemReport), and so do
+//   fake:public-fail[:80ms]      the second public case fails its check; no hidden case runs
+//   fake:hidden-fail[:80ms]      every public case passes, the first hidden one fails its check
+// after which the worker exits, warm or not, as a real one does after a problem.
+//
+// At start, CUDAKIT_FAKE_START = 'never-ready' | 'garbage' | 'exit' misbehaves before `ready` ('@<file>': read that
+// from the file at each start, so a test can mend a broken "GPU").
 // `fake.ts probe` is the probe instead: CUDAKIT_FAKE_GPUS = a count of fake H200s (4 by default), or a comma list of
 // `name@arch` ('NVIDIA H100 80GB HBM3@sm_90'; a name with the word MIG gets a MIG- UUID), or 'none' (no driver);
 // CUDAKIT_FAKE_HOST = 4 hex digits that start every UUID (default fa4e), so fake hosts have GPUs of their own.
@@ -32,8 +38,16 @@
 import { spawn } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { EvalCompileFacts, EvalError, EvalPhase, EvalReport } from 'cudakit';
-import { type ChildMessage, type DeviceFacts, type LaunchFacts, PROTOCOL_VERSION, WORKER_ENV } from '../protocol.js';
+import type { EvalCompileFacts, EvalError, EvalPhase, EvalProblem, EvalReport, ProblemSubmission } from 'cudakit';
+import {
+  type ChildMessage,
+  type DeviceFacts,
+  type LaunchFacts,
+  PROTOCOL_VERSION,
+  type RunJob,
+  WORKER_ENV,
+} from '../protocol.js';
+import type { FakeProblemOutcome } from './fake-problem.js';
 import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
 
 const FAKE_ENV = {
@@ -185,7 +199,30 @@ function phaseArg(arg: string | undefined, fallback: EvalPhase): EvalPhase {
   return PHASES.includes(arg as EvalPhase) ? (arg as EvalPhase) : fallback;
 }
 
-async function runFakeJob(id: string, name: string, warm: boolean): Promise<void> {
+/** A submission to a problem: each case as evaluateProblem() runs it, `totalMs` across them, then its report. */
+async function runFakeProblem(
+  id: string,
+  problem: EvalProblem,
+  submission: ProblemSubmission,
+  outcome: FakeProblemOutcome,
+  totalMs: number,
+): Promise<ChildMessage> {
+  // Imported only when a problem comes: the fake worker some tests build (fake, guard and protocol) runs none.
+  const { fakeProblemProgress, fakeProblemReport } = await import('./fake-problem.js');
+  const progress = fakeProblemProgress(problem, submission, outcome);
+  for (const p of progress) {
+    await send({ v, t: 'progress', id, progress: p });
+    if (p.kind !== 'case') continue;
+    for (const phase of PHASES) await send({ v, t: 'phase', id, phase, atMs: Date.now() });
+    if (totalMs > 0) await sleep(totalMs / progress.length);
+  }
+  const caseReport = (name: string, error: EvalError | undefined): EvalReport =>
+    fakeReport(name, error === undefined ? PHASES : PHASES.slice(0, PHASES.indexOf('check') + 1), error);
+  return { v, t: 'result', id, report: fakeProblemReport(problem, submission, outcome, caseReport), device: undefined };
+}
+
+async function runFakeJob(id: string, job: RunJob, problem: EvalProblem | undefined, warm: boolean): Promise<void> {
+  const name = typeof job.name === 'string' ? job.name : '';
   const [, behaviour = 'pass', arg, arg2] = name.startsWith('fake:') ? name.split(':') : [];
   const done = async (message: ChildMessage, exit: boolean): Promise<void> => {
     logEvent('end', id);
@@ -257,6 +294,11 @@ async function runFakeJob(id: string, name: string, warm: boolean): Promise<void
     }
     default: {
       const ms = /^(\d+)ms$/.exec(arg ?? '');
+      if (problem !== undefined) {
+        const outcome = behaviour === 'public-fail' || behaviour === 'hidden-fail' ? behaviour : 'pass';
+        const totalMs = ms === null ? 0 : Number(ms[1]);
+        return done(await runFakeProblem(id, problem, job as ProblemSubmission, outcome, totalMs), true);
+      }
       const ran = await phases(id, undefined, ms === null ? 0 : Number(ms[1]));
       return done({ v, t: 'result', id, report: fakeReport(name, ran), device: undefined }, !warm);
     }
@@ -291,7 +333,7 @@ async function main(): Promise<void> {
     }
     busy = true;
     logEvent('start', m.id);
-    void runFakeJob(m.id, typeof m.job.name === 'string' ? m.job.name : '', warm).then(() => (busy = false));
+    void runFakeJob(m.id, m.job, m.extras?.problem, warm).then(() => (busy = false));
   });
   await send({ v, t: 'ready', pid: process.pid });
 }

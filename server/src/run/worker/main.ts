@@ -2,15 +2,26 @@
 // The GPU worker child. The slot (run/slot.ts) forks it with CUDA_VISIBLE_DEVICES set to one GPU's UUID. It loads
 // cudakit, the driver and NVRTC (a small compile), says `ready` and waits: no CUDA context until a job comes (an
 // idle second context on the GPU slows the process being timed). On `job` it runs evaluate() (then, with
-// deviceMetrics, one launch under Nsight Compute in a child of its own) and reports phases, progress and the
-// result; then it exits (process per job, the default) or waits for the next job (warm: the context stays, buffers
-// are scrubbed before they are freed and the memory pool is trimmed between jobs). The parent times every phase and
-// kills the process group when a deadline passes: this process never times itself out (a kernel that never ends
-// blocks it); only ncu, which it kills itself before the profile deadline so the job keeps its verdict.
-import { Device, Program, contextLostBy, isArch, probe } from 'cudakit';
-import { PROTOCOL_VERSION, WORKER_ENV } from '../protocol.js';
+// deviceMetrics, one launch under Nsight Compute in a child of its own), or evaluateProblem() for a submission to the
+// problem with cases its extras carry, and reports phases, progress and the result; then it exits (process per job,
+// the default) or waits for the next job (warm: the context stays, buffers are scrubbed before they are freed and the
+// memory pool is trimmed between jobs; after a problem with cases it exits, as evaluateProblem() scrubs nothing).
+// The parent times every phase and kills the process group when a deadline passes: this process never times itself
+// out (a kernel that never ends blocks it); only ncu, which it kills itself before the profile deadline so the job
+// keeps its verdict.
+import {
+  Device,
+  type EvalJob,
+  type EvalPhase,
+  type ProblemSubmission,
+  Program,
+  contextLostBy,
+  isArch,
+  probe,
+} from 'cudakit';
+import { PROTOCOL_VERSION, type RunProgress, WORKER_ENV, isProblemReport } from '../protocol.js';
 import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
-import { runJob, workerDevice } from './run.js';
+import { runJob, runProblemJob, workerDevice } from './run.js';
 
 installParentDeathGuard();
 
@@ -57,20 +68,26 @@ onParentMessage((m) => {
     .catch(() => {});
   void (async () => {
     try {
-      const { report, device } = await runJob(m.job, m.seedSalt, {
+      const options = {
         signal: job.abort.signal,
         zeroOnFree: warm,
         deviceMetrics: m.extras?.deviceMetrics === true,
         ...(m.extras?.referenceModule === undefined ? {} : { referenceModule: m.extras.referenceModule }),
         deadlines: m.deadlines,
         receivedAtMs,
-        onPhase: (phase) => void send({ v, t: 'phase', id: m.id, phase, atMs: Date.now() }),
-        onProgress: (progress) => void send({ v, t: 'progress', id: m.id, progress }),
-      });
+        onPhase: (phase: EvalPhase | 'profile') => void send({ v, t: 'phase', id: m.id, phase, atMs: Date.now() }),
+        onProgress: (progress: RunProgress) => void send({ v, t: 'progress', id: m.id, progress }),
+      };
+      const problem = m.extras?.problem;
+      // With a problem, the job is the submission to it (the service sends nothing else with one).
+      const { report, device } =
+        problem === undefined
+          ? await runJob(m.job as EvalJob, m.seedSalt, options)
+          : await runProblemJob(problem, m.job as ProblemSubmission, m.seedSalt, options);
       await send({ v, t: 'result', id: m.id, report, device });
-      if (!warm || shutdownAfterJob || contextLostBy() !== undefined) process.exit(0);
+      if (!warm || shutdownAfterJob || problem !== undefined || contextLostBy() !== undefined) process.exit(0);
       // Warm: give the pool's cache back between jobs (the next job's memory starts from the driver).
-      if (report.phases.some((p) => p.phase === 'load')) Device.get(0).trimMemory();
+      if (!isProblemReport(report) && report.phases.some((p) => p.phase === 'load')) Device.get(0).trimMemory();
     } catch (e) {
       // evaluate() rejects only for bad options: this file's mistake, not the job's.
       const message = e instanceof Error ? (e.stack ?? e.message) : String(e);

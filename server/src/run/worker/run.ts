@@ -1,23 +1,27 @@
 // SPDX-License-Identifier: MIT
 // One job inside a worker: evaluate() with the inputs' seed mixed with the job's secret salt, phases and progress
 // reported as they happen, then (with the service's deviceMetrics option) one launch profiled under Nsight Compute,
-// and the report made plain JSON (formatJson: 64-bit values become strings) for the parent.
+// and the report made plain JSON (formatJson: 64-bit values become strings) for the parent. A submission to a problem
+// with cases runs through evaluateProblem() the same way (runProblemJob), its seed mixed alike.
 import { createHash } from 'node:crypto';
 import {
   Device,
   type DeviceMetrics,
   type EvalJob,
   type EvalPhase,
-  type EvalProgress,
+  type EvalProblem,
   type EvalReport,
+  type ProblemReport,
+  type ProblemSubmission,
   type ProfileJobOptions,
   type ProfileResult,
   evaluate,
+  evaluateProblem,
   formatJson,
   profileJob,
 } from 'cudakit';
 import { importJsReference } from './reference-module.js';
-import type { Deadlines, DeviceFacts } from '../protocol.js';
+import type { Deadlines, DeviceFacts, RunProgress } from '../protocol.js';
 import { deviceFacts } from './facts.js';
 
 /** evaluate()'s report, and with the deviceMetrics option its device metrics: null when none were collected. */
@@ -26,7 +30,7 @@ export type WorkerReport = EvalReport & { deviceMetrics?: DeviceMetrics | null }
 export interface RunJobOptions {
   signal?: AbortSignal;
   onPhase?: (phase: EvalPhase | 'profile') => void;
-  onProgress?: (progress: EvalProgress) => void;
+  onProgress?: (progress: RunProgress) => void;
   /** Scrub device buffers before they are freed (a warm worker: the next job must read nothing of this one). */
   zeroOnFree?: boolean;
   /** The service's deviceMetrics option: after evaluate(), Nsight Compute's metrics of one launch. Default false. */
@@ -91,6 +95,23 @@ export function prepareForRun(job: EvalJob, seedSalt: string, zeroOnFree: boolea
   return run;
 }
 
+/**
+ * A problem and a submission to it as the worker runs them: the check's seed mixed with the job's salt (every case's
+ * inputs are drawn from it), and every kernel's source name bare. Leaves both as they are.
+ */
+export function prepareProblemForRun(
+  problem: EvalProblem,
+  submission: ProblemSubmission,
+  seedSalt: string,
+): { problem: EvalProblem; submission: ProblemSubmission } {
+  const check = typeof problem.check === 'object' && problem.check !== null ? problem.check : {};
+  const seed = typeof check.seed === 'number' ? check.seed : DEFAULT_SEED;
+  const run: EvalProblem = { ...problem, check: { ...check, seed: mixSeed(seed, seedSalt) } };
+  if (problem.reference !== undefined) run.reference = withBareName(problem.reference);
+  if (problem.baseline !== undefined) run.baseline = withBareName(problem.baseline);
+  return { problem: run, submission: withBareName(submission) };
+}
+
 let facts: DeviceFacts | undefined;
 
 /** This worker's GPU (ordinal 0 under CUDA_VISIBLE_DEVICES), or undefined where it cannot be seen. No context. */
@@ -135,6 +156,33 @@ export async function runJob(
     report = { ...report, deviceMetrics: m.deviceMetrics, warnings: [...report.warnings, ...m.warnings] };
   }
   const plain = JSON.parse(formatJson(report as unknown as Record<string, unknown>)) as WorkerReport;
+  return { report: plain, device: workerDevice() };
+}
+
+/**
+ * Runs a submission to a problem with cases (evaluateProblem(): the public cases, then the hidden ones, then the
+ * score) and returns its report as plain JSON, with the device it ran on. Phases and progress as runJob's, each
+ * case's start and its job's progress carrying the case's index; device metrics are not collected.
+ */
+export async function runProblemJob(
+  problem: EvalProblem,
+  submission: ProblemSubmission,
+  seedSalt: string,
+  options: RunJobOptions = {},
+): Promise<{ report: ProblemReport; device: DeviceFacts | undefined }> {
+  const { signal, onPhase, onProgress } = options;
+  const run = prepareProblemForRun(problem, submission, seedSalt);
+  const reference =
+    options.referenceModule === undefined ? undefined : await importJsReference(options.referenceModule);
+  const report = await evaluateProblem(run.problem, run.submission, {
+    ...(signal === undefined ? {} : { signal }),
+    ...(reference === undefined ? {} : { reference }),
+    onProgress: (p) => {
+      if (p.kind === 'phase') onPhase?.(p.phase);
+      else onProgress?.(p);
+    },
+  });
+  const plain = JSON.parse(formatJson(report as unknown as Record<string, unknown>)) as ProblemReport;
   return { report: plain, device: workerDevice() };
 }
 
