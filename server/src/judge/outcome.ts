@@ -41,6 +41,11 @@ export interface OutcomeContext {
   cancelRequested: boolean;
   /** The server is shutting down: a kill is the drain's, not the kernel's. */
   draining: boolean;
+  /**
+   * A problem with cases' run ended while one of its hidden cases ran: a deadline or a crash then names no phase (a
+   * hidden case's phases are not shown), and a crash's message leaves out its worker's last words (its stderr).
+   */
+  inHiddenCase?: boolean;
 }
 
 /**
@@ -77,15 +82,21 @@ export function resultOf(outcome: SlotOutcome, context: OutcomeContext): Omit<Fi
       return { status: 'succeeded', verdict, phase: report.phase, report: stored, error };
     }
     case 'timeout': {
-      const where = outcome.scope === 'job' ? "the job's timeoutSeconds" : `the ${outcome.phase ?? 'phase'} deadline`;
-      const message = `killed after ${formatSeconds(outcome.limitMs)} (${where})`;
-      const phase = outcome.phase === undefined ? {} : { phase: outcome.phase };
+      const hidden = context.inHiddenCase === true;
+      const where =
+        outcome.scope === 'job'
+          ? "the job's timeoutSeconds"
+          : hidden
+            ? "a phase's deadline"
+            : `the ${outcome.phase ?? 'phase'} deadline`;
+      const message = `killed after ${formatSeconds(outcome.limitMs)} (${where})${hidden ? ' in a hidden case' : ''}`;
+      const phase = hidden ? undefined : outcome.phase;
       return {
         status: 'succeeded',
         verdict: 'TIMEOUT',
-        phase: outcome.phase,
+        phase,
         report: undefined,
-        error: { code: 'TIMEOUT', message, ...phase },
+        error: { code: 'TIMEOUT', message, ...(phase === undefined ? {} : { phase }) },
       };
     }
     case 'crashed': {
@@ -104,6 +115,10 @@ export function resultOf(outcome: SlotOutcome, context: OutcomeContext): Omit<Fi
           : outcome.exitCode !== undefined
             ? `exit code ${outcome.exitCode}`
             : 'no exit status';
+      if (context.inHiddenCase === true && outcome.phase !== undefined) {
+        const error = { code: 'CRASHED', message: `the worker died in a hidden case (${how})` };
+        return { status: 'failed', verdict: 'CRASHED', phase: undefined, report: undefined, error };
+      }
       const tail = outcome.stderrTail.trim() === '' ? '' : `\n${outcome.stderrTail.trimEnd()}`;
       const message = `${outcome.reason} (${how})${tail}`;
       if (outcome.phase === undefined) {

@@ -275,6 +275,7 @@ export class Dispatcher {
       device: { name: device?.name ?? lease.info.name, arch: device?.arch ?? lease.info.arch },
       cancelRequested: active.cancelRequested,
       draining: this.#draining,
+      inHiddenCase: run.filter?.showsPhase() === false,
     });
     const phases =
       outcome.kind !== 'report'

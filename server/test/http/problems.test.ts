@@ -10,6 +10,8 @@ import { ProblemRegistry } from '../../src/submit/problems.js';
 import { auth, closeApps, harness, type Who } from '../support/app-harness.js';
 import { ADD, ADD_FILES, ADD_PROBLEM, HIDDEN_MARKS, registry } from '../support/cases-problem.js';
 import { settled } from '../support/helpers.js';
+import type { SlotOutcome } from '../../src/run/pool.js';
+import { fakeProblemProgress } from '../../src/run/worker/fake-problem.js';
 
 const dirs: string[] = [];
 afterEach(closeApps);
@@ -179,6 +181,30 @@ describe('a submission to a problem with cases', () => {
       { index: 3, visibility: 'hidden', ran: false, passed: false },
     ]);
     for (const text of [JSON.stringify(evaluation), events, page]) expectNoHidden(text);
+  });
+
+  it('ends in a hidden case by a deadline or a crash with no phase, and nothing of the case', async () => {
+    const { app, pool } = await harness({ problems: problems() });
+    const started = fakeProblemProgress(app.service.problems.withCases('add')!, { ...SUBMISSION }, 'hidden-fail');
+    const ends: SlotOutcome[] = [
+      { kind: 'timeout', phase: 'check', limitMs: 60_000, scope: 'phase' },
+      {
+        kind: 'crashed',
+        phase: 'check',
+        signal: 'SIGSEGV',
+        exitCode: undefined,
+        stderrTail: 'odd-secret',
+        reason: 'x',
+      },
+    ];
+    for (const outcome of ends) {
+      pool.script = () => ({ delayMs: 5, outcome, progress: started });
+      const { evaluation, events } = await runToEnd(app, SUBMISSION);
+      expect(evaluation).toMatchObject({ verdict: outcome.kind === 'timeout' ? 'TIMEOUT' : 'CRASHED', phase: null });
+      expect(evaluation.error.message).toMatch(/in a hidden case/);
+      expect(evaluation.error.phase).toBeUndefined();
+      for (const text of [JSON.stringify(evaluation), events]) expectNoHidden(text);
+    }
   });
 
   it("fails in a public case with that case's verdict and error", async () => {
