@@ -13,6 +13,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { setprivWithPdeathsig } from '../../src/run/child.js';
 import type { SlotOutcome } from '../../src/run/pool.js';
 import { verdictOf } from '../../src/judge/verdict.js';
+import { isProblemReport } from '../../src/run/protocol.js';
+import { ADD, ADD_PROBLEM } from '../support/cases-problem.js';
 import { fakeJob } from '../../../test/support/jobs.js';
 import { until, untilIdle } from '../../../test/support/until.js';
 import { deadlines, fakeSlot, isAlive, tsxImport, untilDead } from '../support/slot-helpers.js';
@@ -455,6 +457,42 @@ describe('GpuSlot: warm isolation', () => {
       expect(slot.pids().current).not.toBe(pid);
       expect(isAlive(pid)).toBe(false);
       expect(report(await slot.lease()!.run('d', fakeJob('fake:pass'), 's', deadlines(), {})).passed).toBe(true);
+    },
+    T,
+  );
+
+  it(
+    'runs a problem with cases, its report and its cases’ progress through, and replaces the warm child after it',
+    async () => {
+      const slot = fakeSlot({ isolation: 'warm' });
+      await slot.start();
+      const pid = slot.pids().current!;
+      const problem = { ...ADD_PROBLEM, reference: { ...ADD_PROBLEM.reference, source: ADD } };
+      const submission = { source: ADD, kernel: 'add', grid: 'cdiv(n, 256)', block: 256, name: 'fake:hidden-fail' };
+      const progress: string[] = [];
+      const outcome = await slot.lease()!.run(
+        'p',
+        submission,
+        's',
+        deadlines(),
+        {
+          onProgress: (p) => void progress.push(p.kind === 'case' ? `case ${p.index}` : p.kind),
+        },
+        { problem },
+      );
+      if (outcome.kind !== 'report' || !isProblemReport(outcome.report)) throw new Error(JSON.stringify(outcome));
+      expect(outcome.report.cases.map((c) => [c.ran, c.passed])).toEqual([
+        [true, true],
+        [true, true],
+        [true, false],
+        [false, false],
+      ]);
+      expect(progress).toEqual(['case 0', 'samples', 'case 1', 'samples', 'case 2', 'samples']);
+      // Its cases' buffers are not scrubbed: the warm child exits, and another starts.
+      expect(slot.state).toBe('restarting');
+      await untilIdle(slot);
+      expect(slot.pids().current).not.toBe(pid);
+      expect(isAlive(pid)).toBe(false);
     },
     T,
   );
