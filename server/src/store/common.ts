@@ -7,14 +7,8 @@
 import type { EvalJob } from 'cudakit';
 import type { Verdict } from '../judge/verdict.js';
 import { joinLiterals } from './literals.js';
+import { describe } from './messages.js';
 import type { JobRecord, JobStatus, ListFilter } from './store.js';
-
-/** 'ev_…' of type string, 5 of type number: the value in the project's message format. */
-function describe(value: unknown): string {
-  if (typeof value === 'string') return `'${value.slice(0, 40)}' of type string`;
-  if (value === null || value === undefined) return String(value);
-  return typeof value === 'object' ? 'an object' : `${String(value)} of type ${typeof value}`;
-}
 
 export function checkListFilter(filter: ListFilter): void {
   const { limit, after } = filter;

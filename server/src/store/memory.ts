@@ -3,11 +3,24 @@
 // passes the same contract tests as the SQLite store (server/test/store/store.contract.ts) and, like it, hands out
 // copies: a caller that edits a record it got back changes nothing stored.
 import { checkListFilter, checkSeq, closedError, duplicateJobError, missingJobError, zeroCounts } from './common.js';
+import {
+  type LeaderboardEntry,
+  type LeaderboardFilter,
+  type LeaderboardWho,
+  type RankedEntry,
+  checkLeaderboardEntry,
+  checkLeaderboardFilter,
+  checkLeaderboardWho,
+  pageOf,
+  ranksBefore,
+} from './leaderboard.js';
 import { INTERRUPTED_ERROR, TERMINAL, type JobEvent, type JobRecord, type JobStatus, type JobStore } from './store.js';
 
 export class MemoryJobStore implements JobStore {
   readonly #jobs = new Map<string, JobRecord>();
   readonly #events = new Map<string, JobEvent[]>();
+  /** Keyed by leaderboardKey(problem, gpuClass, principal). */
+  readonly #leaderboard = new Map<string, LeaderboardEntry>();
   #closed = false;
 
   async insert(record: JobRecord): Promise<void> {
@@ -164,6 +177,53 @@ export class MemoryJobStore implements JobStore {
     return sum / this.#jobs.size;
   }
 
+  async recordScore(entry: LeaderboardEntry): Promise<boolean> {
+    this.#live();
+    checkLeaderboardEntry(entry);
+    const key = leaderboardKey(entry.problem, entry.gpuClass, entry.principal);
+    const held = this.#leaderboard.get(key);
+    if (held !== undefined && !ranksBefore(entry, held)) return false;
+    this.#leaderboard.set(key, { ...entry });
+    return true;
+  }
+
+  async leaderboard(filter: LeaderboardFilter): Promise<{ entries: RankedEntry[]; next: number | undefined }> {
+    this.#live();
+    checkLeaderboardFilter(filter);
+    const offset = filter.offset ?? 0;
+    const board = [...this.#leaderboard.values()]
+      .filter((e) => e.problem === filter.problem && e.gpuClass === filter.gpuClass)
+      .sort((a, b) => (ranksBefore(a, b) ? -1 : 1));
+    return pageOf(board.slice(offset, offset + filter.limit + 1), filter, (e) => ({ ...e }));
+  }
+
+  async leaderboardEntry(problem: string, gpuClass: string, principal: string): Promise<LeaderboardEntry | undefined> {
+    this.#live();
+    const entry = this.#leaderboard.get(leaderboardKey(problem, gpuClass, principal));
+    return entry && { ...entry };
+  }
+
+  async removeLeaderboardEntries(problem: string, who: LeaderboardWho, gpuClass?: string): Promise<number> {
+    this.#live();
+    checkLeaderboardWho(who);
+    let removed = 0;
+    for (const [key, e] of [...this.#leaderboard]) {
+      const named = 'principal' in who ? e.principal === who.principal : e.displayName === who.displayName;
+      if (e.problem !== problem || (gpuClass !== undefined && e.gpuClass !== gpuClass) || !named) continue;
+      this.#leaderboard.delete(key);
+      removed++;
+    }
+    return removed;
+  }
+
+  async confirmLeaderboardEntry(problem: string, gpuClass: string, principal: string, jobId: string): Promise<boolean> {
+    this.#live();
+    const entry = this.#leaderboard.get(leaderboardKey(problem, gpuClass, principal));
+    if (entry?.jobId !== jobId) return false;
+    entry.status = 'confirmed';
+    return true;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
   }
@@ -176,4 +236,9 @@ export class MemoryJobStore implements JobStore {
   #live(): void {
     if (this.#closed) throw closedError();
   }
+}
+
+/** One key per (problem, GPU class, principal): JSON, so no name can run into the next. */
+function leaderboardKey(problem: string, gpuClass: string, principal: string): string {
+  return JSON.stringify([problem, gpuClass, principal]);
 }

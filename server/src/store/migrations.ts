@@ -85,6 +85,30 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX job_literals_hash ON job_literals (hash);
     `,
   },
+  {
+    version: 5,
+    name: 'leaderboards',
+    // A principal's best PASSED submission per problem and GPU class (store/leaderboard.ts). No foreign key to jobs:
+    // an entry outlives its job's retention. leaderboard_rank reads a board in its order (score descending, then
+    // the earlier submission, then the smaller job id).
+    sql: `
+      CREATE TABLE IF NOT EXISTS leaderboard (
+        problem         TEXT NOT NULL,
+        gpu_class       TEXT NOT NULL,
+        principal       TEXT NOT NULL,
+        display_name    TEXT NOT NULL,
+        score           REAL NOT NULL,
+        score_low       REAL NOT NULL,
+        score_high      REAL NOT NULL,
+        job_id          TEXT NOT NULL,
+        submitted_at_ms INTEGER NOT NULL,
+        status          TEXT NOT NULL CHECK (status IN ('provisional', 'confirmed')),
+        PRIMARY KEY (problem, gpu_class, principal)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX IF NOT EXISTS leaderboard_rank
+        ON leaderboard (problem, gpu_class, score DESC, submitted_at_ms, job_id);
+    `,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

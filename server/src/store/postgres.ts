@@ -30,8 +30,10 @@ import {
   zeroCounts,
 } from './common.js';
 import { addressOf, Reachability, type ReachabilityLog } from '../reachability.js';
+import type { LeaderboardEntry, LeaderboardFilter, LeaderboardWho, RankedEntry } from './leaderboard.js';
 import { splitLiterals } from './literals.js';
-import type { Migration } from './migrations.js';
+import * as boards from './postgres-leaderboard.js';
+import { POSTGRES_LATEST_VERSION, POSTGRES_MIGRATIONS } from './postgres-migrations.js';
 import {
   INTERRUPTED_ERROR,
   StoreUnavailableError,
@@ -67,71 +69,6 @@ export interface PostgresStoreInfo {
   maxConnections: number;
   statementTimeoutMs: number;
 }
-
-/**
- * The schema, as numbered migrations (the rules of migrations.ts: a released migration never changes). JSON is kept
- * in json columns, which store the text as written (an exact round trip, \u0000 included) and check it; the report is
- * text, as in SQLite: several MB that our own worker wrote. Ids compare in the C collation, byte by byte, so they sort
- * as ULIDs whatever the database's locale.
- */
-export const POSTGRES_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    name: 'jobs, events and literals',
-    sql: `
-      CREATE TABLE jobs (
-        id              text COLLATE "C" PRIMARY KEY,
-        principal       text NOT NULL,
-        status          text NOT NULL CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
-        verdict         text,
-        phase           text,
-        job             json NOT NULL,
-        options         json NOT NULL,
-        idempotency_key text,
-        body_hash       text NOT NULL,
-        created_at_ms   bigint NOT NULL,
-        started_at_ms   bigint,
-        finished_at_ms  bigint,
-        gpu_uuid        text,
-        report          text,
-        error           json,
-        -- The seq of the job's last event: appendEvent's counter, and its lock.
-        last_event_seq  integer NOT NULL DEFAULT 0
-      );
-      CREATE INDEX jobs_status_id ON jobs (status, id);
-      CREATE INDEX jobs_principal_id ON jobs (principal, id);
-      CREATE INDEX jobs_verdict_id ON jobs (verdict, id) WHERE verdict IS NOT NULL;
-      CREATE INDEX jobs_idempotency ON jobs (principal, idempotency_key, created_at_ms)
-        WHERE idempotency_key IS NOT NULL;
-      CREATE INDEX jobs_finished_at ON jobs (finished_at_ms) WHERE finished_at_ms IS NOT NULL;
-
-      CREATE TABLE job_events (
-        job_id text COLLATE "C" NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-        seq    integer NOT NULL,
-        type   text NOT NULL,
-        data   json,
-        at_ms  bigint NOT NULL,
-        PRIMARY KEY (job_id, seq)
-      );
-
-      -- value: the literal as a JSON string, so that any string round-trips (text cannot hold NUL); the reads put it
-      -- into their JSON as it is.
-      CREATE TABLE literals (
-        hash  text PRIMARY KEY,
-        value json NOT NULL
-      );
-      CREATE TABLE job_literals (
-        job_id text COLLATE "C" NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-        path   text NOT NULL,
-        hash   text NOT NULL REFERENCES literals (hash),
-        PRIMARY KEY (job_id, path)
-      );
-      CREATE INDEX job_literals_hash ON job_literals (hash);
-    `,
-  },
-];
-
-export const POSTGRES_LATEST_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;
 
 /** pg_advisory_xact_lock's key pair for migrating: 'cuda' in ASCII, then 1. */
 const MIGRATION_LOCK = [0x63756461, 1] as const;
@@ -318,6 +255,8 @@ export class PostgresJobStore implements JobStore {
   #closed = false;
   /** While the database does not answer: the timer that asks it again. */
   #probe: NodeJS.Timeout | undefined;
+  /** #query, for the leaderboard's statements (postgres-leaderboard.ts). */
+  readonly #boardQuery: Query = (text, values) => this.#query(text, values);
 
   private constructor(
     url: string,
@@ -577,6 +516,26 @@ export class PostgresJobStore implements JobStore {
   async meanCreatedAtMs(): Promise<number | undefined> {
     const { rows } = await this.#query<{ mean: number | null }>(SQL.meanCreatedAt);
     return rows[0]!.mean ?? undefined;
+  }
+
+  async recordScore(entry: LeaderboardEntry): Promise<boolean> {
+    return boards.recordScore(this.#boardQuery, entry);
+  }
+
+  async leaderboard(filter: LeaderboardFilter): Promise<{ entries: RankedEntry[]; next: number | undefined }> {
+    return boards.leaderboardPage(this.#boardQuery, filter);
+  }
+
+  async leaderboardEntry(problem: string, gpuClass: string, principal: string): Promise<LeaderboardEntry | undefined> {
+    return boards.leaderboardEntry(this.#boardQuery, problem, gpuClass, principal);
+  }
+
+  async removeLeaderboardEntries(problem: string, who: LeaderboardWho, gpuClass?: string): Promise<number> {
+    return boards.removeLeaderboardEntries(this.#boardQuery, problem, who, gpuClass);
+  }
+
+  async confirmLeaderboardEntry(problem: string, gpuClass: string, principal: string, jobId: string): Promise<boolean> {
+    return boards.confirmLeaderboardEntry(this.#boardQuery, [problem, gpuClass, principal, jobId]);
   }
 
   async close(): Promise<void> {

@@ -22,6 +22,20 @@ import {
   toRow,
   zeroCounts,
 } from './common.js';
+import {
+  type LeaderboardEntry,
+  type LeaderboardFilter,
+  type LeaderboardRow,
+  type LeaderboardWho,
+  type RankedEntry,
+  checkLeaderboardEntry,
+  checkLeaderboardFilter,
+  checkLeaderboardWho,
+  fromLeaderboardRow,
+  pageOf,
+  ranksBeforeSql,
+  toLeaderboardRow,
+} from './leaderboard.js';
 import { splitLiterals } from './literals.js';
 import { migrate, schemaVersion } from './migrations.js';
 import {
@@ -121,6 +135,27 @@ function statements(db: Database.Database) {
       SELECT jl.path, l.text FROM job_literals jl JOIN literals l ON l.hash = jl.hash WHERE jl.job_id = ?`),
     deleteOrphanLiterals: db.prepare(`
       DELETE FROM literals WHERE NOT EXISTS (SELECT 1 FROM job_literals jl WHERE jl.hash = literals.hash)`),
+    // Written when the principal has no entry, or replaces it when it ranks before it; changes says which.
+    recordScore: db.prepare(`
+      INSERT INTO leaderboard (problem, gpu_class, principal, display_name, score, score_low, score_high, job_id,
+                               submitted_at_ms, status)
+      VALUES (@problem, @gpu_class, @principal, @display_name, @score, @score_low, @score_high, @job_id,
+              @submitted_at_ms, @status)
+      ON CONFLICT (problem, gpu_class, principal) DO UPDATE SET
+        display_name = excluded.display_name, score = excluded.score, score_low = excluded.score_low,
+        score_high = excluded.score_high, job_id = excluded.job_id, submitted_at_ms = excluded.submitted_at_ms,
+        status = excluded.status
+      WHERE ${ranksBeforeSql('excluded', 'leaderboard')}`),
+    leaderboard: db.prepare(`
+      SELECT * FROM leaderboard WHERE problem = ? AND gpu_class = ?
+      ORDER BY score DESC, submitted_at_ms, job_id LIMIT ? OFFSET ?`),
+    leaderboardEntry: db.prepare('SELECT * FROM leaderboard WHERE problem = ? AND gpu_class = ? AND principal = ?'),
+    removeLeaderboardEntries: db.prepare(`
+      DELETE FROM leaderboard WHERE problem = @problem AND (@gpu_class IS NULL OR gpu_class = @gpu_class)
+        AND (principal = @principal OR display_name = @display_name)`),
+    confirmLeaderboardEntry: db.prepare(`
+      UPDATE leaderboard SET status = 'confirmed'
+      WHERE problem = ? AND gpu_class = ? AND principal = ? AND job_id = ?`),
   };
 }
 
@@ -341,6 +376,42 @@ export class SqliteJobStore implements JobStore {
     this.#live();
     const row = this.#sql.meanCreatedAt.get() as { mean: number | null };
     return row.mean ?? undefined;
+  }
+
+  async recordScore(entry: LeaderboardEntry): Promise<boolean> {
+    this.#live();
+    checkLeaderboardEntry(entry);
+    return this.#sql.recordScore.run(toLeaderboardRow(entry)).changes === 1;
+  }
+
+  async leaderboard(filter: LeaderboardFilter): Promise<{ entries: RankedEntry[]; next: number | undefined }> {
+    this.#live();
+    checkLeaderboardFilter(filter);
+    const { problem, gpuClass, limit, offset = 0 } = filter;
+    const rows = this.#sql.leaderboard.all(problem, gpuClass, limit + 1, offset) as LeaderboardRow[];
+    return pageOf(rows, filter, fromLeaderboardRow);
+  }
+
+  async leaderboardEntry(problem: string, gpuClass: string, principal: string): Promise<LeaderboardEntry | undefined> {
+    this.#live();
+    const row = this.#sql.leaderboardEntry.get(problem, gpuClass, principal) as LeaderboardRow | undefined;
+    return row && fromLeaderboardRow(row);
+  }
+
+  async removeLeaderboardEntries(problem: string, who: LeaderboardWho, gpuClass?: string): Promise<number> {
+    this.#live();
+    checkLeaderboardWho(who);
+    return this.#sql.removeLeaderboardEntries.run({
+      problem,
+      gpu_class: gpuClass ?? null,
+      principal: 'principal' in who ? who.principal : null,
+      display_name: 'displayName' in who ? who.displayName : null,
+    }).changes;
+  }
+
+  async confirmLeaderboardEntry(problem: string, gpuClass: string, principal: string, jobId: string): Promise<boolean> {
+    this.#live();
+    return this.#sql.confirmLeaderboardEntry.run(problem, gpuClass, principal, jobId).changes === 1;
   }
 
   async close(): Promise<void> {

@@ -2,9 +2,10 @@
 // The system of record for evaluations: every job and its result, keyed by id. The embedded mode stores it in one
 // SQLite file (store/sqlite.ts); the distributed mode in PostgreSQL (store/postgres.ts). Both implement this
 // interface and pass the same contract tests. Writes of a result are idempotent: finishing a job twice keeps the first
-// result.
+// result. The leaderboards of problems with cases are kept in the same store (leaderboard.ts).
 import type { EvalJob, EvalPhase, ProblemSubmission } from 'cudakit';
 import type { Verdict } from '../judge/verdict.js';
+import type { LeaderboardStore } from './leaderboard.js';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
 export const TERMINAL: ReadonlySet<JobStatus> = new Set(['succeeded', 'failed', 'cancelled']);
@@ -82,7 +83,7 @@ export interface ListFilter {
   limit: number;
 }
 
-export interface JobStore {
+export interface JobStore extends LeaderboardStore {
   /** Writes a new queued job; resolves before the client gets its 202. */
   insert(record: JobRecord): Promise<void>;
   get(id: string): Promise<JobRecord | undefined>;

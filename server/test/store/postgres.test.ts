@@ -8,14 +8,11 @@
 import type { EvalJob } from 'cudakit';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  PostgresJobStore,
-  POSTGRES_LATEST_VERSION,
-  POSTGRES_MIGRATIONS,
-  isConnectionError,
-} from '../../src/store/postgres.js';
+import { PostgresJobStore, isConnectionError } from '../../src/store/postgres.js';
+import { POSTGRES_LATEST_VERSION, POSTGRES_MIGRATIONS } from '../../src/store/postgres-migrations.js';
 import { StoreUnavailableError, type JobStore } from '../../src/store/store.js';
 import { describeWithServices, startPostgres, type ServiceServer } from '../support/services.js';
+import { leaderboardContract } from './leaderboard.contract.js';
 import { jobRecord, jobStoreContract } from './store.contract.js';
 
 const T0 = Date.UTC(2026, 10, 23, 12);
@@ -95,6 +92,7 @@ describeWithServices('PostgresJobStore', ['postgres'], () => {
   }
 
   jobStoreContract('PostgreSQL', async () => PostgresJobStore.open(await newSchema()));
+  leaderboardContract('PostgreSQL', async () => PostgresJobStore.open(await newSchema()));
 
   const opened: JobStore[] = [];
   async function openStore(url: string, options?: Parameters<typeof PostgresJobStore.open>[1]) {
@@ -303,6 +301,30 @@ describeWithServices('PostgresJobStore', ['postgres'], () => {
       const r = jobRecord();
       await stores[0]!.insert(r);
       expect(await stores[2]!.get(r.id)).toStrictEqual(r);
+    });
+
+    it('migrates a database of version 1 forward, keeping its jobs; the leaderboard migration runs again', async () => {
+      const url = await newSchema();
+      await sql(url, 'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text, applied_at_ms bigint)');
+      await sql(url, POSTGRES_MIGRATIONS[0]!.sql);
+      await sql(url, "INSERT INTO schema_migrations VALUES (1, 'jobs, events and literals', 0)");
+      const r = jobRecord();
+      await sql(
+        url,
+        `INSERT INTO jobs (id, principal, status, job, options, body_hash, created_at_ms)
+         VALUES ($1, $2, 'queued', $3, $4, $5, $6)`,
+        [r.id, r.principal, JSON.stringify(r.job), JSON.stringify(r.options), r.bodyHash, r.createdAt],
+      );
+      const store = await openStore(url);
+      expect((await store.info()).schemaVersion).toBe(POSTGRES_LATEST_VERSION);
+      expect(await store.get(r.id)).toStrictEqual(r);
+      const entry = {
+        ...{ problem: 'add', gpuClass: 'H200', principal: 'alice', displayName: 'anon-1', jobId: r.id },
+        ...{ score: 2, scoreLow: 1.9, scoreHigh: 2.1, submittedAt: 1, status: 'provisional' as const },
+      };
+      expect(await store.recordScore(entry)).toBe(true);
+      await sql(url, POSTGRES_MIGRATIONS.find((m) => m.name === 'leaderboards')!.sql);
+      expect(await store.leaderboardEntry('add', 'H200', 'alice')).toStrictEqual(entry);
     });
 
     it('refuses a database from a newer server', async () => {

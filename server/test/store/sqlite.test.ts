@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { LATEST_VERSION, MIGRATIONS, migrate, schemaVersion } from '../../src/store/migrations.js';
 import { SqliteJobStore } from '../../src/store/sqlite.js';
+import { leaderboardContract } from './leaderboard.contract.js';
 import { jobRecord, jobStoreContract } from './store.contract.js';
 
 const root = new URL('../../..', import.meta.url).pathname;
@@ -23,6 +24,7 @@ const newFile = (): string => join(dir, `jobs-${files++}.sqlite`);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 jobStoreContract('SQLite', () => SqliteJobStore.open(newFile()));
+leaderboardContract('SQLite', () => SqliteJobStore.open(newFile()));
 
 /** Runs sqlite-child.ts synchronously (this process blocked meanwhile) and returns its stdout. */
 function runChild(...args: string[]): string {
@@ -313,8 +315,24 @@ describe('migrations', () => {
       'jobs_principal_id',
       'jobs_status_id',
       'jobs_verdict_id',
+      'leaderboard_rank',
     ]);
     db.close();
+  });
+
+  it("runs the leaderboard's migration again without error, keeping its entries (IF NOT EXISTS)", async () => {
+    const file = newFile();
+    const store = SqliteJobStore.open(file);
+    const entry = {
+      ...{ problem: 'add', gpuClass: 'H200', principal: 'alice', displayName: 'anon-1', jobId: 'ev_1' },
+      ...{ score: 2, scoreLow: 1.9, scoreHigh: 2.1, submittedAt: 1, status: 'provisional' as const },
+    };
+    await store.recordScore(entry);
+    const db = new Database(file);
+    db.exec(MIGRATIONS.find((m) => m.name === 'leaderboards')!.sql);
+    db.close();
+    expect(await store.leaderboardEntry('add', 'H200', 'alice')).toStrictEqual(entry);
+    await store.close();
   });
 
   it('applies nothing to a file already at the latest version, and takes no write lock for it', () => {
