@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // A job's events, as both sides of the queue write them: each job's writes are stored in the order they happened
 // (one promise tail per job), every stored event goes to this process's subscribers and, through the cluster bus, to
-// the other processes'; a job's end is stored once and then told to the finish listeners, a run's start to the start
-// listeners. The long-poll (waitForEnd) waits on these events.
+// the other processes'; a job's end is stored once (a PASSED problem job's result then on its leaderboard,
+// leaderboard.ts) and then told to the finish listeners, a run's start to the start listeners. The long-poll
+// (waitForEnd) waits on these events.
 import type { FinishOutcome } from '../judge/outcome.js';
 import type { Verdict } from '../judge/verdict.js';
+import { recordOnLeaderboard } from './leaderboard.js';
 import type { JobBus } from './queue.js';
 import { TERMINAL, type JobEvent, type JobStore } from '../store/store.js';
 
@@ -120,6 +122,10 @@ export class JobEvents {
     await this.written(id); // its phase writes first
     const finished = await this.#store.finish(id, outcome);
     if (!finished) return false;
+    // On its board before its 'done': a client that saw the end finds the board up to date.
+    await recordOnLeaderboard(this.#store, id, gpu, outcome).catch((e: unknown) =>
+      this.#log.warn({ err: e, id }, 'the leaderboard could not record the result'),
+    );
     const { status, verdict } = outcome;
     void this.event(id, 'done', { status, verdict: verdict ?? null, error: outcome.error ?? null });
     for (const l of this.#finishListeners)

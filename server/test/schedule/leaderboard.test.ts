@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+// A job's place on a leaderboard (schedule/leaderboard.ts): which finished jobs give an entry and on which board, the
+// pseudonym a board shows, and, through the service over a fake pool, that a PASSED problem job is on its board by
+// the time its 'done' event is out, while a SUSPICIOUS one, a failed one and a plain job never are.
+import { rmSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { leaderboardEntryOf, pseudonymOf, recordOnLeaderboard } from '../../src/schedule/leaderboard.js';
+import type { EvalService } from '../../src/service.js';
+import { MemoryJobStore } from '../../src/store/memory.js';
+import type { JobRecord } from '../../src/store/store.js';
+import { ProblemRegistry } from '../../src/submit/problems.js';
+import { ADD, ADD_FILES, addReport, registry } from '../support/cases-problem.js';
+import { body, settled, setup } from '../support/helpers.js';
+import { jobRecord } from '../store/store.contract.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const SUBMISSION = { problem: 'add', source: ADD, kernel: 'add', grid: 'cdiv(n, 256)', block: 256 };
+
+/** A finished submission to 'add', its report addReport(outcome)'s as the store keeps it. */
+function problemRecord(more: Partial<JobRecord> = {}, outcome: Parameters<typeof addReport>[0] = 'pass'): JobRecord {
+  const { problem, source, kernel, grid, block } = SUBMISSION;
+  return jobRecord({
+    status: 'succeeded',
+    verdict: 'PASSED',
+    job: { problem, source, kernel, grid, block },
+    report: JSON.stringify(addReport(outcome)),
+    ...more,
+  });
+}
+
+describe('pseudonymOf', () => {
+  it("is 'anon-' and 10 hex digits, the same for a principal every time, and names nothing of it", () => {
+    const names = ['alice', 'bob', 'local', 'Alice', 'alice '];
+    const pseudonyms = names.map(pseudonymOf);
+    for (const [i, p] of pseudonyms.entries()) {
+      expect(p).toMatch(/^anon-[0-9a-f]{10}$/);
+      expect(p).not.toContain(names[i]!.trim().toLowerCase());
+      expect(pseudonymOf(names[i]!)).toBe(p);
+    }
+    expect(new Set(pseudonyms).size).toBe(names.length);
+  });
+});
+
+describe('leaderboardEntryOf', () => {
+  it('gives a PASSED problem job its entry: score and interval from the report, provisional', () => {
+    const record = problemRecord({ principal: 'alice', options: { ...jobRecord().options, gpu: 'H100' } });
+    expect(leaderboardEntryOf(record, 'H100')).toStrictEqual({
+      problem: 'add',
+      gpuClass: 'H100',
+      principal: 'alice',
+      displayName: pseudonymOf('alice'),
+      score: 2.1,
+      scoreLow: 1.9,
+      scoreHigh: 2.3,
+      jobId: record.id,
+      submittedAt: record.createdAt,
+      status: 'provisional',
+    });
+  });
+
+  it("puts a job queued for 'any' on the board of the model that ran it", () => {
+    expect(leaderboardEntryOf(problemRecord(), 'any')?.gpuClass).toBe('H200');
+    const report = { ...addReport('pass'), device: { name: 'NVIDIA GeForce RTX 4090', arch: 'sm_89' } };
+    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(report) }), 'any')?.gpuClass).toBe('RTX4090');
+  });
+
+  it('gives nothing for a device whose name makes no GPU class, nor for a job with no device', () => {
+    const odd = { ...addReport('pass'), device: { name: '<b>x</b> y', arch: 'sm_90' } };
+    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(odd) }), 'any')).toBeUndefined();
+    const none = { ...addReport('pass'), device: undefined };
+    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(none) }), 'any')).toBeUndefined();
+  });
+
+  it('gives nothing for SUSPICIOUS, a failure, a report without a score and a plain job', () => {
+    const floored = problemRecord({ verdict: 'SUSPICIOUS' }, 'hidden-floored');
+    expect(JSON.parse(floored.report!)).toMatchObject({ passed: true, score: 2.1 }); // a score, and still not
+    expect(leaderboardEntryOf(floored, 'H200')).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ verdict: 'HIDDEN_CASE_FAILED' }, 'hidden-fail'), 'H200')).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ status: 'failed' }), 'H200')).toBeUndefined();
+    const noScore = { ...addReport('pass'), score: undefined };
+    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(noScore) }), 'H200')).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ report: 'not json' }), 'H200')).toBeUndefined();
+    const plain = jobRecord({ status: 'succeeded', verdict: 'PASSED', report: JSON.stringify(addReport('pass')) });
+    expect(leaderboardEntryOf(plain, 'H200')).toBeUndefined();
+  });
+
+  it('records through the store, reading the job only for a PASSED end', async () => {
+    const store = new MemoryJobStore();
+    const record = problemRecord();
+    await store.insert(record);
+    const reads: string[] = [];
+    const get = store.get.bind(store);
+    store.get = async (id) => (reads.push(id), get(id));
+    expect(await recordOnLeaderboard(store, record.id, 'any', { verdict: 'SUSPICIOUS', report: '{}' })).toBe(false);
+    expect(reads).toEqual([]);
+    expect(await recordOnLeaderboard(store, record.id, 'any', { verdict: 'PASSED', report: record.report })).toBe(true);
+    expect((await store.leaderboardEntry('add', 'H200', 'alice'))?.jobId).toBe(record.id);
+  });
+});
+
+describe('a job that ends, through the service', () => {
+  let service: EvalService | undefined;
+  afterEach(() => service?.close());
+
+  /** The service over a memory store whose leaderboard writes take 30 ms (a database's round trip, made long). */
+  async function start() {
+    const problems = ProblemRegistry.load(registry({ ...ADD_FILES }, dirs));
+    const store = new MemoryJobStore();
+    const record = store.recordScore.bind(store);
+    store.recordScore = async (entry) => (await sleep(30), record(entry));
+    const s = await setup({ problems, store });
+    service = s.service;
+    return s;
+  }
+
+  /** Submits as `principal`, waits for the job's 'done' event, and returns the board's entry for it right then. */
+  async function runToDone(s: Awaited<ReturnType<typeof start>>, payload: object, principal = 'alice') {
+    const { record } = await s.service.submit(principal, { ...payload });
+    let entryAtDone: unknown = 'not done';
+    await new Promise<void>((resolve) => {
+      const stop = s.service.subscribe(record.id, (e) => {
+        if (e.type !== 'done') return;
+        stop();
+        void s.store.leaderboardEntry('add', 'H200', principal).then((entry) => {
+          entryAtDone = entry;
+          resolve();
+        });
+      });
+    });
+    return { id: record.id, entryAtDone, final: await settled(s.service, record.id) };
+  }
+
+  it('puts a PASSED submission on its board before its done event', async () => {
+    const s = await start();
+    const { id, entryAtDone, final } = await runToDone(s, SUBMISSION);
+    expect(final.verdict).toBe('PASSED');
+    expect(entryAtDone).toMatchObject({ jobId: id, principal: 'alice', score: 2, gpuClass: 'H200' });
+  });
+
+  it('records a SUSPICIOUS submission nowhere, though its report has a score', async () => {
+    const s = await start();
+    s.pool.script = () => ({
+      delayMs: 5,
+      outcome: { kind: 'report', report: addReport('hidden-floored'), device: undefined },
+    });
+    const { final, entryAtDone } = await runToDone(s, SUBMISSION);
+    expect(final.verdict).toBe('SUSPICIOUS');
+    expect(entryAtDone).toBeUndefined();
+    expect((await s.store.leaderboard({ problem: 'add', gpuClass: 'H200', limit: 10 })).entries).toEqual([]);
+  });
+
+  it('records a submission that failed a hidden case nowhere, nor a plain job', async () => {
+    const s = await start();
+    const failed = await runToDone(s, { ...SUBMISSION, name: 'hidden-fail' });
+    expect(failed.final.verdict).toBe('HIDDEN_CASE_FAILED');
+    const plain = await s.service.submit('alice', body());
+    expect((await settled(s.service, plain.record.id)).verdict).toBe('PASSED');
+    for (const gpuClass of ['H200', 'sm_90', 'any']) {
+      expect((await s.store.leaderboard({ problem: 'add', gpuClass, limit: 10 })).entries).toEqual([]);
+    }
+  });
+});
