@@ -42,6 +42,11 @@ export const API_ERRORS = {
   UNKNOWN_GPU_CLASS: { status: 400, retryAfter: 'never', meaning: 'no GPU here is of the class the job asks for' },
   INVALID_LAST_EVENT_ID: { status: 400, retryAfter: 'never', meaning: '`Last-Event-ID` is not an event of the stream' },
   INVALID_CURSOR: { status: 400, retryAfter: 'never', meaning: '`cursor` is not the `next` of an earlier page' },
+  GPU_CLASS_REQUIRED: {
+    status: 400,
+    retryAfter: 'never',
+    meaning: 'a leaderboard without `gpuClass` where no GPU here gives one',
+  },
   CLIENT_CLOSED: {
     status: 400,
     retryAfter: 'never',
@@ -62,6 +67,12 @@ export const API_ERRORS = {
     meaning: 'the compatible `GET /job/{id}`: no job with this id that the principal may see',
   },
   GPU_NOT_FOUND: { status: 404, retryAfter: 'never', meaning: "no GPU with this UUID in the server's pool" },
+  PROBLEM_NOT_FOUND: { status: 404, retryAfter: 'never', meaning: 'no problem with cases of this name here' },
+  LEADERBOARD_ENTRY_NOT_FOUND: {
+    status: 404,
+    retryAfter: 'never',
+    meaning: "no entry of this principal or display name on the problem's leaderboard",
+  },
   METHOD_NOT_ALLOWED: { status: 405, retryAfter: 'never', meaning: 'a method the MCP endpoint does not take' },
   NOT_FINISHED: { status: 409, retryAfter: 'never', meaning: 'a purge of an evaluation that has not finished' },
   ALREADY_FINISHED: { status: 409, retryAfter: 'never', meaning: 'a cancel of an evaluation that has finished' },

@@ -3,9 +3,10 @@
 // auth with scopes, a per-principal submit rate, load shedding, request bodies read with bounded memory (body.ts:
 // limits counted after decompression, large bodies a few at a time), and one error format for everything: Fastify's
 // { statusCode, code, error, message } plus details [{ path, message }]. Every route family (routes/v1.ts,
-// compat/routes.ts, routes/mcp.ts, routes/ops.ts, dashboard/routes.ts) is a plugin registered here: it takes the
-// service and the submission budget from the root's decorators (http/shared.ts) and its own settings as the plugin's
-// options. No route touches a GPU or the CUDA addon; the service behind it owns the scheduling.
+// routes/leaderboard.ts, compat/routes.ts, routes/mcp.ts, routes/ops.ts, dashboard/routes.ts) is a plugin registered
+// here: it takes the service and the submission budget from the root's decorators (http/shared.ts) and its own
+// settings as the plugin's options. No route touches a GPU or the CUDA addon; the service behind it owns the
+// scheduling.
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import rateLimit from '@fastify/rate-limit';
@@ -28,6 +29,7 @@ import { bodyHandling } from './body.js';
 import { DEFAULT_LARGE_BODIES } from './body-slots.js';
 import { LOCAL_PRINCIPAL, type Principal, type Scope, type TokenEntry, TokenVerifier } from './auth.js';
 import { STORE_RETRY_AFTER_SECONDS, errorBodyOf, type App, type SubmitLimit } from './shared.js';
+import { leaderboardRoutes } from './routes/leaderboard.js';
 import { mcpRoutes } from './routes/mcp.js';
 import { v1Routes } from './routes/v1.js';
 import { opsRoutes } from './routes/ops.js';
@@ -179,6 +181,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.get('/openapi.json', { schema: { hide: true }, config: { access: 'open' } }, async () => app.swagger());
   const sseHeartbeatMs = deps.sseHeartbeatMs ?? 15_000;
   await app.register(v1Routes, { sseHeartbeatMs });
+  await app.register(leaderboardRoutes);
   await app.register(compatRoutes, { syncWaitMs: deps.compatSyncWaitMs });
   await app.register(mcpRoutes, { syncWaitMs: deps.compatSyncWaitMs, sseHeartbeatMs });
   await app.register(opsRoutes, ops);

@@ -629,6 +629,9 @@ describe('operations', () => {
         'GET /v1/gpus',
         'POST /v1/gpus/{uuid}/reprobe',
         'GET /v1/problems',
+        // The problems' leaderboards (server/test/http/leaderboard.test.ts).
+        'GET /v1/problems/{name}/leaderboard',
+        'DELETE /v1/problems/{name}/leaderboard/{who}',
         'GET /v1/health',
         'GET /healthz',
         'GET /readyz',

@@ -8,7 +8,9 @@ import { type Static, Type } from 'typebox';
 import type { SlotState } from '../../run/pool.js';
 import { VERDICTS, type Verdict } from '../../judge/verdict.js';
 import { API_ERRORS, type ApiErrorCode } from '../../errors.js';
+import { GPU_CLASS_PATTERN } from '../../schedule/leaderboard.js';
 import { PRIORITY } from '../../schedule/queue.js';
+import { LEADERBOARD_LIMIT_MAX, LEADERBOARD_OFFSET_MAX } from '../../store/leaderboard.js';
 import { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX, TIMEOUT_SECONDS } from '../../submit/fields.js';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -67,11 +69,14 @@ const Arg = Type.Union([Type.String({ maxLength: 4096 }), Type.Object({}, { addi
 /** A reference or baseline kernel; its source and compile options are checked like the job's by the service. */
 const KernelRef = Type.Object({}, { additionalProperties: true, description: 'EvalKernelRef or { expected }' });
 
+/** A problem's name: its folder's under --problems-dir. */
+const PROBLEM_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$';
+
 export const SubmitBody = Type.Object(
   {
     problem: Type.Optional(
       Type.String({
-        pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$',
+        pattern: PROBLEM_NAME_PATTERN,
         description:
           'A problem with cases (GET /v1/problems) this is a submission to: then source, kernel, grid, block and ' +
           'optionally sharedMemBytes, compile, headers and name, and no other job field',
@@ -173,6 +178,46 @@ export const ListQuery = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 64, description: 'next of the previous page' })),
   principal: Type.Optional(Type.String({ maxLength: 128, description: 'Admin scope only: another principal' })),
 });
+
+const gpuClassQuery = (description: string) =>
+  Type.String({
+    pattern: GPU_CLASS_PATTERN.source,
+    description: `A GPU class: 'H200', 'H100', 'sm_90' (${description})`,
+  });
+
+export const ProblemParams = Type.Object({
+  name: Type.String({ pattern: PROBLEM_NAME_PATTERN, description: 'A problem with cases (GET /v1/problems)' }),
+});
+
+/** No other key: a board is read by class and page only (`?principal=` is refused, not ignored). */
+export const LeaderboardQuery = Type.Object(
+  {
+    gpuClass: Type.Optional(gpuClassQuery("default: the class of most of this server's GPUs")),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LEADERBOARD_LIMIT_MAX, default: 20 })),
+    offset: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: LEADERBOARD_OFFSET_MAX,
+        default: 0,
+        description: 'next of the previous page',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const LeaderboardEntryParams = Type.Object({
+  name: ProblemParams.properties.name,
+  who: Type.String({
+    pattern: '^[A-Za-z0-9_.@-]{1,64}$',
+    description: 'A principal (a name of the tokens file), or the display name its entries show',
+  }),
+});
+
+export const LeaderboardRemoveQuery = Type.Object(
+  { gpuClass: Type.Optional(gpuClassQuery("only this class's board; default: every board of the problem")) },
+  { additionalProperties: false },
+);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Responses
@@ -318,6 +363,39 @@ export const ProblemList = Type.Object({
       flops: Type.Optional(Size),
     }),
   ),
+});
+
+/**
+ * A page of a problem's leaderboard on one GPU class: each principal's best PASSED submission, best first. An entry
+ * shows its display name, never its principal, job, source or a hidden case.
+ */
+export const Leaderboard = Type.Object({
+  problem: Type.String(),
+  gpuClass: Type.String(),
+  entries: Type.Array(
+    Type.Object(
+      {
+        rank: Type.Integer({ description: '1 for the best' }),
+        displayName: Type.String({ description: "The principal's pseudonym ('anon-' and 10 hex digits)" }),
+        score: Type.Number({ description: 'The geometric mean over the cases of the speedups (problem-report.ts)' }),
+        scoreLow: Type.Number({ description: "Lower end of the score's 95 % interval" }),
+        scoreHigh: Type.Number({ description: "Upper end of the score's 95 % interval" }),
+        submittedAt: Type.String({ format: 'date-time' }),
+        gpuClass: Type.String(),
+        status: Type.Union([Type.Literal('provisional'), Type.Literal('confirmed')], {
+          description: "'provisional' until a re-run confirms the score",
+        }),
+      },
+      { additionalProperties: false },
+    ),
+  ),
+  next: Nullable(Type.Integer({ description: 'The offset of the next page; null after the last' })),
+});
+export type Leaderboard = Static<typeof Leaderboard>;
+
+export const LeaderboardRemoved = Type.Object({
+  problem: Type.String(),
+  removed: Type.Integer({ description: 'How many entries were removed (one per GPU class at most)' }),
 });
 
 export const ErrorBody = Type.Object({

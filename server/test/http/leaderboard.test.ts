@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+// The problems' leaderboards through the v1 API, over a fake pool: GET /v1/problems/{name}/leaderboard ranks each
+// principal's best PASSED submission and shows of it only its display name, score, interval, time, class and status
+// (no principal, job id, source or hidden case); a problem not served is a 404 and every hostile parameter a 400 in
+// the v1 error format; DELETE takes the admin scope and removes by principal or by display name.
+import { rmSync } from 'node:fs';
+import type { EvalJob } from 'cudakit';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { defaultGpuClass } from '../../src/http/routes/leaderboard.js';
+import type { App } from '../../src/http/shared.js';
+import type { JobExtras } from '../../src/run/protocol.js';
+import { pseudonymOf } from '../../src/schedule/leaderboard.js';
+import { ProblemRegistry } from '../../src/submit/problems.js';
+import { auth, closeApps, harness, type Who } from '../support/app-harness.js';
+import { ADD, ADD_FILES, HIDDEN_MARKS, addReport, registry } from '../support/cases-problem.js';
+import { scriptByName } from '../support/fake-pool.js';
+import { settled } from '../support/helpers.js';
+
+const dirs: string[] = [];
+afterEach(closeApps);
+afterAll(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const FILL = { description: 'y = 1', args: ['y@ptr:f32[32]:out', 'n@i32=32'], timing: { bytes: 128 } };
+const problems = (): ProblemRegistry =>
+  ProblemRegistry.load(
+    registry(
+      { ...ADD_FILES, 'fill/problem.json': FILL, 'fill/reference.mjs': 'export const reference = ([y]) => y.fill(1);' },
+      dirs,
+    ),
+  );
+
+const SUBMISSION = { problem: 'add', source: ADD, kernel: 'add', grid: 'cdiv(n, 256)', block: 256 };
+
+/** The fake pool's script, but a submission named 'fast' scores 2.1 (addReport's) where the others score 2. */
+function scoring(job: EvalJob, id: string, extras?: JobExtras) {
+  if (job.name !== 'fast') return scriptByName(job, id, extras);
+  return { delayMs: 5, outcome: { kind: 'report', report: addReport('pass'), device: undefined } } as const;
+}
+
+/** Submits to 'add' as `who` and waits for the end; returns the job id. */
+async function run(app: App, who: Who, more: object = {}): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/evaluations',
+    headers: auth(who),
+    payload: { ...SUBMISSION, ...more },
+  });
+  expect(res.statusCode, res.body).toBe(202);
+  const { id } = res.json() as { id: string };
+  expect((await settled(app.service, id)).status).toBe('succeeded');
+  return id;
+}
+
+async function board(app: App, query = '', who: Who = 'viewer', name = 'add') {
+  return app.inject({ method: 'GET', url: `/v1/problems/${name}/leaderboard${query}`, headers: auth(who) });
+}
+
+/** A 4xx in the v1 format: exactly its four fields, the code, and no path or stack in it. */
+function expectError(res: { statusCode: number; body: string; json(): unknown }, status: number, code: string) {
+  expect(res.statusCode, res.body).toBe(status);
+  const body = res.json() as Record<string, unknown>;
+  expect(body.code).toBe(code);
+  expect(Object.keys(body).filter((k) => k !== 'details')).toEqual(['statusCode', 'code', 'error', 'message']);
+  expect(res.body).not.toMatch(/\/(work|tmp|home)\/|\.ts:\d|at [A-Za-z.]+ \(/);
+  return body as { message: string };
+}
+
+describe('GET /v1/problems/{name}/leaderboard', () => {
+  it("ranks each principal's best submission, and shows nothing of a principal, a job or a source", async () => {
+    const { app, pool } = await harness({ problems: problems() });
+    pool.script = scoring;
+    const ids = [await run(app, 'alice'), await run(app, 'bob', { name: 'fast' }), await run(app, 'alice')];
+    const res = await board(app);
+    expect(res.statusCode, res.body).toBe(200);
+    const submittedAt = async (id: string) => new Date((await app.service.get(id))!.createdAt).toISOString();
+    const entry = { scoreLow: 1.9, gpuClass: 'H200', status: 'provisional' };
+    expect(res.json()).toEqual({
+      problem: 'add',
+      gpuClass: 'H200',
+      entries: [
+        {
+          rank: 1,
+          displayName: pseudonymOf('bob'),
+          score: 2.1,
+          scoreHigh: 2.3,
+          submittedAt: await submittedAt(ids[1]!),
+          ...entry,
+        },
+        // alice's two results tie: the earlier stays.
+        {
+          rank: 2,
+          displayName: pseudonymOf('alice'),
+          score: 2,
+          scoreHigh: 2.1,
+          submittedAt: await submittedAt(ids[0]!),
+          ...entry,
+        },
+      ],
+      next: null,
+    });
+    for (const secret of ['alice', 'bob', 'principal', 'jobId', ...ids, ADD.slice(0, 40), 'extern', ...HIDDEN_MARKS]) {
+      expect(res.body, secret).not.toContain(secret);
+    }
+  });
+
+  it('pages by offset, reads another class with gpuClass, and takes the read scope', async () => {
+    const { app } = await harness({ problems: problems() });
+    await run(app, 'alice');
+    await run(app, 'bob', { gpu: 'sm_90' });
+    await run(app, 'root');
+    const first = (await board(app, '?limit=1')).json() as { entries: { rank: number }[]; next: number };
+    expect([first.entries.map((e) => e.rank), first.next]).toEqual([[1], 1]);
+    const second = (await board(app, '?limit=1&offset=1')).json() as { entries: { rank: number }[]; next: unknown };
+    expect([second.entries.map((e) => e.rank), second.next]).toEqual([[2], null]);
+    const sm90 = (await board(app, '?gpuClass=sm_90')).json() as {
+      gpuClass: string;
+      entries: { displayName: string }[];
+    };
+    expect(sm90.gpuClass).toBe('sm_90');
+    expect(sm90.entries.map((e) => e.displayName)).toEqual([pseudonymOf('bob')]);
+    expect((await board(app, '?gpuClass=H100')).json()).toEqual({
+      problem: 'add',
+      gpuClass: 'H100',
+      entries: [],
+      next: null,
+    });
+    const anonymous = await app.inject({ method: 'GET', url: '/v1/problems/add/leaderboard' });
+    expectError(anonymous, 401, 'UNAUTHORIZED');
+  });
+
+  it('answers 404 for a problem not served with cases: unknown, or a single-shape one', async () => {
+    const { app } = await harness({ problems: problems() });
+    for (const name of ['nothing', 'fill', 'ADD']) {
+      const body = expectError(await board(app, '', 'viewer', name), 404, 'PROBLEM_NOT_FOUND');
+      expect(body.message).toBe(`No problem with cases '${name}' here (GET /v1/problems lists them)`);
+    }
+  });
+
+  it('refuses a hostile name, class, limit or offset with a 400 before the store is asked', async () => {
+    const { app } = await harness({ problems: problems() });
+    const asked: unknown[] = [];
+    const read = app.service.store.leaderboard.bind(app.service.store);
+    app.service.store.leaderboard = async (filter) => (asked.push(filter), read(filter));
+    const names = ['..%2F..%2Fetc', '.add', 'a%20b', 'a'.repeat(65), '%3Cscript%3E', 'add%00'];
+    for (const name of names) expectError(await board(app, '', 'viewer', name), 400, 'FST_ERR_VALIDATION');
+    const queries = [
+      '?gpuClass=H200%3BDROP',
+      '?gpuClass=%3Cb%3E',
+      `?gpuClass=${'H'.repeat(65)}`,
+      '?gpuClass=',
+      '?limit=0',
+      '?limit=101',
+      '?limit=x',
+      '?offset=-1',
+      '?offset=100001',
+      '?principal=alice',
+    ];
+    for (const q of queries) {
+      const res = await board(app, q);
+      expect(res.statusCode, q).toBe(400);
+      expectError(res, 400, 'FST_ERR_VALIDATION');
+    }
+    expect(asked).toEqual([]);
+    expect((await board(app, '?limit=100&offset=100000')).statusCode).toBe(200);
+  });
+
+  it('needs a gpuClass where no GPU here gives one', async () => {
+    const { app } = await harness({ problems: problems(), unavailableReason: 'no driver (fake)' });
+    const body = expectError(await board(app), 400, 'GPU_CLASS_REQUIRED');
+    expect(body.message).toBe('No GPU here gives a class: name one with ?gpuClass=');
+    expect((await board(app, '?gpuClass=H200')).statusCode).toBe(200);
+  });
+});
+
+describe('defaultGpuClass', () => {
+  it("takes the model most GPUs are of, the first by name on a tie, and none of 'any'", () => {
+    const slot = (...classes: string[]) => ({ classes });
+    expect(defaultGpuClass([slot('H100', 'sm_90'), slot('H200', 'sm_90'), slot('H200', 'sm_90')])).toBe('H200');
+    expect(defaultGpuClass([slot('H200', 'sm_90'), slot('H100', 'sm_90')])).toBe('H100');
+    expect(defaultGpuClass([slot('any')])).toBeUndefined();
+    expect(defaultGpuClass([])).toBeUndefined();
+  });
+});
+
+describe('DELETE /v1/problems/{name}/leaderboard/{who}', () => {
+  const remove = (app: App, path: string, who: Who = 'root') =>
+    app.inject({ method: 'DELETE', url: `/v1/problems/add/leaderboard/${path}`, headers: auth(who) });
+  const shown = async (app: App, query = '') =>
+    ((await board(app, query)).json() as { entries: { displayName: string }[] }).entries.map((e) => e.displayName);
+
+  it('takes the admin scope, and removes by display name or by principal, on one class or every one', async () => {
+    const { app } = await harness({ problems: problems() });
+    await run(app, 'alice');
+    await run(app, 'alice', { gpu: 'sm_90' });
+    await run(app, 'bob');
+    expectError(await remove(app, pseudonymOf('alice'), 'alice'), 403, 'FORBIDDEN');
+    expectError(await remove(app, 'bob', 'bob'), 403, 'FORBIDDEN');
+    expect(await shown(app)).toEqual([pseudonymOf('alice'), pseudonymOf('bob')]);
+
+    const byName = await remove(app, `${pseudonymOf('alice')}?gpuClass=sm_90`);
+    expect([byName.statusCode, byName.json()]).toEqual([200, { problem: 'add', removed: 1 }]);
+    expect(await shown(app, '?gpuClass=sm_90')).toEqual([]);
+    expect(await shown(app)).toEqual([pseudonymOf('alice'), pseudonymOf('bob')]);
+
+    expect((await remove(app, 'alice')).json()).toEqual({ problem: 'add', removed: 1 });
+    expect(await shown(app)).toEqual([pseudonymOf('bob')]);
+    const again = expectError(await remove(app, 'alice'), 404, 'LEADERBOARD_ENTRY_NOT_FOUND');
+    expect(again.message).toBe("No entry of 'alice' on the leaderboard of 'add'");
+    expectError(await remove(app, 'bob%2F..'), 400, 'FST_ERR_VALIDATION');
+    expectError(await remove(app, 'bob?gpuClass=%3Cb%3E'), 400, 'FST_ERR_VALIDATION');
+    expect(await shown(app)).toEqual([pseudonymOf('bob')]);
+  });
+});
