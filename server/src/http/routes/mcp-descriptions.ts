@@ -218,7 +218,40 @@ export const LIST_GPUS_DESCRIPTION = [
   ...example({}),
 ].join('\n');
 
+/** list_problems's description. */
+export const LIST_PROBLEMS_DESCRIPTION = [
+  "The problems this server serves: each one's name and description, its kernel's arguments and what a kernel " +
+    "is checked against. A problem with cases (kind 'cases') also gives its dimensions with their bounds, its " +
+    'public cases (name and dimensions) and how many hidden cases it has: nothing else of a hidden case is ever ' +
+    "shown. Its leaderboard is get_leaderboard's. What GET /v1/problems answers.",
+  '',
+  'Arguments: none.',
+  '',
+  ...example({}),
+].join('\n');
+
+/** The example get_leaderboard shows: a problem the server ships, on an H200. */
+const LEADERBOARD_EXAMPLE = { problem: 'vector-add', gpuClass: 'H200', limit: 10 };
+
+/** get_leaderboard's description. */
+export const GET_LEADERBOARD_DESCRIPTION = [
+  "A problem's leaderboard on a GPU class: each principal's best PASSED submission, best first (the higher " +
+    'score; on a tie the earlier submission), with its rank, display name, score and 95 % interval, submission ' +
+    "time, GPU class and status ('provisional' until a re-run confirms it). The score is the geometric mean over " +
+    "the problem's cases of the reference's time over the kernel's. What GET /v1/problems/{name}/leaderboard " +
+    'answers.',
+  '',
+  'Arguments:',
+  '- problem (required): the name of a problem with cases, as list_problems gives it.',
+  "- gpuClass (optional): a GPU class, as list_gpus gives them ('H200', 'sm_90'); default the class most of this " +
+    "server's GPUs are of.",
+  '- limit (optional, 1 to 100, default 20): how many entries, from the top.',
+  '',
+  ...example(LEADERBOARD_EXAMPLE),
+].join('\n');
+
 /** The server's instructions, in its answer to initialize. */
 export const INSTRUCTIONS =
   "CUDA kernel evaluation on this host's GPUs. evaluate_kernel and compare_kernels queue a job and wait for its " +
-  'verdict (PASSED, COMPILE_ERROR, INCORRECT, ...); get_evaluation reads a job by id; list_gpus shows the GPUs.';
+  'verdict (PASSED, COMPILE_ERROR, INCORRECT, ...); get_evaluation reads a job by id; list_gpus shows the GPUs; ' +
+  "list_problems lists the problems served and get_leaderboard a problem's leaderboard.";

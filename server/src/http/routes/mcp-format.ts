@@ -226,3 +226,60 @@ export function formatGpus(list: {
   );
   return [`${list.gpus.length} GPU${list.gpus.length === 1 ? '' : 's'}:`, ...lines].join('\n');
 }
+
+/** GET /v1/problems's answer: a problem a line or a few (its dimensions, public cases, hidden ones counted). */
+export function formatProblemList(list: {
+  problems: readonly {
+    name: string;
+    description: string;
+    kind?: 'cases';
+    dims?: Record<string, { min: number; max: number }>;
+    cases?: readonly { name: string; dims: Record<string, number> }[];
+    hiddenCases?: number;
+  }[];
+}): string {
+  if (list.problems.length === 0) return 'No problem is served here';
+  const lines = list.problems.flatMap((p) => {
+    const head = `${p.name}: ${firstLine(p.description)}`;
+    if (p.kind !== 'cases') return [`${head} (one shape: a job names it as reference: { problem })`];
+    const dims = Object.entries(p.dims ?? {}).map(([d, b]) => `${d} in [${b.min}, ${b.max}]`);
+    const cases = (p.cases ?? []).map((c) => `${c.name} (${flatDims(c.dims)})`);
+    return [
+      `${head} (with cases: submit with problem: '${p.name}')`,
+      `  dims: ${dims.join(', ')}`,
+      `  public cases: ${cases.join('; ')}; hidden cases: ${p.hiddenCases ?? 0}`,
+    ];
+  });
+  return [`${list.problems.length} problem${list.problems.length === 1 ? '' : 's'}:`, ...lines].join('\n');
+}
+
+const flatDims = (dims: Record<string, number>): string =>
+  Object.entries(dims)
+    .map(([d, v]) => `${d}=${v}`)
+    .join(', ');
+
+/** A leaderboard's answer as one line per entry. */
+export function formatLeaderboard(board: {
+  problem: string;
+  gpuClass: string;
+  entries: readonly {
+    rank: number;
+    displayName: string;
+    score: number;
+    scoreLow: number;
+    scoreHigh: number;
+    submittedAt: string;
+    status: string;
+  }[];
+  next: number | null;
+}): string {
+  const title = `Leaderboard of ${board.problem} on ${board.gpuClass}`;
+  if (board.entries.length === 0) return `${title}: no entry yet`;
+  const lines = board.entries.map(
+    (e) =>
+      `${e.rank}. ${e.displayName}: ${e.score.toFixed(3)} [${e.scoreLow.toFixed(3)}, ${e.scoreHigh.toFixed(3)}], ` +
+      `${e.submittedAt}, ${e.status}`,
+  );
+  const more = board.next === null ? [] : [`(more from offset ${board.next})`];
+  return [`${title}:`, ...lines, ...more].join('\n');
+}

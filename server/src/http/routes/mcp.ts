@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// POST /mcp: the service as tools for model-driven kernel generators, over MCP's streamable HTTP transport. Four tools:
+// POST /mcp: the service as tools for model-driven kernel generators, over MCP's streamable HTTP transport. Six tools:
 // evaluate_kernel and compare_kernels take the original server's requests (the compatible routes' TypeBox schemas
 // narrowed to what this server takes: the kernel types the mapping in compat/jobs.ts accepts, io where it is required;
 // each description, in mcp-descriptions.ts, explains the request in full, with a complete example) and answer what POST
-// /evaluate and /compare answer, as structured content beside a few lines of text; get_evaluation and list_gpus answer
-// what GET /v1/evaluations/{id} and /v1/gpus answer (those routes' own handlers, through inject, so the two faces
-// cannot drift). Stateless: every POST gets its own Server and transport, so there is no session to keep or lose; GET
-// and DELETE /mcp are 405. What is HTTP stays the API's: Fastify parses the JSON body once (gzip and deflate, the
+// /evaluate and /compare answer, as structured content beside a few lines of text; get_evaluation, list_gpus,
+// list_problems and get_leaderboard answer what GET /v1/evaluations/{id}, /v1/gpus, /v1/problems and
+// /v1/problems/{name}/leaderboard answer (those routes' own handlers, through inject, so the two faces cannot drift).
+// Stateless: every POST gets its own Server and transport, so there is no session to keep or lose; GET and DELETE
+// /mcp are 405. What is HTTP stays the API's: Fastify parses the JSON body once (gzip and deflate, the
 // 64 MiB limit of the submitting routes) and hands it to the transport; the bearer token's scopes (read to talk at all,
 // submit for the two tools that queue a job); the per-principal submission budget shared with POST /v1/evaluations and
 // /evaluate. Arguments are checked by the Ajv validator Fastify compiles for the schemas (the app's options; once per
@@ -29,7 +30,18 @@ import { type Static, type TSchema, Type } from 'typebox';
 import { answerOf, compatGpuOf, compatWaitMs, submitCompatJob } from '../../compat/answers.js';
 import { CompatClientError, CompatValidationError, validationErrorsOf } from '../../compat/errors.js';
 import { compareJob, evaluateJob, refuseLegacy, type CompatJob } from '../../compat/jobs.js';
-import { ErrorBody, Evaluation, GetQuery, GpuList, IdParams, SUBMIT_BODY_LIMIT_BYTES } from '../schemas/v1.js';
+import {
+  ErrorBody,
+  Evaluation,
+  GetQuery,
+  GpuList,
+  IdParams,
+  Leaderboard,
+  LeaderboardQuery,
+  ProblemList,
+  ProblemParams,
+  SUBMIT_BODY_LIMIT_BYTES,
+} from '../schemas/v1.js';
 import {
   CompareRequest,
   CompareResponse,
@@ -51,12 +63,21 @@ import {
   COMPARE_EXAMPLE,
   EVALUATE_EXAMPLE,
   GET_EVALUATION_DESCRIPTION,
+  GET_LEADERBOARD_DESCRIPTION,
   INSTRUCTIONS,
   LIST_GPUS_DESCRIPTION,
+  LIST_PROBLEMS_DESCRIPTION,
   compareDescription,
   evaluateDescription,
 } from './mcp-descriptions.js';
-import { formatGpus, formatOutcome, formatProblems, type Problem } from './mcp-format.js';
+import {
+  formatGpus,
+  formatLeaderboard,
+  formatOutcome,
+  formatProblemList,
+  formatProblems,
+  type Problem,
+} from './mcp-format.js';
 import type { CompatOptions } from '../../compat/routes.js';
 
 export interface McpOptions {
@@ -71,6 +92,15 @@ const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, E
 /** get_evaluation's arguments: GET /v1/evaluations/{id}'s id and ?wait, as one object. */
 const GetArguments = Type.Object({ ...IdParams.properties, ...GetQuery.properties });
 const NoArguments = Type.Object({});
+/** get_leaderboard's arguments: the route's problem name, gpuClass and limit, as one object and no other key. */
+const LeaderboardArguments = Type.Object(
+  {
+    problem: ProblemParams.properties.name,
+    gpuClass: LeaderboardQuery.properties.gpuClass,
+    limit: LeaderboardQuery.properties.limit,
+  },
+  { additionalProperties: false },
+);
 
 /** What a tool call has to hand: the HTTP request it came in (principal, validator), and what the reply needs. */
 interface CallContext {
@@ -182,6 +212,36 @@ function buildTools(): Map<string, ToolSpec> {
         },
       },
     ],
+    [
+      'list_problems',
+      {
+        scope: 'read',
+        run: listProblems,
+        tool: {
+          name: 'list_problems',
+          title: 'List the problems served',
+          description: LIST_PROBLEMS_DESCRIPTION,
+          inputSchema: jsonSchema(NoArguments),
+          outputSchema: jsonSchema(ProblemList),
+          annotations: { readOnlyHint: true, openWorldHint: false },
+        },
+      },
+    ],
+    [
+      'get_leaderboard',
+      {
+        scope: 'read',
+        run: getLeaderboard,
+        tool: {
+          name: 'get_leaderboard',
+          title: "Read a problem's leaderboard",
+          description: GET_LEADERBOARD_DESCRIPTION,
+          inputSchema: jsonSchema(LeaderboardArguments),
+          outputSchema: jsonSchema(Leaderboard),
+          annotations: { readOnlyHint: true, openWorldHint: false },
+        },
+      },
+    ],
   ]);
 }
 
@@ -197,7 +257,9 @@ function toolCalls(body: unknown): string[] {
 const SUBMITTING = new Set(['evaluate_kernel', 'compare_kernels']);
 
 const postSchema = {
-  summary: 'MCP tools (streamable HTTP, stateless): evaluate_kernel, compare_kernels, get_evaluation, list_gpus',
+  summary:
+    'MCP tools (streamable HTTP, stateless): evaluate_kernel, compare_kernels, get_evaluation, list_gpus, ' +
+    'list_problems, get_leaderboard',
   description:
     'A JSON-RPC message (or batch) of the Model Context Protocol. The read scope to talk at all; ' +
     'evaluate_kernel and compare_kernels also need submit and count against the submission rate. Answers ' +
@@ -505,4 +567,28 @@ async function listGpus(args: Record<string, unknown>, ctx: CallContext): Promis
   if (!('ok' in answer)) return answer;
   const list = answer.body as Static<typeof GpuList>;
   return { ...textResult(formatGpus(list)), structuredContent: list as unknown as Record<string, unknown> };
+}
+
+async function listProblems(args: Record<string, unknown>, ctx: CallContext): Promise<CallToolResult> {
+  const validate = ctx.request.compileValidationSchema(NoArguments);
+  if (!validate(args)) return invalidArguments(validate.errors ?? []);
+  const answer = await injectGet(ctx, '/v1/problems');
+  if (!('ok' in answer)) return answer;
+  const list = answer.body as Static<typeof ProblemList>;
+  return { ...textResult(formatProblemList(list)), structuredContent: list as unknown as Record<string, unknown> };
+}
+
+async function getLeaderboard(args: Record<string, unknown>, ctx: CallContext): Promise<CallToolResult> {
+  const validate = ctx.request.compileValidationSchema(LeaderboardArguments);
+  if (!validate(args)) return invalidArguments(validate.errors ?? []);
+  const { problem, gpuClass, limit } = args as Static<typeof LeaderboardArguments>;
+  const query = new URLSearchParams({
+    ...(gpuClass === undefined ? {} : { gpuClass }),
+    ...(limit === undefined ? {} : { limit: String(limit) }),
+  }).toString();
+  const url = `/v1/problems/${encodeURIComponent(problem)}/leaderboard${query === '' ? '' : `?${query}`}`;
+  const answer = await injectGet(ctx, url);
+  if (!('ok' in answer)) return answer;
+  const board = answer.body as Leaderboard;
+  return { ...textResult(formatLeaderboard(board)), structuredContent: board as unknown as Record<string, unknown> };
 }

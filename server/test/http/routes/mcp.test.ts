@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // POST /mcp (server/src/http/routes/mcp.ts) through the SDK's own client, over 127.0.0.1 with the fake GPU pool: the
-// four tools with the service's TypeBox schemas; evaluate_kernel and compare_kernels on the original server's payloads,
+// six tools with the service's TypeBox schemas; evaluate_kernel and compare_kernels on the original server's payloads,
 // answering what POST /evaluate and /compare answer; their text (verdict, first mismatch with its tolerance, median and
-// interval, speedup, compiler diagnostics); progress notifications; get_evaluation and list_gpus answering what the /v1
-// routes answer, one's own evaluations only; invalid arguments as tool errors in the routes' words; the HTTP API's auth
-// (401, 403), body limit (413) and submission budget (shared with POST /v1/evaluations); 405 for GET and DELETE.
-import { readFileSync } from 'node:fs';
+// interval, speedup, compiler diagnostics); progress notifications; get_evaluation, list_gpus, list_problems and
+// get_leaderboard answering what the /v1 routes answer, one's own evaluations only and no principal on a board;
+// invalid arguments as tool errors in the routes' words; the HTTP API's auth (401, 403), body limit (413) and
+// submission budget (shared with POST /v1/evaluations); 405 for GET and DELETE.
+import { readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -20,8 +21,9 @@ import {
   type EvalReport,
 } from 'cudakit';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_PROBLEMS_DIR } from '../../../src/config.js';
 import { formatOutcome } from '../../../src/http/routes/mcp-format.js';
-import { SUBMIT_BODY_LIMIT_BYTES } from '../../../src/http/schemas/v1.js';
+import { Leaderboard, ProblemList, SUBMIT_BODY_LIMIT_BYTES } from '../../../src/http/schemas/v1.js';
 import {
   CompareRequest,
   CompareResponse,
@@ -32,7 +34,10 @@ import {
 } from '../../../src/compat/schemas.js';
 import { H200_BENCH_ENV } from '../../../../test/support/devices.js';
 import { auth, closeApps, harness, type Harness, type Who } from '../../support/app-harness.js';
-import { body as v1Body } from '../../support/helpers.js';
+import { ADD, ADD_FILES, HIDDEN_MARKS, registry } from '../../support/cases-problem.js';
+import { body as v1Body, settled } from '../../support/helpers.js';
+import { pseudonymOf } from '../../../src/schedule/leaderboard.js';
+import { ProblemRegistry } from '../../../src/submit/problems.js';
 import { failedReport, passedReport, type FakeScript } from '../../support/fake-pool.js';
 
 const FIXTURES = new URL('../../fixtures/compat/', import.meta.url);
@@ -45,6 +50,15 @@ const COMPARE = fixture('vector_add.cuda-ref.json');
 const EVALUATE = { kernel: COMPARE.custom_kernel, num_trials: COMPARE.num_trials, timeout: COMPARE.timeout };
 
 const clients: Client[] = [];
+
+const TOOL_NAMES = [
+  'evaluate_kernel',
+  'compare_kernels',
+  'get_evaluation',
+  'list_gpus',
+  'list_problems',
+  'get_leaderboard',
+];
 
 afterEach(async () => {
   for (const c of clients.splice(0)) await c.close();
@@ -227,11 +241,11 @@ function compileError(job: EvalJob): FakeScript {
 // ---------------------------------------------------------------------------------------------------------------
 
 describe('the tools', () => {
-  it('are the four, with the service’s TypeBox schemas, narrowed to what this server takes', async () => {
+  it('are the six, with the service’s TypeBox schemas, narrowed to what this server takes', async () => {
     const { url } = await serve();
     const { tools } = await (await connect(url)).listTools();
-    expect(tools.map((t) => t.name)).toEqual(['evaluate_kernel', 'compare_kernels', 'get_evaluation', 'list_gpus']);
-    const [evaluate, compare, get, gpus] = tools;
+    expect(tools.map((t) => t.name)).toEqual(TOOL_NAMES);
+    const [evaluate, compare, get, gpus, problems, leaderboard] = tools;
     // The /evaluate and /compare routes' body schemas with kernel_type 'cuda' only and a candidate's io required
     // (a reference's stays optional: without it, the candidate's), and their 200 answers' schemas.
     const narrowed = (kernel: ObjectSchema, io: 'required' | 'optional') => ({
@@ -267,7 +281,20 @@ describe('the tools', () => {
       properties: { id: { type: 'string', maxLength: 64 }, wait: { type: 'integer', maximum: 60 } },
     });
     expect(gpus!.inputSchema).toMatchObject({ type: 'object', properties: {} });
-    expect(tools.map((t) => t.annotations?.readOnlyHint)).toEqual([false, false, true, true]);
+    expect(problems!.inputSchema).toMatchObject({ type: 'object', properties: {} });
+    expect(problems!.outputSchema).toEqual(json(ProblemList));
+    expect(leaderboard!.inputSchema).toMatchObject({
+      type: 'object',
+      required: ['problem'],
+      additionalProperties: false,
+      properties: {
+        problem: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' },
+        gpuClass: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
+        limit: { type: 'integer', minimum: 1, maximum: 100 },
+      },
+    });
+    expect(leaderboard!.outputSchema).toEqual(json(Leaderboard));
+    expect(tools.map((t) => t.annotations?.readOnlyHint)).toEqual([false, false, true, true, true, true]);
   });
 
   it('evaluate_kernel: the original’s payload answers as POST /evaluate does, with the verdict in text', async () => {
@@ -476,6 +503,75 @@ describe('the tools', () => {
     expect(admin.structuredContent).toMatchObject({ id, principal: 'alice' });
   });
 
+  it('list_problems and get_leaderboard answer what GET /v1/problems and its leaderboard answer', async () => {
+    const dirs: string[] = [];
+    const h = await serve({ problems: ProblemRegistry.load(registry(ADD_FILES, dirs)) });
+    try {
+      for (const who of ['alice', 'bob'] as const) {
+        const submitted = await h.app.inject({
+          method: 'POST',
+          url: '/v1/evaluations',
+          headers: auth(who),
+          payload: { problem: 'add', source: ADD, kernel: 'add', grid: 'cdiv(n, 256)', block: 256 },
+        });
+        await settled(h.service, (submitted.json() as { id: string }).id);
+      }
+      const client = await connect(h.url, 'viewer');
+      const problems = await call(client, 'list_problems', {});
+      const httpProblems = await h.app.inject({ method: 'GET', url: '/v1/problems', headers: auth('viewer') });
+      expect(problems.structuredContent).toEqual(httpProblems.json());
+      expect(textOf(problems)).toBe(
+        [
+          '1 problem:',
+          "add: c = a + b (with cases: submit with problem: 'add')",
+          '  dims: n in [1, 1048576]',
+          '  public cases: small (n=1024); n=4096 (n=4096); hidden cases: 2',
+        ].join('\n'),
+      );
+
+      const board = await call(client, 'get_leaderboard', { problem: 'add', limit: 1 });
+      const url = '/v1/problems/add/leaderboard?limit=1';
+      const httpBoard = await h.app.inject({ method: 'GET', url, headers: auth('viewer') });
+      expect(board.structuredContent).toEqual(httpBoard.json());
+      const submittedAt = (httpBoard.json() as { entries: { submittedAt: string }[] }).entries[0]!.submittedAt;
+      expect(textOf(board)).toBe(
+        [
+          'Leaderboard of add on H200:',
+          `1. ${pseudonymOf('alice')}: 2.000 [1.900, 2.100], ${submittedAt}, provisional`,
+          '(more from offset 1)',
+        ].join('\n'),
+      );
+      const texts = JSON.stringify([problems, board, await call(client, 'get_leaderboard', { problem: 'add' })]);
+      for (const secret of ['alice', 'bob', 'ev_', ...HIDDEN_MARKS]) expect(texts, secret).not.toContain(secret);
+    } finally {
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    }
+  });
+
+  it('get_leaderboard: an unknown problem and hostile arguments are tool errors in the routes’ words', async () => {
+    const { url } = await serve();
+    const client = await connect(url);
+    const unknown = await call(client, 'get_leaderboard', { problem: 'nothing' });
+    expect([unknown.isError, textOf(unknown)]).toEqual([
+      true,
+      "PROBLEM_NOT_FOUND: No problem with cases 'nothing' here (GET /v1/problems lists them)",
+    ]);
+    const hostile = [
+      [{ problem: '../etc' }, 'arguments.problem: must match pattern "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"'],
+      [
+        { problem: 'add', gpuClass: 'H200&limit=100' },
+        'arguments.gpuClass: must match pattern "^[A-Za-z0-9_.-]{1,64}$"',
+      ],
+      [{ problem: 'add', limit: 101 }, 'arguments.limit: must be <= 100'],
+      [{ problem: 'add', principal: 'alice' }, 'arguments.principal: is not a known field'],
+    ] as const;
+    for (const [args, problem] of hostile) {
+      const result = await call(client, 'get_leaderboard', { ...args });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toBe(`FST_ERR_VALIDATION: Invalid arguments\n- ${problem}`);
+    }
+  });
+
   it('an unknown tool is a protocol error', async () => {
     const { url } = await serve();
     const error = await call(await connect(url), 'evaluate_python', {}).catch((e: unknown) => e);
@@ -489,14 +585,15 @@ describe('the tools', () => {
 
 describe('the tools’ descriptions stand alone', () => {
   it('each ends with a complete example its input schema takes, and which runs as it is', async () => {
-    const h = await serve();
+    // The problems the server ships, as it serves them without --problems-dir: get_leaderboard's example names one.
+    const h = await serve({ problems: ProblemRegistry.load(DEFAULT_PROBLEMS_DIR) });
     h.pool.script = timed;
     // A fresh client, as a model meets the server: the listing is all it knows.
     const client = new Client({ name: 'fresh', version: '1' });
     await client.connect(new StreamableHTTPClientTransport(h.url, { requestInit: { headers: auth('alice') } }));
     clients.push(client);
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(['evaluate_kernel', 'compare_kernels', 'get_evaluation', 'list_gpus']);
+    expect(tools.map((t) => t.name)).toEqual(TOOL_NAMES);
     const ajv = new Ajv({ strict: false });
     let evaluationId: string | undefined;
     for (const tool of tools) {
