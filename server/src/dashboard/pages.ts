@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The dashboard's pages as functions of their data, returning escaped HTML: the list of evaluations with the live
-// service summary, one evaluation's result, the sign-in form, and a short message page for errors. Each page is
-// whole without its script (server-rendered tables, SVG charts, plain forms and links); the script only keeps the
-// list and a running job live. Nothing here reads a request or the service: routes.ts gathers the data.
+// service summary, one evaluation's result, the sign-in form, and a short message page for errors (the problems'
+// pages are problem-page.ts's, in the same layout). Each page is whole without its script (server-rendered tables,
+// SVG charts, plain forms and links); the script only keeps the list and a running job live. Nothing here reads a
+// request or the service: routes.ts gathers the data.
 import type { QueueInfo } from '../service.js';
 import type { JobRecord, JobStatus, StoredJob } from '../store/store.js';
 import { VERDICTS } from '../judge/verdict.js';
@@ -98,7 +99,8 @@ function header(v: Viewer | undefined): Html | '' {
   return markup`<div class="who"><span>${who}</span>${signOut}</div>`;
 }
 
-function layout(o: LayoutOptions): string {
+/** A whole page: the head, the header with the viewer, `main`, the footer. */
+export function layout(o: LayoutOptions): string {
   const data = Object.entries(o.data ?? {}).map(([k, v]) => markup` data-${k}="${v}"`);
   const page = markup`<!doctype html>
 <html lang="en">
@@ -114,7 +116,7 @@ function layout(o: LayoutOptions): string {
 <a class="skip" href="#main">Skip to content</a>
 <header class="top">
 <a class="brand" href="/">cudakit <span>evaluations</span></a>
-<nav aria-label="Main"><a href="/">Evaluations</a><a href="/docs">API</a></nav>
+<nav aria-label="Main"><a href="/">Evaluations</a><a href="/problems">Problems</a><a href="/docs">API</a></nav>
 ${header(o.viewer)}
 </header>
 <main id="main" tabindex="-1">

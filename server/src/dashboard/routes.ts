@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The dashboard's routes: GET / (the list of evaluations under the service summary; the summary as JSON for
-// `Accept: application/json`), GET /evaluations/:id (one result), the sign-in and sign-out forms, the script and
+// `Accept: application/json`), GET /evaluations/:id (one result), GET /problems and /problems/:name (the problems
+// served; a problem with cases' public cases and leaderboard), the sign-in and sign-out forms, the script and
 // style sheet, and GET /v1/stream (server-sent events: the summary whenever it changes, and each of the newest jobs
 // whose state changed). Pages need the read scope, from a bearer token or the session cookie (the auth hook in
 // http/app.ts takes both); a principal sees its own evaluations, the admin scope every one, as in the API. A plugin
@@ -13,11 +14,14 @@ import { Type } from 'typebox';
 import type { App, RouteRequest } from '../http/shared.js';
 import { type EventStream, openEventStream } from '../http/sse.js';
 import { TokenVerifier, type Principal, type TokenEntry } from '../http/auth.js';
+import { defaultGpuClass, leaderboardView } from '../http/routes/leaderboard.js';
 import { ErrorBody } from '../http/schemas/v1.js';
 import { ServiceError } from '../errors.js';
 import type { EvalService } from '../service.js';
 import { isJobId } from '../store/ids.js';
 import type { JobRecord, JobStatus } from '../store/store.js';
+import { GPU_CLASS_PATTERN } from '../schedule/leaderboard.js';
+import { LEADERBOARD_OFFSET_MAX } from '../store/leaderboard.js';
 import { VERDICTS, type Verdict } from '../judge/verdict.js';
 import { assetAt } from './assets.js';
 import {
@@ -31,6 +35,7 @@ import {
   type ServiceSummary,
   type Viewer,
 } from './pages.js';
+import { hasCases, problemPage, problemsPage } from './problem-page.js';
 import { parseReport } from './report.js';
 import { type Sessions, localPath } from './session.js';
 
@@ -50,6 +55,10 @@ export interface DashboardOptions {
 }
 
 const PAGE_SIZE = 25;
+/** Entries of a leaderboard on a problem's page. */
+const BOARD_PAGE_SIZE = 50;
+/** A problem's name, as the registry takes one (a folder name). */
+const PROBLEM_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 /** The most sign-in attempts per client address per minute. */
 const SIGN_INS_PER_MINUTE = 20;
 const FORM_BODY_LIMIT_BYTES = 4096;
@@ -151,6 +160,15 @@ const listSchema = {
 
 const resultSchema = { hide: true, params: Type.Object({ id: Type.String({ maxLength: 64 }) }) };
 
+const problemSchema = {
+  hide: true,
+  params: Type.Object({ name: Type.String({ maxLength: 128 }) }),
+  querystring: Type.Object({
+    gpuClass: Type.Optional(Type.String({ maxLength: 128 })),
+    offset: Type.Optional(Type.String({ maxLength: 16 })),
+  }),
+};
+
 const signInSchema = {
   hide: true,
   querystring: Type.Object({ next: Type.Optional(Type.String({ maxLength: 1024 })) }),
@@ -197,6 +215,8 @@ export async function dashboardRoutes(app: App, options: DashboardOptions): Prom
 
   app.get('/', { schema: listSchema, config: { access: 'read', page: true } }, showList(sessions));
   app.get('/evaluations/:id', { schema: resultSchema, config: { access: 'read', page: true } }, showResult(sessions));
+  app.get('/problems', { schema: { hide: true }, config: { access: 'read', page: true } }, showProblems(sessions));
+  app.get('/problems/:name', { schema: problemSchema, config: { access: 'read', page: true } }, showProblem(sessions));
   app.get('/signin', { schema: signInSchema, config: { access: 'open' } }, showSignIn(sessions));
   app.post(
     '/signin',
@@ -288,6 +308,45 @@ function showResult(sessions: Sessions) {
       queue,
     });
     return sendPage(reply, 200, page);
+  };
+}
+
+/** GET /problems: the problems served. */
+function showProblems(sessions: Sessions) {
+  return async function showProblems(request: FastifyRequest, reply: FastifyReply) {
+    const problems = request.server.service.problems.list();
+    return sendPage(reply, 200, problemsPage({ viewer: viewerOf(sessions, request, reply), problems }));
+  };
+}
+
+/** GET /problems/:name: a problem with cases, and a page of its leaderboard on one GPU class. */
+function showProblem(sessions: Sessions) {
+  return async function showProblem(request: RouteRequest<typeof problemSchema>, reply: FastifyReply) {
+    const { service } = request.server;
+    const { name } = request.params;
+    const viewer = viewerOf(sessions, request, reply);
+    const problem = PROBLEM_NAME.test(name)
+      ? service.problems.list().find((p) => p.name === name && hasCases(p))
+      : undefined;
+    if (problem === undefined || !hasCases(problem)) {
+      return sendPage(reply, 404, messagePage('Not found', `There is no problem with cases '${name}' here.`, viewer));
+    }
+    const badRequest = (message: string): FastifyReply =>
+      sendPage(reply, 400, messagePage('Bad request', message, viewer));
+    const q = request.query;
+    const slots = service.slots();
+    const gpuClass = q.gpuClass === undefined || q.gpuClass === '' ? defaultGpuClass(slots) : q.gpuClass;
+    if (gpuClass === undefined) return badRequest('No GPU here gives a class: name one with ?gpuClass=');
+    if (!GPU_CLASS_PATTERN.test(gpuClass)) return badRequest('A GPU class is letters, digits, _, . and - (64 at most)');
+    const offset = q.offset === undefined || q.offset === '' ? 0 : Number(q.offset);
+    if (!/^[0-9]+$/.test(q.offset ?? '0') || offset > LEADERBOARD_OFFSET_MAX) {
+      return badRequest(`The page offset is an integer from 0 to ${LEADERBOARD_OFFSET_MAX}`);
+    }
+    const page = await service.store.leaderboard({ problem: name, gpuClass, limit: BOARD_PAGE_SIZE, offset });
+    const models = slots.map((s) => s.classes[0]).filter((c): c is string => c !== undefined && c !== 'any');
+    const classes = [...new Set([...models, gpuClass])].sort();
+    const board = leaderboardView(name, gpuClass, page);
+    return sendPage(reply, 200, problemPage({ viewer, problem, board, classes, offset }));
   };
 }
 

@@ -12,7 +12,7 @@ import type { JobExtras } from '../../src/run/protocol.js';
 import { pseudonymOf } from '../../src/schedule/leaderboard.js';
 import { ProblemRegistry } from '../../src/submit/problems.js';
 import { auth, closeApps, harness, type Who } from '../support/app-harness.js';
-import { ADD, ADD_FILES, HIDDEN_MARKS, addReport, registry } from '../support/cases-problem.js';
+import { ADD, ADD_FILES, FILL_FILES, HIDDEN_MARKS, addReport, registry } from '../support/cases-problem.js';
 import { scriptByName } from '../support/fake-pool.js';
 import { settled } from '../support/helpers.js';
 
@@ -22,14 +22,7 @@ afterAll(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-const FILL = { description: 'y = 1', args: ['y@ptr:f32[32]:out', 'n@i32=32'], timing: { bytes: 128 } };
-const problems = (): ProblemRegistry =>
-  ProblemRegistry.load(
-    registry(
-      { ...ADD_FILES, 'fill/problem.json': FILL, 'fill/reference.mjs': 'export const reference = ([y]) => y.fill(1);' },
-      dirs,
-    ),
-  );
+const problems = (): ProblemRegistry => ProblemRegistry.load(registry({ ...ADD_FILES, ...FILL_FILES }, dirs));
 
 const SUBMISSION = { problem: 'add', source: ADD, kernel: 'add', grid: 'cdiv(n, 256)', block: 256 };
 

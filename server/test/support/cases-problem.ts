@@ -36,6 +36,12 @@ export const HIDDEN_MARKS = ['odd-secret', '1001', 'n=777', '777'];
 /** ADD_PROBLEM's folder and files under a registry, to spread into registry(). */
 export const ADD_FILES = { 'add/problem.json': ADD_PROBLEM, 'add/reference.cu': ADD };
 
+/** A single-shape problem's folder (y = 1, a JavaScript reference) to spread beside ADD_FILES. */
+export const FILL_FILES = {
+  'fill/problem.json': { description: 'y = 1', args: ['y@ptr:f32[32]:out', 'n@i32=32'], timing: { bytes: 128 } },
+  'fill/reference.mjs': 'export const reference = ([y]) => y.fill(1);',
+};
+
 /** A registry folder with the given files (path → content; objects are written as JSON); pushed onto `made`. */
 export function registry(files: Record<string, string | object>, made: string[]): string {
   const dir = mkdtempSync(join(tmpdir(), 'cudakit-problem-cases-'));
