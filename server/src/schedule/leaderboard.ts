@@ -63,7 +63,8 @@ export function leaderboardEntryOf(record: JobRecord, gpu: string): LeaderboardE
 
 /**
  * Records job `id`'s result on its board, once its end (`outcome`) is stored: a PASSED job's record is read back
- * (its principal, submission time, problem and report). Resolves whether the result became its principal's entry.
+ * (its principal, submission time, problem and report), where its report has a score. Resolves whether the result
+ * became its principal's entry.
  */
 export async function recordOnLeaderboard(
   store: JobStore,
@@ -71,8 +72,9 @@ export async function recordOnLeaderboard(
   gpu: string,
   outcome: Pick<FinishOutcome, 'verdict' | 'report'>,
 ): Promise<boolean> {
-  // Only PASSED: the record is not read for any other end.
-  if (outcome.verdict !== 'PASSED' || outcome.report === undefined) return false;
+  // The record is read only for a PASSED end whose report may have a score: a plain job's report (which may be
+  // several MB) is not read back.
+  if (outcome.verdict !== 'PASSED' || outcome.report?.includes('"scoreHigh"') !== true) return false;
   const record = await store.get(id);
   const entry = record === undefined ? undefined : leaderboardEntryOf(record, gpu);
   return entry === undefined ? false : store.recordScore(entry);

@@ -89,14 +89,18 @@ describe('leaderboardEntryOf', () => {
     expect(leaderboardEntryOf(plain, 'H200')).toBeUndefined();
   });
 
-  it('records through the store, reading the job only for a PASSED end', async () => {
+  it('records through the store, reading the job back only for a PASSED end with a score', async () => {
     const store = new MemoryJobStore();
     const record = problemRecord();
     await store.insert(record);
     const reads: string[] = [];
     const get = store.get.bind(store);
     store.get = async (id) => (reads.push(id), get(id));
-    expect(await recordOnLeaderboard(store, record.id, 'any', { verdict: 'SUSPICIOUS', report: '{}' })).toBe(false);
+    expect(await recordOnLeaderboard(store, record.id, 'any', { verdict: 'SUSPICIOUS', report: record.report })).toBe(
+      false,
+    );
+    const plain = JSON.stringify({ name: 'k', passed: true, timing: { median: 1 } });
+    expect(await recordOnLeaderboard(store, record.id, 'any', { verdict: 'PASSED', report: plain })).toBe(false);
     expect(reads).toEqual([]);
     expect(await recordOnLeaderboard(store, record.id, 'any', { verdict: 'PASSED', report: record.report })).toBe(true);
     expect((await store.leaderboardEntry('add', 'H200', 'alice'))?.jobId).toBe(record.id);
