@@ -122,7 +122,6 @@ export async function compileWithoutGpu(plan: BenchPlan, command: string, o: Out
 }
 
 /** --json: `value` to the file it names, or to stdout for '-'; nothing without --json. */
-/** --json: `value` as JSON to a file, or to stdout for '-'. */
 export function writeJson(json: string | undefined, value: object, o: Output): void {
   if (json === undefined) return;
   const text = `${formatJson(value as Record<string, unknown>)}\n`;

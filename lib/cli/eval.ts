@@ -91,6 +91,9 @@ function submissionOf(file: string, v: EvalValues): ProblemSubmission {
       const why = e instanceof SyntaxError ? `not JSON (${e.message})` : systemMessage(e);
       throw new UsageError(`cannot read the submission ${file}: ${why}`);
     }
+    if (typeof s !== 'object' || s === null || Array.isArray(s)) {
+      throw new UsageError(`cannot read the submission ${file}: not a JSON object`);
+    }
     // Its source file is relative to the submission; the problem's are relative to the problem.
     const src = s.source as unknown;
     if (typeof src === 'object' && src !== null && typeof (src as { file?: unknown }).file === 'string') {

@@ -9,7 +9,7 @@ import type { EvalOptions, EvalProgress } from './job.js';
 import { evaluate } from './pipeline.js';
 import { InvalidProblemError, validateProblem } from './problem.js';
 import type { CaseVisibility, EvalProblem, ProblemSubmission } from './problem-types.js';
-import { caseJob, caseName, caseWork } from './problem-case.js';
+import { caseJob, caseName, caseWork, outputBytes } from './problem-case.js';
 import type { EvalError, EvalReport } from './report.js';
 import { type CaseScore, type CaseTiming, problemScore } from './score.js';
 
@@ -204,12 +204,14 @@ export async function evaluateProblem(
     entry.ran = true;
     entry.passed = r.passed;
     entry.report = r;
-    timingOf(entry, r, peak);
+    timingOf(entry, r, peak, outputBytes(job));
     if (!r.passed) {
       publicFailed = true;
       // A hidden case that fails ends the run: the rest cannot change the verdict.
       if (entry.visibility === 'hidden') break;
-      // Without a GPU (or with a lost context) no later case can run either.
+      // A kernel that does not compile fails every case alike; without a GPU (or with a lost context) no later case
+      // can run either.
+      if (r.error?.kind === 'compile') break;
       if (r.error?.kind === 'cuda' && (r.phase === 'load' || r.phase === 'compile' || r.error.sticky === true)) break;
     }
   }
@@ -223,7 +225,12 @@ export async function evaluateProblem(
 const rank = (v: CaseVisibility): number => (v === 'public' ? 0 : 1);
 
 /** A case's medians, speedup and floor from its report. */
-function timingOf(entry: ProblemCaseReport, r: EvalReport, peak: ReturnType<typeof devicePeakOf>): void {
+function timingOf(
+  entry: ProblemCaseReport,
+  r: EvalReport,
+  peak: ReturnType<typeof devicePeakOf>,
+  writtenBytes: number,
+): void {
   const c = r.comparison;
   const candidate: BenchResult | undefined = c?.b ?? r.timing;
   if (candidate === undefined) return;
@@ -235,9 +242,12 @@ function timingOf(entry: ProblemCaseReport, r: EvalReport, peak: ReturnType<type
     entry.speedupHigh = c.speedupHigh;
   }
   if (peak !== undefined) {
-    // Up to the L2's size of the traffic may never reach DRAM, even cold (the L2 is flushed before each sample, but
-    // the outputs a kernel writes can stay in it): the floor counts only the rest, as the service's does.
-    const floorMs = rooflineFloorMs({ bytes: entry.bytes, flops: entry.flops }, peak, candidate.env.l2Bytes);
+    // Cold, the L2 is flushed before each sample: the inputs come from DRAM, but what the kernel writes may stay in
+    // the L2 when it ends, so only that much of the traffic (at most the L2's size) is left out of the floor. Hot,
+    // the inputs may be in the L2 too.
+    const l2 = candidate.env.l2Bytes;
+    const spared = candidate.mode === 'cold' ? Math.min(l2, writtenBytes) : l2;
+    const floorMs = rooflineFloorMs({ bytes: entry.bytes, flops: entry.flops }, peak, spared);
     if (floorMs !== undefined) entry.floorUs = floorMs * 1e3;
   }
 }
@@ -258,7 +268,14 @@ function score(report: ProblemReport, cases: ProblemCaseReport[]): void {
       floorUs: c.floorUs,
     });
   }
-  const s = problemScore(timings);
+  let s: ReturnType<typeof problemScore>;
+  try {
+    s = problemScore(timings);
+  } catch (e) {
+    // An interval widened to zero or below (a timer tick as wide as the time) has no logarithm: no score then.
+    report.warnings.push(`no score: ${(e as Error).message}`);
+    return;
+  }
   cases.forEach((c, i) => {
     c.scored = s.cases[i]!;
     if (s.cases[i]!.floored) {

@@ -5,6 +5,7 @@
 // argspec's own, checked by validateJob() on the job made here.
 import type { Dim3 } from '../core/index.js';
 import { DTYPES, DTYPE_INFO } from '../core/index.js';
+import { parseArgSpec } from '../measure/index.js';
 import { evalDimExpr } from './dims.js';
 import type { EvalArg, EvalCheckOptions, EvalJob, EvalKernelRef, EvalTimingOptions } from './job.js';
 import type {
@@ -40,7 +41,11 @@ export function usesName(text: string, names: readonly string[]): boolean {
  * An argspec string cut where its sizes are: the buffer's dimensions between the brackets (split at top-level
  * commas, so that 'min(a, b)' stays whole), or an integer scalar's value; `join` puts values back.
  */
-export function splitArgSpec(text: string): { exprs: string[]; join: (values: readonly string[]) => string } {
+export function splitArgSpec(text: string): {
+  exprs: string[];
+  literals: string[];
+  join: (values: readonly string[]) => string;
+} {
   const at = text.indexOf('@');
   const head = at >= 0 && /^[A-Za-z_][A-Za-z0-9_]*$/.test(text.slice(0, at)) ? text.slice(0, at + 1) : '';
   const body = text.slice(head.length);
@@ -57,7 +62,7 @@ export function splitArgSpec(text: string): { exprs: string[]; join: (values: re
       else if (ch === ',' && depth === 0) cuts.push(i);
       else if (ch === ']' && depth === 0) close = i;
     }
-    if (close < 0) return { exprs: [], join: () => text };
+    if (close < 0) return { exprs: [], literals: [], join: () => text };
     const bounds = [open, ...cuts, close];
     const exprs = bounds.slice(0, -1).map((b, i) => body.slice(b + 1, bounds[i + 1]).trim());
     // Sizes the argspec grammar reads itself (1M, 16k, 1024*1024: each factor digits and a suffix) are left to it;
@@ -65,6 +70,7 @@ export function splitArgSpec(text: string): { exprs: string[]; join: (values: re
     const own = exprs.map((e) => /^\d+[kKM]?(\s*\*\s*\d+[kKM]?)*$/.test(e) && !/^\d+$/.test(e));
     return {
       exprs: exprs.filter((_, i) => !own[i]),
+      literals: exprs.filter((_, i) => own[i]),
       join: (values) => {
         let k = 0;
         const dimsText = exprs.map((e, i) => (own[i] ? e : values[k++]!)).join(',');
@@ -79,9 +85,9 @@ export function splitArgSpec(text: string): { exprs: string[]; join: (values: re
     /[A-Za-z_(]/.test(scalar[3]!) &&
     !/^\s*[+-]?0[xX]/.test(scalar[3]!)
   ) {
-    return { exprs: [scalar[3]!.trim()], join: (values) => `${head}${scalar[1]}${values[0]}` };
+    return { exprs: [scalar[3]!.trim()], literals: [], join: (values) => `${head}${scalar[1]}${values[0]}` };
   }
-  return { exprs: [], join: () => text };
+  return { exprs: [], literals: [], join: () => text };
 }
 
 /** `v` evaluated for one case (already parsed by validateProblem(), so only value errors remain). */
@@ -228,4 +234,27 @@ export function caseJob(problem: EvalProblem, submission: ProblemSubmission, c: 
 
 function defined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * Bytes of a job's output buffers (role 'out', with an initial value or without): what a kernel writes, which may
+ * still sit in the L2 when it ends. Arguments that do not parse count nothing here; validateJob() says what is
+ * wrong with them.
+ */
+export function outputBytes(job: Pick<EvalJob, 'args'>): number {
+  let total = 0;
+  for (const a of job.args) {
+    try {
+      if (typeof a === 'string') {
+        const spec = parseArgSpec(a);
+        if (spec.kind === 'buffer' && spec.role === 'out') total += spec.length * DTYPE_INFO[spec.dtype].bytes;
+      } else if (a.kind === 'buffer' && (a.role ?? (a.init === undefined ? 'out' : 'in')) === 'out') {
+        const length = a.length ?? (a.shape ?? []).reduce((x, y) => x * y, 1);
+        total += length * DTYPE_INFO[a.dtype].bytes;
+      }
+    } catch {
+      // Not this function's to report.
+    }
+  }
+  return total;
 }

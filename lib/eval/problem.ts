@@ -42,6 +42,8 @@ const PROBLEM_KEYS = [
   'cases',
 ] as const;
 const CASE_KEYS = ['name', 'dims', 'visibility', 'expected'] as const;
+const CHECK_KEYS = ['trials', 'seed', 'determinism', 'requireDeterminism', 'guardBytes', 'tolerances'] as const;
+const TIMING_KEYS = ['mode', 'preset', 'timer', 'rule', 'inputSets', 'rounds', 'bytes', 'flops'] as const;
 const DIM_KEYS = ['min', 'max', 'description'] as const;
 const SUBMISSION_KEYS = ['name', 'source', 'kernel', 'headers', 'compile', 'grid', 'block', 'sharedMemBytes'] as const;
 const KERNEL_KEYS = ['source', 'kernel', 'name', 'headers', 'compile', 'grid', 'block', 'sharedMemBytes', 'args'];
@@ -194,8 +196,11 @@ export function validateProblem(problem: unknown, submission?: unknown): EvalPro
   }
   const timing = problem.timing;
   if (timing !== undefined && !isObject(timing)) f.type('problem.timing', 'timing options', timing);
+  // No skip, no reference-free check: a problem's score stands on every case checked and timed.
+  if (isObject(timing)) f.keys('problem.timing', timing, TIMING_KEYS);
   const check = problem.check;
   if (check !== undefined && !isObject(check)) f.type('problem.check', 'check options', check);
+  if (isObject(check)) f.keys('problem.check', check, CHECK_KEYS);
   if (isObject(check) && check.tolerances !== undefined) tolerances(f, check.tolerances);
   const cases = problem.cases;
   if (!Array.isArray(cases) || cases.length === 0) {
@@ -322,6 +327,13 @@ function argExpressions(f: Faults, path: string, arg: unknown, names: readonly s
   if (typeof arg === 'string') {
     const parts = splitArgSpec(arg);
     for (const e of parts.exprs) expression(f, path, e, names);
+    // 4k is argspec's 4096 even where k is a dimension: say so rather than read it one way silently.
+    for (const literal of parts.literals) {
+      const suffix = (literal.match(/\d([kKM])/g) ?? []).map((m) => m[1]!).find((c) => names.includes(c));
+      if (suffix !== undefined) {
+        f.type(path, `a size without the suffix ${suffix}, which is also a dimension (write 4 * ${suffix})`, literal);
+      }
+    }
   } else if (isObject(arg)) {
     if (arg.kind === 'buffer') {
       if (typeof arg.length === 'string') expression(f, `${path}.length`, arg.length, names);

@@ -25,6 +25,7 @@ beforeAll(() => {
   writeFileSync(join(dir, 'ref.cu'), ADD);
   writeFileSync(join(dir, 'two.cu'), `${ADD}extern "C" __global__ void other() {}\n`);
   writeFileSync(join(dir, 'broken.json'), '{ "name": ');
+  writeFileSync(join(dir, 'null.json'), 'null');
   writeFileSync(join(dir, 'bad.json'), JSON.stringify({ ...PROBLEM, cases: [{ dims: { n: 0 } }] }));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -65,6 +66,7 @@ describe('cudakit eval: usage', () => {
         /eval needs --kernel <name>: .* has kernels add, other/,
       ],
       [['eval', dir, ref], /^cudakit: eval needs --grid and --block over the problem's dimensions/],
+      [['eval', dir, join(dir, 'null.json')], /^cudakit: cannot read the submission .*null\.json: not a JSON object/],
       [['eval', dir, ref, '--grid', 'cdiv(n, 256', '--block', '256'], /for submission\.grid at column 12/],
       [
         ['eval', dir, ref, '--grid', 'cdiv(m, 256)', '--block', '256'],

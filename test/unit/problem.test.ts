@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidJobError, validateJob } from '../../lib/eval/index.js';
 import { InvalidProblemError, PROBLEM_LIMITS, validateProblem } from '../../lib/eval/problem.js';
 import type { EvalProblem, ProblemSubmission } from '../../lib/eval/problem-types.js';
-import { caseJob, caseName, caseWork } from '../../lib/eval/problem-case.js';
+import { caseJob, caseName, caseWork, outputBytes } from '../../lib/eval/problem-case.js';
 import { caseScore, problemScore } from '../../lib/eval/score.js';
 
 const ADD = 'extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {}';
@@ -64,7 +64,7 @@ describe('caseJob', () => {
           { kind: 'buffer', dtype: 'f32', shape: ['m', 2], role: 'out', name: 'y' },
           { kind: 'scalar', type: 'i32', value: 'm * k', name: 'mk' },
           'ptr:u8[1M]',
-          'w@ptr:f32[k, 2*k, 4k]',
+          'w@ptr:f32[k, 2*k, 1M]',
         ],
         reference: { source: ADD, kernel: 'ref', grid: ['cdiv(k, 32)', 'm'], block: [32, 8], sharedMemBytes: '4 * k' },
         timing: {},
@@ -78,7 +78,7 @@ describe('caseJob', () => {
       { kind: 'buffer', dtype: 'f32', shape: [3, 2], role: 'out', name: 'y' },
       { kind: 'scalar', type: 'i32', value: 6, name: 'mk' },
       'ptr:u8[1M]',
-      'w@ptr:f32[2,4,4k]',
+      'w@ptr:f32[2,4,1M]',
     ]);
     expect(job.grid).toEqual([3, 1]);
     expect(job.block).toEqual([64, 2]);
@@ -107,6 +107,18 @@ describe('caseJob', () => {
     const job = caseJob(p, submission, p.cases[0]!);
     expect(job.compare).toMatchObject({ kernel: 'fast', grid: 1024 });
     expect(job.reference).toMatchObject({ kernel: 'add', grid: 4096 });
+  });
+
+  it('counts the bytes a job writes (its outputs, read-write ones too), which the L2 may hold when it ends', () => {
+    const args = [
+      'a@ptr:f32[10]=normal(0,1)',
+      'c@ptr:f32[10]:out',
+      'y@ptr:f32[4]=zeros:out',
+      { kind: 'buffer' as const, dtype: 'f16' as const, length: 8 },
+      { kind: 'buffer' as const, dtype: 'f32' as const, shape: [2, 3], init: { kind: 'zeros' as const } },
+      'n@i32=10',
+    ];
+    expect(outputBytes({ args })).toBe(40 + 16 + 16);
   });
 
   it('a value no case can have is the case’s error, naming the expression and the values', () => {
@@ -215,6 +227,29 @@ describe('validateProblem', () => {
     expect(faults(() => validateProblem(null))).toEqual([
       'Expected a problem { name, dims, args, reference?, cases, ... } for problem but received null',
     ]);
+  });
+
+  it('refuses a skipped check or timing, and a size suffix that is also a dimension', () => {
+    const messages = faults(() =>
+      validateProblem(
+        problem({
+          dims: ['n', 'k'],
+          args: ['x@ptr:f32[4k]', 'n@i32=n'],
+          check: { skip: true, withoutReference: 'skip' } as never,
+          timing: { skip: true } as never,
+          cases: [{ dims: { n: 4, k: 2 } }],
+        }),
+      ),
+    );
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^Unknown field problem\.check\.skip; known fields: trials, seed/),
+        expect.stringMatching(/^Unknown field problem\.check\.withoutReference/),
+        expect.stringMatching(/^Unknown field problem\.timing\.skip/),
+        'Expected a size without the suffix k, which is also a dimension (write 4 * k) for problem.args[0] but ' +
+          "received '4k' of type string",
+      ]),
+    );
   });
 
   it('refuses tolerances of unknown types and negative ones', () => {
