@@ -25,7 +25,13 @@ export function splitBody(body: Record<string, unknown>): {
   return {
     job,
     options: {
-      timeoutSeconds: typeof b.timeoutSeconds === 'number' ? b.timeoutSeconds : TIMEOUT_SECONDS.default,
+      // A submission to a problem with cases runs every case, each a comparison: its default is the most a job has.
+      timeoutSeconds:
+        typeof b.timeoutSeconds === 'number'
+          ? b.timeoutSeconds
+          : 'problem' in body
+            ? TIMEOUT_SECONDS.max
+            : TIMEOUT_SECONDS.default,
       maxQueueSeconds: typeof b.maxQueueSeconds === 'number' ? b.maxQueueSeconds : MAX_QUEUE_SECONDS.default,
       priority: typeof b.priority === 'number' ? b.priority : PRIORITY.default,
       gpu: typeof b.gpu === 'string' ? b.gpu : 'any',

@@ -79,7 +79,10 @@ export function checkProblemSubmission(
   });
   // Over a limit in a hidden case: said by its number (its launch's values would tell its dimensions).
   if (launches.length > 0) throw new InvalidJobError(redactFaults(launches, named));
-  return { job: { ...s, problem: name }, problem, firstCase: caseJob(problem, s, problem.cases[0]!) };
+  // The compile check's case: a public one, since what it answers is not redacted (every problem has one unless an
+  // operator installs only hidden cases; then the first, whose faults were said above by number only).
+  const shown = problem.cases.find((c) => (c.visibility ?? 'public') === 'public') ?? problem.cases[0]!;
+  return { job: { ...s, problem: name }, problem, firstCase: caseJob(problem, s, shown) };
 }
 
 /** The fault of a name that is no problem with cases here, with the names that are (and a single-shape one's way). */

@@ -128,6 +128,8 @@ describe('a submission to a problem with cases', () => {
       status: 'succeeded',
       verdict: 'PASSED',
       problem: 'add',
+      // Every case is a comparison: without a timeoutSeconds of its own, a submission gets the most a job has.
+      options: { timeoutSeconds: 600 },
       score: 2,
       scoreLow: 1.9,
       scoreHigh: 2.1,

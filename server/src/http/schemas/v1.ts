@@ -110,8 +110,10 @@ export const SubmitBody = Type.Object(
       Type.Integer({
         minimum: TIMEOUT_SECONDS.min,
         maximum: TIMEOUT_SECONDS.max,
-        default: TIMEOUT_SECONDS.default,
-        description: 'Execution budget from the GPU lease to the result',
+        // No schema default: a job's is TIMEOUT_SECONDS.default, a submission to a problem's the maximum (fields.ts).
+        description:
+          `Execution budget from the GPU lease to the result (default ${TIMEOUT_SECONDS.default}; ` +
+          `${TIMEOUT_SECONDS.max} for a submission to a problem with cases)`,
       }),
     ),
     maxQueueSeconds: Type.Optional(
