@@ -89,7 +89,11 @@ export function resultOf(outcome: SlotOutcome, context: OutcomeContext): Omit<Fi
           : hidden
             ? "a phase's deadline"
             : `the ${outcome.phase ?? 'phase'} deadline`;
-      const message = `killed after ${formatSeconds(outcome.limitMs)} (${where})${hidden ? ' in a hidden case' : ''}`;
+      // A phase's deadline in a hidden case goes unsaid: each phase has its own length, so the length tells the phase.
+      const message =
+        hidden && outcome.scope !== 'job'
+          ? `killed at ${where} in a hidden case`
+          : `killed after ${formatSeconds(outcome.limitMs)} (${where})${hidden ? ' in a hidden case' : ''}`;
       const phase = hidden ? undefined : outcome.phase;
       return {
         status: 'succeeded',
@@ -115,7 +119,8 @@ export function resultOf(outcome: SlotOutcome, context: OutcomeContext): Omit<Fi
           : outcome.exitCode !== undefined
             ? `exit code ${outcome.exitCode}`
             : 'no exit status';
-      if (context.inHiddenCase === true && outcome.phase !== undefined) {
+      // In a hidden case, whatever the phase (or none): the worker's stderr could name the case.
+      if (context.inHiddenCase === true) {
         const error = { code: 'CRASHED', message: `the worker died in a hidden case (${how})` };
         return { status: 'failed', verdict: 'CRASHED', phase: undefined, report: undefined, error };
       }

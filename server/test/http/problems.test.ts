@@ -208,6 +208,8 @@ describe('a submission to a problem with cases', () => {
       const { evaluation, events } = await runToEnd(app, SUBMISSION);
       expect(evaluation).toMatchObject({ verdict: outcome.kind === 'timeout' ? 'TIMEOUT' : 'CRASHED', phase: null });
       expect(evaluation.error.message).toMatch(/in a hidden case/);
+      // The deadline's length would tell the phase (each has its own), and the worker's stderr the case.
+      expect(evaluation.error.message).not.toMatch(/\d+ s|odd-secret/);
       expect(evaluation.error.phase).toBeUndefined();
       for (const text of [JSON.stringify(evaluation), events]) expectNoHidden(text);
     }
