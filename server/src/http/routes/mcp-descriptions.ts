@@ -246,6 +246,7 @@ export const GET_LEADERBOARD_DESCRIPTION = [
   "- gpuClass (optional): a GPU class, as list_gpus gives them ('H200', 'sm_90'); default the class most of this " +
     "server's GPUs are of.",
   '- limit (optional, 1 to 100, default 20): how many entries, from the top.',
+  "- offset (optional, 0 to 100000, default 0): how many to skip: the next page's, as '(more from offset N)' says.",
   '',
   ...example(LEADERBOARD_EXAMPLE),
 ].join('\n');

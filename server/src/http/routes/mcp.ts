@@ -92,12 +92,13 @@ const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, E
 /** get_evaluation's arguments: GET /v1/evaluations/{id}'s id and ?wait, as one object. */
 const GetArguments = Type.Object({ ...IdParams.properties, ...GetQuery.properties });
 const NoArguments = Type.Object({});
-/** get_leaderboard's arguments: the route's problem name, gpuClass and limit, as one object and no other key. */
+/** get_leaderboard's arguments: the route's problem name, gpuClass, limit and offset, as one object, no other key. */
 const LeaderboardArguments = Type.Object(
   {
     problem: ProblemParams.properties.name,
     gpuClass: LeaderboardQuery.properties.gpuClass,
     limit: LeaderboardQuery.properties.limit,
+    offset: LeaderboardQuery.properties.offset,
   },
   { additionalProperties: false },
 );
@@ -581,10 +582,12 @@ async function listProblems(args: Record<string, unknown>, ctx: CallContext): Pr
 async function getLeaderboard(args: Record<string, unknown>, ctx: CallContext): Promise<CallToolResult> {
   const validate = ctx.request.compileValidationSchema(LeaderboardArguments);
   if (!validate(args)) return invalidArguments(validate.errors ?? []);
-  const { problem, gpuClass, limit } = args as Static<typeof LeaderboardArguments>;
+  const { problem, gpuClass, limit, offset } = args as Static<typeof LeaderboardArguments>;
   const query = new URLSearchParams({
     ...(gpuClass === undefined ? {} : { gpuClass }),
     ...(limit === undefined ? {} : { limit: String(limit) }),
+    // The page its text's '(more from offset N)' points to.
+    ...(offset === undefined ? {} : { offset: String(offset) }),
   }).toString();
   const url = `/v1/problems/${encodeURIComponent(problem)}/leaderboard${query === '' ? '' : `?${query}`}`;
   const answer = await injectGet(ctx, url);

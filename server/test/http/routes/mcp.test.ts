@@ -541,6 +541,10 @@ describe('the tools', () => {
           '(more from offset 1)',
         ].join('\n'),
       );
+      const next = await call(client, 'get_leaderboard', { problem: 'add', limit: 1, offset: 1 });
+      const httpNext = await h.app.inject({ method: 'GET', url: `${url}&offset=1`, headers: auth('viewer') });
+      expect(next.structuredContent).toEqual(httpNext.json());
+      expect((next.structuredContent as { entries: { rank: number }[] }).entries[0]?.rank).toBe(2);
       const texts = JSON.stringify([problems, board, await call(client, 'get_leaderboard', { problem: 'add' })]);
       for (const secret of ['alice', 'bob', 'ev_', ...HIDDEN_MARKS]) expect(texts, secret).not.toContain(secret);
     } finally {
