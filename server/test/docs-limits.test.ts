@@ -63,7 +63,8 @@ describe('server/README.md', () => {
   it('states the service fields’ ranges and defaults, and the MCP route’s body limit', () => {
     expectIn(
       readme,
-      `\`timeoutSeconds\` (${TIMEOUT_SECONDS.min} … ${TIMEOUT_SECONDS.max}, default ${TIMEOUT_SECONDS.default}:`,
+      `\`timeoutSeconds\` (${TIMEOUT_SECONDS.min} … ${TIMEOUT_SECONDS.max}, default ${TIMEOUT_SECONDS.default}, ` +
+        `and ${TIMEOUT_SECONDS.max} for a submission to a problem with cases:`,
     );
     expectIn(
       readme,
