@@ -4,8 +4,15 @@
 // learns of every public case it fails; the hidden ones run only after every public one passed, and stop at the
 // first that fails: a hidden case's job is to catch a kernel fitted to the shapes it was shown.
 import { Device, checkOptions, typeError } from '../core/index.js';
-import { type BenchResult, PRESETS, type PresetName, devicePeakOf, rooflineFloorMs } from '../measure/index.js';
-import type { EvalOptions, EvalProgress } from './job.js';
+import {
+  type BenchResult,
+  PRESETS,
+  type PresetName,
+  type StoppingRule,
+  devicePeakOf,
+  rooflineFloorMs,
+} from '../measure/index.js';
+import type { EvalOptions, EvalProgress, EvalTimingOptions } from './job.js';
 import { evaluate } from './pipeline.js';
 import { InvalidProblemError, validateProblem } from './problem.js';
 import type { CaseVisibility, EvalProblem, ProblemSubmission } from './problem-types.js';
@@ -187,12 +194,16 @@ export async function evaluateProblem(
   const peak = device === undefined ? undefined : devicePeakOf({ name: device.name, arch: device.arch });
 
   const order = [...report.cases].sort((a, b) => rank(a.visibility) - rank(b.visibility) || a.index - b.index);
+  const planned = order.filter((c) => o.cases !== 'public' || c.visibility === 'public').length;
   let publicFailed = false;
+  let first = true;
   for (const entry of order) {
     if (entry.visibility === 'hidden' && (o.cases === 'public' || publicFailed)) continue;
     o.onProgress?.({ kind: 'case', index: entry.index, name: entry.name, visibility: entry.visibility });
     const job = caseJob(p, submission, p.cases[entry.index]!);
     if (o.preset !== undefined) job.timing = { ...job.timing, preset: o.preset };
+    job.timing = { ...job.timing, rule: caseShare(job.timing ?? {}, planned, first) };
+    first = false;
     const caseOptions: EvalOptions = {};
     if (o.reference !== undefined) caseOptions.reference = o.reference;
     if (o.signal !== undefined) caseOptions.signal = o.signal;
@@ -223,6 +234,30 @@ export async function evaluateProblem(
 }
 
 const rank = (v: CaseVisibility): number => (v === 'public' ? 0 : 1);
+
+/**
+ * @internal A case's share of the stopping rule: the preset's sampling budget (minimum and maximum time, sample
+ * counts) is the whole problem's, split among its `k` cases, and each case's precision target is √k times the
+ * preset's, so that the score (a mean of k logarithms) is as precise as one job's timing and costs about as much.
+ * The clock ramps in the first case: the later ones keep the minimum warm-up runs but a k-th of its time.
+ */
+export function caseShare(timing: EvalTimingOptions, k: number, first: boolean): Partial<StoppingRule> {
+  const full: StoppingRule = { ...PRESETS[timing.preset ?? 'default'], ...timing.rule };
+  if (k <= 1) return { ...timing.rule };
+  const share: Partial<StoppingRule> = {
+    ...timing.rule,
+    minSamples: Math.max(10, Math.ceil(full.minSamples / k)),
+    minTimeMs: full.minTimeMs / k,
+    timeoutMs: full.timeoutMs / k,
+    maxSamples: Math.max(20, Math.ceil(full.maxSamples / k)),
+    targetRelCI: full.targetRelCI * Math.sqrt(k),
+  };
+  if (!first) {
+    share.warmupMinMs = full.warmupMinMs / k;
+    share.warmupMaxMs = full.warmupMaxMs / k;
+  }
+  return share;
+}
 
 /** A case's medians, speedup and floor from its report. */
 function timingOf(

@@ -302,7 +302,7 @@ async function runTrial(
 ): Promise<TrialResult> {
   const device = candidate.kernel.device;
   const seed = splitmix64(BigInt(o.seed) + BigInt(t));
-  const inputs = prepareInputs(io, seed);
+  const inputs = prepareInputs(io, seed, device);
   const rng = createRng(seed ^ 0x9e3779b97f4a7c15n);
   const tolerance = (dtype: BufferDType): [number, number] => [
     o.atol ?? DTYPE_INFO[dtype].atol,

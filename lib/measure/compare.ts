@@ -75,6 +75,13 @@ export async function compare(
     timeoutMs: full.timeoutMs / rounds,
     maxSamples: Math.max(10, Math.ceil(full.maxSamples / rounds)),
   };
+  // The clock ramps, and each kernel's code loads, in its side's first round: the later rounds keep the minimum
+  // warm-up runs but a rounds-th of its time.
+  const later: StoppingRule = {
+    ...part,
+    warmupMinMs: full.warmupMinMs / rounds,
+    warmupMaxMs: Math.max(full.warmupMaxMs / rounds, full.warmupMinMs / rounds),
+  };
   const ta = targetOf('a', a, o);
   const tb = targetOf('b', b, o);
   const beside = 'kernel' in ta ? ta.kernel.device : 'kernel' in tb ? tb.kernel.device : undefined;
@@ -99,7 +106,7 @@ export async function compare(
             ];
       for (const [s, side, label] of order) {
         s.dropGraph();
-        runs[side]!.push(await measure(s, part, undefined, label, o.preset === 'rigorous'));
+        runs[side]!.push(await measure(s, r === 0 ? part : later, undefined, label, o.preset === 'rigorous'));
       }
       onProgress?.({ round: r + 1, rounds });
     }

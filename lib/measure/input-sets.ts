@@ -41,7 +41,7 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, opt
   const sets: { inputs: TrialInputs; buffers: GuardedBuffer[] }[] = [];
   return {
     args: (set: number) => {
-      const inputs = prepareInputs(io, splitmix64(BigInt(seed) + 1000n + BigInt(set)));
+      const inputs = prepareInputs(io, splitmix64(BigInt(seed) + 1000n + BigInt(set)), device);
       const buffers: GuardedBuffer[] = [];
       sets.push({ inputs, buffers });
       return uploadGuarded(device, io, inputs, 0, () => 0, buffers);

@@ -5,7 +5,7 @@
 // (input-sets.ts) builds bench()'s rotating argument sets from them.
 import {
   DTYPE_INFO,
-  type Device,
+  Device,
   type DeviceBuffer,
   type HostArray,
   fromDeviceBytes,
@@ -13,6 +13,7 @@ import {
   toDeviceBytes,
 } from '../core/index.js';
 import { type ArgSpec, type BufferArgSpec, type BufferDType, type InitSpec, roleOf } from './argspec.js';
+import { drawsOf, fillOnDevice } from './device-fill.js';
 import { createRng, normal, splitmix64 } from './random.js';
 
 /** What a buffer holds when its spec gives no init: uniform(-1,1) for floats, randint over ±100 (0..100 unsigned). */
@@ -102,13 +103,34 @@ export interface TrialInputs {
   values: (HostArray | undefined)[];
 }
 
-/** Inputs for every buffer with an initial value, seeded by `seed`: the same seed gives the same bytes. */
-export function prepareInputs(io: readonly ArgSpec[], seed: bigint): TrialInputs {
+/**
+ * Inputs for every buffer with an initial value, seeded by `seed`: the same seed gives the same bytes. With `device`
+ * (a Device: not a stand-in for one) the values are generated there (device-fill.ts: the same bytes, at the speed of
+ * memory) and copied back; without one, here.
+ */
+export function prepareInputs(io: readonly ArgSpec[], seed: bigint, device?: Device): TrialInputs {
   const shared = createRng(seed);
+  let sharedDraws = 0n;
   const bytes = io.map((a) => {
     if (a.kind !== 'buffer' || roleOf(a) === 'out') return undefined;
     const init = a.init ?? defaultInit(a.dtype);
-    return generateBytes(a, init, generatorFor(init, shared, seed));
+    if (!(device instanceof Device) || init.kind === 'data' || a.length === 0) {
+      return generateBytes(a, init, generatorFor(init, shared, seed));
+    }
+    // The draws generatorFor() would hand this buffer: its own generator's from the start, or the shared one's from
+    // where the buffers before it stopped.
+    const own = 'seed' in init && init.seed !== undefined;
+    const source = own
+      ? { state: splitmix64(seed ^ splitmix64(BigInt(init.seed!))), first: 0n }
+      : { state: seed, first: sharedDraws };
+    if (!own) sharedDraws += BigInt(drawsOf(init, a.length));
+    const scratch = device.alloc(a.length * DTYPE_INFO[a.dtype].bytes);
+    try {
+      fillOnDevice(scratch, a, init, source);
+      return scratch.copyToHost<Uint8Array>();
+    } finally {
+      scratch.dispose();
+    }
   });
   // Values decoded from the device bytes: the reference sees exactly what the kernel reads.
   const values = io.map((a, i) =>

@@ -17,7 +17,7 @@ function run(path: string): void {
   const smem = launch.config.sharedMemBytes ?? 0;
   if (smem > kernel.attributes.maxDynamicSharedSizeBytes) kernel.setMaxDynamicSharedMemory(smem);
   // check()'s trial 0 draws from splitmix64(seed + 0).
-  const inputs = prepareInputs(launch.io, splitmix64(BigInt(launch.seed)));
+  const inputs = prepareInputs(launch.io, splitmix64(BigInt(launch.seed)), device);
   const buffers: GuardedBuffer[] = [];
   const args = uploadGuarded(device, launch.io, inputs, 0, () => 0, buffers);
   device.synchronize();

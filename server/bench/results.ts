@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // server/bench/RESULTS.md: one section per benchmark script (load.ts: 'load', gpu.ts: 'gpu', multi-gpu.ts:
-// 'multi-gpu', ab.ts: 'before-after'), each between its own begin and end markers, so that each script rewrites its
-// figures and leaves the others', and the hand-written notes outside the markers, as they are.
+// 'multi-gpu', ab.ts: 'before-after', problems.ts: 'problems'), each between its own begin and end markers, so that
+// each script rewrites its figures and leaves the others', and the hand-written notes outside the markers, as they
+// are.
 import { join } from 'node:path';
 import { ROOT } from './binary.js';
 
@@ -21,12 +22,14 @@ replaces only its own section, between its begin and end markers:
   a kernel that never ends.
 - **before-after**: \`npm run bench:ab -w server -- --before <checkout> --write\` (server/bench/ab.ts), on a machine
   with an NVIDIA GPU: the service's overhead per job, another checkout's build against this one, interleaved.
+- **problems**: \`npm run bench:problems -w server -- --write\` (server/bench/problems.ts), on a machine with an
+  NVIDIA GPU: a problem of many cases against a job of one case, where its time goes, and the score's interval.
 `;
 
 /** `text` with section `name` replaced (or added at the end, or the file begun); everything else kept as it is. */
 export function replaceSection(
   text: string | undefined,
-  name: 'load' | 'gpu' | 'multi-gpu' | 'before-after',
+  name: 'load' | 'gpu' | 'multi-gpu' | 'before-after' | 'problems',
   body: string,
 ): string {
   const begin = `<!-- begin:${name} -->`;

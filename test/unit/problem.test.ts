@@ -8,6 +8,8 @@ import { InvalidProblemError, PROBLEM_LIMITS, validateProblem } from '../../lib/
 import type { EvalProblem, ProblemSubmission } from '../../lib/eval/problem-types.js';
 import { caseJob, caseName, caseWork, outputBytes } from '../../lib/eval/problem-case.js';
 import { caseScore, problemScore } from '../../lib/eval/score.js';
+import { caseShare } from '../../lib/eval/evaluate-problem.js';
+import { PRESETS } from '../../lib/measure/index.js';
 
 const ADD = 'extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {}';
 
@@ -301,5 +303,29 @@ describe('the score', () => {
     expect(() => caseScore({ ...t, speedupLow: 0 })).toThrow(/positive number for speedupLow/);
     expect(() => caseScore({ ...t, candidateUs: Number.NaN })).toThrow(RangeError);
     expect(() => caseScore({ ...t, floorUs: -1 })).toThrow(/floorUs/);
+  });
+});
+
+describe("a case's share of the stopping rule", () => {
+  it("splits the preset's budget among the cases and widens each case's target by √k", () => {
+    const full = PRESETS.default;
+    const share = caseShare({ preset: 'default' }, 4, true);
+    expect(share.minTimeMs).toBe(full.minTimeMs / 4);
+    expect(share.timeoutMs).toBe(full.timeoutMs / 4);
+    expect(share.maxSamples).toBe(Math.ceil(full.maxSamples / 4));
+    expect(share.targetRelCI).toBeCloseTo(full.targetRelCI * 2, 12);
+    // The first case warms up in full: the clock ramps there.
+    expect(share.warmupMinMs).toBeUndefined();
+    const later = caseShare({ preset: 'default' }, 4, false);
+    expect(later.warmupMinMs).toBe(full.warmupMinMs / 4);
+    expect(later.warmupMaxMs).toBe(full.warmupMaxMs / 4);
+  });
+
+  it("starts from the problem's own rule and preset, and leaves a problem of one case as it is", () => {
+    const share = caseShare({ preset: 'quick', rule: { timeoutMs: 8000, throttleRatio: 0.9 } }, 2, true);
+    expect(share.timeoutMs).toBe(4000);
+    expect(share.throttleRatio).toBe(0.9);
+    expect(share.minTimeMs).toBe(PRESETS.quick.minTimeMs / 2);
+    expect(caseShare({ preset: 'quick', rule: { timeoutMs: 8000 } }, 1, true)).toEqual({ timeoutMs: 8000 });
   });
 });
