@@ -2,6 +2,8 @@
 // The benchmark measurement loop (lib/measure/bench.ts decides what to run and when to stop; this runs the samples).
 //
 // One sample, on the harness's own stream (docs/benchmarking.md, "Hiding launch latency"):
+//   [fresh inputs: the sample's number written to the epoch word; the input set's refresh launches, which regenerate
+//    its inputs from it, so no two timed launches see the same bytes]
 //   [cold: reset persisting L2 lines; flush L2 by reading 2 × L2 bytes of other data; synchronize]
 //   block the stream behind a spin kernel that waits on a host-mapped flag (with a device-side timeout), so what
 //   follows is queued before the GPU starts and launch latency is hidden;
@@ -26,6 +28,9 @@ struct BenchSpec {
   CUstream stream;
   std::vector<KernelSlot*> slots;  // one per input set
   std::vector<uint32_t> order;     // input set per sample; its length is the number of samples
+  std::vector<std::vector<KernelSlot*>> refresh;  // per input set: launches run before each of its samples, untimed
+  CUdeviceptr epochPtr;  // the u32 the refresh launches read: epochBase + the sample's index
+  uint32_t epochBase;
   bool flush;
   bool empty;  // nothing between the events: measures the event pair's own cost
   bool block;  // hold the stream behind the spin kernel (off under profilers and sanitizers, which serialize kernels)
@@ -78,6 +83,24 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
       throw Napi::RangeError::New(env, "benchSamples: order names a missing input set");
     s.order.push_back(k);
   }
+  Napi::Value refresh = o.Get("refresh");
+  if (refresh.IsArray()) {
+    Napi::Array sets = refresh.As<Napi::Array>();
+    if (sets.Length() != s.slots.size())
+      throw Napi::RangeError::New(env, "benchSamples: refresh must list launches for every input set");
+    for (uint32_t i = 0; i < sets.Length(); i++) {
+      Napi::Value list = sets.Get(i);
+      if (!list.IsArray()) throw Napi::TypeError::New(env, "benchSamples: refresh entries must be arrays");
+      std::vector<KernelSlot*> launches;
+      for (uint32_t j = 0; j < list.As<Napi::Array>().Length(); j++) {
+        launches.push_back(SlotFromValue(env, list.As<Napi::Array>().Get(j)));
+      }
+      s.refresh.push_back(std::move(launches));
+    }
+    s.epochPtr = u64("epochPtr");
+    s.epochBase = static_cast<uint32_t>(u64("epochBase"));
+    if (s.epochPtr == 0) throw Napi::RangeError::New(env, "benchSamples: refresh needs epochPtr");
+  }
   s.flush = o.Get("flush").ToBoolean();
   s.empty = o.Get("empty").ToBoolean();
   s.block = !o.Get("noBlock").ToBoolean();
@@ -101,6 +124,8 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
 
   BindContext(env, s.ctx);
   for (KernelSlot* slot : s.slots) ResolveSlotLaunch(env, *slot);
+  for (auto& launches : s.refresh)
+    for (KernelSlot* slot : launches) ResolveSlotLaunch(env, *slot);
   CUevent start = nullptr, stop = nullptr;
   CU_CALL(env, cuEventCreate, &start, 0u);
   CUresult r = CU_TRY(cuEventCreate, &stop, 0u);
@@ -129,6 +154,13 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
     break;                            \
   }
     do {
+      if (!s.refresh.empty() && s.graph == nullptr && !s.empty) {
+        STEP(CU_TRY(cuMemsetD32Async, s.epochPtr, s.epochBase + static_cast<uint32_t>(i), 1u, s.stream),
+             "cuMemsetD32Async");
+        const char* api = nullptr;
+        for (KernelSlot* fill : s.refresh[s.order[i]]) STEP(TryLaunchSlot(*fill, s.stream, &api), api);
+        if (failed != nullptr) break;
+      }
       if (s.flush) {
         STEP(CU_TRY(cuCtxResetPersistingL2Cache), "cuCtxResetPersistingL2Cache");
         // Reading (not writing) other data leaves L2 full of clean lines: the kernel then pays no write-back of

@@ -67,6 +67,11 @@ export interface BenchSpec {
   probeOut: Handle;
   flagDev: Handle;
   timeoutNs: number;
+  /** Per input set (one per slot): launches run before each of its samples, outside the timed interval. */
+  refresh?: number[][];
+  /** The u32 the refresh launches read: epochBase + the sample's index. */
+  epochPtr?: Handle;
+  epochBase?: number;
 }
 
 /**

@@ -125,6 +125,8 @@ export interface RawSample {
   launchUs: number;
   /** The SM clock over the sample (clock64 over %globaltimer on SM 0), MHz; 0 when it could not be measured. */
   clockMHz: number;
+  /** The epoch the sample's refresh launches read (SampleRequest.refresh); undefined without them. */
+  epoch?: number;
 }
 
 /**
@@ -145,6 +147,11 @@ export interface SampleRequest {
    * Off where something serializes kernels (profilers, sanitizers): samples then include launch latency.
    */
   hold?: boolean;
+  /**
+   * Per bound launch (input set): launches run before each of its samples, outside the timed interval, after the
+   * sample's epoch (see Sampler.epochPtr) is written; they regenerate that set's inputs. Ignored with a graph.
+   */
+  refresh?: readonly (readonly BoundLaunch[])[];
 }
 
 /**
@@ -190,6 +197,10 @@ export class Sampler {
   /** Whether the drift probe holds its stream: not where a CUDA tool is injected (it serializes kernels). */
   #driftHold = !process.env.CUDA_INJECTION64_PATH;
   #eventOverheadMs: number | undefined;
+  /** The next sample's epoch (SampleRequest.refresh). */
+  #epoch = 1;
+  /** @internal Device address of the u32 epoch the refresh launches of a sample read. */
+  readonly epochPtr: bigint;
   // Owners of the handles in #spec: kept reachable for the life of the process.
   readonly #keep: unknown[];
 
@@ -216,7 +227,7 @@ export class Sampler {
     this.stream = device.createStream({ nonBlocking: true });
     // 2 × L2: a margin, since the cache's replacement order is not documented (docs/benchmarking.md, 'The L2 flush').
     const flush = device.alloc(2 * device.l2CacheBytes).fill(0);
-    const probeOut = device.alloc(48); // [0..32) probes, [32..36) the flush kernel's sink
+    const probeOut = device.alloc(48); // [0..32) probes, [32..36) the flush kernel's sink, [40..44) the epoch
     const flagBuffer = n.memHostAlloc(device.ctx, 8, CU_MEMHOSTALLOC_PORTABLE_DEVICEMAP);
     try {
       n.ctxSetLimit(device.ctx, CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0); // no persisting lines survive a flush
@@ -225,6 +236,7 @@ export class Sampler {
     }
     this.#flagHost = new Int32Array(flagBuffer);
     this.#sinkPtr = probeOut.ptr + 32n;
+    this.epochPtr = probeOut.ptr + 40n;
     this.#flushBuffer = flush;
     this.#spec = {
       ctx: device.ctx,
@@ -280,6 +292,19 @@ export class Sampler {
     const launches = request.launches ?? [];
     this.#own(launches);
     const graph = request.graph?.handle ?? 0n;
+    const refresh = graph === 0n && launches.length > 0 ? request.refresh : undefined;
+    if (refresh !== undefined) {
+      if (refresh.length !== launches.length) {
+        throw new RangeError(
+          `Expected refresh launches for each of the ${launches.length} launches but received ${refresh.length}`,
+        );
+      }
+      for (const r of refresh) this.#own(r);
+    }
+    const count = request.order.length;
+    // Epochs from 1 (0 reads as 'no epoch' in the fill kernel), wrapping within u32.
+    if (refresh !== undefined && this.#epoch + count > 0xffffffff) this.#epoch = 1;
+    const epochBase = this.#epoch;
     const raw = getNative().benchSamples(
       {
         ...this.#spec,
@@ -289,12 +314,18 @@ export class Sampler {
         graph,
         empty: launches.length === 0 && graph === 0n,
         noBlock: request.hold === false,
+        ...(refresh !== undefined
+          ? { refresh: refresh.map((r) => r.map((b) => b.slot)), epochPtr: this.epochPtr, epochBase }
+          : {}),
       },
       this.#flagHost,
     );
+    if (refresh !== undefined) this.#epoch += count;
     const out: RawSample[] = [];
-    for (let i = 0; i < request.order.length; i++) {
-      out.push({ gpuMs: raw[i * 3]!, launchUs: raw[i * 3 + 1]!, clockMHz: raw[i * 3 + 2]! });
+    for (let i = 0; i < count; i++) {
+      const sample: RawSample = { gpuMs: raw[i * 3]!, launchUs: raw[i * 3 + 1]!, clockMHz: raw[i * 3 + 2]! };
+      if (refresh !== undefined) sample.epoch = epochBase + i;
+      out.push(sample);
     }
     return out;
   }

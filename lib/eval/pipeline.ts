@@ -310,7 +310,12 @@ class Pipeline {
     const kernel = await this.#loadKernel(device, candidate, false);
     const other = baseline === undefined ? undefined : await this.#loadKernel(device, baseline, false);
     const zeroOnFree = j.zeroOnFree === true ? { zeroOnFree: true } : {};
-    const sets = await this.#guard(() => inputSets(device, plan.io, checkOptionsOf(j).seed, zeroOnFree));
+    // Fresh inputs for every timed launch (a result cached from one launch never serves another), but in graph mode,
+    // whose replays repeat their launches.
+    const fresh = { fresh: (j.timing?.mode ?? 'cold') !== 'graph' };
+    const sets = await this.#guard(() =>
+      inputSets(device, plan.io, checkOptionsOf(j).seed, { ...zeroOnFree, ...fresh }),
+    );
     this.#sets = sets;
     const args = sets.args as (set: number) => never;
     if (other === undefined) {

@@ -11,17 +11,23 @@
 // may differ from JavaScript's in the last bit of a double (test/gpu/device-fill.test.ts checks both).
 import { DTYPE_INFO, type Device, type DeviceBuffer, Program } from '../core/index.js';
 import type { BufferArgSpec, BufferDType, InitSpec } from './argspec.js';
+import { splitmix64 } from './random.js';
 
 /** @internal The fill kernel (compiled once per device; test/nvrtc compiles it too). */
 export const FILL_SOURCE = String.raw`
 typedef unsigned long long u64;
 
-__device__ __forceinline__ double draw(u64 state, u64 k) {
-  // The k-th (0-based) output of splitmix64 with this state, as a double in [0, 1): the top 53 bits / 2^53.
-  u64 z = state + (k + 1ull) * 0x9e3779b97f4a7c15ull;
+__device__ __forceinline__ u64 splitmix64(u64 seed) {
+  // random.ts's splitmix64(): the first output of the generator whose state is seed.
+  u64 z = seed + 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z = z ^ (z >> 31);
+  return z ^ (z >> 31);
+}
+
+__device__ __forceinline__ double draw(u64 state, u64 k) {
+  // The k-th (0-based) output of splitmix64 with this state, as a double in [0, 1): the top 53 bits / 2^53.
+  u64 z = splitmix64(state + k * 0x9e3779b97f4a7c15ull);
   return __dmul_rn((double)(z >> 11), 1.1102230246251565e-16);
 }
 
@@ -70,8 +76,14 @@ __device__ __forceinline__ u64 wrap64(double v) {
 // kind: 0 uniform (a = lo, b = hi - lo), 1 normal (a = mean, b = std), 2 randint (a = lo, b = hi - lo),
 // 3 const (a = value), 4 sequence (a = start, b = step, along a period of 'period' elements).
 // dtype: 0 f32, 1 f64, 2 f16, 3 bf16, 4 i8, 5 u8, 6 i16, 7 u16, 8 i32, 9 u32, 10 i64, 11 u64.
+// epoch: null, or a u32 the harness writes before each timed sample; a non-zero epoch e draws from state ^
+// splitmix64(e) instead (epochState() in device-fill.ts), so every sample's inputs are new.
 extern "C" __global__ void cudakit_fill(void* out, u64 n, int dtype, int kind, double a, double b, u64 state,
-                                        u64 first, u64 period) {
+                                        u64 first, u64 period, const unsigned int* epoch) {
+  if (epoch != 0) {
+    unsigned int e = *epoch;
+    if (e != 0u) state ^= splitmix64((u64)e);
+  }
   const u64 stride = (u64)gridDim.x * blockDim.x;
   for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     double v;
@@ -106,7 +118,10 @@ extern "C" __global__ void cudakit_fill(void* out, u64 n, int dtype, int kind, d
 `;
 
 /** @internal The fill kernel's signature. */
-export const FILL_KERNEL = ['cudakit_fill', ['ptr', 'u64', 'i32', 'i32', 'f64', 'f64', 'u64', 'u64', 'u64']] as const;
+export const FILL_KERNEL = [
+  'cudakit_fill',
+  ['ptr', 'u64', 'i32', 'i32', 'f64', 'f64', 'u64', 'u64', 'u64', 'ptr'],
+] as const;
 
 const DTYPE_CODE: Record<BufferDType, number> = {
   f32: 0,
@@ -144,8 +159,23 @@ export function drawsOf(init: InitSpec, length: number): number {
   }
 }
 
+/** The state a generator draws from in epoch `epoch` (the fill kernel's, for the sample with that epoch). */
+export function epochState(state: bigint, epoch: number | undefined): bigint {
+  return epoch === undefined || epoch === 0 ? state : state ^ splitmix64(BigInt(epoch));
+}
+
 type Fill = ReturnType<typeof kernelFor>;
 const kernels = new WeakMap<Device, Fill>();
+
+/** @internal The device's fill kernel (compiled and loaded on first use). */
+export function fillKernel(device: Device): Fill {
+  let kernel = kernels.get(device);
+  if (kernel === undefined) {
+    kernel = kernelFor(device);
+    kernels.set(device, kernel);
+  }
+  return kernel;
+}
 
 function kernelFor(device: Device) {
   const code = new Program(FILL_SOURCE, { name: 'cudakit_fill.cu' }).compile({
@@ -165,14 +195,30 @@ export function fillOnDevice(
   init: Exclude<InitSpec, { kind: 'data' }>,
   source: DrawSource,
 ): void {
+  const launch = fillLaunch(target, spec, init, source, 0n);
+  if (launch !== undefined) fillKernel(target.device).launch(launch.config, ...launch.args);
+}
+
+/** A fill launch's configuration and arguments. */
+export interface FillLaunch {
+  config: { grid: number; block: number };
+  args: [bigint, bigint, number, number, number, number, bigint, bigint, bigint, bigint];
+}
+
+/**
+ * The launch that fills `target` as fillOnDevice() does, reading its epoch from `epochPtr` (0n: none); undefined
+ * for an empty buffer.
+ */
+export function fillLaunch(
+  target: DeviceBuffer,
+  spec: BufferArgSpec,
+  init: Exclude<InitSpec, { kind: 'data' }>,
+  source: DrawSource,
+  epochPtr: bigint,
+): FillLaunch | undefined {
   const device = target.device;
-  let kernel = kernels.get(device);
-  if (kernel === undefined) {
-    kernel = kernelFor(device);
-    kernels.set(device, kernel);
-  }
   const n = spec.length;
-  if (n === 0) return;
+  if (n === 0) return undefined;
   const along = init.kind === 'seq' || init.kind === 'arange' ? init.along : undefined;
   const period = along === 'last' ? (spec.shape?.[spec.shape.length - 1] ?? n) : n;
   let code: number;
@@ -209,16 +255,19 @@ export function fillOnDevice(
       `Expected a buffer of ${DTYPE_INFO[spec.dtype].bytes * n} bytes for the fill but received ${target.byteLength}`,
     );
   }
-  kernel.launch(
-    { grid, block },
-    target.ptr,
-    BigInt(n),
-    DTYPE_CODE[spec.dtype],
-    code,
-    a,
-    b,
-    BigInt.asUintN(64, source.state),
-    source.first,
-    BigInt(Math.max(1, period)),
-  );
+  return {
+    config: { grid, block },
+    args: [
+      target.ptr,
+      BigInt(n),
+      DTYPE_CODE[spec.dtype],
+      code,
+      a,
+      b,
+      BigInt.asUintN(64, source.state),
+      source.first,
+      BigInt(Math.max(1, period)),
+      epochPtr,
+    ],
+  };
 }

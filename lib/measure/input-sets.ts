@@ -7,7 +7,16 @@ import { type ArgSpec, checkArgSpecs, roleOf } from './argspec.js';
 import type { CheckOptions } from './check.js';
 import { type CheckResult, type TrialResult, buildCheckResult, errorFigures, trialResult } from './check-result.js';
 import { compareOutput, newComparison } from './compare-output.js';
-import { type GuardedBuffer, type TrialInputs, prepareInputs, releaseBuffers, uploadGuarded } from './inputs.js';
+import { type FillLaunch, fillLaunch } from './device-fill.js';
+import {
+  type GuardedBuffer,
+  type TrialInputs,
+  drawSources,
+  initOf,
+  prepareInputs,
+  releaseBuffers,
+  uploadGuarded,
+} from './inputs.js';
 import { splitmix64 } from './random.js';
 import { type Reference, checkReference, referenceOutputs } from './reference.js';
 
@@ -15,6 +24,33 @@ import { type Reference, checkReference, referenceOutputs } from './reference.js
 export interface InputSetsOptions {
   /** Zero every buffer before dispose() frees it (see CheckOptions.zeroOnFree). Default false. */
   zeroOnFree?: boolean;
+  /**
+   * Fresh inputs for every timed launch: bench() regenerates a set's inputs on the GPU before each sample of it,
+   * outside the timed interval, from the set's seed and the sample's epoch, so no two timed launches see the same
+   * bytes, and verify() checks each set's outputs against the reference on the inputs of the set's last timed launch
+   * (in-place outputs included). A kernel that replays results cached from an earlier launch, or computed ahead for
+   * a later one, then fails the re-check. Default false. No effect in graph mode, whose replays repeat their launches.
+   */
+  fresh?: boolean;
+}
+
+/**
+ * @internal One set's fresh inputs, for bench(): what regenerates them, and where the last timed launch's came from.
+ */
+export interface FreshSet {
+  /** The fill launches that regenerate the set's inputs, reading their epoch from `epochPtr`. */
+  launches: (epochPtr: bigint) => FillLaunch[];
+  /** Called with the epoch of each sample timed on the set, in order. */
+  used: (epoch: number) => void;
+  /** Called when launches repeat on the set's inputs without a refresh (graph mode's replays). */
+  repeated: () => void;
+}
+
+const freshSets = new WeakMap<readonly unknown[], FreshSet>();
+
+/** @internal The fresh inputs of the set whose arguments are `args` (made by inputSets() with fresh). */
+export function freshSetOf(args: readonly unknown[]): FreshSet | undefined {
+  return freshSets.get(args);
 }
 
 /** Device argument sets for bench()'s input rotation, made by inputSets(). */
@@ -36,15 +72,50 @@ export interface InputSets {
  */
 export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, options?: InputSetsOptions): InputSets {
   checkArgSpecs(io);
-  const o = checkOptions('options', options, ['zeroOnFree'] as const);
+  const o = checkOptions('options', options, ['zeroOnFree', 'fresh'] as const);
   const zeroOnFree = o.zeroOnFree === undefined ? false : checkBoolean('options.zeroOnFree', o.zeroOnFree);
-  const sets: { inputs: TrialInputs; buffers: GuardedBuffer[] }[] = [];
+  const fresh = o.fresh === undefined ? false : checkBoolean('options.fresh', o.fresh);
+  const sets: {
+    seed: bigint;
+    inputs: TrialInputs;
+    buffers: GuardedBuffer[];
+    epoch: number | undefined;
+    repeated: boolean;
+  }[] = [];
   return {
     args: (set: number) => {
-      const inputs = prepareInputs(io, splitmix64(BigInt(seed) + 1000n + BigInt(set)), device);
-      const buffers: GuardedBuffer[] = [];
-      sets.push({ inputs, buffers });
-      return uploadGuarded(device, io, inputs, 0, () => 0, buffers);
+      const setSeed = splitmix64(BigInt(seed) + 1000n + BigInt(set));
+      const inputs = prepareInputs(io, setSeed, device);
+      const entry = {
+        seed: setSeed,
+        inputs,
+        buffers: [] as GuardedBuffer[],
+        epoch: undefined as number | undefined,
+        repeated: false,
+      };
+      sets.push(entry);
+      const args = uploadGuarded(device, io, inputs, 0, () => 0, entry.buffers);
+      if (fresh) {
+        const sources = drawSources(io, setSeed);
+        freshSets.set(args, {
+          launches: (epochPtr) =>
+            io.flatMap((a, i) => {
+              const init = initOf(a);
+              const source = sources[i];
+              if (a.kind !== 'buffer' || init === undefined || init.kind === 'data' || source === undefined) return [];
+              const launch = fillLaunch(entry.buffers[i]!.view, a, init, source, epochPtr);
+              return launch === undefined ? [] : [launch];
+            }),
+          used: (epoch) => {
+            entry.epoch = epoch;
+            entry.repeated = false;
+          },
+          repeated: () => {
+            entry.repeated = true;
+          },
+        });
+      }
+      return args;
     },
     verify: async (reference, verifyOptions) => {
       checkReference(reference, io);
@@ -52,10 +123,15 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, opt
       try {
         for (const [k, s] of sets.entries()) {
           const c = newComparison();
-          const ref = await referenceOutputs(reference, device, io, s.inputs, zeroOnFree);
+          // With fresh inputs, the inputs of the set's last timed launch, whose outputs its buffers hold.
+          const inputs = s.epoch === undefined ? s.inputs : prepareInputs(io, s.seed, device, s.epoch);
+          const ref = await referenceOutputs(reference, device, io, inputs, zeroOnFree);
           if ('fault' in ref) throw ref.fault;
           io.forEach((a, i) => {
-            if (a.kind !== 'buffer' || roleOf(a) !== 'out') return; // in-place outputs changed with every timed launch
+            if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
+            // An in-place output changed with every launch since its inputs were last made: nothing to compare it
+            // with, but with fresh inputs and no repeated launch (graph mode).
+            if (roleOf(a) === 'inout' && (s.epoch === undefined || s.repeated)) return;
             const d = DTYPE_INFO[a.dtype];
             const [atol, rtol] = [verifyOptions?.atol ?? d.atol, verifyOptions?.rtol ?? d.rtol];
             compareOutput(i, a.dtype, s.buffers[i]!.view.copyToHost(), ref.outputs[i]!, atol, rtol, c);
@@ -71,7 +147,11 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, opt
       result.summary =
         failed === undefined
           ? `PASS after timing: ${trials.length} input sets re-checked, ${errorFigures(result)}`
-          : `FAIL after timing (${failed.defence}) in input set ${failed.trial}`;
+          : `FAIL after timing (${failed.defence}) in input set ${failed.trial}` +
+            (sets[failed.trial]?.epoch !== undefined
+              ? ': its outputs are not those of its last timed launch, on fresh inputs (a result replayed from ' +
+                'another launch?)'
+              : '');
       return result;
     },
     dispose: () => {

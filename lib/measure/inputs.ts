@@ -13,7 +13,7 @@ import {
   toDeviceBytes,
 } from '../core/index.js';
 import { type ArgSpec, type BufferArgSpec, type BufferDType, type InitSpec, roleOf } from './argspec.js';
-import { drawsOf, fillOnDevice } from './device-fill.js';
+import { type DrawSource, drawsOf, epochState, fillOnDevice } from './device-fill.js';
 import { createRng, normal, splitmix64 } from './random.js';
 
 /** What a buffer holds when its spec gives no init: uniform(-1,1) for floats, randint over ±100 (0..100 unsigned). */
@@ -26,9 +26,35 @@ function defaultInit(dtype: BufferDType): InitSpec {
  * The generator a random init draws from: the trial's shared one, or with `seed` one of the buffer's own, from the
  * trial's seed and that seed, so the buffer's values do not depend on any other buffer.
  */
-function generatorFor(init: InitSpec, shared: () => number, trialSeed: bigint): () => number {
+function generatorFor(init: InitSpec, shared: () => number, trialSeed: bigint, epoch?: number): () => number {
   const seed = 'seed' in init ? init.seed : undefined;
-  return seed === undefined ? shared : createRng(splitmix64(trialSeed ^ splitmix64(BigInt(seed))));
+  return seed === undefined ? shared : createRng(epochState(ownState(trialSeed, seed), epoch));
+}
+
+/** The state of a buffer's own generator (an init with a `seed`) in the trial seeded `trialSeed`. */
+const ownState = (trialSeed: bigint, seed: number): bigint => splitmix64(trialSeed ^ splitmix64(BigInt(seed)));
+
+/** What a buffer of `io` starts with: its init (the default for its dtype without one); undefined for pure outputs. */
+export function initOf(a: ArgSpec): InitSpec | undefined {
+  if (a.kind !== 'buffer' || roleOf(a) === 'out') return undefined;
+  return a.init ?? defaultInit(a.dtype);
+}
+
+/**
+ * Where each buffer's values come from in the trial seeded `seed`: the draws generatorFor() hands it, as a state and
+ * the first draw (its own generator's from the start, or the shared one's from where the buffers before it
+ * stopped); undefined for pure outputs, scalars and `data`.
+ */
+export function drawSources(io: readonly ArgSpec[], seed: bigint): (DrawSource | undefined)[] {
+  let sharedDraws = 0n;
+  return io.map((a) => {
+    const init = initOf(a);
+    if (init === undefined || init.kind === 'data' || a.kind !== 'buffer') return undefined;
+    if ('seed' in init && init.seed !== undefined) return { state: ownState(seed, init.seed), first: 0n };
+    const source = { state: seed, first: sharedDraws };
+    sharedDraws += BigInt(drawsOf(init, a.length));
+    return source;
+  });
 }
 
 /**
@@ -106,27 +132,22 @@ export interface TrialInputs {
 /**
  * Inputs for every buffer with an initial value, seeded by `seed`: the same seed gives the same bytes. With `device`
  * (a Device: not a stand-in for one) the values are generated there (device-fill.ts: the same bytes, at the speed of
- * memory) and copied back; without one, here.
+ * memory) and copied back; without one, here. With `epoch` (≥ 1), the inputs a timed sample of that epoch got from
+ * its refresh launches (inputSets() with fresh inputs).
  */
-export function prepareInputs(io: readonly ArgSpec[], seed: bigint, device?: Device): TrialInputs {
-  const shared = createRng(seed);
-  let sharedDraws = 0n;
-  const bytes = io.map((a) => {
-    if (a.kind !== 'buffer' || roleOf(a) === 'out') return undefined;
-    const init = a.init ?? defaultInit(a.dtype);
-    if (!(device instanceof Device) || init.kind === 'data' || a.length === 0) {
-      return generateBytes(a, init, generatorFor(init, shared, seed));
+export function prepareInputs(io: readonly ArgSpec[], seed: bigint, device?: Device, epoch?: number): TrialInputs {
+  const shared = createRng(epochState(seed, epoch));
+  const sources = drawSources(io, seed);
+  const bytes = io.map((a, i) => {
+    const init = initOf(a);
+    if (init === undefined || a.kind !== 'buffer') return undefined;
+    const source = sources[i];
+    if (!(device instanceof Device) || source === undefined || init.kind === 'data' || a.length === 0) {
+      return generateBytes(a, init, generatorFor(init, shared, seed, epoch));
     }
-    // The draws generatorFor() would hand this buffer: its own generator's from the start, or the shared one's from
-    // where the buffers before it stopped.
-    const own = 'seed' in init && init.seed !== undefined;
-    const source = own
-      ? { state: splitmix64(seed ^ splitmix64(BigInt(init.seed!))), first: 0n }
-      : { state: seed, first: sharedDraws };
-    if (!own) sharedDraws += BigInt(drawsOf(init, a.length));
     const scratch = device.alloc(a.length * DTYPE_INFO[a.dtype].bytes);
     try {
-      fillOnDevice(scratch, a, init, source);
+      fillOnDevice(scratch, a, init, { state: epochState(source.state, epoch), first: source.first });
       return scratch.copyToHost<Uint8Array>();
     } finally {
       scratch.dispose();

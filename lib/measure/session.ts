@@ -18,6 +18,8 @@ import {
   typeError,
 } from '../core/index.js';
 import { type BoundLaunch, PROBE_KERNEL, type RawSample, Sampler } from '../core/sampler.js';
+import { fillKernel } from './device-fill.js';
+import { type FreshSet, freshSetOf } from './input-sets.js';
 import { createRng } from './random.js';
 import type { BenchMode, BenchSample, BenchTimer } from './types.js';
 import { type GpuWork, WorkSampler, callWork } from './work.js';
@@ -56,6 +58,11 @@ export class Session {
   readonly launches: BoundLaunch[] = [];
   /** A function target's work and its harness. */
   readonly #work: { work: GpuWork; sampler: WorkSampler } | undefined;
+  /**
+   * Fresh inputs (inputSets() with fresh): per input set, the launches that regenerate it before each of its samples
+   * and where to report the epochs; empty when any set has none.
+   */
+  readonly #fresh: { launches: BoundLaunch[]; set: FreshSet }[] = [];
   /** Graph mode: the graph of `launches` launches (a function target: calls) replayed per sample. */
   graph: { exec: GraphExec; launches: number } | undefined;
   readonly rng = createRng(0x5eed);
@@ -95,7 +102,15 @@ export class Session {
         // Exactly the launch kernel.launch(config, ...a) makes (cooperative and clusterDim included), on the
         // sampler's stream: what check() verified is what is timed.
         this.launches.push(this.sampler.bind(kernel, config, a));
+        const fresh = freshSetOf(a);
+        if (fresh !== undefined) {
+          const fill = fillKernel(kernel.device);
+          const launches = fresh.launches(this.sampler.epochPtr).map((f) => this.sampler.bind(fill, f.config, f.args));
+          this.#fresh.push({ launches, set: fresh });
+        }
       }
+      // Every set or none: a set without them would time repeated inputs among fresh ones.
+      if (this.#fresh.length !== this.launches.length) this.#dropFresh(false);
     } catch (e) {
       this.dispose(true);
       throw e;
@@ -117,6 +132,7 @@ export class Session {
     const w = this.#work;
     const exec = w !== undefined ? w.sampler.capture(w.work, launches) : this.sampler.capture(this.launches, launches);
     this.graph = { exec, launches };
+    for (const f of this.#fresh) f.set.repeated();
   }
 
   /** Drops the graph (compare() builds a new one in every round). */
@@ -164,11 +180,15 @@ export class Session {
               flushL2: flush,
               hold: !this.noBlock,
               ...(graph !== undefined ? { graph: graph.exec } : {}),
+              ...(graph === undefined && this.#fresh.length > 0 ? { refresh: this.#fresh.map((f) => f.launches) } : {}),
             });
     } catch (e) {
       if (trace !== undefined) release(true, () => trace.stop());
       throw e;
     }
+    raw.forEach((x, i) => {
+      if (x.epoch !== undefined) this.#fresh[order[i]!]?.set.used(x.epoch);
+    });
     const cuptiMs = trace !== undefined ? this.#durations(trace, count) : undefined;
     const per = graph?.launches ?? 1;
     return raw.map((x, i) => ({
@@ -220,5 +240,10 @@ export class Session {
     this.graph = undefined;
     if (graph !== undefined) release(failing, () => graph.exec.dispose());
     for (const b of this.launches) release(failing, () => b.release());
+    this.#dropFresh(failing);
+  }
+
+  #dropFresh(failing: boolean): void {
+    for (const f of this.#fresh.splice(0)) for (const b of f.launches) release(failing, () => b.release());
   }
 }
