@@ -26,10 +26,10 @@ using Clock = std::chrono::steady_clock;
 struct BenchSpec {
   CUcontext ctx;
   CUstream stream;
-  std::vector<KernelSlot*> slots;  // one per input set
-  std::vector<uint32_t> order;     // input set per sample; its length is the number of samples
+  std::vector<KernelSlot*> slots;                 // one per input set
+  std::vector<uint32_t> order;                    // input set per sample; its length is the number of samples
   std::vector<std::vector<KernelSlot*>> refresh;  // per input set: launches run before each of its samples, untimed
-  CUdeviceptr epochPtr;  // the u32 the refresh launches read: epochBase + the sample's index
+  CUdeviceptr epochPtr;                           // the u32 the refresh launches read: epochBase + the sample's index
   uint32_t epochBase;
   bool flush;
   bool empty;  // nothing between the events: measures the event pair's own cost
