@@ -39,20 +39,31 @@ summary() {
 # The problems' GPU files (evaluateProblem() and the shipped problem set: every case of every problem, compared
 # with its reference) run as a part of their own, with their own time limit, after the rest of the tier.
 PROBLEM_FILES=(test/gpu/problem.test.ts server/test/problems/)
-not_problems=(--exclude 'test/gpu/problem.test.ts' --exclude 'server/test/problems/**')
+# So do the adversarial suite's (test/adversarial/: every kernel through evaluate() and through the service).
+ADVERSARIAL_FILES=(test/gpu/adversarial.test.ts server/test/security/adversarial.gpu.test.ts)
+not_problems=(--exclude 'test/gpu/problem.test.ts' --exclude 'server/test/problems/**'
+  --exclude 'test/gpu/adversarial.test.ts' --exclude 'server/test/security/adversarial.gpu.test.ts')
 problems_part() {
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 900 npx vitest run --project gpu "${PROBLEM_FILES[@]}" \
     --reporter=json --outputFile.json="$out/gpu-problems.json" \
     > "$out/gpu-problems.log" 2>&1
   summary "$out/gpu-problems.json" "gpu tier (problems), CUDAKIT_REQUIRE_GPU=1" | tee -a "$out/summary.txt"
 }
+adversarial_part() {
+  CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 420 npx vitest run --project gpu "${ADVERSARIAL_FILES[@]}" \
+    --reporter=json --outputFile.json="$out/gpu-adversarial.json" \
+    > "$out/gpu-adversarial.log" 2>&1
+  summary "$out/gpu-adversarial.json" "gpu tier (adversarial suite), CUDAKIT_REQUIRE_GPU=1" | tee -a "$out/summary.txt"
+}
 
 if [[ " $steps " == *" tests "* ]]; then
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 560 npx vitest run "${not_problems[@]}" --reporter=json \
     --outputFile.json="$out/vitest.json" \
     > "$out/tests.log" 2>&1
-  summary "$out/vitest.json" "all tiers but the problems', CUDAKIT_REQUIRE_GPU=1" | tee "$out/summary.txt"
+  summary "$out/vitest.json" "all tiers but the problems' and the adversarial suite's, CUDAKIT_REQUIRE_GPU=1" |
+    tee "$out/summary.txt"
   problems_part
+  adversarial_part
 fi
 if [[ " $steps " == *" gpu "* ]]; then
   command -v ncu > /dev/null && ncu --version | tail -1 | tee -a "$out/summary.txt"
@@ -61,16 +72,19 @@ if [[ " $steps " == *" gpu "* ]]; then
     > "$out/gpu.log" 2>&1
   summary "$out/gpu.json" "gpu tier, CUDAKIT_REQUIRE_GPU=1" | tee -a "$out/summary.txt"
   problems_part
+  adversarial_part
 fi
 if [[ " $steps " == *" sanitizer "* ]]; then
   # API errors are not reported: the negative tests provoke them on purpose (invalid PTX, unknown kernel name,
   # out of memory, a capture violation). Memory errors all are; only planted device faults are skipped. The
   # service's GPU tests (server/test/**/*.gpu.test.ts) are left out: they supervise worker processes that run
   # evaluate(), which eval.test.ts covers here, and they plant faults on purpose (a hung kernel, an out-of-bounds
-  # shared access). So is test/gpu/problem.test.ts: evaluate() over many cases, each of them covered here already.
+  # shared access). So are test/gpu/problem.test.ts (evaluate() over many cases, each of them covered here already)
+  # and test/gpu/adversarial.test.ts (the suite's 37 evaluations, too slow under memcheck for its time limit).
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_UNDER_SANITIZER=1 timeout 500 compute-sanitizer --tool memcheck --target-processes all \
     --report-api-errors no --print-limit 20 \
     npx vitest run --project gpu --exclude 'server/test/**' --exclude 'test/gpu/problem.test.ts' \
+    --exclude 'test/gpu/adversarial.test.ts' \
     --reporter=json --outputFile.json="$out/sanitizer.json" \
     > "$out/sanitizer.log" 2>&1
   summary "$out/sanitizer.json" "gpu tier under compute-sanitizer memcheck" | tee -a "$out/summary.txt"
