@@ -61,8 +61,17 @@ export interface LeaderboardStore {
   leaderboardEntry(problem: string, gpuClass: string, principal: string): Promise<LeaderboardEntry | undefined>;
   /** Removes the entries of `who` on a problem's board of `gpuClass`, or on all its boards; returns how many. */
   removeLeaderboardEntries(problem: string, who: LeaderboardWho, gpuClass?: string): Promise<number>;
-  /** Marks a principal's entry confirmed, if it is still the entry of job `jobId`; resolves whether it did. */
-  confirmLeaderboardEntry(problem: string, gpuClass: string, principal: string, jobId: string): Promise<boolean>;
+  /**
+   * Sets a principal's entry 'confirmed' (a re-run agreed) or 'provisional' again (an admin's re-run did not), if it is
+   * still the entry of job `jobId`; resolves whether it was.
+   */
+  setLeaderboardStatus(
+    problem: string,
+    gpuClass: string,
+    principal: string,
+    jobId: string,
+    status: LeaderboardStatus,
+  ): Promise<boolean>;
 }
 
 /** Whether `a` ranks before `b` on one board: a higher score, then an earlier submission, then a smaller job id. */
@@ -96,10 +105,13 @@ export function checkLeaderboardEntry(entry: LeaderboardEntry): void {
       `Expected a non-negative integer for entry.submittedAt but received ${describe(entry.submittedAt)}`,
     );
   }
-  if (entry.status !== 'provisional' && entry.status !== 'confirmed') {
-    throw new RangeError(
-      `Expected 'provisional' or 'confirmed' for entry.status but received ${describe(entry.status)}`,
-    );
+  checkLeaderboardStatus(entry.status, 'entry.status');
+}
+
+/** @throws RangeError unless `status` is 'provisional' or 'confirmed'. */
+export function checkLeaderboardStatus(status: LeaderboardStatus, name = 'status'): void {
+  if (status !== 'provisional' && status !== 'confirmed') {
+    throw new RangeError(`Expected 'provisional' or 'confirmed' for ${name} but received ${describe(status)}`);
   }
 }
 

@@ -6,10 +6,12 @@ import { checkListFilter, checkSeq, closedError, duplicateJobError, missingJobEr
 import {
   type LeaderboardEntry,
   type LeaderboardFilter,
+  type LeaderboardStatus,
   type LeaderboardWho,
   type RankedEntry,
   checkLeaderboardEntry,
   checkLeaderboardFilter,
+  checkLeaderboardStatus,
   checkLeaderboardWho,
   pageOf,
   ranksBefore,
@@ -216,11 +218,18 @@ export class MemoryJobStore implements JobStore {
     return removed;
   }
 
-  async confirmLeaderboardEntry(problem: string, gpuClass: string, principal: string, jobId: string): Promise<boolean> {
+  async setLeaderboardStatus(
+    problem: string,
+    gpuClass: string,
+    principal: string,
+    jobId: string,
+    status: LeaderboardStatus,
+  ): Promise<boolean> {
     this.#live();
+    checkLeaderboardStatus(status);
     const entry = this.#leaderboard.get(leaderboardKey(problem, gpuClass, principal));
     if (entry?.jobId !== jobId) return false;
-    entry.status = 'confirmed';
+    entry.status = status;
     return true;
   }
 

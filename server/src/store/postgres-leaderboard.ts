@@ -7,11 +7,13 @@ import type pg from 'pg';
 import {
   type LeaderboardEntry,
   type LeaderboardFilter,
+  type LeaderboardStatus,
   type LeaderboardRow,
   type LeaderboardWho,
   type RankedEntry,
   checkLeaderboardEntry,
   checkLeaderboardFilter,
+  checkLeaderboardStatus,
   checkLeaderboardWho,
   fromLeaderboardRow,
   pageOf,
@@ -41,8 +43,8 @@ const SQL = {
   remove: `
     DELETE FROM leaderboard WHERE problem = $1 AND ($2::text IS NULL OR gpu_class = $2)
       AND (principal = $3 OR display_name = $4)`,
-  confirm: `
-    UPDATE leaderboard SET status = 'confirmed'
+  setStatus: `
+    UPDATE leaderboard SET status = $5
     WHERE problem = $1 AND gpu_class = $2 AND principal = $3 AND job_id = $4`,
 };
 
@@ -85,9 +87,10 @@ export async function removeLeaderboardEntries(
   return (await query(SQL.remove, [problem, gpuClass ?? null, principal, displayName])).rowCount ?? 0;
 }
 
-export async function confirmLeaderboardEntry(
+export async function setLeaderboardStatus(
   query: LeaderboardQuery,
-  keys: [problem: string, gpuClass: string, principal: string, jobId: string],
+  keys: [problem: string, gpuClass: string, principal: string, jobId: string, status: LeaderboardStatus],
 ): Promise<boolean> {
-  return (await query(SQL.confirm, keys)).rowCount === 1;
+  checkLeaderboardStatus(keys[4]);
+  return (await query(SQL.setStatus, keys)).rowCount === 1;
 }

@@ -30,7 +30,13 @@ import {
   zeroCounts,
 } from './common.js';
 import { addressOf, Reachability, type ReachabilityLog } from '../reachability.js';
-import type { LeaderboardEntry, LeaderboardFilter, LeaderboardWho, RankedEntry } from './leaderboard.js';
+import type {
+  LeaderboardEntry,
+  LeaderboardFilter,
+  LeaderboardStatus,
+  LeaderboardWho,
+  RankedEntry,
+} from './leaderboard.js';
 import { splitLiterals } from './literals.js';
 import * as boards from './postgres-leaderboard.js';
 import { POSTGRES_LATEST_VERSION, POSTGRES_MIGRATIONS } from './postgres-migrations.js';
@@ -534,8 +540,14 @@ export class PostgresJobStore implements JobStore {
     return boards.removeLeaderboardEntries(this.#boardQuery, problem, who, gpuClass);
   }
 
-  async confirmLeaderboardEntry(problem: string, gpuClass: string, principal: string, jobId: string): Promise<boolean> {
-    return boards.confirmLeaderboardEntry(this.#boardQuery, [problem, gpuClass, principal, jobId]);
+  async setLeaderboardStatus(
+    problem: string,
+    gpuClass: string,
+    principal: string,
+    jobId: string,
+    status: LeaderboardStatus,
+  ): Promise<boolean> {
+    return boards.setLeaderboardStatus(this.#boardQuery, [problem, gpuClass, principal, jobId, status]);
   }
 
   async close(): Promise<void> {

@@ -25,11 +25,13 @@ import {
 import {
   type LeaderboardEntry,
   type LeaderboardFilter,
+  type LeaderboardStatus,
   type LeaderboardRow,
   type LeaderboardWho,
   type RankedEntry,
   checkLeaderboardEntry,
   checkLeaderboardFilter,
+  checkLeaderboardStatus,
   checkLeaderboardWho,
   fromLeaderboardRow,
   pageOf,
@@ -153,8 +155,8 @@ function statements(db: Database.Database) {
     removeLeaderboardEntries: db.prepare(`
       DELETE FROM leaderboard WHERE problem = @problem AND (@gpu_class IS NULL OR gpu_class = @gpu_class)
         AND (principal = @principal OR display_name = @display_name)`),
-    confirmLeaderboardEntry: db.prepare(`
-      UPDATE leaderboard SET status = 'confirmed'
+    setLeaderboardStatus: db.prepare(`
+      UPDATE leaderboard SET status = ?
       WHERE problem = ? AND gpu_class = ? AND principal = ? AND job_id = ?`),
   };
 }
@@ -409,9 +411,16 @@ export class SqliteJobStore implements JobStore {
     }).changes;
   }
 
-  async confirmLeaderboardEntry(problem: string, gpuClass: string, principal: string, jobId: string): Promise<boolean> {
+  async setLeaderboardStatus(
+    problem: string,
+    gpuClass: string,
+    principal: string,
+    jobId: string,
+    status: LeaderboardStatus,
+  ): Promise<boolean> {
     this.#live();
-    return this.#sql.confirmLeaderboardEntry.run(problem, gpuClass, principal, jobId).changes === 1;
+    checkLeaderboardStatus(status);
+    return this.#sql.setLeaderboardStatus.run(status, problem, gpuClass, principal, jobId).changes === 1;
   }
 
   async close(): Promise<void> {

@@ -212,7 +212,7 @@ export function leaderboardContract(name: string, open: () => JobStore | Promise
       });
     });
 
-    describe('removeLeaderboardEntries and confirmLeaderboardEntry', () => {
+    describe('removeLeaderboardEntries and setLeaderboardStatus', () => {
       it('removes by principal or by display name, on one board or on every board of a problem', async () => {
         const s = await fresh();
         const alice = { principal: 'alice', displayName: 'anon-a' };
@@ -239,15 +239,29 @@ export function leaderboardContract(name: string, open: () => JobStore | Promise
         const s = await fresh();
         const first = entry({ score: 2 });
         await s.recordScore(first);
-        expect(await s.confirmLeaderboardEntry('add', 'H200', 'alice', newJobId(T0 + 1))).toBe(false);
+        expect(await s.setLeaderboardStatus('add', 'H200', 'alice', newJobId(T0 + 1), 'confirmed')).toBe(false);
         expect((await s.leaderboardEntry('add', 'H200', 'alice'))?.status).toBe('provisional');
-        expect(await s.confirmLeaderboardEntry('add', 'H200', 'alice', first.jobId)).toBe(true);
+        expect(await s.setLeaderboardStatus('add', 'H200', 'alice', first.jobId, 'confirmed')).toBe(true);
         expect(await s.leaderboardEntry('add', 'H200', 'alice')).toStrictEqual({ ...first, status: 'confirmed' });
-        expect(await s.confirmLeaderboardEntry('add', 'H200', 'bob', first.jobId)).toBe(false);
+        expect(await s.setLeaderboardStatus('add', 'H200', 'bob', first.jobId, 'confirmed')).toBe(false);
         const better = entry({ score: 3, submittedAt: T0 + 5 });
         await s.recordScore(better);
         expect(await s.leaderboardEntry('add', 'H200', 'alice')).toStrictEqual(better);
-        expect(await s.confirmLeaderboardEntry('add', 'H200', 'alice', first.jobId)).toBe(false);
+        expect(await s.setLeaderboardStatus('add', 'H200', 'alice', first.jobId, 'confirmed')).toBe(false);
+      });
+
+      it('sets a confirmed entry provisional again, and refuses a status it does not know', async () => {
+        const s = await fresh();
+        const first = entry({ score: 2 });
+        await s.recordScore(first);
+        expect(await s.setLeaderboardStatus('add', 'H200', 'alice', first.jobId, 'confirmed')).toBe(true);
+        expect(await s.setLeaderboardStatus('add', 'H200', 'alice', first.jobId, 'provisional')).toBe(true);
+        expect(await s.leaderboardEntry('add', 'H200', 'alice')).toStrictEqual(first);
+        const bad = 'disputed' as unknown as 'confirmed';
+        await expect(s.setLeaderboardStatus('add', 'H200', 'alice', first.jobId, bad)).rejects.toThrow(
+          /Expected 'provisional' or 'confirmed' for status but received 'disputed'/,
+        );
+        expect(await s.leaderboardEntry('add', 'H200', 'alice')).toStrictEqual(first);
       });
 
       it('keeps an entry when retention deletes its job', async () => {
