@@ -76,6 +76,11 @@ export const API_ERRORS = {
   METHOD_NOT_ALLOWED: { status: 405, retryAfter: 'never', meaning: 'a method the MCP endpoint does not take' },
   NOT_FINISHED: { status: 409, retryAfter: 'never', meaning: 'a purge of an evaluation that has not finished' },
   ALREADY_FINISHED: { status: 409, retryAfter: 'never', meaning: 'a cancel of an evaluation that has finished' },
+  ENTRY_JOB_GONE: {
+    status: 409,
+    retryAfter: 'never',
+    meaning: 'a re-verify of a leaderboard entry whose job retention deleted',
+  },
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, retryAfter: 'never', meaning: "the body is over the route's limit" },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, retryAfter: 'never', meaning: 'a content type other than JSON' },
   UNSUPPORTED_CONTENT_ENCODING: {

@@ -26,6 +26,7 @@ import {
   DEFAULT_LIMITS,
   type CompileCheck,
   type QueueInfo,
+  type Reverify,
   type ServiceLimits,
   type Submission,
   Submitter,
@@ -38,6 +39,7 @@ export {
   IDEMPOTENCY_TTL_MS,
   type CompileCheck,
   type QueueInfo,
+  type Reverify,
   type ServiceLimits,
   type Submission,
 } from './submit/submitter.js';
@@ -68,6 +70,8 @@ export interface ServiceConfig {
   expiryIntervalMs?: number;
   /** How often the retention sweep runs. Default one hour. */
   retentionIntervalMs?: number;
+  /** How often provisional leaderboard entries get their confirmation re-runs queued. Default 30000. */
+  confirmIntervalMs?: number;
   /** Progress events of one job closer together than this are dropped (the last is kept by the next). Default 250. */
   progressIntervalMs?: number;
   log?: ServiceLog;
@@ -140,6 +144,7 @@ export class EvalService {
             retentionMs: (config.retentionDays ?? 30) * 24 * 3600 * 1000,
             expiryIntervalMs: config.expiryIntervalMs ?? 1000,
             retentionIntervalMs: config.retentionIntervalMs ?? 3600 * 1000,
+            confirmIntervalMs: config.confirmIntervalMs ?? 30_000,
           });
     this.#queue = (submitQueue ?? runQueue)!;
   }
@@ -243,6 +248,22 @@ export class EvalService {
       throw new ServiceError('SHUTTING_DOWN', 'The server is shutting down and takes no new evaluations', 30);
     }
     return this.#submitting().submit(principal, body, idempotencyKey);
+  }
+
+  /**
+   * An admin's re-verify of a leaderboard entry: queues a re-run of its job, whose result confirms the entry or sets
+   * it provisional again (submit/confirmations.ts); or why there is none.
+   */
+  async reverify(problem: string, gpuClass: string, who: string): Promise<Reverify> {
+    if (!this.#accepting) {
+      throw new ServiceError('SHUTTING_DOWN', 'The server is shutting down and takes no new evaluations', 30);
+    }
+    return this.#submitting().reverify(problem, gpuClass, who);
+  }
+
+  /** Queues the confirmation re-runs the provisional leaderboard entries are owed (the sweep, also on a timer). */
+  async sweepConfirmations(): Promise<string[]> {
+    return this.#submitting().sweepConfirmations();
   }
 
   get(id: string): Promise<JobRecord | undefined> {

@@ -51,6 +51,12 @@ export type SlotOutcome =
 export interface RunHooks {
   onPhase?(phase: EvalPhase | 'profile'): void;
   onProgress?(progress: RunProgress): void;
+  /**
+   * Whether what the job does now may be shown (false inside a hidden case of a problem). Where not, the slot's
+   * lastError, which every reader of the GPUs sees, says that a hidden case failed and nothing more: no phase, no
+   * deadline, no message of the worker's. Default true.
+   */
+  showsDetails?(): boolean;
 }
 
 /** A slot leased to one job. */

@@ -551,7 +551,7 @@ export class GpuSlot {
     child.kill();
     const exited = await child.waitExit(this.#o.killWaitMs);
     if (exited) await child.stdioClosed(STDERR_DRAIN_MS);
-    this.#lastError = reason;
+    this.#lastError = publicReason(active, reason);
     const result = outcome(child);
     this.#restarts.count(killReasonOf(result));
     active.resolve(result);
@@ -568,7 +568,7 @@ export class GpuSlot {
     const phase = active.phase;
     const where = phase === undefined ? "before the job's first phase" : `in the ${phase} phase`;
     const reason = `the worker died ${where} (${describeExit(child.exit!)})`;
-    this.#lastError = reason;
+    this.#lastError = publicReason(active, reason);
     this.#restarts.count('crash');
     active.resolve(crashed(phase, child.exit, child.stderrTail(), reason));
     this.#endJob(child, 'killed');
@@ -690,4 +690,11 @@ function quietly(f: () => void): void {
 
 function definedOnly<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** What the slot's lastError may say of a job's failure: `reason`, or only that a hidden case failed (RunHooks). */
+function publicReason(active: ActiveJob, reason: string): string {
+  let shows = true;
+  quietly(() => (shows = active.hooks.showsDetails?.() !== false));
+  return shows ? reason : "a job ended in a hidden case of its problem (what happened there is the job's own)";
 }

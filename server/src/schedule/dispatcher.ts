@@ -256,6 +256,7 @@ export class Dispatcher {
         lastProgressMs = nowMs;
         void events.event(id, 'progress', progress);
       },
+      showsDetails: () => run.filter?.showsPhase() !== false,
     };
     const salt = randomBytes(16).toString('hex');
     const deadlines = this.#deadlines(run.timed, record.options);
@@ -283,7 +284,7 @@ export class Dispatcher {
         : 'phases' in outcome.report
           ? outcome.report.phases
           : outcome.report.cases.flatMap((c) => c.report?.phases ?? []);
-    await events.finish(id, record.options.gpu, runMs, { ...result, atMs: endMs }, phases);
+    await events.finish(id, record.options.gpu, runMs, { ...result, atMs: endMs }, phases, record.options.confirms);
   }
 
   /**

@@ -6,7 +6,7 @@
 // (waitForEnd) waits on these events.
 import type { FinishOutcome } from '../judge/outcome.js';
 import type { Verdict } from '../judge/verdict.js';
-import { recordOnLeaderboard } from './leaderboard.js';
+import { recordOnLeaderboard, settleConfirmation } from './leaderboard.js';
 import type { JobBus } from './queue.js';
 import { TERMINAL, type JobEvent, type JobStore } from '../store/store.js';
 
@@ -111,21 +111,36 @@ export class JobEvents {
     await Promise.allSettled([...this.#tails.values()]);
   }
 
-  /** Stores a job's end (once: a second finish of a job changes nothing) and sends its 'done' event. */
+  /**
+   * Stores a job's end (once: a second finish of a job changes nothing) and sends its 'done' event. `confirms`: the
+   * job ran as the confirmation re-run of that job's leaderboard entry (ServiceOptions.confirms).
+   */
   async finish(
     id: string,
     gpu: string,
     runMs: number | undefined,
     outcome: FinishOutcome,
     phases?: FinishedJob['phases'],
+    confirms?: string,
   ): Promise<boolean> {
     await this.written(id); // its phase writes first
     const finished = await this.#store.finish(id, outcome);
     if (!finished) return false;
     // On its board before its 'done': a client that saw the end finds the board up to date.
-    await recordOnLeaderboard(this.#store, id, gpu, outcome).catch((e: unknown) =>
-      this.#log.warn({ err: e, id }, 'the leaderboard could not record the result'),
-    );
+    if (confirms === undefined) {
+      await recordOnLeaderboard(this.#store, id, gpu, outcome).catch((e: unknown) =>
+        this.#log.warn({ err: e, id }, 'the leaderboard could not record the result'),
+      );
+    } else {
+      await settleConfirmation(this.#store, id).then(
+        (c) => {
+          if (c?.kind === 'disagreed')
+            this.#log.warn({ id, confirms, why: c.why }, 'a re-run did not confirm an entry');
+          else if (c !== undefined) this.#log.info({ id, confirms, result: c.kind }, 'a leaderboard re-run ended');
+        },
+        (e: unknown) => this.#log.warn({ err: e, id }, 'the leaderboard could not settle the re-run'),
+      );
+    }
     const { status, verdict } = outcome;
     void this.event(id, 'done', { status, verdict: verdict ?? null, error: outcome.error ?? null });
     for (const l of this.#finishListeners)

@@ -4,6 +4,11 @@
 // SUSPICIOUS and every other verdict are never recorded. The class is the one the job was queued for; a job queued
 // for 'any' goes on the board of the model that ran it ('H200', as the pool names a GPU's class). What the board
 // shows for a principal is a pseudonym made from it (pseudonymOf): never the principal, nor a token.
+//
+// An entry is 'provisional' until a re-run of its job (submit/confirmations.ts queues it, ServiceOptions.confirms
+// names the job) passes with a score whose interval overlaps the entry's: then 'confirmed'. A re-run that fails, or
+// whose interval lies apart, leaves the entry provisional, and sets a confirmed one provisional again (an admin's
+// re-verify). A re-run's result is never an entry itself.
 import { createHash } from 'node:crypto';
 import type { FinishOutcome } from '../judge/outcome.js';
 import { gpuClasses } from '../run/local-pool.js';
@@ -24,19 +29,27 @@ export function pseudonymOf(principal: string): string {
 
 const positive = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x) && x > 0;
 
+type ScoredReport = { passed?: unknown; score?: unknown; scoreLow?: unknown; scoreHigh?: unknown; device?: unknown };
+
+/** The stored report's fields a board reads, or undefined where there is no report or it is not JSON. */
+function scoredReportOf(record: JobRecord): ScoredReport | undefined {
+  if (record.report === undefined) return undefined;
+  try {
+    return JSON.parse(record.report) as ScoredReport;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The entry a finished job gives the board, or undefined: only a succeeded PASSED submission to a problem with cases
  * whose report passed with a score. `gpu` is the class it was queued for.
  */
 export function leaderboardEntryOf(record: JobRecord, gpu: string): LeaderboardEntry | undefined {
   if (record.status !== 'succeeded' || record.verdict !== 'PASSED' || !isProblemJob(record.job)) return undefined;
-  if (record.report === undefined) return undefined;
-  let report: { passed?: unknown; score?: unknown; scoreLow?: unknown; scoreHigh?: unknown; device?: unknown };
-  try {
-    report = JSON.parse(record.report) as typeof report;
-  } catch {
-    return undefined;
-  }
+  if (record.options.confirms !== undefined) return undefined;
+  const report = scoredReportOf(record);
+  if (report === undefined) return undefined;
   const { score, scoreLow, scoreHigh } = report;
   if (report.passed !== true || !positive(score)) return undefined;
   const device = report.device as { name?: unknown; arch?: unknown } | undefined;
@@ -78,4 +91,49 @@ export async function recordOnLeaderboard(
   const record = await store.get(id);
   const entry = record === undefined ? undefined : leaderboardEntryOf(record, gpu);
   return entry === undefined ? false : store.recordScore(entry);
+}
+
+/** What a confirmation re-run did to the entry it re-checked. */
+export type Confirmation =
+  | { kind: 'confirmed'; jobId: string }
+  /** It failed, or its interval lies apart from the entry's: the entry is (again) provisional. */
+  | { kind: 'disagreed'; jobId: string; why: string }
+  /** The entry is gone, or is another job's by now (a better result came): nothing to confirm. */
+  | { kind: 'stale'; jobId: string };
+
+/** Whether two scores agree: their intervals overlap. */
+export function scoresAgree(a: { scoreLow: number; scoreHigh: number }, b: { scoreLow: number; scoreHigh: number }) {
+  return a.scoreLow <= b.scoreHigh && b.scoreLow <= a.scoreHigh;
+}
+
+/**
+ * Settles confirmation re-run `id` (a job whose options name the job it confirms), once its end is stored: the entry
+ * of the job it confirms becomes 'confirmed' when the re-run PASSED with a score whose interval overlaps the entry's,
+ * and 'provisional' otherwise. Resolves undefined for a job that is no re-run.
+ */
+export async function settleConfirmation(store: JobStore, id: string): Promise<Confirmation | undefined> {
+  const rerun = await store.get(id);
+  const confirms = rerun?.options.confirms;
+  if (rerun === undefined || confirms === undefined || !isProblemJob(rerun.job)) return undefined;
+  const { problem } = rerun.job;
+  // A re-run is queued on the class of the board it confirms.
+  const gpuClass = rerun.options.gpu;
+  const entry = await store.leaderboardEntry(problem, gpuClass, rerun.principal);
+  if (entry === undefined || entry.jobId !== confirms) return { kind: 'stale', jobId: confirms };
+  const report = rerun.status === 'succeeded' && rerun.verdict === 'PASSED' ? scoredReportOf(rerun) : undefined;
+  const score = report?.passed === true && positive(report.score) ? report.score : undefined;
+  let why: string | undefined;
+  if (score === undefined) {
+    why = `the re-run ended ${rerun.verdict ?? rerun.status}${rerun.error === undefined ? '' : ` (${rerun.error.code})`}`;
+  } else {
+    const low = positive(report!.scoreLow) ? report!.scoreLow : score;
+    const high = positive(report!.scoreHigh) ? report!.scoreHigh : score;
+    if (!scoresAgree({ scoreLow: low, scoreHigh: high }, entry)) {
+      why = `the re-run's score ${score} [${low}, ${high}] lies apart from ${entry.score} [${entry.scoreLow}, ${entry.scoreHigh}]`;
+    }
+  }
+  const status = why === undefined ? 'confirmed' : 'provisional';
+  const set = await store.setLeaderboardStatus(problem, gpuClass, rerun.principal, confirms, status);
+  if (!set) return { kind: 'stale', jobId: confirms };
+  return why === undefined ? { kind: 'confirmed', jobId: confirms } : { kind: 'disagreed', jobId: confirms, why };
 }

@@ -23,6 +23,11 @@ export interface ServiceOptions {
   deviceMetrics: boolean;
   /** The JavaScript reference module of the job's registry problem, for its worker to import. */
   referenceModule?: string;
+  /**
+   * A re-run the service queued (never a client's field): the id of the job whose leaderboard entry it confirms. Its
+   * result confirms the entry or leaves it provisional, and is never an entry itself.
+   */
+  confirms?: string;
 }
 
 /**
@@ -63,6 +68,23 @@ export interface JobRecord {
   report: string | undefined;
   /** Why the service could not finish (status 'failed'), or what the verdict's error was. */
   error: { code: string; message: string; phase?: string } | undefined;
+}
+
+/** A new job's record, queued at `createdAt`: nothing has happened to it yet. */
+export function queuedRecord(
+  fields: Pick<JobRecord, 'id' | 'principal' | 'job' | 'options' | 'idempotencyKey' | 'bodyHash' | 'createdAt'>,
+): JobRecord {
+  return {
+    ...fields,
+    status: 'queued',
+    verdict: undefined,
+    phase: undefined,
+    startedAt: undefined,
+    finishedAt: undefined,
+    gpuUuid: undefined,
+    report: undefined,
+    error: undefined,
+  };
 }
 
 /** One server-sent event of a job, numbered for `Last-Event-ID`. */

@@ -14,7 +14,7 @@ import type { Deadlines } from '../run/protocol.js';
 import type { JobEvents, ServiceLog } from '../schedule/job-events.js';
 import { type SubmitQueue, queuedJobOf } from '../schedule/queue.js';
 import { newJobId } from '../store/ids.js';
-import type { JobRecord, JobStore, ServiceOptions, StoredJob } from '../store/store.js';
+import { type JobRecord, type JobStore, type ServiceOptions, type StoredJob, queuedRecord } from '../store/store.js';
 import {
   DEFAULT_ADMISSION_LIMITS,
   admissionProblems,
@@ -22,6 +22,15 @@ import {
   gpuLaunchLimits,
   type AdmissionLimits,
 } from './admission.js';
+import {
+  CONFIRMATIONS_PER_SWEEP,
+  boardClassesOf,
+  confirmKeyOf,
+  findEntry,
+  provisionalEntries,
+  reverifyKeyOf,
+  rerunRecordOf,
+} from './confirmations.js';
 import { splitBody } from './fields.js';
 import { hashOf } from './idempotency.js';
 import { checkProblemSubmission } from './problem-submission.js';
@@ -58,6 +67,13 @@ export interface Submission {
   /** Its place in the queue when it was admitted (a replay's: now). */
   queue: QueueInfo;
 }
+
+/** What an admin's re-verify of a leaderboard entry did. */
+export type Reverify =
+  | { kind: 'queued'; record: JobRecord }
+  | { kind: 'no-entry' }
+  | { kind: 'job-gone' }
+  | { kind: 'queue-full'; retryAfterSeconds: number };
 
 export interface QueueInfo {
   position: number;
@@ -100,6 +116,8 @@ export interface SubmitterConfig {
   expiryIntervalMs: number;
   /** How often the retention sweep runs. */
   retentionIntervalMs: number;
+  /** How often provisional leaderboard entries get their confirmation re-runs queued. */
+  confirmIntervalMs: number;
   now: () => number;
   log: ServiceLog;
 }
@@ -119,6 +137,7 @@ export class Submitter {
   readonly #retentionMs: number;
   readonly #expiryIntervalMs: number;
   readonly #retentionIntervalMs: number;
+  readonly #confirmIntervalMs: number;
   readonly #now: () => number;
   readonly #log: ServiceLog;
   /** Submissions in progress per principal + Idempotency-Key: a retry waits for the first instead of racing it. */
@@ -140,6 +159,7 @@ export class Submitter {
     this.#retentionMs = config.retentionMs;
     this.#expiryIntervalMs = config.expiryIntervalMs;
     this.#retentionIntervalMs = config.retentionIntervalMs;
+    this.#confirmIntervalMs = config.confirmIntervalMs;
     this.#now = config.now;
     this.#log = config.log;
   }
@@ -151,12 +171,59 @@ export class Submitter {
     }
   }
 
-  /** A first expiry pass and retention sweep, then both every while. */
+  /** A first expiry pass, retention sweep and confirmation sweep, then each every while. */
   async start(): Promise<void> {
     await this.#expire();
     await this.#sweepRetention();
+    await this.sweepConfirmations();
     this.#every(this.#expiryIntervalMs, () => this.#expire());
     this.#every(this.#retentionIntervalMs, () => this.#sweepRetention());
+    this.#every(this.#confirmIntervalMs, () => this.sweepConfirmations());
+  }
+
+  /**
+   * Queues a confirmation re-run for each provisional leaderboard entry that has none yet and whose job is still
+   * stored (at most CONFIRMATIONS_PER_SWEEP a sweep); resolves the re-runs' ids.
+   */
+  async sweepConfirmations(): Promise<string[]> {
+    const classes = boardClassesOf(this.#pool);
+    const entries = await provisionalEntries(this.#store, this.#problems.namesWithCases(), classes);
+    const queued: string[] = [];
+    for (const entry of entries) {
+      if (queued.length >= CONFIRMATIONS_PER_SWEEP) break;
+      const key = confirmKeyOf(entry.jobId);
+      if ((await this.#store.findByIdempotencyKey(entry.principal, key, 0)) !== undefined) continue;
+      const original = await this.#store.get(entry.jobId);
+      if (original === undefined) continue; // retention took its job: an admin may remove the entry
+      const rerun = await this.#queueRerun(original, entry.gpuClass, key);
+      if (rerun === undefined) break; // the queue is full: the next sweep tries again
+      queued.push(rerun.id);
+    }
+    return queued;
+  }
+
+  /**
+   * An admin's re-verify: queues a re-run of the job of `who`'s entry (a principal, or the name the board shows) on
+   * the board of `problem` and `gpuClass`. Its result confirms the entry or sets it provisional again. Resolves the
+   * re-run, or why there is none: no such entry, its job no longer stored (retention), or a full queue.
+   */
+  async reverify(problem: string, gpuClass: string, who: string): Promise<Reverify> {
+    const entry = await findEntry(this.#store, problem, gpuClass, who);
+    if (entry === undefined) return { kind: 'no-entry' };
+    const original = await this.#store.get(entry.jobId);
+    if (original === undefined) return { kind: 'job-gone' };
+    const rerun = await this.#queueRerun(original, entry.gpuClass, reverifyKeyOf(entry.jobId, this.#now()));
+    if (rerun === undefined) return { kind: 'queue-full', retryAfterSeconds: this.#retryAfterSeconds(0) };
+    return { kind: 'queued', record: rerun };
+  }
+
+  /** Stores and queues a re-run of `original`; undefined when the queue is full. */
+  async #queueRerun(original: JobRecord, gpuClass: string, key: string): Promise<JobRecord | undefined> {
+    if ((await this.#queue.size()) >= this.#limits.maxQueued) return undefined;
+    const record = rerunRecordOf(original, gpuClass, key, this.#now());
+    await this.#queueRecord(record);
+    this.#log.info({ id: record.id, confirms: original.id, gpu: gpuClass }, 'queued a leaderboard re-run');
+    return record;
   }
 
   /** Stops the expiry and retention timers. */
@@ -313,23 +380,21 @@ export class Submitter {
       throw new ServiceError('QUEUE_FULL', message, this.#retryAfterSeconds(all));
     }
     const nowMs = this.#now();
-    const record: JobRecord = {
+    const record = queuedRecord({
       id: newJobId(nowMs),
       principal,
-      status: 'queued',
-      verdict: undefined,
-      phase: undefined,
       job,
       options,
       idempotencyKey,
       bodyHash,
       createdAt: nowMs,
-      startedAt: undefined,
-      finishedAt: undefined,
-      gpuUuid: undefined,
-      report: undefined,
-      error: undefined,
-    };
+    });
+    return { record, replayed: false, queue: await this.#queueRecord(record) };
+  }
+
+  /** Stores `record` queued and puts it in the queue; resolves its place. */
+  async #queueRecord(record: JobRecord): Promise<QueueInfo> {
+    const queue = this.#queue;
     await this.#store.insert(record);
     const queued = queuedJobOf(record);
     // Where agents take jobs the moment they are queued, the 'queued' event is stored first: an agent's 'started'
@@ -340,7 +405,7 @@ export class Submitter {
     const info = await this.queueInfo(record);
     if (arrival === undefined) void this.#events.event(record.id, 'queued', { position: info.position });
     this.#onQueued();
-    return { record, replayed: false, queue: info };
+    return info;
   }
 
   /**

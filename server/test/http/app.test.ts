@@ -632,6 +632,7 @@ describe('operations', () => {
         // The problems' leaderboards (server/test/http/leaderboard.test.ts).
         'GET /v1/problems/{name}/leaderboard',
         'DELETE /v1/problems/{name}/leaderboard/{who}',
+        'POST /v1/problems/{name}/leaderboard/{who}/reverify',
         'GET /v1/health',
         'GET /healthz',
         'GET /readyz',

@@ -206,3 +206,100 @@ describe('DELETE /v1/problems/{name}/leaderboard/{who}', () => {
     expect(await shown(app)).toEqual([pseudonymOf('bob')]);
   });
 });
+
+describe('confirmation re-runs', () => {
+  type Score = { score: number; scoreLow: number; scoreHigh: number };
+  /** The fake pool's script for the re-runs: a report of this score and interval, or a failed hidden case. */
+  const rerunScript = (result: Score | 'fails') => (job: EvalJob, id: string, extras?: JobExtras) => {
+    if (result === 'fails') return scriptByName({ ...job, name: 'hidden-fail' }, id, extras);
+    const report = { ...addReport('pass'), ...result };
+    return { delayMs: 5, outcome: { kind: 'report', report, device: undefined } } as const;
+  };
+  const entries = async (app: App) =>
+    ((await board(app)).json() as { entries: { displayName: string; score: number; status: string }[] }).entries;
+  /** POST …/leaderboard/{who}/reverify, `query` after the path. */
+  const reverify = (app: App, who: string, as: Who = 'root', query = '') =>
+    app.inject({ method: 'POST', url: `/v1/problems/add/leaderboard/${who}/reverify${query}`, headers: auth(as) });
+
+  it('queues one re-run per provisional entry, on its board, under its principal; one that agrees confirms it', async () => {
+    const { app, service, pool } = await harness({ problems: problems() });
+    const original = await run(app, 'alice');
+    // Another score, but an interval that overlaps the entry's [1.9, 2.1].
+    pool.script = rerunScript({ score: 2.05, scoreLow: 2.0, scoreHigh: 2.2 });
+    const [rerunId, ...more] = await service.sweepConfirmations();
+    expect(more).toEqual([]);
+    const rerun = await settled(service, rerunId!);
+    expect(rerun).toMatchObject({ principal: 'alice', status: 'succeeded', verdict: 'PASSED' });
+    expect(rerun.options).toMatchObject({ confirms: original, gpu: 'H200' });
+    expect(rerun.job).toEqual((await service.get(original))!.job);
+    // Confirmed, and still the original's entry: a re-run's result is never an entry of its own.
+    expect(await entries(app)).toEqual([
+      expect.objectContaining({ displayName: pseudonymOf('alice'), score: 2, status: 'confirmed' }),
+    ]);
+    expect((await app.service.store.leaderboardEntry('add', 'H200', 'alice'))?.jobId).toBe(original);
+    // One re-run per entry: a later sweep queues none for it.
+    expect(await service.sweepConfirmations()).toEqual([]);
+  });
+
+  it('leaves an entry provisional when its re-run fails or scores apart, and queues no second one', async () => {
+    for (const result of ['fails', { score: 3, scoreLow: 2.9, scoreHigh: 3.1 }] as const) {
+      const { app, service, pool } = await harness({ problems: problems() });
+      await run(app, 'alice');
+      pool.script = rerunScript(result);
+      const [rerunId] = await service.sweepConfirmations();
+      const rerun = await settled(service, rerunId!);
+      expect(rerun.verdict).toBe(result === 'fails' ? 'HIDDEN_CASE_FAILED' : 'PASSED');
+      expect(await entries(app)).toEqual([expect.objectContaining({ score: 2, status: 'provisional' })]);
+      expect(await service.sweepConfirmations()).toEqual([]);
+    }
+  });
+
+  it('queues nothing for an entry whose job retention deleted, nor for a confirmed one', async () => {
+    const { app, service } = await harness({ problems: problems() });
+    const gone = await run(app, 'alice');
+    expect(await service.purge(gone)).toBe(true);
+    expect(await service.sweepConfirmations()).toEqual([]);
+    await run(app, 'bob');
+    const [rerunId] = await service.sweepConfirmations();
+    await settled(service, rerunId!);
+    // alice's entry (the earlier of two equal scores) stays provisional: its job is gone.
+    expect((await entries(app)).map((e) => e.status)).toEqual(['provisional', 'confirmed']);
+    expect(await service.sweepConfirmations()).toEqual([]);
+  });
+
+  it("an admin's re-verify runs the job again: confirmed when it agrees, provisional again when it does not", async () => {
+    const { app, service, pool } = await harness({ problems: problems() });
+    await run(app, 'alice');
+    pool.script = rerunScript({ score: 2, scoreLow: 1.95, scoreHigh: 2.05 });
+    const first = await reverify(app, pseudonymOf('alice'));
+    expect(first.statusCode, first.body).toBe(202);
+    const { id, ...rest } = first.json() as { id: string };
+    expect(rest).toEqual({ problem: 'add', gpuClass: 'H200' });
+    await settled(service, id);
+    expect((await entries(app))[0]!.status).toBe('confirmed');
+    // The sweep owes it nothing more: it is confirmed.
+    expect(await service.sweepConfirmations()).toEqual([]);
+
+    pool.script = rerunScript('fails');
+    const second = await reverify(app, 'alice');
+    expect(second.statusCode, second.body).toBe(202);
+    const again = await settled(service, (second.json() as { id: string }).id);
+    expect(again).toMatchObject({ principal: 'alice', verdict: 'HIDDEN_CASE_FAILED' });
+    expect((await entries(app))[0]!.status).toBe('provisional');
+  });
+
+  it('re-verify takes the admin scope, and says what is wrong: no entry, its job gone, a hostile name', async () => {
+    const { app, service } = await harness({ problems: problems() });
+    const id = await run(app, 'alice');
+    expectError(await reverify(app, 'alice', 'alice'), 403, 'FORBIDDEN');
+    const none = expectError(await reverify(app, 'carol'), 404, 'LEADERBOARD_ENTRY_NOT_FOUND');
+    expect(none.message).toBe("No entry of 'carol' on the leaderboard of 'add' on H200");
+    expectError(await reverify(app, 'alice', 'root', '?gpuClass=H100'), 404, 'LEADERBOARD_ENTRY_NOT_FOUND');
+    expectError(await reverify(app, 'alice%2F..'), 400, 'FST_ERR_VALIDATION');
+    expectError(await reverify(app, 'alice', 'root', '?gpuClass=%3Cb%3E'), 400, 'FST_ERR_VALIDATION');
+    expectError(await reverify(app, 'alice', 'root', '?limit=1'), 400, 'FST_ERR_VALIDATION');
+    expect(await service.purge(id)).toBe(true);
+    const gone = expectError(await reverify(app, 'alice'), 409, 'ENTRY_JOB_GONE');
+    expect(gone.message).toMatch(/no longer stored/);
+  });
+});

@@ -205,6 +205,32 @@ describe('GpuSlot: jobs', () => {
   );
 
   it(
+    'says of a job killed in a hidden case only that: no phase, deadline or message in lastError',
+    async () => {
+      const slot = fakeSlot();
+      await slot.start();
+      let hidden = false;
+      const hooks = { onPhase: (p: string) => void (hidden = p === 'check'), showsDetails: () => !hidden };
+      const outcome = await slot
+        .lease()!
+        .run('j1', fakeJob('fake:hang:check'), 's', deadlines(8_000, { check: 300 }), hooks);
+      // The job's own outcome keeps what happened (the dispatcher shows its owner what a hidden case may show).
+      expect(outcome).toEqual({ kind: 'timeout', phase: 'check', limitMs: 300, scope: 'phase' });
+      expect(slot.info().lastError).toBe(
+        "a job ended in a hidden case of its problem (what happened there is the job's own)",
+      );
+      await untilIdle(slot);
+      // Outside a hidden case, the reason is said in full.
+      hidden = false;
+      const hooks2 = { showsDetails: () => true };
+      await slot.lease()!.run('j2', fakeJob('fake:hang:check'), 's', deadlines(8_000, { check: 300 }), hooks2);
+      expect(slot.info().lastError).toBe('the check phase ran past its deadline of 300 ms');
+      await untilIdle(slot);
+    },
+    T,
+  );
+
+  it(
     'kills a job past the whole-job deadline',
     async () => {
       const slot = fakeSlot();

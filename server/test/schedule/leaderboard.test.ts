@@ -5,7 +5,12 @@
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { leaderboardEntryOf, pseudonymOf, recordOnLeaderboard } from '../../src/schedule/leaderboard.js';
+import {
+  leaderboardEntryOf,
+  pseudonymOf,
+  recordOnLeaderboard,
+  settleConfirmation,
+} from '../../src/schedule/leaderboard.js';
 import type { EvalService } from '../../src/service.js';
 import { MemoryJobStore } from '../../src/store/memory.js';
 import type { JobRecord } from '../../src/store/store.js';
@@ -87,6 +92,37 @@ describe('leaderboardEntryOf', () => {
     expect(leaderboardEntryOf(problemRecord({ report: 'not json' }), 'H200')).toBeUndefined();
     const plain = jobRecord({ status: 'succeeded', verdict: 'PASSED', report: JSON.stringify(addReport('pass')) });
     expect(leaderboardEntryOf(plain, 'H200')).toBeUndefined();
+  });
+
+  it('gives nothing for a confirmation re-run, however it scored', () => {
+    const rerun = problemRecord({ options: { ...problemRecord().options, confirms: 'ev_original' } });
+    expect(leaderboardEntryOf(problemRecord(), 'H200')).toBeDefined();
+    expect(leaderboardEntryOf(rerun, 'H200')).toBeUndefined();
+  });
+
+  it('settles a re-run against the entry it confirms, and leaves an entry another job holds by now', async () => {
+    const store = new MemoryJobStore();
+    const original = problemRecord({ principal: 'alice' });
+    await store.insert(original);
+    expect(await store.recordScore(leaderboardEntryOf(original, 'H200')!)).toBe(true);
+    const options = { ...original.options, gpu: 'H200', confirms: original.id };
+    const rerun = problemRecord({ principal: 'alice', options });
+    await store.insert(rerun);
+    expect(await settleConfirmation(store, rerun.id)).toEqual({ kind: 'confirmed', jobId: original.id });
+    expect((await store.leaderboardEntry('add', 'H200', 'alice'))?.status).toBe('confirmed');
+    // A better result replaced the entry: a re-run of the old one changes nothing.
+    const better = problemRecord({ principal: 'alice', report: JSON.stringify({ ...addReport('pass'), score: 9 }) });
+    await store.insert(better);
+    expect(await store.recordScore(leaderboardEntryOf(better, 'H200')!)).toBe(true);
+    const late = problemRecord({ principal: 'alice', options, verdict: 'INCORRECT', status: 'succeeded' });
+    await store.insert(late);
+    expect(await settleConfirmation(store, late.id)).toEqual({ kind: 'stale', jobId: original.id });
+    expect(await store.leaderboardEntry('add', 'H200', 'alice')).toMatchObject({
+      jobId: better.id,
+      status: 'provisional',
+    });
+    // A job that is no re-run settles nothing.
+    expect(await settleConfirmation(store, better.id)).toBeUndefined();
   });
 
   it('records through the store, reading the job back only for a PASSED end with a score', async () => {

@@ -2,7 +2,8 @@
 // The leaderboards of the problems with cases (store/leaderboard.ts; schedule/leaderboard.ts records them): anyone
 // with the read scope reads a board, best first, an entry showing its display name, score, interval, submission time,
 // GPU class and status and nothing else (no principal, no job id, no source, no hidden case); the admin scope removes
-// a principal's entries. A plugin: the service comes from the instance; one named handler per route.
+// a principal's entries, or has an entry's job run again (its result confirms the entry or sets it provisional). A plugin: the service comes from the instance; one named handler per route.
+import type { FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
 import {
   ErrorBody,
@@ -11,6 +12,8 @@ import {
   LeaderboardQuery,
   LeaderboardRemoveQuery,
   LeaderboardRemoved,
+  LeaderboardReverify,
+  LeaderboardReverifyQuery,
   ProblemParams,
 } from '../schemas/v1.js';
 import { ServiceError } from '../../errors.js';
@@ -41,6 +44,18 @@ const removeSchema = {
   response: { 200: LeaderboardRemoved, ...errors(400, 401, 403, 404) },
 };
 
+const reverifySchema = {
+  summary: "Run a leaderboard entry's job again",
+  description:
+    "Queues a re-run of the job of a principal's entry (or of the display name it shows) on the problem's board of " +
+    "?gpuClass (default: the class most of the GPUs here are of). When it ends, the entry is 'confirmed' if the " +
+    "re-run passed with a score whose interval overlaps the entry's, and 'provisional' otherwise. 409 when " +
+    "retention deleted the entry's job.",
+  params: LeaderboardEntryParams,
+  querystring: LeaderboardReverifyQuery,
+  response: { 202: LeaderboardReverify, ...errors(400, 401, 403, 404, 409, 503) },
+};
+
 export async function leaderboardRoutes(app: App): Promise<void> {
   app.get('/v1/problems/:name/leaderboard', { schema: getSchema, config: { access: 'read' } }, getLeaderboard);
   app.delete(
@@ -48,6 +63,42 @@ export async function leaderboardRoutes(app: App): Promise<void> {
     { schema: removeSchema, config: { access: 'admin' } },
     removeLeaderboardEntries,
   );
+  app.post(
+    '/v1/problems/:name/leaderboard/:who/reverify',
+    { schema: reverifySchema, config: { access: 'admin' } },
+    reverifyLeaderboardEntry,
+  );
+}
+
+async function reverifyLeaderboardEntry(
+  request: RouteRequest<typeof reverifySchema>,
+  reply: FastifyReply,
+): Promise<Static<typeof LeaderboardReverify>> {
+  const { service } = request.server;
+  const { name, who } = request.params;
+  const gpuClass = request.query.gpuClass ?? defaultGpuClass(service.slots());
+  if (gpuClass === undefined) {
+    throw new ServiceError('GPU_CLASS_REQUIRED', 'No GPU here gives a class: name one with ?gpuClass=');
+  }
+  const rerun = await service.reverify(name, gpuClass, who);
+  switch (rerun.kind) {
+    case 'no-entry':
+      throw new ServiceError(
+        'LEADERBOARD_ENTRY_NOT_FOUND',
+        `No entry of '${who}' on the leaderboard of '${name}' on ${gpuClass}`,
+      );
+    case 'job-gone':
+      throw new ServiceError(
+        'ENTRY_JOB_GONE',
+        `The job of the entry of '${who}' is no longer stored (retention deleted it): it cannot run again; remove ` +
+          'the entry, or leave it provisional',
+      );
+    case 'queue-full':
+      throw new ServiceError('QUEUE_FULL', 'The queue is full: try again later', rerun.retryAfterSeconds);
+    case 'queued':
+      void reply.code(202);
+      return { problem: name, gpuClass, id: rerun.record.id };
+  }
 }
 
 async function getLeaderboard(request: RouteRequest<typeof getSchema>): Promise<Leaderboard> {

@@ -221,6 +221,11 @@ export const LeaderboardRemoveQuery = Type.Object(
   { additionalProperties: false },
 );
 
+export const LeaderboardReverifyQuery = Type.Object(
+  { gpuClass: Type.Optional(gpuClassQuery('the board; default: the class most of the GPUs here are of')) },
+  { additionalProperties: false },
+);
+
 // ---------------------------------------------------------------------------------------------------------------
 // Responses
 
@@ -398,6 +403,12 @@ export type Leaderboard = Static<typeof Leaderboard>;
 export const LeaderboardRemoved = Type.Object({
   problem: Type.String(),
   removed: Type.Integer({ description: 'How many entries were removed (one per GPU class at most)' }),
+});
+
+export const LeaderboardReverify = Type.Object({
+  problem: Type.String(),
+  gpuClass: Type.String(),
+  id: Type.String({ description: "The re-run's evaluation (GET /v1/evaluations/{id}), under the entry's principal" }),
 });
 
 export const ErrorBody = Type.Object({
