@@ -128,7 +128,7 @@ export class JobEvents {
     if (!finished) return false;
     // On its board before its 'done': a client that saw the end finds the board up to date.
     if (confirms === undefined) {
-      await recordOnLeaderboard(this.#store, id, gpu, outcome).catch((e: unknown) =>
+      await recordOnLeaderboard(this.#store, id, outcome).catch((e: unknown) =>
         this.#log.warn({ err: e, id }, 'the leaderboard could not record the result'),
       );
     } else {

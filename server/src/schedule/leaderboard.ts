@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // A job's place on a leaderboard: when a submission to a problem with cases ends PASSED with a score, its result is
 // recorded on the board of its problem and GPU class (the store keeps each principal's best: store/leaderboard.ts).
-// SUSPICIOUS and every other verdict are never recorded. The class is the one the job was queued for; a job queued
-// for 'any' goes on the board of the model that ran it ('H200', as the pool names a GPU's class). What the board
+// SUSPICIOUS and every other verdict are never recorded. The class is the model of the GPU that ran it ('H200', as
+// the pool names a GPU's class), whatever the job asked for: timings of two models never share a board. What the board
 // shows for a principal is a pseudonym made from it (pseudonymOf): never the principal, nor a token.
 //
 // An entry is 'provisional' until a re-run of its job (submit/confirmations.ts queues it, ServiceOptions.confirms
@@ -43,9 +43,9 @@ function scoredReportOf(record: JobRecord): ScoredReport | undefined {
 
 /**
  * The entry a finished job gives the board, or undefined: only a succeeded PASSED submission to a problem with cases
- * whose report passed with a score. `gpu` is the class it was queued for.
+ * whose report passed with a score and names the GPU that ran it.
  */
-export function leaderboardEntryOf(record: JobRecord, gpu: string): LeaderboardEntry | undefined {
+export function leaderboardEntryOf(record: JobRecord): LeaderboardEntry | undefined {
   if (record.status !== 'succeeded' || record.verdict !== 'PASSED' || !isProblemJob(record.job)) return undefined;
   if (record.options.confirms !== undefined) return undefined;
   const report = scoredReportOf(record);
@@ -57,7 +57,8 @@ export function leaderboardEntryOf(record: JobRecord, gpu: string): LeaderboardE
     typeof device?.name === 'string' && typeof device.arch === 'string'
       ? gpuClasses({ name: device.name, arch: device.arch })[0]
       : undefined;
-  const gpuClass = gpu === 'any' ? model : gpu;
+  // The model that ran it, whatever class the job asked for: 'sm_90' or an operator's class may span models.
+  const gpuClass = model;
   if (gpuClass === undefined || !GPU_CLASS_PATTERN.test(gpuClass) || gpuClass === 'any') return undefined;
   return {
     problem: record.job.problem,
@@ -82,14 +83,13 @@ export function leaderboardEntryOf(record: JobRecord, gpu: string): LeaderboardE
 export async function recordOnLeaderboard(
   store: JobStore,
   id: string,
-  gpu: string,
   outcome: Pick<FinishOutcome, 'verdict' | 'report'>,
 ): Promise<boolean> {
   // The record is read only for a PASSED end whose report may have a score: a plain job's report (which may be
   // several MB) is not read back.
   if (outcome.verdict !== 'PASSED' || outcome.report?.includes('"scoreHigh"') !== true) return false;
   const record = await store.get(id);
-  const entry = record === undefined ? undefined : leaderboardEntryOf(record, gpu);
+  const entry = record === undefined ? undefined : leaderboardEntryOf(record);
   return entry === undefined ? false : store.recordScore(entry);
 }
 

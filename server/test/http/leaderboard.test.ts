@@ -26,8 +26,15 @@ const problems = (): ProblemRegistry => ProblemRegistry.load(registry({ ...ADD_F
 
 const SUBMISSION = { problem: 'add', source: ADD, kernel: 'add', grid: 'cdiv(n, 256)', block: 256 };
 
-/** The fake pool's script, but a submission named 'fast' scores 2.1 (addReport's) where the others score 2. */
+/**
+ * The fake pool's script, but a submission named 'fast' scores 2.1 (addReport's) where the others score 2, and one
+ * named 'h100' ran on an H100 (its report says so): a board is the model's that ran the job.
+ */
 function scoring(job: EvalJob, id: string, extras?: JobExtras) {
+  if (job.name === 'h100') {
+    const report = { ...addReport('pass'), score: 2, device: { name: 'NVIDIA H100 80GB HBM3', arch: 'sm_90' } };
+    return { delayMs: 5, outcome: { kind: 'report', report, device: undefined } } as const;
+  }
   if (job.name !== 'fast') return scriptByName(job, id, extras);
   return { delayMs: 5, outcome: { kind: 'report', report: addReport('pass'), device: undefined } } as const;
 }
@@ -99,23 +106,25 @@ describe('GET /v1/problems/{name}/leaderboard', () => {
   });
 
   it('pages by offset, reads another class with gpuClass, and takes the read scope', async () => {
-    const { app } = await harness({ problems: problems() });
+    const { app, pool } = await harness({ problems: problems() });
+    pool.script = scoring;
     await run(app, 'alice');
-    await run(app, 'bob', { gpu: 'sm_90' });
+    await run(app, 'bob', { name: 'h100' });
     await run(app, 'root');
     const first = (await board(app, '?limit=1')).json() as { entries: { rank: number }[]; next: number };
     expect([first.entries.map((e) => e.rank), first.next]).toEqual([[1], 1]);
     const second = (await board(app, '?limit=1&offset=1')).json() as { entries: { rank: number }[]; next: unknown };
     expect([second.entries.map((e) => e.rank), second.next]).toEqual([[2], null]);
-    const sm90 = (await board(app, '?gpuClass=sm_90')).json() as {
+    const h100 = (await board(app, '?gpuClass=H100')).json() as {
       gpuClass: string;
       entries: { displayName: string }[];
     };
-    expect(sm90.gpuClass).toBe('sm_90');
-    expect(sm90.entries.map((e) => e.displayName)).toEqual([pseudonymOf('bob')]);
-    expect((await board(app, '?gpuClass=H100')).json()).toEqual({
+    expect(h100.gpuClass).toBe('H100');
+    expect(h100.entries.map((e) => e.displayName)).toEqual([pseudonymOf('bob')]);
+    // Asked for by arch, the board is still the model's: 'sm_90' spans models, and none of its own exists.
+    expect((await board(app, '?gpuClass=sm_90')).json()).toEqual({
       problem: 'add',
-      gpuClass: 'H100',
+      gpuClass: 'sm_90',
       entries: [],
       next: null,
     });
@@ -184,17 +193,18 @@ describe('DELETE /v1/problems/{name}/leaderboard/{who}', () => {
     ((await board(app, query)).json() as { entries: { displayName: string }[] }).entries.map((e) => e.displayName);
 
   it('takes the admin scope, and removes by display name or by principal, on one class or every one', async () => {
-    const { app } = await harness({ problems: problems() });
+    const { app, pool } = await harness({ problems: problems() });
+    pool.script = scoring;
     await run(app, 'alice');
-    await run(app, 'alice', { gpu: 'sm_90' });
+    await run(app, 'alice', { name: 'h100' });
     await run(app, 'bob');
     expectError(await remove(app, pseudonymOf('alice'), 'alice'), 403, 'FORBIDDEN');
     expectError(await remove(app, 'bob', 'bob'), 403, 'FORBIDDEN');
     expect(await shown(app)).toEqual([pseudonymOf('alice'), pseudonymOf('bob')]);
 
-    const byName = await remove(app, `${pseudonymOf('alice')}?gpuClass=sm_90`);
+    const byName = await remove(app, `${pseudonymOf('alice')}?gpuClass=H100`);
     expect([byName.statusCode, byName.json()]).toEqual([200, { problem: 'add', removed: 1 }]);
-    expect(await shown(app, '?gpuClass=sm_90')).toEqual([]);
+    expect(await shown(app, '?gpuClass=H100')).toEqual([]);
     expect(await shown(app)).toEqual([pseudonymOf('alice'), pseudonymOf('bob')]);
 
     expect((await remove(app, 'alice')).json()).toEqual({ problem: 'add', removed: 1 });

@@ -53,10 +53,10 @@ describe('pseudonymOf', () => {
 
 describe('leaderboardEntryOf', () => {
   it('gives a PASSED problem job its entry: score and interval from the report, provisional', () => {
-    const record = problemRecord({ principal: 'alice', options: { ...jobRecord().options, gpu: 'H100' } });
-    expect(leaderboardEntryOf(record, 'H100')).toStrictEqual({
+    const record = problemRecord({ principal: 'alice', options: { ...jobRecord().options, gpu: 'H200' } });
+    expect(leaderboardEntryOf(record)).toStrictEqual({
       problem: 'add',
-      gpuClass: 'H100',
+      gpuClass: 'H200',
       principal: 'alice',
       displayName: pseudonymOf('alice'),
       score: 2.1,
@@ -68,43 +68,46 @@ describe('leaderboardEntryOf', () => {
     });
   });
 
-  it("puts a job queued for 'any' on the board of the model that ran it", () => {
-    expect(leaderboardEntryOf(problemRecord(), 'any')?.gpuClass).toBe('H200');
+  it("puts a job on the board of the model that ran it, whether it asked for 'any', an arch or a class", () => {
+    for (const gpu of ['any', 'sm_90', 'pool-a', 'H200']) {
+      const record = problemRecord({ options: { ...jobRecord().options, gpu } });
+      expect(leaderboardEntryOf(record)?.gpuClass, gpu).toBe('H200');
+    }
     const report = { ...addReport('pass'), device: { name: 'NVIDIA GeForce RTX 4090', arch: 'sm_89' } };
-    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(report) }), 'any')?.gpuClass).toBe('RTX4090');
+    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(report) }))?.gpuClass).toBe('RTX4090');
   });
 
   it('gives nothing for a device whose name makes no GPU class, nor for a job with no device', () => {
     const odd = { ...addReport('pass'), device: { name: '<b>x</b> y', arch: 'sm_90' } };
-    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(odd) }), 'any')).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(odd) }))).toBeUndefined();
     const none = { ...addReport('pass'), device: undefined };
-    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(none) }), 'any')).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(none) }))).toBeUndefined();
   });
 
   it('gives nothing for SUSPICIOUS, a failure, a report without a score and a plain job', () => {
     const floored = problemRecord({ verdict: 'SUSPICIOUS' }, 'hidden-floored');
     expect(JSON.parse(floored.report!)).toMatchObject({ passed: true, score: 2.1 }); // a score, and still not
-    expect(leaderboardEntryOf(floored, 'H200')).toBeUndefined();
-    expect(leaderboardEntryOf(problemRecord({ verdict: 'HIDDEN_CASE_FAILED' }, 'hidden-fail'), 'H200')).toBeUndefined();
-    expect(leaderboardEntryOf(problemRecord({ status: 'failed' }), 'H200')).toBeUndefined();
+    expect(leaderboardEntryOf(floored)).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ verdict: 'HIDDEN_CASE_FAILED' }, 'hidden-fail'))).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ status: 'failed' }))).toBeUndefined();
     const noScore = { ...addReport('pass'), score: undefined };
-    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(noScore) }), 'H200')).toBeUndefined();
-    expect(leaderboardEntryOf(problemRecord({ report: 'not json' }), 'H200')).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(noScore) }))).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ report: 'not json' }))).toBeUndefined();
     const plain = jobRecord({ status: 'succeeded', verdict: 'PASSED', report: JSON.stringify(addReport('pass')) });
-    expect(leaderboardEntryOf(plain, 'H200')).toBeUndefined();
+    expect(leaderboardEntryOf(plain)).toBeUndefined();
   });
 
   it('gives nothing for a confirmation re-run, however it scored', () => {
     const rerun = problemRecord({ options: { ...problemRecord().options, confirms: 'ev_original' } });
-    expect(leaderboardEntryOf(problemRecord(), 'H200')).toBeDefined();
-    expect(leaderboardEntryOf(rerun, 'H200')).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord())).toBeDefined();
+    expect(leaderboardEntryOf(rerun)).toBeUndefined();
   });
 
   it('settles a re-run against the entry it confirms, and leaves an entry another job holds by now', async () => {
     const store = new MemoryJobStore();
     const original = problemRecord({ principal: 'alice' });
     await store.insert(original);
-    expect(await store.recordScore(leaderboardEntryOf(original, 'H200')!)).toBe(true);
+    expect(await store.recordScore(leaderboardEntryOf(original)!)).toBe(true);
     const options = { ...original.options, gpu: 'H200', confirms: original.id };
     const rerun = problemRecord({ principal: 'alice', options });
     await store.insert(rerun);
@@ -113,7 +116,7 @@ describe('leaderboardEntryOf', () => {
     // A better result replaced the entry: a re-run of the old one changes nothing.
     const better = problemRecord({ principal: 'alice', report: JSON.stringify({ ...addReport('pass'), score: 9 }) });
     await store.insert(better);
-    expect(await store.recordScore(leaderboardEntryOf(better, 'H200')!)).toBe(true);
+    expect(await store.recordScore(leaderboardEntryOf(better)!)).toBe(true);
     const late = problemRecord({ principal: 'alice', options, verdict: 'INCORRECT', status: 'succeeded' });
     await store.insert(late);
     expect(await settleConfirmation(store, late.id)).toEqual({ kind: 'stale', jobId: original.id });
@@ -132,13 +135,11 @@ describe('leaderboardEntryOf', () => {
     const reads: string[] = [];
     const get = store.get.bind(store);
     store.get = async (id) => (reads.push(id), get(id));
-    expect(await recordOnLeaderboard(store, record.id, 'any', { verdict: 'SUSPICIOUS', report: record.report })).toBe(
-      false,
-    );
+    expect(await recordOnLeaderboard(store, record.id, { verdict: 'SUSPICIOUS', report: record.report })).toBe(false);
     const plain = JSON.stringify({ name: 'k', passed: true, timing: { median: 1 } });
-    expect(await recordOnLeaderboard(store, record.id, 'any', { verdict: 'PASSED', report: plain })).toBe(false);
+    expect(await recordOnLeaderboard(store, record.id, { verdict: 'PASSED', report: plain })).toBe(false);
     expect(reads).toEqual([]);
-    expect(await recordOnLeaderboard(store, record.id, 'any', { verdict: 'PASSED', report: record.report })).toBe(true);
+    expect(await recordOnLeaderboard(store, record.id, { verdict: 'PASSED', report: record.report })).toBe(true);
     expect((await store.leaderboardEntry('add', 'H200', 'alice'))?.jobId).toBe(record.id);
   });
 });
