@@ -14,6 +14,10 @@
 //                                                                   ('nondeterministic', ahead of a wrong value it
 //                                                                   explains); one within it is reported, and fails
 //                                                                   too with requireDeterminism (bit-exact)
+// A reference kernel runs after the candidate in even trials and before it in odd ones (its buffers then zeroed as
+// they are freed, so nothing of its outputs is left in memory the candidate is given): each reads its inputs from the
+// host's copy, so neither order lets one kernel's writes reach the other, and a candidate is checked both right after
+// another kernel ran and on a GPU that ran nothing since its last launch.
 // A kernel that faults (illegal address, __trap(), device assert, a refused launch) is a verdict too: 'fault' for the
 // candidate, 'reference-fault' for a reference kernel, with the driver error. After a sticky fault nothing more
 // touches the GPU: the context is lost, and only a new process can use it again. Inputs, poison and guard zones are
@@ -328,6 +332,13 @@ async function runTrial(
     return launchAndWait(candidate, args);
   };
   try {
+    // Odd trials run a reference kernel first (see the top of the file); a JavaScript one runs on the host either way.
+    const referenceFirst = t % 2 === 1 && reference !== undefined && typeof reference !== 'function';
+    const early = referenceFirst ? await referenceOutputs(reference, device, io, inputs, true) : undefined;
+    if (early !== undefined && 'fault' in early) {
+      fault('reference-fault', early.fault, 'the reference kernel failed: ');
+      return trialResult(t, `0x${seed.toString(16)}`, c, detail, error);
+    }
     const failure = launchAndWait(candidate, uploadGuarded(device, io, inputs, o.guardBytes, rng, buffers));
     if (failure !== undefined) {
       fault('fault', failure, '');
@@ -357,7 +368,7 @@ async function runTrial(
       }
     }
     if (c.defence === undefined && reference !== undefined) {
-      const ref = await referenceOutputs(reference, device, io, inputs, o.zeroOnFree);
+      const ref = early ?? (await referenceOutputs(reference, device, io, inputs, o.zeroOnFree));
       if ('fault' in ref) {
         fault('reference-fault', ref.fault, 'the reference kernel failed: ');
       } else {

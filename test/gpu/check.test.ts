@@ -187,6 +187,38 @@ describeGpu('check', () => {
     m.dispose();
   });
 
+  it('runs a reference kernel after the candidate in even trials and before it, zeroed when freed, in odd ones', async () => {
+    const { m, k } = setup();
+    const order: string[] = [];
+    const spy = (name: string) => {
+      const kernel = k(name);
+      const launch = kernel.launch.bind(kernel);
+      kernel.launch = ((...a: Parameters<typeof launch>) => (order.push(name), launch(...a))) as typeof kernel.launch;
+      return kernel;
+    };
+    const candidate = spy('scale');
+    const reference = spy('scale_ref');
+    const fill = vi.spyOn(DeviceBuffer.prototype, 'fill');
+    /** check() over `trials` trials (zeroOnFree off); resolves how many device buffers it set to zero. */
+    const zeroFills = async (trials: number): Promise<number> => {
+      fill.mockClear();
+      const ref = { kernel: reference, config: { grid: 1, block: 1 } };
+      const r = await check({ kernel: candidate, config: cfg }, ref, io, { trials, determinism: false });
+      expect(r.passed, r.summary).toBe(true);
+      return fill.mock.calls.filter(([v]) => v === 0).length;
+    };
+    try {
+      const [one, two, three] = [await zeroFills(1), await zeroFills(2), await zeroFills(3)];
+      const [c, ref] = ['scale', 'scale_ref'];
+      expect(order).toEqual([c, ref, ...[c, ref, ref, c], ...[c, ref, ref, c, c, ref]]);
+      // Trial 1 (the reference first) zeroes the reference's two buffers as it frees them; trial 2 (after it) none.
+      expect(two - one - (three - two)).toBe(2);
+    } finally {
+      fill.mockRestore();
+      m.dispose();
+    }
+  });
+
   it.each([
     ['skips_tail', 'unwritten'],
     ['writes_input', 'input-modified'],

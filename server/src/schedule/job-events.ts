@@ -6,7 +6,7 @@
 // (waitForEnd) waits on these events.
 import type { FinishOutcome } from '../judge/outcome.js';
 import type { Verdict } from '../judge/verdict.js';
-import { recordOnLeaderboard, settleConfirmation } from './leaderboard.js';
+import { entryOfEnd, settleConfirmation } from './leaderboard.js';
 import type { JobBus } from './queue.js';
 import { TERMINAL, type JobEvent, type JobStore } from '../store/store.js';
 
@@ -124,14 +124,18 @@ export class JobEvents {
     confirms?: string,
   ): Promise<boolean> {
     await this.written(id); // its phase writes first
-    const finished = await this.#store.finish(id, outcome);
+    // On its board with its end, before its 'done': a client that saw the end finds the board up to date. A re-run
+    // that confirms an entry is never an entry itself.
+    const entry =
+      confirms === undefined
+        ? await entryOfEnd(this.#store, id, outcome).catch((e: unknown) => {
+            this.#log.error({ err: e, id }, 'the result could not be read for its leaderboard: it ends off the board');
+            return undefined;
+          })
+        : undefined;
+    const finished = await this.#store.finish(id, entry === undefined ? outcome : { ...outcome, entry });
     if (!finished) return false;
-    // On its board before its 'done': a client that saw the end finds the board up to date.
-    if (confirms === undefined) {
-      await recordOnLeaderboard(this.#store, id, outcome).catch((e: unknown) =>
-        this.#log.warn({ err: e, id }, 'the leaderboard could not record the result'),
-      );
-    } else {
+    if (confirms !== undefined) {
       await settleConfirmation(this.#store, id).then(
         (c) => {
           if (c?.kind === 'disagreed')

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import type { FinishOutcome } from '../judge/outcome.js';
 import { gpuClasses } from '../run/local-pool.js';
-import type { LeaderboardEntry } from '../store/leaderboard.js';
+import { type LeaderboardEntry, checkLeaderboardEntry } from '../store/leaderboard.js';
 import { type JobRecord, type JobStore, isProblemJob } from '../store/store.js';
 
 /** A GPU class as a job may name it (the v1 schema's `gpu` pattern): what a board's class must be. */
@@ -76,21 +76,24 @@ export function leaderboardEntryOf(record: JobRecord): LeaderboardEntry | undefi
 }
 
 /**
- * Records job `id`'s result on its board, once its end (`outcome`) is stored: a PASSED job's record is read back
- * (its principal, submission time, problem and report), where its report has a score. Resolves whether the result
- * became its principal's entry.
+ * The board entry job `id`'s end (`outcome`, not stored yet) gives, or undefined: its record is read (its principal,
+ * submission time, problem and options) only for a PASSED end whose report has a score. The store records it with
+ * the end, in one transaction (JobStore.finish).
  */
-export async function recordOnLeaderboard(
+export async function entryOfEnd(
   store: JobStore,
   id: string,
-  outcome: Pick<FinishOutcome, 'verdict' | 'report'>,
-): Promise<boolean> {
-  // The record is read only for a PASSED end whose report may have a score: a plain job's report (which may be
-  // several MB) is not read back.
-  if (outcome.verdict !== 'PASSED' || outcome.report?.includes('"scoreHigh"') !== true) return false;
+  outcome: Pick<FinishOutcome, 'status' | 'verdict' | 'report'>,
+): Promise<LeaderboardEntry | undefined> {
+  // A plain job's report (which may be several MB) is not read back, and its record only where it may score.
+  if (outcome.verdict !== 'PASSED' || outcome.report?.includes('"scoreHigh"') !== true) return undefined;
   const record = await store.get(id);
-  const entry = record === undefined ? undefined : leaderboardEntryOf(record);
-  return entry === undefined ? false : store.recordScore(entry);
+  if (record === undefined) return undefined;
+  const { status, verdict, report } = outcome;
+  const entry = leaderboardEntryOf({ ...record, status, verdict, report });
+  if (entry === undefined) return undefined;
+  checkLeaderboardEntry(entry);
+  return entry;
 }
 
 /** What a confirmation re-run did to the entry it re-checked. */

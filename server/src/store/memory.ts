@@ -101,8 +101,10 @@ export class MemoryJobStore implements JobStore {
     const r = this.#jobs.get(id);
     if (r === undefined || TERMINAL.has(r.status)) return false;
     if (outcome.onlyIfQueued === true && r.status !== 'queued') return false;
+    if (outcome.entry !== undefined) checkLeaderboardEntry(outcome.entry); // before anything changes
     const { status, verdict, phase, report, error, atMs } = structuredClone(outcome);
     Object.assign(r, { status, verdict, phase, report, error, finishedAt: atMs });
+    if (outcome.entry !== undefined) await this.recordScore(outcome.entry);
     return true;
   }
 

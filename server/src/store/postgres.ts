@@ -30,12 +30,13 @@ import {
   zeroCounts,
 } from './common.js';
 import { addressOf, Reachability, type ReachabilityLog } from '../reachability.js';
-import type {
-  LeaderboardEntry,
-  LeaderboardFilter,
-  LeaderboardStatus,
-  LeaderboardWho,
-  RankedEntry,
+import {
+  type LeaderboardEntry,
+  type LeaderboardFilter,
+  type LeaderboardStatus,
+  type LeaderboardWho,
+  type RankedEntry,
+  checkLeaderboardEntry,
 } from './leaderboard.js';
 import { splitLiterals } from './literals.js';
 import * as boards from './postgres-leaderboard.js';
@@ -455,7 +456,7 @@ export class PostgresJobStore implements JobStore {
   }
 
   async finish(id: string, outcome: Parameters<JobStore['finish']>[1]): Promise<boolean> {
-    const result = await this.#query(outcome.onlyIfQueued === true ? SQL.finishQueued : SQL.finish, [
+    const values = [
       id,
       outcome.status,
       outcome.verdict ?? null,
@@ -463,8 +464,17 @@ export class PostgresJobStore implements JobStore {
       outcome.report ?? null,
       outcome.error === undefined ? null : JSON.stringify(outcome.error),
       outcome.atMs,
-    ]);
-    return result.rowCount === 1;
+    ];
+    const statement = outcome.onlyIfQueued === true ? SQL.finishQueued : SQL.finish;
+    const { entry } = outcome;
+    if (entry === undefined) return (await this.#query(statement, values)).rowCount === 1;
+    checkLeaderboardEntry(entry);
+    // The end and its board entry in one transaction: a stored PASSED result is never missing from its board.
+    return this.#transaction(async (query) => {
+      if ((await query(statement, values)).rowCount !== 1) return false;
+      await boards.recordScore(query, entry);
+      return true;
+    });
   }
 
   async interruptRunning(atMs: number): Promise<string[]> {

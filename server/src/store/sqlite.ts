@@ -298,16 +298,23 @@ export class SqliteJobStore implements JobStore {
   async finish(id: string, outcome: Parameters<JobStore['finish']>[1]): Promise<boolean> {
     this.#live();
     const statement = outcome.onlyIfQueued === true ? this.#sql.finishQueued : this.#sql.finish;
-    const result = statement.run({
-      id,
-      status: outcome.status,
-      verdict: outcome.verdict ?? null,
-      phase: outcome.phase ?? null,
-      report: outcome.report ?? null,
-      error: outcome.error === undefined ? null : JSON.stringify(outcome.error),
-      at_ms: outcome.atMs,
-    });
-    return result.changes === 1;
+    const { entry } = outcome;
+    if (entry !== undefined) checkLeaderboardEntry(entry);
+    // The end and its board entry in one transaction: a stored PASSED result is never missing from its board.
+    return this.#db.transaction(() => {
+      const result = statement.run({
+        id,
+        status: outcome.status,
+        verdict: outcome.verdict ?? null,
+        phase: outcome.phase ?? null,
+        report: outcome.report ?? null,
+        error: outcome.error === undefined ? null : JSON.stringify(outcome.error),
+        at_ms: outcome.atMs,
+      });
+      if (result.changes !== 1) return false;
+      if (entry !== undefined) this.#sql.recordScore.run(toLeaderboardRow(entry));
+      return true;
+    })();
   }
 
   async interruptRunning(atMs: number): Promise<string[]> {

@@ -5,7 +5,7 @@
 // result. The leaderboards of problems with cases are kept in the same store (leaderboard.ts).
 import type { EvalJob, EvalPhase, ProblemSubmission } from 'cudakit';
 import type { Verdict } from '../judge/verdict.js';
-import type { LeaderboardStore } from './leaderboard.js';
+import type { LeaderboardEntry, LeaderboardStore } from './leaderboard.js';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
 export const TERMINAL: ReadonlySet<JobStatus> = new Set(['succeeded', 'failed', 'cancelled']);
@@ -135,6 +135,12 @@ export interface JobStore extends LeaderboardStore {
       error: JobRecord['error'];
       atMs: number;
       onlyIfQueued?: boolean;
+      /**
+       * The leaderboard entry this end gives (schedule/leaderboard.ts): recorded by recordScore's rule in the same
+       * transaction as the end, and only by the call that finishes the job, so a stored PASSED result is never
+       * missing from its board.
+       */
+      entry?: LeaderboardEntry;
     },
   ): Promise<boolean>;
   /** At start: every job left 'running' by a server that died becomes failed: interrupted. Returns their ids. */

@@ -5,12 +5,7 @@
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import {
-  leaderboardEntryOf,
-  pseudonymOf,
-  recordOnLeaderboard,
-  settleConfirmation,
-} from '../../src/schedule/leaderboard.js';
+import { leaderboardEntryOf, pseudonymOf, entryOfEnd, settleConfirmation } from '../../src/schedule/leaderboard.js';
 import type { EvalService } from '../../src/service.js';
 import { MemoryJobStore } from '../../src/store/memory.js';
 import type { JobRecord } from '../../src/store/store.js';
@@ -128,18 +123,25 @@ describe('leaderboardEntryOf', () => {
     expect(await settleConfirmation(store, better.id)).toBeUndefined();
   });
 
-  it('records through the store, reading the job back only for a PASSED end with a score', async () => {
+  it('gives the entry of an end, reading the job back only for a PASSED end with a score', async () => {
     const store = new MemoryJobStore();
-    const record = problemRecord();
+    const done = problemRecord();
+    const record = { ...done, status: 'running', verdict: undefined, report: undefined } as const;
     await store.insert(record);
     const reads: string[] = [];
     const get = store.get.bind(store);
     store.get = async (id) => (reads.push(id), get(id));
-    expect(await recordOnLeaderboard(store, record.id, { verdict: 'SUSPICIOUS', report: record.report })).toBe(false);
-    const plain = JSON.stringify({ name: 'k', passed: true, timing: { median: 1 } });
-    expect(await recordOnLeaderboard(store, record.id, { verdict: 'PASSED', report: plain })).toBe(false);
+    const end = (verdict: 'PASSED' | 'SUSPICIOUS', report: string | undefined) =>
+      entryOfEnd(store, record.id, { status: 'succeeded', verdict, report });
+    expect(await end('SUSPICIOUS', done.report)).toBeUndefined();
+    expect(await end('PASSED', JSON.stringify({ name: 'k', passed: true, timing: { median: 1 } }))).toBeUndefined();
     expect(reads).toEqual([]);
-    expect(await recordOnLeaderboard(store, record.id, { verdict: 'PASSED', report: record.report })).toBe(true);
+    expect(await end('PASSED', done.report)).toStrictEqual(leaderboardEntryOf(done));
+    expect(reads).toEqual([record.id]);
+    // The store records it with the end, and only the call that finishes the job does.
+    const entry = (await end('PASSED', done.report))!;
+    const outcome = { status: 'succeeded', verdict: 'PASSED', phase: undefined, report: done.report } as const;
+    expect(await store.finish(record.id, { ...outcome, error: undefined, atMs: 1, entry })).toBe(true);
     expect((await store.leaderboardEntry('add', 'H200', 'alice'))?.jobId).toBe(record.id);
   });
 });

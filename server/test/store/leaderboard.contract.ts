@@ -264,6 +264,32 @@ export function leaderboardContract(name: string, open: () => JobStore | Promise
         expect(await s.leaderboardEntry('add', 'H200', 'alice')).toStrictEqual(first);
       });
 
+      it('records the entry a finish carries with the end, only when that call finishes the job', async () => {
+        const s = await fresh();
+        const job = jobRecord({ createdAt: T0 });
+        await s.insert(job);
+        const mine = entry({ jobId: job.id, score: 2 });
+        expect(await s.finish(job.id, { ...PASSED, atMs: T0 + 10, entry: mine })).toBe(true);
+        expect(await s.leaderboardEntry('add', 'H200', 'alice')).toStrictEqual(mine);
+        expect((await s.get(job.id))?.status).toBe('succeeded');
+        // A second finish of the job changes nothing, its entry included.
+        const better = entry({ jobId: job.id, score: 9 });
+        expect(await s.finish(job.id, { ...PASSED, atMs: T0 + 20, entry: better })).toBe(false);
+        expect((await s.leaderboardEntry('add', 'H200', 'alice'))?.score).toBe(2);
+        // Nor does a finish of a queued job only, which finds it running.
+        const running = jobRecord({ createdAt: T0 + 1 });
+        await s.insert(running);
+        expect(await s.markRunning(running.id, 'GPU-1', T0 + 2)).toBe(true);
+        const bob = entry({ principal: 'bob', displayName: 'anon-b', jobId: running.id });
+        expect(await s.finish(running.id, { ...PASSED, atMs: T0 + 30, onlyIfQueued: true, entry: bob })).toBe(false);
+        expect(await s.leaderboardEntry('add', 'H200', 'bob')).toBeUndefined();
+        // An entry a board cannot hold is refused before anything changes: the job is still running.
+        const bad = { ...bob, score: Number.NaN };
+        await expect(s.finish(running.id, { ...PASSED, atMs: T0 + 40, entry: bad })).rejects.toThrow(RangeError);
+        expect((await s.get(running.id))?.status).toBe('running');
+        expect(await s.leaderboardEntry('add', 'H200', 'bob')).toBeUndefined();
+      });
+
       it('keeps an entry when retention deletes its job', async () => {
         const s = await fresh();
         const job = jobRecord({ createdAt: T0 });
