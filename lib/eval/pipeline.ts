@@ -376,8 +376,8 @@ class Pipeline {
     if (reference === undefined || before === undefined || !('before' in before)) return;
     this.#begin('recheck');
     const ref = (await this.#guard(() => reference.of('recheck')))!;
-    const { atol, rtol } = checkOptionsOf(plan.job);
-    const after = await this.#guard(() => sets.verify(ref, defined({ atol, rtol })));
+    const { atol, rtol, tolerances } = checkOptionsOf(plan.job);
+    const after = await this.#guard(() => sets.verify(ref, defined({ atol, rtol, tolerances })));
     Object.assign(before, { passed: after.passed, afterTiming: after });
     if (!after.passed) this.#fail(verdictError(after, reference.role));
     this.#end();

@@ -16,7 +16,6 @@ import type {
   ProblemCase,
   ProblemKernelRef,
   ProblemSubmission,
-  Tolerance,
 } from './problem-types.js';
 
 /** Integer scalar types, whose value may be a dimension expression. */
@@ -143,34 +142,6 @@ function kernelOf(
   return out;
 }
 
-/** The element types of a job's outputs (buffers with role 'out', or no init), as far as the text says. */
-function outputDtypes(args: readonly EvalArg[]): string[] {
-  const out: string[] = [];
-  for (const a of args) {
-    if (typeof a === 'string') {
-      const m = /ptr\s*:\s*([a-z0-9]+)\s*\[[^]*?\](=[^:]*)?(?::(in|out))?\s*$/.exec(a);
-      if (m !== null && (m[3] === 'out' || (m[3] === undefined && m[2] === undefined))) out.push(m[1]!);
-    } else if (a.kind === 'buffer' && (a.role === 'out' || (a.role === undefined && a.init === undefined))) {
-      out.push(a.dtype);
-    }
-  }
-  return out;
-}
-
-/** The loosest tolerance among the outputs' types' (the problem's table), or none. */
-function toleranceOf(problem: EvalProblem, args: readonly EvalArg[]): Tolerance {
-  const table = problem.check?.tolerances ?? {};
-  const picked: Tolerance = {};
-  for (const dtype of outputDtypes(args)) {
-    const t = table[dtype];
-    if (t === undefined) continue;
-    for (const k of ['atol', 'rtol'] as const) {
-      if (t[k] !== undefined) picked[k] = Math.max(picked[k] ?? 0, t[k]);
-    }
-  }
-  return picked;
-}
-
 /** What one launch of a case must do at least: the two sides of its roofline. */
 export interface CaseWork {
   /** Bytes read plus bytes written. */
@@ -202,8 +173,8 @@ export function caseJob(problem: EvalProblem, submission: ProblemSubmission, c: 
   const { preset, mode, timer, rule, inputSets, rounds } = problem.timing ?? {};
   const timing: EvalTimingOptions = { ...caseWork(problem, c) };
   Object.assign(timing, defined({ preset, mode, timer, rule, inputSets, rounds }));
-  const { tolerances: _table, ...checkRest } = problem.check ?? {};
-  const check: EvalCheckOptions = { ...checkRest, ...toleranceOf(problem, args) };
+  // The problem's tolerances by element type, as check() takes them: each output is held to its own type's.
+  const check: EvalCheckOptions = { ...problem.check };
   const headers = { ...problem.headers, ...submission.headers };
   const job: EvalJob = {
     name: `${submission.name ?? submission.kernel} [${caseName(c)}]`,

@@ -81,10 +81,10 @@ export interface Tolerance {
 }
 
 /** A problem's check: a job's check options, and tolerances per output element type. */
-export interface ProblemCheckOptions extends Omit<EvalCheckOptions, 'skip' | 'atol' | 'rtol'> {
+export interface ProblemCheckOptions extends Omit<EvalCheckOptions, 'skip' | 'atol' | 'rtol' | 'tolerances'> {
   /**
-   * Tolerances by the outputs' element type ({ f32: { atol: 1e-5, rtol: 1e-5 }, bf16: { rtol: 2e-2 } }): a case uses
-   * the loosest of its outputs' types'; a type not listed gets the check's default for it.
+   * Tolerances by the outputs' element type ({ f32: { atol: 1e-5, rtol: 1e-5 }, bf16: { rtol: 2e-2 } }): each output
+   * is held to its own type's; a type not listed gets the check's default for it.
    */
   tolerances?: Readonly<Partial<Record<string, Tolerance>>>;
 }

@@ -9,11 +9,10 @@
 // (`grid: 'cdiv(n, 256)'`), the bytes and flops of the roofline (`'8 * n'`). Everything else is an EvalJob's.
 // Problems come from operators and, inline in a job, from strangers: every field is checked before a case is made,
 // and every case's job by validateJob(), so that a problem with a mistake fails as a whole, before any GPU work.
-import { DTYPES, isDType } from '../core/index.js';
 import { type DimExpr, parseDimExpr } from './dims.js';
 import { caseJob, caseName, splitArgSpec, usesName } from './problem-case.js';
 import type { EvalProblem, ProblemDim, ProblemSubmission } from './problem-types.js';
-import { InvalidJobError, type JobProblem, listProblems, validateJob } from './validate.js';
+import { InvalidJobError, type JobProblem, listProblems, tolerances, validateJob } from './validate.js';
 
 /** The most dimensions and cases a problem may have: bounds on what a stranger's inline problem costs to run. */
 export const PROBLEM_LIMITS = Object.freeze({
@@ -201,7 +200,7 @@ export function validateProblem(problem: unknown, submission?: unknown): EvalPro
   const check = problem.check;
   if (check !== undefined && !isObject(check)) f.type('problem.check', 'check options', check);
   if (isObject(check)) f.keys('problem.check', check, CHECK_KEYS);
-  if (isObject(check) && check.tolerances !== undefined) tolerances(f, check.tolerances);
+  if (isObject(check) && check.tolerances !== undefined) tolerances(f, 'problem.check.tolerances', check.tolerances);
   const cases = problem.cases;
   if (!Array.isArray(cases) || cases.length === 0) {
     f.type('problem.cases', 'an array of at least one case { dims, name?, visibility? }', cases);
@@ -254,26 +253,6 @@ export function validateProblem(problem: unknown, submission?: unknown): EvalPro
   });
   if (f.list.length > 0) throw new InvalidProblemError(f.list);
   return p;
-}
-
-function tolerances(f: Faults, v: unknown): void {
-  if (!isObject(v))
-    return f.type('problem.check.tolerances', 'tolerances by element type, such as { f32: { rtol } }', v);
-  for (const [dtype, t] of Object.entries(v)) {
-    const path = `problem.check.tolerances.${dtype}`;
-    if (!isDType(dtype)) f.type(path, `an element type (${DTYPES.join(', ')})`, dtype);
-    if (!isObject(t)) {
-      f.type(path, '{ atol?, rtol? }', t);
-      continue;
-    }
-    f.keys(path, t, ['atol', 'rtol']);
-    for (const k of ['atol', 'rtol'] as const) {
-      const x = t[k];
-      if (x !== undefined && (typeof x !== 'number' || !(x >= 0) || !Number.isFinite(x))) {
-        f.range(`${path}.${k}`, 'a non-negative number', x);
-      }
-    }
-  }
 }
 
 /** Parses `v` as a dimension expression over `names`; notes a fault and returns undefined where it is not one. */

@@ -448,6 +448,33 @@ function kernelRef(p: Problems, path: string, v: unknown): PreparedArg[] | undef
   return v.args === undefined ? undefined : args(p, `${path}.args`, v.args);
 }
 
+/** @internal Where a validator notes what is wrong (validateJob's and validateProblem's collectors). */
+export interface FaultNotes {
+  type(path: string, expected: string, value: unknown): void;
+  range(path: string, expected: string, value: unknown): void;
+  keys(path: string, value: Record<string, unknown>, known: readonly string[]): void;
+}
+
+/** @internal Notes what is wrong with `v` as tolerances by element type ({ f32: { atol?, rtol? } }). */
+export function tolerances(p: FaultNotes, path: string, v: unknown): void {
+  if (!isObject(v)) return p.type(path, 'tolerances by element type, such as { f32: { rtol: 1e-5 } }', v);
+  for (const [dtype, t] of Object.entries(v)) {
+    const at = `${path}.${dtype}`;
+    if (!isDType(dtype)) p.type(at, `an element type (${DTYPES.join(', ')})`, dtype);
+    if (!isObject(t)) {
+      p.type(at, '{ atol?, rtol? }', t);
+      continue;
+    }
+    p.keys(at, t, ['atol', 'rtol']);
+    for (const k of ['atol', 'rtol'] as const) {
+      const x = t[k];
+      if (x !== undefined && (typeof x !== 'number' || !(x >= 0) || !Number.isFinite(x))) {
+        p.range(`${at}.${k}`, 'a non-negative number', x);
+      }
+    }
+  }
+}
+
 function checkOptions(p: Problems, path: string, v: unknown): void {
   if (!isObject(v)) return p.type(path, 'check options { trials, seed, atol, rtol, ... }', v);
   p.keys(path, v, CHECK_KEYS);
@@ -459,6 +486,7 @@ function checkOptions(p: Problems, path: string, v: unknown): void {
     if (typeof x !== 'number') p.type(`${path}.${key}`, 'a non-negative number', x);
     else if (!(x >= 0) || !Number.isFinite(x)) p.range(`${path}.${key}`, 'a non-negative number', x);
   }
+  if (v.tolerances !== undefined) tolerances(p, `${path}.tolerances`, v.tolerances);
   for (const key of ['determinism', 'requireDeterminism', 'skip'] as const) {
     if (v[key] !== undefined) bool(p, `${path}.${key}`, v[key]);
   }

@@ -25,12 +25,14 @@
 // is assembled by check-result.ts.
 import {
   CudaError,
+  DTYPES,
   DTYPE_INFO,
   type Kernel,
   type LaunchConfig,
   checkOptions,
   fromDeviceBytes,
   isContextLost,
+  isDType,
   rangeError,
   typeError,
 } from '../core/index.js';
@@ -43,7 +45,15 @@ import {
   errorFigures,
   trialResult,
 } from './check-result.js';
-import { type Comparison, type Defence, compareOutput, holdsPoison, newComparison } from './compare-output.js';
+import {
+  type Comparison,
+  type Defence,
+  type TolerancesByDtype,
+  compareOutput,
+  holdsPoison,
+  newComparison,
+  toleranceFor,
+} from './compare-output.js';
 import {
   type RunComparison,
   compareRuns,
@@ -69,6 +79,11 @@ export interface CheckOptions {
    * rtol·|expected|.
    */
   rtol?: number;
+  /**
+   * Tolerances by the outputs' element type (`{ f32: { atol: 1e-5 }, bf16: { rtol: 2e-2 } }`): an output's own type's
+   * entry wins over `atol` / `rtol`, which win over the type's default; each of atol and rtol on its own.
+   */
+  tolerances?: TolerancesByDtype;
   /**
    * Run the candidate twice on the same inputs (first trial). A difference beyond the tolerance (atol + rtol·|first
    * run|) fails ('nondeterministic': an output that depends on a race is not a result); one within it, such as
@@ -191,7 +206,8 @@ function summaryOf(r: CheckResult): string {
 // ---------------------------------------------------------------------------------------------------------------
 // check()
 
-type ResolvedOptions = Required<Omit<CheckOptions, 'atol' | 'rtol'>> & Pick<CheckOptions, 'atol' | 'rtol'>;
+type ResolvedOptions = Required<Omit<CheckOptions, 'atol' | 'rtol' | 'tolerances'>> &
+  Pick<CheckOptions, 'atol' | 'rtol' | 'tolerances'>;
 
 /** @internal The keys of CheckOptions, as check() accepts them (a job's check options in eval/ derive from them). */
 export const CHECK_OPTION_KEYS = [
@@ -199,6 +215,7 @@ export const CHECK_OPTION_KEYS = [
   'seed',
   'atol',
   'rtol',
+  'tolerances',
   'determinism',
   'requireDeterminism',
   'guardBytes',
@@ -219,6 +236,7 @@ function checkCheckOptions(options: CheckOptions | undefined): ResolvedOptions {
     if (v !== undefined && (typeof v !== 'number' || !(v >= 0)))
       throw rangeError(`options.${k}`, 'a non-negative number', v);
   }
+  if (o.tolerances !== undefined) checkTolerances(o.tolerances);
   if (o.zeroOnFree !== undefined && typeof o.zeroOnFree !== 'boolean')
     throw typeError('options.zeroOnFree', 'a boolean', o.zeroOnFree);
   return {
@@ -230,6 +248,23 @@ function checkCheckOptions(options: CheckOptions | undefined): ResolvedOptions {
     requireDeterminism: o.requireDeterminism ?? false,
     zeroOnFree: o.zeroOnFree ?? false,
   };
+}
+
+/** @throws TypeError / RangeError naming the first entry of `tolerances` that is not a type's { atol?, rtol? }. */
+function checkTolerances(tolerances: unknown): void {
+  if (typeof tolerances !== 'object' || tolerances === null || Array.isArray(tolerances)) {
+    throw typeError('options.tolerances', 'tolerances by element type, such as { f32: { rtol: 1e-5 } }', tolerances);
+  }
+  for (const [dtype, t] of Object.entries(tolerances)) {
+    const path = `options.tolerances.${dtype}`;
+    if (!isDType(dtype)) throw typeError(path, `an element type (${DTYPES.join(', ')})`, dtype);
+    checkOptions(path, t, ['atol', 'rtol']);
+    for (const k of ['atol', 'rtol'] as const) {
+      const v = (t as Record<string, unknown>)[k];
+      if (v !== undefined && (typeof v !== 'number' || !(v >= 0) || !Number.isFinite(v)))
+        throw rangeError(`${path}.${k}`, 'a non-negative number', v);
+    }
+  }
 }
 
 /** The candidate's io: valid specs that fit its kernel, with at least one output. */
@@ -308,10 +343,7 @@ async function runTrial(
   const seed = splitmix64(BigInt(o.seed) + BigInt(t));
   const inputs = prepareInputs(io, seed, device);
   const rng = createRng(seed ^ 0x9e3779b97f4a7c15n);
-  const tolerance = (dtype: BufferDType): [number, number] => [
-    o.atol ?? DTYPE_INFO[dtype].atol,
-    o.rtol ?? DTYPE_INFO[dtype].rtol,
-  ];
+  const tolerance = (dtype: BufferDType): [number, number] => toleranceFor(o, dtype);
   const buffers: GuardedBuffer[] = [];
   const c = newComparison();
   let detail: string | undefined;

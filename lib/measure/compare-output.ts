@@ -50,6 +50,33 @@ export function nonFiniteAgrees(expected: number, actual: number): boolean {
   return Object.is(expected, actual) || (Number.isNaN(expected) && Number.isNaN(actual));
 }
 
+/** Tolerances by element type: `{ f32: { atol: 1e-5, rtol: 1e-5 }, bf16: { rtol: 2e-2 } }`. */
+export type TolerancesByDtype = Readonly<
+  Partial<
+    Record<
+      BufferDType,
+      {
+        /** Absolute tolerance of this type's outputs. */
+        atol?: number;
+        /** Relative tolerance of this type's outputs. */
+        rtol?: number;
+      }
+    >
+  >
+>;
+
+/**
+ * The [atol, rtol] an output of `dtype` is held to: its type's entry in `tolerances`, else the options' `atol` /
+ * `rtol`, else the type's default (each of the two on its own).
+ */
+export function toleranceFor(
+  o: { atol?: number | undefined; rtol?: number | undefined; tolerances?: TolerancesByDtype | undefined },
+  dtype: BufferDType,
+): [atol: number, rtol: number] {
+  const own = o.tolerances?.[dtype];
+  return [own?.atol ?? o.atol ?? DTYPE_INFO[dtype].atol, own?.rtol ?? o.rtol ?? DTYPE_INFO[dtype].rtol];
+}
+
 /** 'mismatch': |actual − expected| ≤ atol + rtol·|expected| (finite values). */
 export function withinTolerance(expected: number, actual: number, atol: number, rtol: number): boolean {
   return Math.abs(actual - expected) <= atol + rtol * Math.abs(expected);

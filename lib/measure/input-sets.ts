@@ -2,11 +2,11 @@
 // inputSets(): the device argument sets bench() rotates through (inputs.ts fills them, seeded per set), and their
 // re-check after timing: every set's outputs against the reference (reference.ts), compared as check() compares
 // them (compare-output.ts).
-import { CudaError, DTYPE_INFO, type Device, checkBoolean, checkOptions } from '../core/index.js';
+import { CudaError, type Device, checkBoolean, checkOptions } from '../core/index.js';
 import { type ArgSpec, checkArgSpecs, roleOf } from './argspec.js';
 import type { CheckOptions } from './check.js';
 import { type CheckResult, type TrialResult, buildCheckResult, errorFigures, trialResult } from './check-result.js';
-import { compareOutput, newComparison } from './compare-output.js';
+import { compareOutput, newComparison, toleranceFor } from './compare-output.js';
 import { type FillLaunch, fillLaunch } from './device-fill.js';
 import {
   type GuardedBuffer,
@@ -61,7 +61,7 @@ export interface InputSets {
    * Re-checks every set's pure outputs (those without an initial value; in-place outputs changed with every timed
    * launch) against `reference`, on that set's inputs. A reference kernel with its own `io` is matched as in check().
    */
-  verify: (reference: Reference, options?: Pick<CheckOptions, 'atol' | 'rtol'>) => Promise<CheckResult>;
+  verify: (reference: Reference, options?: Pick<CheckOptions, 'atol' | 'rtol' | 'tolerances'>) => Promise<CheckResult>;
   /** Frees every set's buffers (zeroed first with zeroOnFree). */
   dispose: () => void;
 }
@@ -132,8 +132,7 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, opt
             // An in-place output changed with every launch since its inputs were last made: nothing to compare it
             // with, but with fresh inputs, no repeated launch (graph mode) and an init the refresh regenerates.
             if (roleOf(a) === 'inout' && (s.epoch === undefined || s.repeated || initOf(a)?.kind === 'data')) return;
-            const d = DTYPE_INFO[a.dtype];
-            const [atol, rtol] = [verifyOptions?.atol ?? d.atol, verifyOptions?.rtol ?? d.rtol];
+            const [atol, rtol] = toleranceFor(verifyOptions ?? {}, a.dtype);
             compareOutput(i, a.dtype, s.buffers[i]!.view.copyToHost(), ref.outputs[i]!, atol, rtol, c);
           });
           trials.push(trialResult(k, '', c, undefined));

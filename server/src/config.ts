@@ -7,6 +7,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { GPU_CLASS_PATTERN } from './run/pool.js';
 
 export type Mode = 'embedded' | 'api' | 'agent';
 
@@ -298,7 +299,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   }
   const classesRaw = get('gpu-class');
   const gpuClasses = classesRaw === undefined ? [] : classesRaw.value.split(',').map((c) => c.trim());
-  if (classesRaw !== undefined && gpuClasses.some((c) => !/^[A-Za-z0-9_.-]{1,64}$/.test(c))) {
+  if (classesRaw !== undefined && gpuClasses.some((c) => !GPU_CLASS_PATTERN.test(c))) {
     problems.push(
       `Expected GPU class names (letters, digits, '_', '.', '-') separated by commas for ${classesRaw.where} ` +
         `but received '${classesRaw.value}'`,

@@ -187,7 +187,7 @@ describeGpu('check', () => {
     m.dispose();
   });
 
-  it('runs a reference kernel after the candidate in even trials and before it, zeroed when freed, in odd ones', async () => {
+  it('runs a reference kernel after the candidate in even trials, before it (zeroed when freed) in odd', async () => {
     const { m, k } = setup();
     const order: string[] = [];
     const spy = (name: string) => {

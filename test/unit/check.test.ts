@@ -433,6 +433,65 @@ describe('check() over a fake device', () => {
     );
   });
 
+  it('runs a reference kernel after the candidate in even trials, before it (zeroed when freed) in odd', async () => {
+    const device = new FakeDevice();
+    const ref = fakeKernel(device, 'ref', signature, ([x, y, a]) => {
+      const [xs, ys] = [view(Float32Array, x), view(Float32Array, y)];
+      for (let i = 0; i < n; i++) ys[i] = Math.fround((a as number) * xs[i]!);
+      device.log.push('launch ref');
+    });
+    const candidate = scale(device, n, () => void device.log.push('launch candidate'));
+    const reference = { kernel: ref as unknown as Kernel, config: { grid: 1, block: 1 } };
+    const r = await check(candidate, reference, io, { ...small, trials: 4, determinism: false });
+    expect(r.passed, r.summary).toBe(true);
+    const launches = device.log.filter((e) => e.startsWith('launch')).map((e) => e.slice('launch '.length));
+    const [c, k] = ['candidate', 'ref'];
+    expect(launches).toEqual([c, k, k, c, c, k, k, c]);
+    // Between a reference launch and its buffers' disposal: zero fills in odd trials only (zeroOnFree is off).
+    const zeroedPerRun = device.log
+      .join('\n')
+      .split('launch ref')
+      .slice(1)
+      .map((after) => after.split('dispose')[0]!.match(/fill /g)?.length ?? 0);
+    expect(zeroedPerRun).toEqual([0, 2, 0, 2]);
+  });
+
+  it('holds each output to its own element type’s tolerance, the options’ atol and rtol to the others', async () => {
+    const device = new FakeDevice();
+    // y (f32) and z (f16) are both off by 5e-3 (z by its rounding to f16 too): within f16's default tolerance (1e-2
+    // + 1e-2·|ref|), not within f32's (1e-4 + 1e-4·|ref|).
+    const io2 = parseArgSpecs(['x@ptr:f32[4]=uniform(0,1)', 'y@ptr:f32[4]:out', 'z@ptr:f16[4]:out']);
+    const k = fakeKernel(device, 'k', ['ptr', 'ptr', 'ptr'], ([x, y, z]) => {
+      const xs = view(Float32Array, x);
+      view(Float32Array, y).set([...xs].map((v) => v + 5e-3));
+      (z as FakeBuffer).memory.set(
+        toDeviceBytes(
+          'f16',
+          [...xs].map((v) => v + 5e-3),
+        ),
+      );
+    });
+    const jsRef2 = (args: unknown[]): void => {
+      const [x, y, z] = args as [Float32Array, Float32Array, Float32Array];
+      y.set(x);
+      z.set(x);
+    };
+    const run = (o: object) =>
+      check({ kernel: k as unknown as Kernel, config: { grid: 1, block: 1 } }, jsRef2, io2, { ...small, ...o });
+    expect((await run({})).defence).toBe('mismatch'); // f32's default (1e-4) fails y
+    const loose = await run({ tolerances: { f32: { atol: 1e-2 } } });
+    expect(loose.passed, loose.summary).toBe(true); // f16's default takes z
+    // A global atol loose enough for y would loosen z too; its own entry keeps z tight and fails it.
+    const r = await run({ atol: 1e-2, tolerances: { f16: { atol: 1e-3, rtol: 1e-3 } } });
+    expect(r).toMatchObject({ passed: false, defence: 'mismatch' });
+    expect(r.mismatches[0]).toMatchObject({ arg: 2 });
+    await expect(run({ tolerances: { f33: { atol: 1 } } })).rejects.toThrow(
+      /Expected an element type .* for options\.tolerances\.f33/,
+    );
+    await expect(run({ tolerances: { f32: { atol: -1 } } })).rejects.toThrow(RangeError);
+    await expect(run({ tolerances: { f32: { tol: 1 } } })).rejects.toThrow(/tol/);
+  });
+
   it('without a reference, passes a kernel that writes every output element with finite values', async () => {
     const device = new FakeDevice();
     for (const reference of [null, undefined]) {

@@ -281,6 +281,19 @@ describe('validateJob', () => {
     expect(() => validateJob(job({ args: ['ptr:f32[4]=ones'], check: { withoutReference: 'skip' } }))).not.toThrow();
   });
 
+  it('takes tolerances by element type in its check, and names every bad entry', () => {
+    const ok = { f32: { atol: 1e-5 }, bf16: { rtol: 2e-2, atol: 0 } };
+    expect(validateJob(job({ check: { tolerances: ok } })).check).toEqual({ tolerances: ok });
+    const bad = problems(job({ check: { tolerances: { f33: { atol: 1 }, f16: { atol: -1, tol: 2 }, f64: 3 } } }));
+    expect(bad.map((p) => p.path)).toEqual([
+      'job.check.tolerances.f33',
+      'job.check.tolerances.f16.tol',
+      'job.check.tolerances.f16.atol',
+      'job.check.tolerances.f64',
+    ]);
+    expect(problems(job({ check: { tolerances: [] } }))[0]!.message).toMatch(/tolerances by element type/);
+  });
+
   it('checks references: a kernel, expected outputs by name or index, never a function', () => {
     const expected = {
       args: [

@@ -89,7 +89,7 @@ describe('caseJob', () => {
     expect(caseName(p.cases[0]!)).toBe('m=3 k=2');
   });
 
-  it('takes the loosest tolerance of the outputs’ element types, and keeps a literal reference per case', () => {
+  it('holds each output to its own element type’s tolerance, and keeps a literal reference per case', () => {
     const p = validateProblem(
       problem({
         args: ['x@ptr:f32[n]=arange', 'y@ptr:f16[n]:out', 'z@ptr:f32[n]:out', 'n@i32=n'],
@@ -98,7 +98,12 @@ describe('caseJob', () => {
       }),
     );
     const job = caseJob(p, submission, p.cases[0]!);
-    expect(job.check).toEqual({ trials: 2, atol: 1e-2, rtol: 1e-2 });
+    // The f32 output keeps its own (f32's rtol, the default atol), not the f16 output's looser atol.
+    expect(job.check).toEqual({
+      trials: 2,
+      tolerances: { f16: { atol: 1e-2, rtol: 1e-3 }, f32: { rtol: 1e-2 }, bf16: { atol: 1 } },
+    });
+    expect(validateJob(job).check).toEqual(job.check);
     expect(job.reference).toEqual({ expected: p.cases[0]!.expected });
     expect(job.compare).toMatchObject({ kernel: 'add' });
   });

@@ -20,7 +20,7 @@ import { ServiceError } from '../errors.js';
 import type { EvalService } from '../service.js';
 import { isJobId } from '../store/ids.js';
 import type { JobRecord, JobStatus } from '../store/store.js';
-import { GPU_CLASS_PATTERN } from '../schedule/leaderboard.js';
+import { GPU_CLASS_PATTERN } from '../run/pool.js';
 import { LEADERBOARD_OFFSET_MAX } from '../store/leaderboard.js';
 import { VERDICTS, type Verdict } from '../judge/verdict.js';
 import { assetAt } from './assets.js';

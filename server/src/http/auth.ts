@@ -25,7 +25,8 @@ export interface TokenEntry {
 /** The principal of a server without tokens (loopback only). */
 export const LOCAL_PRINCIPAL: Principal = Object.freeze({ name: 'local', scopes: new Set<Scope>(SCOPES) });
 
-const NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
+/** What a principal's name is written as: letters, digits, '_', '.', '@' and '-', 64 at most. */
+export const PRINCIPAL_PATTERN = /^[A-Za-z0-9_.@-]{1,64}$/;
 const DIGEST = /^[0-9a-fA-F]{64}$/;
 /** RFC 6750's b64token, bounded. */
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]{1,512}=*) *$/i;
@@ -48,7 +49,7 @@ export function parseTokens(text: string, file: string): TokenEntry[] {
     if (line === '' || line.startsWith('#')) return;
     const where = `${file}:${i + 1}`;
     const [name = '', digest = '', scopeList, ...rest] = line.split(':');
-    if (rest.length > 0 || !NAME.test(name)) {
+    if (rest.length > 0 || !PRINCIPAL_PATTERN.test(name)) {
       throw new Error(`${where}: expected 'name:sha256hex[:scopes]' with a name of [A-Za-z0-9_.@-] (1 to 64)`);
     }
     if (!DIGEST.test(digest)) {

@@ -7,6 +7,12 @@ import type { Deadlines, DeviceFacts, JobExtras, LaunchFacts, RunJob, RunProgres
 
 export type SlotState = 'starting' | 'idle' | 'busy' | 'restarting' | 'quarantined';
 
+/**
+ * What a GPU class is written as, wherever one is named: a job's `gpu`, `--gpu-class`, a board's class, a query's:
+ * letters, digits, '_', '.' and '-', 64 at most ('H200', 'sm_90', 'any').
+ */
+export const GPU_CLASS_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
 /** What /v1/gpus shows of a slot. */
 export interface SlotInfo {
   uuid: string;

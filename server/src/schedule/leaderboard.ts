@@ -12,11 +12,9 @@
 import { createHash } from 'node:crypto';
 import type { FinishOutcome } from '../judge/outcome.js';
 import { gpuClasses } from '../run/local-pool.js';
+import { GPU_CLASS_PATTERN } from '../run/pool.js';
 import { type LeaderboardEntry, checkLeaderboardEntry } from '../store/leaderboard.js';
 import { type JobRecord, type JobStore, isProblemJob } from '../store/store.js';
-
-/** A GPU class as a job may name it (the v1 schema's `gpu` pattern): what a board's class must be. */
-export const GPU_CLASS_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**
  * The name a board shows for `principal`: 'anon-' and 10 hex digits of a hash of it, the same at every record and on
@@ -127,12 +125,14 @@ export async function settleConfirmation(store: JobStore, id: string): Promise<C
   const score = report?.passed === true && positive(report.score) ? report.score : undefined;
   let why: string | undefined;
   if (score === undefined) {
-    why = `the re-run ended ${rerun.verdict ?? rerun.status}${rerun.error === undefined ? '' : ` (${rerun.error.code})`}`;
+    const code = rerun.error === undefined ? '' : ` (${rerun.error.code})`;
+    why = `the re-run ended ${rerun.verdict ?? rerun.status}${code}`;
   } else {
     const low = positive(report!.scoreLow) ? report!.scoreLow : score;
     const high = positive(report!.scoreHigh) ? report!.scoreHigh : score;
     if (!scoresAgree({ scoreLow: low, scoreHigh: high }, entry)) {
-      why = `the re-run's score ${score} [${low}, ${high}] lies apart from ${entry.score} [${entry.scoreLow}, ${entry.scoreHigh}]`;
+      const theirs = `${entry.score} [${entry.scoreLow}, ${entry.scoreHigh}]`;
+      why = `the re-run's score ${score} [${low}, ${high}] lies apart from ${theirs}`;
     }
   }
   const status = why === undefined ? 'confirmed' : 'provisional';

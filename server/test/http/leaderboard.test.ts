@@ -231,7 +231,7 @@ describe('confirmation re-runs', () => {
   const reverify = (app: App, who: string, as: Who = 'root', query = '') =>
     app.inject({ method: 'POST', url: `/v1/problems/add/leaderboard/${who}/reverify${query}`, headers: auth(as) });
 
-  it('queues one re-run per provisional entry, on its board, under its principal; one that agrees confirms it', async () => {
+  it('queues a re-run per provisional entry, on its board, as its principal; one that agrees confirms it', async () => {
     const { app, service, pool } = await harness({ problems: problems() });
     const original = await run(app, 'alice');
     // Another score, but an interval that overlaps the entry's [1.9, 2.1].
@@ -277,7 +277,7 @@ describe('confirmation re-runs', () => {
     expect(await service.sweepConfirmations()).toEqual([]);
   });
 
-  it("an admin's re-verify runs the job again: confirmed when it agrees, provisional again when it does not", async () => {
+  it("an admin's re-verify runs the job again: confirmed if it agrees, provisional again if it does not", async () => {
     const { app, service, pool } = await harness({ problems: problems() });
     await run(app, 'alice');
     pool.script = rerunScript({ score: 2, scoreLow: 1.95, scoreHigh: 2.05 });

@@ -2,7 +2,8 @@
 // The leaderboards of the problems with cases (store/leaderboard.ts; schedule/leaderboard.ts records them): anyone
 // with the read scope reads a board, best first, an entry showing its display name, score, interval, submission time,
 // GPU class and status and nothing else (no principal, no job id, no source, no hidden case); the admin scope removes
-// a principal's entries, or has an entry's job run again (its result confirms the entry or sets it provisional). A plugin: the service comes from the instance; one named handler per route.
+// a principal's entries, or has an entry's job run again (its result confirms the entry or sets it provisional). A
+// plugin: the service comes from the instance; one named handler per route.
 import type { FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
 import {

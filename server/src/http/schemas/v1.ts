@@ -8,7 +8,8 @@ import { type Static, Type } from 'typebox';
 import type { SlotState } from '../../run/pool.js';
 import { VERDICTS, type Verdict } from '../../judge/verdict.js';
 import { API_ERRORS, type ApiErrorCode } from '../../errors.js';
-import { GPU_CLASS_PATTERN } from '../../schedule/leaderboard.js';
+import { GPU_CLASS_PATTERN } from '../../run/pool.js';
+import { PRINCIPAL_PATTERN } from '../auth.js';
 import { PRIORITY } from '../../schedule/queue.js';
 import { LEADERBOARD_LIMIT_MAX, LEADERBOARD_OFFSET_MAX } from '../../store/leaderboard.js';
 import { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX, TIMEOUT_SECONDS } from '../../submit/fields.js';
@@ -127,9 +128,7 @@ export const SubmitBody = Type.Object(
     priority: Type.Optional(Type.Integer({ minimum: PRIORITY.min, maximum: PRIORITY.max, default: PRIORITY.default })),
     gpu: Type.Optional(
       Type.String({
-        minLength: 1,
-        maxLength: 64,
-        pattern: '^[A-Za-z0-9_.-]+$',
+        pattern: GPU_CLASS_PATTERN.source,
         default: 'any',
         description: "'any', or a GPU class: 'H200', 'H100', 'sm_90'",
       }),
@@ -211,7 +210,7 @@ export const LeaderboardQuery = Type.Object(
 export const LeaderboardEntryParams = Type.Object({
   name: ProblemParams.properties.name,
   who: Type.String({
-    pattern: '^[A-Za-z0-9_.@-]{1,64}$',
+    pattern: PRINCIPAL_PATTERN.source,
     description: 'A principal (a name of the tokens file), or the display name its entries show',
   }),
 });
