@@ -4,7 +4,8 @@
 // provisional entry whose job is still stored, on the class of its board, and an admin's re-verify queues another at
 // any time. A re-run is the same job under the same principal (it sees what the principal's own jobs show, and no
 // more), marked in its options as the re-run of that job; it waits in the queue as long as a job may (a busy queue
-// delays a confirmation, it does not lose it) and counts in no principal's queue cap.
+// delays a confirmation, it does not lose it) and is queued whatever the principal's queue cap (it counts among the
+// principal's queued jobs while it waits).
 //
 // Which re-runs exist is read from the store, so the sweep needs no state of its own and survives restarts: a re-run
 // carries an idempotency key with a space in it, which no client's Idempotency-Key header can hold.

@@ -175,7 +175,8 @@ export class Submitter {
   async start(): Promise<void> {
     await this.#expire();
     await this.#sweepRetention();
-    await this.sweepConfirmations();
+    // A sweep that fails is tried again on the timer: no reason to keep the service from starting.
+    await this.sweepConfirmations().catch((e: unknown) => this.#log.error({ err: e }, 'the confirmation sweep failed'));
     this.#every(this.#expiryIntervalMs, () => this.#expire());
     this.#every(this.#retentionIntervalMs, () => this.#sweepRetention());
     this.#every(this.#confirmIntervalMs, () => this.sweepConfirmations());
