@@ -9,7 +9,7 @@
 // names the job) passes with a score whose interval overlaps the entry's: then 'confirmed'. A re-run that fails, or
 // whose interval lies apart, leaves the entry provisional, and sets a confirmed one provisional again (an admin's
 // re-verify). A re-run's result is never an entry itself.
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { FinishOutcome } from '../judge/outcome.js';
 import { gpuClasses } from '../run/local-pool.js';
 import { GPU_CLASS_PATTERN } from '../run/pool.js';
@@ -17,12 +17,13 @@ import { type LeaderboardEntry, checkLeaderboardEntry } from '../store/leaderboa
 import { type JobRecord, type JobStore, isProblemJob } from '../store/store.js';
 
 /**
- * The name a board shows for `principal`: 'anon-' and 10 hex digits of a hash of it, the same at every record and on
- * every process. It says nothing of a token (tokens never reach the store), and two principals share one only by a
- * 1-in-2^40 chance.
+ * The name a board shows for `principal`: 'anon-' and 10 hex digits of an HMAC of it under the store's key
+ * (LeaderboardStore.pseudonymKey()), the same at every record and on every process of the server. It says nothing of
+ * a token (tokens never reach the store); without the key, a list of likely names cannot be tried against it; two
+ * principals share one only by a 1-in-2^40 chance.
  */
-export function pseudonymOf(principal: string): string {
-  return `anon-${createHash('sha256').update(`cudakit leaderboard\0${principal}`, 'utf8').digest('hex').slice(0, 10)}`;
+export function pseudonymOf(principal: string, key: Uint8Array): string {
+  return `anon-${createHmac('sha256', key).update(principal, 'utf8').digest('hex').slice(0, 10)}`;
 }
 
 const positive = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x) && x > 0;
@@ -43,7 +44,7 @@ function scoredReportOf(record: JobRecord): ScoredReport | undefined {
  * The entry a finished job gives the board, or undefined: only a succeeded PASSED submission to a problem with cases
  * whose report passed with a score and names the GPU that ran it.
  */
-export function leaderboardEntryOf(record: JobRecord): LeaderboardEntry | undefined {
+export function leaderboardEntryOf(record: JobRecord, key: Uint8Array): LeaderboardEntry | undefined {
   if (record.status !== 'succeeded' || record.verdict !== 'PASSED' || !isProblemJob(record.job)) return undefined;
   if (record.options.confirms !== undefined) return undefined;
   const report = scoredReportOf(record);
@@ -62,7 +63,7 @@ export function leaderboardEntryOf(record: JobRecord): LeaderboardEntry | undefi
     problem: record.job.problem,
     gpuClass,
     principal: record.principal,
-    displayName: pseudonymOf(record.principal),
+    displayName: pseudonymOf(record.principal, key),
     score,
     // The interval where the report has one; a score alone is its own interval.
     scoreLow: positive(scoreLow) ? scoreLow : score,
@@ -88,7 +89,7 @@ export async function entryOfEnd(
   const record = await store.get(id);
   if (record === undefined) return undefined;
   const { status, verdict, report } = outcome;
-  const entry = leaderboardEntryOf({ ...record, status, verdict, report });
+  const entry = leaderboardEntryOf({ ...record, status, verdict, report }, await store.pseudonymKey());
   if (entry === undefined) return undefined;
   checkLeaderboardEntry(entry);
   return entry;

@@ -42,6 +42,9 @@ export interface LeaderboardFilter {
 /** Who an admin's remove names: the principal, or the name the board shows. */
 export type LeaderboardWho = { principal: string } | { displayName: string };
 
+/** The settings row (SQL stores) that keeps LeaderboardStore.pseudonymKey(). */
+export const PSEUDONYM_KEY = 'leaderboard_pseudonym_key';
+
 /** The most entries a page of a board holds. */
 export const LEADERBOARD_LIMIT_MAX = 100;
 /** The deepest a page may start: a board is read from its top. */
@@ -61,6 +64,12 @@ export interface LeaderboardStore {
   leaderboardEntry(problem: string, gpuClass: string, principal: string): Promise<LeaderboardEntry | undefined>;
   /** Removes the entries of `who` on a problem's board of `gpuClass`, or on all its boards; returns how many. */
   removeLeaderboardEntries(problem: string, who: LeaderboardWho, gpuClass?: string): Promise<number>;
+  /**
+   * The key the boards' display names are made with (schedule/leaderboard.ts's pseudonymOf): 32 random bytes, made
+   * the first time they are asked for and kept with the boards, so every process of a server (API nodes and agents
+   * alike) names a principal the same way, across restarts.
+   */
+  pseudonymKey(): Promise<Uint8Array>;
   /**
    * Sets a principal's entry 'confirmed' (a re-run agreed) or 'provisional' again (an admin's re-run did not), if it is
    * still the entry of job `jobId`; resolves whether it was.

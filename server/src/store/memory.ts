@@ -2,6 +2,7 @@
 // A JobStore in memory, for tests of the layers above (API, scheduler, supervisors) and for a throwaway server. It
 // passes the same contract tests as the SQLite store (server/test/store/store.contract.ts) and, like it, hands out
 // copies: a caller that edits a record it got back changes nothing stored.
+import { randomBytes } from 'node:crypto';
 import { checkListFilter, checkSeq, closedError, duplicateJobError, missingJobError, zeroCounts } from './common.js';
 import {
   type LeaderboardEntry,
@@ -23,7 +24,13 @@ export class MemoryJobStore implements JobStore {
   readonly #events = new Map<string, JobEvent[]>();
   /** Keyed by leaderboardKey(problem, gpuClass, principal). */
   readonly #leaderboard = new Map<string, LeaderboardEntry>();
+  readonly #pseudonymKey = new Uint8Array(randomBytes(32));
   #closed = false;
+
+  async pseudonymKey(): Promise<Uint8Array> {
+    this.#live();
+    return new Uint8Array(this.#pseudonymKey);
+  }
 
   async insert(record: JobRecord): Promise<void> {
     this.#live();

@@ -109,6 +109,17 @@ export const MIGRATIONS: readonly Migration[] = [
         ON leaderboard (problem, gpu_class, score DESC, submitted_at_ms, job_id);
     `,
   },
+  {
+    version: 6,
+    name: 'settings',
+    // Values the server makes once and keeps with its data: the key of the boards' display names (store/leaderboard.ts).
+    sql: `
+      CREATE TABLE IF NOT EXISTS settings (
+        name  TEXT PRIMARY KEY,
+        value BLOB NOT NULL
+      ) STRICT, WITHOUT ROWID;
+    `,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -86,6 +86,17 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
         ON leaderboard (problem, gpu_class, score DESC, submitted_at_ms, job_id);
     `,
   },
+  {
+    version: 3,
+    name: 'settings',
+    // Values the server makes once and keeps with its data: the key of the boards' display names (store/leaderboard.ts).
+    sql: `
+      CREATE TABLE IF NOT EXISTS settings (
+        name  text COLLATE "C" PRIMARY KEY,
+        value bytea NOT NULL
+      );
+    `,
+  },
 ];
 
 export const POSTGRES_LATEST_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;

@@ -15,6 +15,7 @@
 // Errors: a database that cannot be reached (refused, cut, a connect timeout, a server shutting down or starting up)
 // rejects with StoreUnavailableError, which the HTTP layer answers with 503 and Retry-After; every other error stays
 // what it is. The pool connects lazily: calls after an outage work again once the server is back.
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { EvalPhase } from 'cudakit';
 import {
@@ -36,6 +37,7 @@ import {
   type LeaderboardStatus,
   type LeaderboardWho,
   type RankedEntry,
+  PSEUDONYM_KEY,
   checkLeaderboardEntry,
 } from './leaderboard.js';
 import { splitLiterals } from './literals.js';
@@ -548,6 +550,18 @@ export class PostgresJobStore implements JobStore {
 
   async removeLeaderboardEntries(problem: string, who: LeaderboardWho, gpuClass?: string): Promise<number> {
     return boards.removeLeaderboardEntries(this.#boardQuery, problem, who, gpuClass);
+  }
+
+  async pseudonymKey(): Promise<Uint8Array> {
+    // Made once: a second process that races the first keeps the first's.
+    await this.#query('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+      PSEUDONYM_KEY,
+      randomBytes(32),
+    ]);
+    const { rows } = await this.#query<{ value: Buffer }>('SELECT value FROM settings WHERE name = $1', [
+      PSEUDONYM_KEY,
+    ]);
+    return new Uint8Array(rows[0]!.value);
   }
 
   async setLeaderboardStatus(

@@ -8,6 +8,7 @@
 // What NORMAL gives up is the last commits before a power loss or kernel crash, which would also end every running
 // job; FULL closes that gap with an fsync per commit, paid on every event and phase change too. Deployments that want
 // the 202 to outlive the machine pass { synchronous: 'FULL' }.
+import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import type { EvalPhase } from 'cudakit';
 import {
@@ -29,6 +30,7 @@ import {
   type LeaderboardRow,
   type LeaderboardWho,
   type RankedEntry,
+  PSEUDONYM_KEY,
   checkLeaderboardEntry,
   checkLeaderboardFilter,
   checkLeaderboardStatus,
@@ -155,6 +157,8 @@ function statements(db: Database.Database) {
     removeLeaderboardEntries: db.prepare(`
       DELETE FROM leaderboard WHERE problem = @problem AND (@gpu_class IS NULL OR gpu_class = @gpu_class)
         AND (principal = @principal OR display_name = @display_name)`),
+    makeSetting: db.prepare('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING'),
+    setting: db.prepare('SELECT value FROM settings WHERE name = ?'),
     setLeaderboardStatus: db.prepare(`
       UPDATE leaderboard SET status = ?
       WHERE problem = ? AND gpu_class = ? AND principal = ? AND job_id = ?`),
@@ -416,6 +420,14 @@ export class SqliteJobStore implements JobStore {
       principal: 'principal' in who ? who.principal : null,
       display_name: 'displayName' in who ? who.displayName : null,
     }).changes;
+  }
+
+  async pseudonymKey(): Promise<Uint8Array> {
+    this.#live();
+    // Made once: a second process that races the first keeps the first's.
+    this.#sql.makeSetting.run(PSEUDONYM_KEY, randomBytes(32));
+    const row = this.#sql.setting.get(PSEUDONYM_KEY) as { value: Buffer };
+    return new Uint8Array(row.value);
   }
 
   async setLeaderboardStatus(

@@ -6,10 +6,9 @@
 import { rmSync } from 'node:fs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/shared.js';
-import { pseudonymOf } from '../../src/schedule/leaderboard.js';
 import { newJobId } from '../../src/store/ids.js';
 import { ProblemRegistry } from '../../src/submit/problems.js';
-import { auth, closeApps, harness, type Who } from '../support/app-harness.js';
+import { auth, closeApps, harness, namer, type Who } from '../support/app-harness.js';
 import { ADD, ADD_FILES, ADD_PROBLEM, FILL_FILES, HIDDEN_MARKS, registry } from '../support/cases-problem.js';
 import { settled } from '../support/helpers.js';
 
@@ -56,6 +55,7 @@ describe('GET /problems', () => {
 describe('GET /problems/{name}', () => {
   it('shows the dimensions, the public cases, the hidden ones counted, and the board by display name', async () => {
     const { app, service } = await harness({ problems: problems() });
+    const name = await namer(app);
     const ids: string[] = [];
     for (const who of ['alice', 'bob'] as const) {
       const res = await app.inject({
@@ -75,7 +75,7 @@ describe('GET /problems/{name}', () => {
     expect(res.body).toContain('<td data-label="Dimensions" class="mono">n=1024</td>');
     expect(res.body).toContain('and 2 hidden cases');
     expect(res.body).toContain('Leaderboard on H200');
-    expect(boardRows(res.body)).toEqual([`1 ${pseudonymOf('alice')}`, `2 ${pseudonymOf('bob')}`]);
+    expect(boardRows(res.body)).toEqual([`1 ${name('alice')}`, `2 ${name('bob')}`]);
     for (const secret of ['alice', 'bob', ...ids, 'extern "C"', '<img src=x', ...HIDDEN_MARKS]) {
       expect(res.body, secret).not.toContain(secret);
     }
@@ -83,26 +83,25 @@ describe('GET /problems/{name}', () => {
 
   it('pages the board and links the GPU classes', async () => {
     const { app, service } = await harness({ problems: problems() });
+    const name = await namer(app);
     const T0 = Date.UTC(2026, 10, 23, 12);
     for (let i = 0; i < 60; i++) {
       const principal = `p${i}`;
       const [score, submittedAt] = [100 - i, T0 + i];
       await service.store.recordScore({
-        ...{ problem: 'add', gpuClass: 'H100', principal, displayName: pseudonymOf(principal), score },
+        ...{ problem: 'add', gpuClass: 'H100', principal, displayName: name(principal), score },
         ...{ scoreLow: score, scoreHigh: score, jobId: newJobId(submittedAt), submittedAt, status: 'provisional' },
       });
     }
     const first = await page(app, '/problems/add?gpuClass=H100');
     expect(boardRows(first.body)).toHaveLength(50);
-    expect(boardRows(first.body)[0]).toBe(`1 ${pseudonymOf('p0')}`);
+    expect(boardRows(first.body)[0]).toBe(`1 ${name('p0')}`);
     expect(first.body).toContain('<a rel="next" href="/problems/add?gpuClass=H100&amp;offset=50">Next page</a>');
     // The board shown, and the other class served here (the fake pool's H200).
     expect(first.body).toContain('<strong aria-current="page">H100</strong>');
     expect(first.body).toContain('<a href="/problems/add?gpuClass=H200">H200</a>');
     const second = await page(app, '/problems/add?gpuClass=H100&offset=50');
-    expect(boardRows(second.body)).toEqual(
-      Array.from({ length: 10 }, (_, i) => `${51 + i} ${pseudonymOf(`p${50 + i}`)}`),
-    );
+    expect(boardRows(second.body)).toEqual(Array.from({ length: 10 }, (_, i) => `${51 + i} ${name(`p${50 + i}`)}`));
     expect(second.body).toContain('<a href="/problems/add?gpuClass=H100">First page</a>');
     expect(second.body).not.toContain('rel="next"');
     expect((await page(app, '/problems/add')).body).toContain('No entry on H200 yet.');

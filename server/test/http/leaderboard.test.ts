@@ -9,9 +9,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { defaultGpuClass } from '../../src/http/routes/leaderboard.js';
 import type { App } from '../../src/http/shared.js';
 import type { JobExtras } from '../../src/run/protocol.js';
-import { pseudonymOf } from '../../src/schedule/leaderboard.js';
 import { ProblemRegistry } from '../../src/submit/problems.js';
-import { auth, closeApps, harness, type Who } from '../support/app-harness.js';
+import { auth, closeApps, harness, namer, type Who } from '../support/app-harness.js';
 import { ADD, ADD_FILES, FILL_FILES, HIDDEN_MARKS, addReport, registry } from '../support/cases-problem.js';
 import { scriptByName } from '../support/fake-pool.js';
 import { settled } from '../support/helpers.js';
@@ -70,6 +69,7 @@ function expectError(res: { statusCode: number; body: string; json(): unknown },
 describe('GET /v1/problems/{name}/leaderboard', () => {
   it("ranks each principal's best submission, and shows nothing of a principal, a job or a source", async () => {
     const { app, pool } = await harness({ problems: problems() });
+    const name = await namer(app);
     pool.script = scoring;
     const ids = [await run(app, 'alice'), await run(app, 'bob', { name: 'fast' }), await run(app, 'alice')];
     const res = await board(app);
@@ -82,7 +82,7 @@ describe('GET /v1/problems/{name}/leaderboard', () => {
       entries: [
         {
           rank: 1,
-          displayName: pseudonymOf('bob'),
+          displayName: name('bob'),
           score: 2.1,
           scoreHigh: 2.3,
           submittedAt: await submittedAt(ids[1]!),
@@ -91,7 +91,7 @@ describe('GET /v1/problems/{name}/leaderboard', () => {
         // alice's two results tie: the earlier stays.
         {
           rank: 2,
-          displayName: pseudonymOf('alice'),
+          displayName: name('alice'),
           score: 2,
           scoreHigh: 2.1,
           submittedAt: await submittedAt(ids[0]!),
@@ -107,6 +107,7 @@ describe('GET /v1/problems/{name}/leaderboard', () => {
 
   it('pages by offset, reads another class with gpuClass, and takes the read scope', async () => {
     const { app, pool } = await harness({ problems: problems() });
+    const name = await namer(app);
     pool.script = scoring;
     await run(app, 'alice');
     await run(app, 'bob', { name: 'h100' });
@@ -120,7 +121,7 @@ describe('GET /v1/problems/{name}/leaderboard', () => {
       entries: { displayName: string }[];
     };
     expect(h100.gpuClass).toBe('H100');
-    expect(h100.entries.map((e) => e.displayName)).toEqual([pseudonymOf('bob')]);
+    expect(h100.entries.map((e) => e.displayName)).toEqual([name('bob')]);
     // Asked for by arch, the board is still the model's: 'sm_90' spans models, and none of its own exists.
     expect((await board(app, '?gpuClass=sm_90')).json()).toEqual({
       problem: 'add',
@@ -194,26 +195,27 @@ describe('DELETE /v1/problems/{name}/leaderboard/{who}', () => {
 
   it('takes the admin scope, and removes by display name or by principal, on one class or every one', async () => {
     const { app, pool } = await harness({ problems: problems() });
+    const name = await namer(app);
     pool.script = scoring;
     await run(app, 'alice');
     await run(app, 'alice', { name: 'h100' });
     await run(app, 'bob');
-    expectError(await remove(app, pseudonymOf('alice'), 'alice'), 403, 'FORBIDDEN');
+    expectError(await remove(app, name('alice'), 'alice'), 403, 'FORBIDDEN');
     expectError(await remove(app, 'bob', 'bob'), 403, 'FORBIDDEN');
-    expect(await shown(app)).toEqual([pseudonymOf('alice'), pseudonymOf('bob')]);
+    expect(await shown(app)).toEqual([name('alice'), name('bob')]);
 
-    const byName = await remove(app, `${pseudonymOf('alice')}?gpuClass=H100`);
+    const byName = await remove(app, `${name('alice')}?gpuClass=H100`);
     expect([byName.statusCode, byName.json()]).toEqual([200, { problem: 'add', removed: 1 }]);
     expect(await shown(app, '?gpuClass=H100')).toEqual([]);
-    expect(await shown(app)).toEqual([pseudonymOf('alice'), pseudonymOf('bob')]);
+    expect(await shown(app)).toEqual([name('alice'), name('bob')]);
 
     expect((await remove(app, 'alice')).json()).toEqual({ problem: 'add', removed: 1 });
-    expect(await shown(app)).toEqual([pseudonymOf('bob')]);
+    expect(await shown(app)).toEqual([name('bob')]);
     const again = expectError(await remove(app, 'alice'), 404, 'LEADERBOARD_ENTRY_NOT_FOUND');
     expect(again.message).toBe("No entry of 'alice' on the leaderboard of 'add'");
     expectError(await remove(app, 'bob%2F..'), 400, 'FST_ERR_VALIDATION');
     expectError(await remove(app, 'bob?gpuClass=%3Cb%3E'), 400, 'FST_ERR_VALIDATION');
-    expect(await shown(app)).toEqual([pseudonymOf('bob')]);
+    expect(await shown(app)).toEqual([name('bob')]);
   });
 });
 
@@ -233,6 +235,7 @@ describe('confirmation re-runs', () => {
 
   it('queues a re-run per provisional entry, on its board, as its principal; one that agrees confirms it', async () => {
     const { app, service, pool } = await harness({ problems: problems() });
+    const name = await namer(app);
     const original = await run(app, 'alice');
     // Another score, but an interval that overlaps the entry's [1.9, 2.1].
     pool.script = rerunScript({ score: 2.05, scoreLow: 2.0, scoreHigh: 2.2 });
@@ -244,7 +247,7 @@ describe('confirmation re-runs', () => {
     expect(rerun.job).toEqual((await service.get(original))!.job);
     // Confirmed, and still the original's entry: a re-run's result is never an entry of its own.
     expect(await entries(app)).toEqual([
-      expect.objectContaining({ displayName: pseudonymOf('alice'), score: 2, status: 'confirmed' }),
+      expect.objectContaining({ displayName: name('alice'), score: 2, status: 'confirmed' }),
     ]);
     expect((await app.service.store.leaderboardEntry('add', 'H200', 'alice'))?.jobId).toBe(original);
     // One re-run per entry: a later sweep queues none for it.
@@ -279,9 +282,10 @@ describe('confirmation re-runs', () => {
 
   it("an admin's re-verify runs the job again: confirmed if it agrees, provisional again if it does not", async () => {
     const { app, service, pool } = await harness({ problems: problems() });
+    const name = await namer(app);
     await run(app, 'alice');
     pool.script = rerunScript({ score: 2, scoreLow: 1.95, scoreHigh: 2.05 });
-    const first = await reverify(app, pseudonymOf('alice'));
+    const first = await reverify(app, name('alice'));
     expect(first.statusCode, first.body).toBe(202);
     const { id, ...rest } = first.json() as { id: string };
     expect(rest).toEqual({ problem: 'add', gpuClass: 'H200' });

@@ -2,12 +2,16 @@
 // A job's place on a leaderboard (schedule/leaderboard.ts): which finished jobs give an entry and on which board, the
 // pseudonym a board shows, and, through the service over a fake pool, that a PASSED problem job is on its board by
 // the time its 'done' event is out, while a SUSPICIOUS one, a failed one and a plain job never are.
-import { rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { leaderboardEntryOf, pseudonymOf, entryOfEnd, settleConfirmation } from '../../src/schedule/leaderboard.js';
+import { entryOfEnd, leaderboardEntryOf, pseudonymOf, settleConfirmation } from '../../src/schedule/leaderboard.js';
 import type { EvalService } from '../../src/service.js';
 import { MemoryJobStore } from '../../src/store/memory.js';
+import { SqliteJobStore } from '../../src/store/sqlite.js';
 import type { JobRecord } from '../../src/store/store.js';
 import { ProblemRegistry } from '../../src/submit/problems.js';
 import { ADD, ADD_FILES, addReport, registry } from '../support/cases-problem.js';
@@ -18,6 +22,9 @@ const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
+
+/** A store's pseudonym key, for the entries made here without one. */
+const KEY = new Uint8Array(32).fill(1);
 
 const SUBMISSION = { problem: 'add', source: ADD, kernel: 'add', grid: 'cdiv(n, 256)', block: 256 };
 
@@ -36,24 +43,49 @@ function problemRecord(more: Partial<JobRecord> = {}, outcome: Parameters<typeof
 describe('pseudonymOf', () => {
   it("is 'anon-' and 10 hex digits, the same for a principal every time, and names nothing of it", () => {
     const names = ['alice', 'bob', 'local', 'Alice', 'alice '];
-    const pseudonyms = names.map(pseudonymOf);
+    const pseudonyms = names.map((n) => pseudonymOf(n, KEY));
     for (const [i, p] of pseudonyms.entries()) {
       expect(p).toMatch(/^anon-[0-9a-f]{10}$/);
       expect(p).not.toContain(names[i]!.trim().toLowerCase());
-      expect(pseudonymOf(names[i]!)).toBe(p);
+      expect(pseudonymOf(names[i]!, new Uint8Array(KEY))).toBe(p);
     }
     expect(new Set(pseudonyms).size).toBe(names.length);
+  });
+
+  it('depends on the key: a list of likely names tried without it finds nobody', () => {
+    const other = new Uint8Array(32).fill(7);
+    expect(pseudonymOf('alice', other)).not.toBe(pseudonymOf('alice', KEY));
+    // The unkeyed hash the boards used to show (sha256 of a fixed prefix and the name) is not what they show now.
+    const unkeyed = `anon-${createHash('sha256').update('cudakit leaderboard\0alice', 'utf8').digest('hex').slice(0, 10)}`;
+    expect(pseudonymOf('alice', KEY)).not.toBe(unkeyed);
+  });
+
+  it('keeps its key in the store: made once, the same on every call and for a second store on the same file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cudakit-key-'));
+    dirs.push(dir);
+    const file = join(dir, 'jobs.db');
+    const a = SqliteJobStore.open(file);
+    const first = await a.pseudonymKey();
+    expect(first).toHaveLength(32);
+    expect(await a.pseudonymKey()).toEqual(first);
+    const b = SqliteJobStore.open(file);
+    expect(await b.pseudonymKey()).toEqual(first);
+    await a.close();
+    await b.close();
+    const memory = new MemoryJobStore();
+    expect(await memory.pseudonymKey()).toEqual(await memory.pseudonymKey());
+    expect(await memory.pseudonymKey()).not.toEqual(await new MemoryJobStore().pseudonymKey());
   });
 });
 
 describe('leaderboardEntryOf', () => {
   it('gives a PASSED problem job its entry: score and interval from the report, provisional', () => {
     const record = problemRecord({ principal: 'alice', options: { ...jobRecord().options, gpu: 'H200' } });
-    expect(leaderboardEntryOf(record)).toStrictEqual({
+    expect(leaderboardEntryOf(record, KEY)).toStrictEqual({
       problem: 'add',
       gpuClass: 'H200',
       principal: 'alice',
-      displayName: pseudonymOf('alice'),
+      displayName: pseudonymOf('alice', KEY),
       score: 2.1,
       scoreLow: 1.9,
       scoreHigh: 2.3,
@@ -66,43 +98,43 @@ describe('leaderboardEntryOf', () => {
   it("puts a job on the board of the model that ran it, whether it asked for 'any', an arch or a class", () => {
     for (const gpu of ['any', 'sm_90', 'pool-a', 'H200']) {
       const record = problemRecord({ options: { ...jobRecord().options, gpu } });
-      expect(leaderboardEntryOf(record)?.gpuClass, gpu).toBe('H200');
+      expect(leaderboardEntryOf(record, KEY)?.gpuClass, gpu).toBe('H200');
     }
     const report = { ...addReport('pass'), device: { name: 'NVIDIA GeForce RTX 4090', arch: 'sm_89' } };
-    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(report) }))?.gpuClass).toBe('RTX4090');
+    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(report) }), KEY)?.gpuClass).toBe('RTX4090');
   });
 
   it('gives nothing for a device whose name makes no GPU class, nor for a job with no device', () => {
     const odd = { ...addReport('pass'), device: { name: '<b>x</b> y', arch: 'sm_90' } };
-    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(odd) }))).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(odd) }), KEY)).toBeUndefined();
     const none = { ...addReport('pass'), device: undefined };
-    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(none) }))).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(none) }), KEY)).toBeUndefined();
   });
 
   it('gives nothing for SUSPICIOUS, a failure, a report without a score and a plain job', () => {
     const floored = problemRecord({ verdict: 'SUSPICIOUS' }, 'hidden-floored');
     expect(JSON.parse(floored.report!)).toMatchObject({ passed: true, score: 2.1 }); // a score, and still not
-    expect(leaderboardEntryOf(floored)).toBeUndefined();
-    expect(leaderboardEntryOf(problemRecord({ verdict: 'HIDDEN_CASE_FAILED' }, 'hidden-fail'))).toBeUndefined();
-    expect(leaderboardEntryOf(problemRecord({ status: 'failed' }))).toBeUndefined();
+    expect(leaderboardEntryOf(floored, KEY)).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ verdict: 'HIDDEN_CASE_FAILED' }, 'hidden-fail'), KEY)).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ status: 'failed' }), KEY)).toBeUndefined();
     const noScore = { ...addReport('pass'), score: undefined };
-    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(noScore) }))).toBeUndefined();
-    expect(leaderboardEntryOf(problemRecord({ report: 'not json' }))).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ report: JSON.stringify(noScore) }), KEY)).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord({ report: 'not json' }), KEY)).toBeUndefined();
     const plain = jobRecord({ status: 'succeeded', verdict: 'PASSED', report: JSON.stringify(addReport('pass')) });
-    expect(leaderboardEntryOf(plain)).toBeUndefined();
+    expect(leaderboardEntryOf(plain, KEY)).toBeUndefined();
   });
 
   it('gives nothing for a confirmation re-run, however it scored', () => {
     const rerun = problemRecord({ options: { ...problemRecord().options, confirms: 'ev_original' } });
-    expect(leaderboardEntryOf(problemRecord())).toBeDefined();
-    expect(leaderboardEntryOf(rerun)).toBeUndefined();
+    expect(leaderboardEntryOf(problemRecord(), KEY)).toBeDefined();
+    expect(leaderboardEntryOf(rerun, KEY)).toBeUndefined();
   });
 
   it('settles a re-run against the entry it confirms, and leaves an entry another job holds by now', async () => {
     const store = new MemoryJobStore();
     const original = problemRecord({ principal: 'alice' });
     await store.insert(original);
-    expect(await store.recordScore(leaderboardEntryOf(original)!)).toBe(true);
+    expect(await store.recordScore(leaderboardEntryOf(original, KEY)!)).toBe(true);
     const options = { ...original.options, gpu: 'H200', confirms: original.id };
     const rerun = problemRecord({ principal: 'alice', options });
     await store.insert(rerun);
@@ -111,7 +143,7 @@ describe('leaderboardEntryOf', () => {
     // A better result replaced the entry: a re-run of the old one changes nothing.
     const better = problemRecord({ principal: 'alice', report: JSON.stringify({ ...addReport('pass'), score: 9 }) });
     await store.insert(better);
-    expect(await store.recordScore(leaderboardEntryOf(better)!)).toBe(true);
+    expect(await store.recordScore(leaderboardEntryOf(better, KEY)!)).toBe(true);
     const late = problemRecord({ principal: 'alice', options, verdict: 'INCORRECT', status: 'succeeded' });
     await store.insert(late);
     expect(await settleConfirmation(store, late.id)).toEqual({ kind: 'stale', jobId: original.id });
@@ -136,7 +168,7 @@ describe('leaderboardEntryOf', () => {
     expect(await end('SUSPICIOUS', done.report)).toBeUndefined();
     expect(await end('PASSED', JSON.stringify({ name: 'k', passed: true, timing: { median: 1 } }))).toBeUndefined();
     expect(reads).toEqual([]);
-    expect(await end('PASSED', done.report)).toStrictEqual(leaderboardEntryOf(done));
+    expect(await end('PASSED', done.report)).toStrictEqual(leaderboardEntryOf(done, await store.pseudonymKey()));
     expect(reads).toEqual([record.id]);
     // The store records it with the end, and only the call that finishes the job does.
     const entry = (await end('PASSED', done.report))!;

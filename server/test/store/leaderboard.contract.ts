@@ -290,6 +290,16 @@ export function leaderboardContract(name: string, open: () => JobStore | Promise
         expect(await s.leaderboardEntry('add', 'H200', 'bob')).toBeUndefined();
       });
 
+      it('makes the pseudonym key once: 32 bytes, the same on every call', async () => {
+        const s = await fresh();
+        const key = await s.pseudonymKey();
+        expect(key).toBeInstanceOf(Uint8Array);
+        expect(key).toHaveLength(32);
+        expect(new Set(key).size).toBeGreaterThan(8); // random bytes, not a constant
+        const again = await Promise.all([s.pseudonymKey(), s.pseudonymKey()]);
+        expect(again).toEqual([key, key]);
+      });
+
       it('keeps an entry when retention deletes its job', async () => {
         const s = await fresh();
         const job = jobRecord({ createdAt: T0 });
@@ -307,6 +317,10 @@ export function leaderboardContract(name: string, open: () => JobStore | Promise
         await expect(s.recordScore(entry())).rejects.toThrow('The job store is closed');
         await expect(s.leaderboard({ ...BOARD, limit: 1 })).rejects.toThrow('The job store is closed');
         await expect(s.leaderboardEntry('add', 'H200', 'alice')).rejects.toThrow('The job store is closed');
+        await expect(s.pseudonymKey()).rejects.toThrow('The job store is closed');
+        await expect(s.setLeaderboardStatus('add', 'H200', 'alice', 'ev_x', 'confirmed')).rejects.toThrow(
+          'The job store is closed',
+        );
       });
     });
   });

@@ -3,6 +3,7 @@
 import { buildApp, type AppDeps } from '../../src/http/app.js';
 import { type App } from '../../src/http/shared.js';
 import { parseTokens, tokenDigest } from '../../src/http/auth.js';
+import { pseudonymOf } from '../../src/schedule/leaderboard.js';
 import type { EvalService } from '../../src/service.js';
 import type { FakePool } from './fake-pool.js';
 import { setup } from './helpers.js';
@@ -19,6 +20,12 @@ export const TOKENS = parseTokens(
 );
 export type Who = 'alice' | 'bob' | 'root' | 'viewer';
 export const auth = (who: Who) => ({ authorization: `Bearer ${who}-token` });
+
+/** The names this app's boards show for principals (under its store's key). */
+export async function namer(app: App): Promise<(principal: string) => string> {
+  const key = await app.service.store.pseudonymKey();
+  return (principal) => pseudonymOf(principal, key);
+}
 
 export interface Harness {
   app: App;

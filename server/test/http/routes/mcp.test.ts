@@ -33,10 +33,9 @@ import {
   COMPAT_KERNEL_TYPES,
 } from '../../../src/compat/schemas.js';
 import { H200_BENCH_ENV } from '../../../../test/support/devices.js';
-import { auth, closeApps, harness, type Harness, type Who } from '../../support/app-harness.js';
+import { auth, closeApps, harness, namer, type Harness, type Who } from '../../support/app-harness.js';
 import { ADD, ADD_FILES, HIDDEN_MARKS, registry } from '../../support/cases-problem.js';
 import { body as v1Body, settled } from '../../support/helpers.js';
-import { pseudonymOf } from '../../../src/schedule/leaderboard.js';
 import { ProblemRegistry } from '../../../src/submit/problems.js';
 import { failedReport, passedReport, type FakeScript } from '../../support/fake-pool.js';
 
@@ -537,7 +536,7 @@ describe('the tools', () => {
       expect(textOf(board)).toBe(
         [
           'Leaderboard of add on H200:',
-          `1. ${pseudonymOf('alice')}: 2.000 [1.900, 2.100], ${submittedAt}, provisional`,
+          `1. ${(await namer(h.app))('alice')}: 2.000 [1.900, 2.100], ${submittedAt}, provisional`,
           '(more from offset 1)',
         ].join('\n'),
       );
