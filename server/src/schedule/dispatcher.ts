@@ -284,7 +284,17 @@ export class Dispatcher {
         : 'phases' in outcome.report
           ? outcome.report.phases
           : outcome.report.cases.flatMap((c) => c.report?.phases ?? []);
-    await events.finish(id, record.options.gpu, runMs, { ...result, atMs: endMs }, phases, record.options.confirms);
+    await events.finish(
+      id,
+      record.options.gpu,
+      runMs,
+      { ...result, atMs: endMs },
+      {
+        phases,
+        confirms: record.options.confirms,
+        shared: lease.info.shared,
+      },
+    );
   }
 
   /**

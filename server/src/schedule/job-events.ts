@@ -112,22 +112,24 @@ export class JobEvents {
   }
 
   /**
-   * Stores a job's end (once: a second finish of a job changes nothing) and sends its 'done' event. `confirms`: the
-   * job ran as the confirmation re-run of that job's leaderboard entry (ServiceOptions.confirms).
+   * Stores a job's end (once: a second finish of a job changes nothing) and sends its 'done' event. `run`: what ran
+   * it: the phases the worker reported; `confirms`, the job whose leaderboard entry it re-ran
+   * (ServiceOptions.confirms); `shared`, whether its GPU was shared (a MIG slice, or other processes on it).
    */
   async finish(
     id: string,
     gpu: string,
     runMs: number | undefined,
     outcome: FinishOutcome,
-    phases?: FinishedJob['phases'],
-    confirms?: string,
+    run: { phases?: FinishedJob['phases']; confirms?: string | undefined; shared?: boolean } = {},
   ): Promise<boolean> {
+    const { phases, confirms, shared = false } = run;
     await this.written(id); // its phase writes first
     // On its board with its end, before its 'done': a client that saw the end finds the board up to date. A re-run
-    // that confirms an entry is never an entry itself.
+    // that confirms an entry is never an entry itself, and a timing on a shared GPU goes on no board: it compares
+    // with nothing timed on a whole one.
     const entry =
-      confirms === undefined
+      confirms === undefined && !shared
         ? await entryOfEnd(this.#store, id, outcome).catch((e: unknown) => {
             this.#log.error({ err: e, id }, 'the result could not be read for its leaderboard: it ends off the board');
             return undefined;
@@ -135,7 +137,9 @@ export class JobEvents {
         : undefined;
     const finished = await this.#store.finish(id, entry === undefined ? outcome : { ...outcome, entry });
     if (!finished) return false;
-    if (confirms !== undefined) {
+    if (confirms !== undefined && shared) {
+      this.#log.warn({ id, confirms }, 'a re-run on a shared GPU confirms nothing: its entry stays as it was');
+    } else if (confirms !== undefined) {
       await settleConfirmation(this.#store, id).then(
         (c) => {
           if (c?.kind === 'disagreed')

@@ -12,7 +12,7 @@ import type { JobExtras } from '../../src/run/protocol.js';
 import { ProblemRegistry } from '../../src/submit/problems.js';
 import { auth, closeApps, harness, namer, type Who } from '../support/app-harness.js';
 import { ADD, ADD_FILES, FILL_FILES, HIDDEN_MARKS, addReport, registry } from '../support/cases-problem.js';
-import { scriptByName } from '../support/fake-pool.js';
+import { fakeGpus, scriptByName } from '../support/fake-pool.js';
 import { settled } from '../support/helpers.js';
 
 const dirs: string[] = [];
@@ -103,6 +103,13 @@ describe('GET /v1/problems/{name}/leaderboard', () => {
     for (const secret of ['alice', 'bob', 'principal', 'jobId', ...ids, ADD.slice(0, 40), 'extern', ...HIDDEN_MARKS]) {
       expect(res.body, secret).not.toContain(secret);
     }
+  });
+
+  it('puts nothing timed on a shared GPU (a MIG slice, or other processes on it) on a board', async () => {
+    const { app } = await harness({ problems: problems(), gpus: fakeGpus(1).map((g) => ({ ...g, shared: true })) });
+    const id = await run(app, 'alice');
+    expect((await app.service.get(id))?.verdict).toBe('PASSED');
+    expect((await board(app)).json()).toMatchObject({ gpuClass: 'H200', entries: [] });
   });
 
   it('pages by offset, reads another class with gpuClass, and takes the read scope', async () => {

@@ -17,6 +17,8 @@ export interface FakeGpu {
   totalMemoryBytes?: number;
   /** Default H200_LAUNCH; null: none reported (an agent of an older version). */
   launch?: LaunchFacts | null;
+  /** A MIG slice, or a GPU other processes use too. Default false. */
+  shared?: boolean;
 }
 
 /** What a run does: wait `delayMs` (or until cancelled, with Infinity), then end with `outcome`. */
@@ -177,7 +179,7 @@ export class FakePool implements GpuPool {
         jobs: 0,
         restarts: 0,
         lastError: undefined,
-        shared: false,
+        shared: g.shared ?? false,
         totalMemoryBytes: g.totalMemoryBytes ?? 150_000_000_000,
         ...(g.launch === null ? {} : { launch: g.launch ?? H200_LAUNCH }),
       },
