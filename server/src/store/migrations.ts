@@ -112,7 +112,8 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 6,
     name: 'settings',
-    // Values the server makes once and keeps with its data: the key of the boards' display names (store/leaderboard.ts).
+    // Values the server makes once and keeps with its data: the key of the boards' display names
+    // (store/leaderboard.ts).
     sql: `
       CREATE TABLE IF NOT EXISTS settings (
         name  TEXT PRIMARY KEY,

@@ -89,7 +89,8 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {
     version: 3,
     name: 'settings',
-    // Values the server makes once and keeps with its data: the key of the boards' display names (store/leaderboard.ts).
+    // Values the server makes once and keeps with its data: the key of the boards' display names
+    // (store/leaderboard.ts).
     sql: `
       CREATE TABLE IF NOT EXISTS settings (
         name  text COLLATE "C" PRIMARY KEY,

@@ -56,11 +56,12 @@ describe('pseudonymOf', () => {
     const other = new Uint8Array(32).fill(7);
     expect(pseudonymOf('alice', other)).not.toBe(pseudonymOf('alice', KEY));
     // The unkeyed hash the boards used to show (sha256 of a fixed prefix and the name) is not what they show now.
-    const unkeyed = `anon-${createHash('sha256').update('cudakit leaderboard\0alice', 'utf8').digest('hex').slice(0, 10)}`;
+    const hash = createHash('sha256').update('cudakit leaderboard\0alice', 'utf8').digest('hex');
+    const unkeyed = `anon-${hash.slice(0, 10)}`;
     expect(pseudonymOf('alice', KEY)).not.toBe(unkeyed);
   });
 
-  it('keeps its key in the store: made once, the same on every call and for a second store on the same file', async () => {
+  it('keeps its key in the store: made once, the same every call, and for a second store on one file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cudakit-key-'));
     dirs.push(dir);
     const file = join(dir, 'jobs.db');
