@@ -16,6 +16,7 @@ import { EmbeddedQueue } from '../src/schedule/embedded-queue.js';
 import { EvalService } from '../src/service.js';
 import { MemoryJobStore } from '../src/store/memory.js';
 import { describeGpu } from '../../test/helpers.js';
+import { evaluationThrough } from './support/app-harness.js';
 
 const N = 16 * 2 ** 20; // f32: 64 MiB per buffer, past L2
 const BYTES = 4 * N;
@@ -35,17 +36,7 @@ let app: App;
 let service: EvalService;
 let store: MemoryJobStore;
 
-async function evaluation(body: Record<string, unknown>): Promise<Record<string, any>> {
-  const res = await app.inject({ method: 'POST', url: '/v1/evaluations', payload: body });
-  expect(res.statusCode, res.body).toBe(202);
-  const { id } = res.json() as { id: string };
-  const end = Date.now() + 180_000;
-  while (!['succeeded', 'failed', 'cancelled'].includes((await service.get(id))?.status ?? '')) {
-    if (Date.now() > end) throw new Error(`${id} did not end within 180 s`);
-    await service.waitForEnd(id, 5000);
-  }
-  return (await app.inject({ method: 'GET', url: `/v1/evaluations/${id}` })).json() as Record<string, any>;
-}
+const evaluation = (body: Record<string, unknown>) => evaluationThrough(app, body, 180_000);
 
 describeGpu('the service with device metrics and reference problems', () => {
   beforeAll(async () => {

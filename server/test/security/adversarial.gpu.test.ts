@@ -13,6 +13,7 @@ import { EmbeddedQueue } from '../../src/schedule/embedded-queue.js';
 import { EvalService } from '../../src/service.js';
 import { MemoryJobStore } from '../../src/store/memory.js';
 import { describeGpu } from '../../../test/helpers.js';
+import { evaluationThrough } from '../support/app-harness.js';
 
 interface Entry {
   file: string;
@@ -52,17 +53,7 @@ function requestOf(e: Entry): Record<string, unknown> {
   };
 }
 
-async function evaluation(body: Record<string, unknown>): Promise<Record<string, any>> {
-  const res = await app.inject({ method: 'POST', url: '/v1/evaluations', payload: body });
-  expect(res.statusCode, res.body).toBe(202);
-  const { id } = res.json() as { id: string };
-  const end = Date.now() + 150_000;
-  while (!['succeeded', 'failed', 'cancelled'].includes((await service.get(id))?.status ?? '')) {
-    if (Date.now() > end) throw new Error(`${id} did not end within 150 s`);
-    await service.waitForEnd(id, 5000);
-  }
-  return (await app.inject({ method: 'GET', url: `/v1/evaluations/${id}` })).json() as Record<string, any>;
-}
+const evaluation = (body: Record<string, unknown>) => evaluationThrough(app, body, 150_000);
 
 describeGpu('the adversarial suite through the service', () => {
   beforeAll(async () => {

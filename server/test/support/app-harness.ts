@@ -56,3 +56,23 @@ export async function harness(options: Partial<AppDeps> & Parameters<typeof setu
   apps.push(h);
   return h;
 }
+
+/**
+ * POSTs `body` to /v1/evaluations (it must be accepted: 202), waits for the job to end (at most `timeoutMs`) and
+ * returns it as GET /v1/evaluations/{id} answers, report included.
+ */
+export async function evaluationThrough(
+  app: App,
+  body: Record<string, unknown>,
+  timeoutMs: number,
+): Promise<Record<string, any>> {
+  const res = await app.inject({ method: 'POST', url: '/v1/evaluations', payload: body });
+  if (res.statusCode !== 202) throw new Error(`expected 202 for the submission, got ${res.statusCode}: ${res.body}`);
+  const { id } = res.json() as { id: string };
+  const end = Date.now() + timeoutMs;
+  while (!['succeeded', 'failed', 'cancelled'].includes((await app.service.get(id))?.status ?? '')) {
+    if (Date.now() > end) throw new Error(`${id} did not end within ${timeoutMs / 1000} s`);
+    await app.service.waitForEnd(id, 5000);
+  }
+  return (await app.inject({ method: 'GET', url: `/v1/evaluations/${id}` })).json() as Record<string, any>;
+}
