@@ -488,7 +488,7 @@ export function commonBenchOptions(v: BenchValues) {
       trials: v.trials !== undefined ? parseCount(v.trials, '--trials', 1) : undefined,
       seed: v.seed !== undefined ? parseCount(v.seed, '--seed', 0) : undefined,
       requireDeterminism: v['require-determinism'] === true ? true : undefined,
-    }) as CheckOptions,
+    }) as Omit<CheckOptions, 'precision'>,
   };
 }
 

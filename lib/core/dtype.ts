@@ -65,6 +65,11 @@ export interface DTypeInfo {
    * never wrote shows. A quiet NaN for floats, 0xDEADBEEF (or its low bytes) for integers.
    */
   readonly poison: readonly number[];
+  /**
+   * A float type's unit roundoff, 2^-(significand bits): the largest relative error of rounding a real number to it
+   * (f32 2^-24, f16 2^-11, bf16 2^-8); undefined for integers. The precision policy's floor (check()).
+   */
+  readonly unitRoundoff: number | undefined;
 }
 
 const BEEF = [0xef, 0xbe, 0xad, 0xde];
@@ -83,9 +88,17 @@ const int = (name: DType, bytes: number, signed: boolean, hostArray: HostArrayCo
     atol: 0,
     rtol: 0,
     poison,
+    unitRoundoff: undefined,
   };
 };
-const float = (name: DType, bytes: number, maxFinite: number, tol: number, poison: number[]): DTypeInfo => ({
+const float = (
+  name: DType,
+  bytes: number,
+  maxFinite: number,
+  tol: number,
+  poison: number[],
+  significandBits: number,
+): DTypeInfo => ({
   name,
   bytes,
   float: true,
@@ -96,6 +109,7 @@ const float = (name: DType, bytes: number, maxFinite: number, tol: number, poiso
   rtol: tol,
   poison,
   hostArray: bytes === 8 ? Float64Array : Float32Array,
+  unitRoundoff: 2 ** -significandBits,
 });
 
 /** The table: every element type by name. */
@@ -108,10 +122,10 @@ export const DTYPE_INFO: Readonly<Record<DType, DTypeInfo>> = Object.freeze({
   u32: int('u32', 4, false, Uint32Array),
   i64: int('i64', 8, true, BigInt64Array as unknown as HostArrayConstructor),
   u64: int('u64', 8, false, BigUint64Array as unknown as HostArrayConstructor),
-  f16: float('f16', 2, 65504, 1e-2, [0x00, 0x7e]),
-  bf16: float('bf16', 2, 3.3895313892515355e38, 1e-2, [0xc0, 0x7f]),
-  f32: float('f32', 4, 3.4028234663852886e38, 1e-4, [0x00, 0x00, 0xc0, 0x7f]),
-  f64: float('f64', 8, Number.MAX_VALUE, 1e-8, [0, 0, 0, 0, 0, 0, 0xf8, 0x7f]),
+  f16: float('f16', 2, 65504, 1e-2, [0x00, 0x7e], 11),
+  bf16: float('bf16', 2, 3.3895313892515355e38, 1e-2, [0xc0, 0x7f], 8),
+  f32: float('f32', 4, 3.4028234663852886e38, 1e-4, [0x00, 0x00, 0xc0, 0x7f], 24),
+  f64: float('f64', 8, Number.MAX_VALUE, 1e-8, [0, 0, 0, 0, 0, 0, 0xf8, 0x7f], 53),
 });
 
 /** The element type names, in the order of the table (integers by size, then floats). */

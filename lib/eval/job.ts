@@ -18,7 +18,7 @@ import type {
 /**
  * CUDA source: the text itself, a file, or text with the name diagnostics and reports give it. A relative `file` is
  * read from EvalOptions.baseDir; its own directory is searched first for `#include "..."` (baseDir for text).
- * `name` defaults to the path as given, and for text to 'candidate.cu', 'reference.cu' or 'baseline.cu'.
+ * `name` defaults to the path as given, and for text to 'candidate.cu', 'reference.cu', 'baseline.cu' or 'precise.cu'.
  */
 export type EvalSource =
   | string
@@ -31,7 +31,7 @@ export type EvalSource =
   | {
       /** The CUDA source itself. */
       text: string;
-      /** The name diagnostics and reports give it. Default: 'candidate.cu', 'reference.cu' or 'baseline.cu'. */
+      /** The name diagnostics and reports give it. Default: the role's ('candidate.cu', 'reference.cu' ...). */
       name?: string;
     };
 
@@ -139,8 +139,25 @@ export interface EvalExpected {
   expected: Readonly<Record<string, EvalData>>;
 }
 
+/**
+ * The precision policy of a job (check()'s `precision`): a kernel that computes the outputs in higher precision, its
+ * float outputs f64 in its own `args` (`c@ptr:f64[m, n]:out`); job.reference is the honest kernel of the declared
+ * precision whose error sets the bound.
+ */
+export interface EvalPrecision {
+  /** The precise reference kernel, its launch defaulting to the job's. */
+  reference: EvalKernelRef;
+  /** The bound, as a multiple of job.reference's rms error against it (at least 1). Default 32. */
+  factor?: number;
+}
+
 /** Correctness check options: check()'s (zeroOnFree is the job's), and how to treat a job without a reference. */
-export interface EvalCheckOptions extends Omit<CheckOptions, 'zeroOnFree'> {
+export interface EvalCheckOptions extends Omit<CheckOptions, 'zeroOnFree' | 'precision'> {
+  /**
+   * The precision policy: the candidate's rms error against a precise (f64) reference kernel may be at most `factor`
+   * times job.reference's. A kernel computing in less precision than declared fails ('precision').
+   */
+  precision?: EvalPrecision;
   /** Do not check (the CLI's --no-check). Timing still runs. Default false. */
   skip?: boolean;
   /**
@@ -325,7 +342,7 @@ export interface EvalOptions {
 export type EvalPhase = 'validate' | 'compile' | 'load' | 'check' | 'time' | 'recheck';
 
 /** Which kernel of the job: the candidate, the reference kernel, or the compare baseline. */
-export type EvalKernelRole = 'candidate' | 'reference' | 'baseline';
+export type EvalKernelRole = 'candidate' | 'reference' | 'baseline' | 'precise';
 
 /**
  * The correctness part of a report (and of `cudakit bench --json`): the check before timing and the re-check of the

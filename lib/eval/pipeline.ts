@@ -80,7 +80,7 @@ interface Plan {
   job: EvalJob;
   prep: PreparedJob;
   io: ArgSpec[];
-  /** The candidate first, then the reference kernel and the compare baseline where the job has them. */
+  /** The candidate first, then the reference kernel, the compare baseline and the precise reference where there are. */
   kernels: KernelPlan[];
 }
 
@@ -291,7 +291,7 @@ class Pipeline {
         of: () => Promise.resolve(null),
       };
       const candidate = plan.kernels[0]!;
-      const options = checkOptionsOf(plan.job);
+      const options = { ...checkOptionsOf(plan.job), ...precisionOf(plan, first) };
       await this.#checkCandidate(first.get('candidate')!, candidate, reference ?? none, plan.io, options);
     }
     this.#dispose();
@@ -548,6 +548,13 @@ function kernelPlans(j: EvalJob, prep: PreparedJob): KernelPlan[] {
     plans.push(plan);
   }
   if (j.compare !== undefined) plans.push(other('baseline', j.compare));
+  const precise = j.check?.precision?.reference;
+  if (precise !== undefined) {
+    const plan = other('precise', precise);
+    const own = prep.preciseArgs?.map((a) => a.spec);
+    if (own !== undefined) Object.assign(plan, { io: own, signature: signatureOf(own) });
+    plans.push(plan);
+  }
   return plans;
 }
 
@@ -567,10 +574,22 @@ function expectedReference(expected: Map<number, Uint8Array>, io: readonly ArgSp
   };
 }
 
-/** check()'s options for a job: its check options but skip and withoutReference (the pipeline's), and zeroOnFree. */
+/**
+ * check()'s options for a job: its check options but skip and withoutReference (the pipeline's) and precision (whose
+ * kernel the pipeline loads: precisionOf), and zeroOnFree.
+ */
 function checkOptionsOf(j: EvalJob): CheckOptions {
-  const { skip, withoutReference, ...own } = j.check ?? {};
+  const { skip, withoutReference, precision, ...own } = j.check ?? {};
   return j.zeroOnFree === true ? { ...own, zeroOnFree: true } : own;
+}
+
+/** check()'s `precision` for a job with check.precision: the precise kernel, loaded with the check's modules. */
+function precisionOf(plan: Plan, first: Map<EvalKernelRole, Kernel>): Pick<CheckOptions, 'precision'> {
+  const p = plan.job.check?.precision;
+  const k = plan.kernels.find((x) => x.role === 'precise');
+  if (p === undefined || k === undefined) return {};
+  const reference = { kernel: first.get('precise')!, config: k.config, ...(k.io !== undefined ? { io: k.io } : {}) };
+  return { precision: { reference, ...(p.factor !== undefined ? { factor: p.factor } : {}) } };
 }
 
 /** The options bench() and compare() share, from the job's timing options. */

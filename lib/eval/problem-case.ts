@@ -174,7 +174,12 @@ export function caseJob(problem: EvalProblem, submission: ProblemSubmission, c: 
   const timing: EvalTimingOptions = { ...caseWork(problem, c) };
   Object.assign(timing, defined({ preset, mode, timer, rule, inputSets, rounds }));
   // The problem's tolerances by element type, as check() takes them: each output is held to its own type's.
-  const check: EvalCheckOptions = { ...problem.check };
+  const { precision, ...own } = problem.check ?? {};
+  const check: EvalCheckOptions = { ...own };
+  if (precision !== undefined) {
+    const reference = kernelOf(precision.reference, dims, 'problem.check.precision.reference', problem);
+    check.precision = { reference, ...(precision.factor !== undefined ? { factor: precision.factor } : {}) };
+  }
   const headers = { ...problem.headers, ...submission.headers };
   const job: EvalJob = {
     name: `${submission.name ?? submission.kernel} [${caseName(c)}]`,

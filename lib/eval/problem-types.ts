@@ -80,8 +80,24 @@ export interface Tolerance {
   rtol?: number;
 }
 
+/** A problem's precision policy: EvalPrecision, its kernel's launch and arguments over the dimensions. */
+export interface ProblemPrecision {
+  /** The precise reference kernel (float outputs f64 in its own `args`), its launch defaulting to the submission's. */
+  reference: ProblemKernelRef;
+  /** The bound, as a multiple of the reference kernel's rms error against it (at least 1). Default 32. */
+  factor?: number;
+}
+
 /** A problem's check: a job's check options, and tolerances per output element type. */
-export interface ProblemCheckOptions extends Omit<EvalCheckOptions, 'skip' | 'atol' | 'rtol' | 'tolerances'> {
+export interface ProblemCheckOptions extends Omit<
+  EvalCheckOptions,
+  'skip' | 'atol' | 'rtol' | 'tolerances' | 'precision'
+> {
+  /**
+   * The precision policy (EvalCheckOptions.precision): a case's candidate may err against the precise reference at
+   * most `factor` times as much as the problem's reference kernel does, which must compute in the declared precision.
+   */
+  precision?: ProblemPrecision;
   /**
    * Tolerances by the outputs' element type ({ f32: { atol: 1e-5, rtol: 1e-5 }, bf16: { rtol: 2e-2 } }): each output
    * is held to its own type's; a type not listed gets the check's default for it.

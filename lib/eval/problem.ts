@@ -41,7 +41,15 @@ const PROBLEM_KEYS = [
   'cases',
 ] as const;
 const CASE_KEYS = ['name', 'dims', 'visibility', 'expected'] as const;
-const CHECK_KEYS = ['trials', 'seed', 'determinism', 'requireDeterminism', 'guardBytes', 'tolerances'] as const;
+const CHECK_KEYS = [
+  'trials',
+  'seed',
+  'determinism',
+  'requireDeterminism',
+  'guardBytes',
+  'tolerances',
+  'precision',
+] as const;
 const TIMING_KEYS = ['mode', 'preset', 'timer', 'rule', 'inputSets', 'rounds', 'bytes', 'flops'] as const;
 const DIM_KEYS = ['min', 'max', 'description'] as const;
 const SUBMISSION_KEYS = ['name', 'source', 'kernel', 'headers', 'compile', 'grid', 'block', 'sharedMemBytes'] as const;
@@ -201,6 +209,7 @@ export function validateProblem(problem: unknown, submission?: unknown): EvalPro
   if (check !== undefined && !isObject(check)) f.type('problem.check', 'check options', check);
   if (isObject(check)) f.keys('problem.check', check, CHECK_KEYS);
   if (isObject(check) && check.tolerances !== undefined) tolerances(f, 'problem.check.tolerances', check.tolerances);
+  if (isObject(check) && check.precision !== undefined) precision(f, check.precision, problem);
   const cases = problem.cases;
   if (!Array.isArray(cases) || cases.length === 0) {
     f.type('problem.cases', 'an array of at least one case { dims, name?, visibility? }', cases);
@@ -279,6 +288,35 @@ function expression(f: Faults, path: string, v: unknown, names: readonly string[
   }
 }
 
+/** problem.check.precision: { reference: a kernel, factor? }, and a kernel reference to check against. */
+function precision(f: Faults, p: unknown, problem: Record<string, unknown>): void {
+  const path = 'problem.check.precision';
+  if (!isObject(p)) return f.type(path, '{ reference, factor? }', p);
+  f.keys(path, p, ['reference', 'factor']);
+  if (!isObject(p.reference)) f.type(`${path}.reference`, 'a kernel { source, kernel, args?, ... }', p.reference);
+  else f.keys(`${path}.reference`, p.reference, KERNEL_KEYS);
+  const factor = p.factor;
+  if (factor !== undefined && (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1)) {
+    f.range(`${path}.factor`, 'a finite number, at least 1', factor);
+  }
+  if (problem.reference === undefined) {
+    const what = 'a reference kernel that computes in the declared precision, as problem.check.precision needs,';
+    f.type('problem.reference', what, problem.reference);
+  }
+}
+
+/** The problem's kernels besides the submission, by path: its reference, baseline and precise reference. */
+function kernelsOf(problem: Record<string, unknown>): [string, Record<string, unknown>][] {
+  const check = isObject(problem.check) ? problem.check : {};
+  const precise = isObject(check.precision) ? check.precision.reference : undefined;
+  const all: [string, unknown][] = [
+    ['problem.reference', problem.reference],
+    ['problem.baseline', problem.baseline],
+    ['problem.check.precision.reference', precise],
+  ];
+  return all.filter((e): e is [string, Record<string, unknown>] => isObject(e[1]));
+}
+
 function launch(f: Faults, path: string, v: unknown, names: readonly string[]): void {
   if (Array.isArray(v) && v.length >= 1 && v.length <= 3) v.forEach((x, i) => expression(f, `${path}[${i}]`, x, names));
   else expression(f, path, v, names);
@@ -287,13 +325,10 @@ function launch(f: Faults, path: string, v: unknown, names: readonly string[]): 
 /** Every expression of the problem's own fields parses and names only declared dimensions. */
 function expressions(f: Faults, problem: Record<string, unknown>, names: readonly string[]): void {
   if (Array.isArray(problem.args)) problem.args.forEach((a, i) => argExpressions(f, `problem.args[${i}]`, a, names));
-  for (const key of ['reference', 'baseline'] as const) {
-    const ref = problem[key];
-    if (!isObject(ref)) continue;
-    for (const d of ['grid', 'block'] as const)
-      if (ref[d] !== undefined) launch(f, `problem.${key}.${d}`, ref[d], names);
-    if (ref.sharedMemBytes !== undefined) expression(f, `problem.${key}.sharedMemBytes`, ref.sharedMemBytes, names);
-    if (Array.isArray(ref.args)) ref.args.forEach((a, i) => argExpressions(f, `problem.${key}.args[${i}]`, a, names));
+  for (const [path, ref] of kernelsOf(problem)) {
+    for (const d of ['grid', 'block'] as const) if (ref[d] !== undefined) launch(f, `${path}.${d}`, ref[d], names);
+    if (ref.sharedMemBytes !== undefined) expression(f, `${path}.sharedMemBytes`, ref.sharedMemBytes, names);
+    if (Array.isArray(ref.args)) ref.args.forEach((a, i) => argExpressions(f, `${path}.args[${i}]`, a, names));
   }
   const timing = problem.timing;
   if (isObject(timing)) {

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // validateJob(): everything wrong with an EvalJob at once, each problem in the library's one message format
 // (Expected <what> for <path> but received <value> of type <type>), and the job in its canonical form. prepareJob()
-// also returns what the pipeline runs on: the parsed argument specs, the decoded literal bytes.
-import { inflateSync } from 'node:zlib';
+// also returns what the pipeline runs on: the parsed argument specs (validate-args.ts), the decoded literal bytes.
 import type { Signature } from '../core/index.js';
 import {
   COMPILE_OPTION_KEYS,
@@ -14,27 +13,11 @@ import {
   nextCode,
   typeError,
 } from '../core/index.js';
-import {
-  type ArgSpec,
-  CHECK_OPTION_KEYS,
-  type InitSpec,
-  PRESETS,
-  checkArgSpecs,
-  matchReferenceIo,
-  parseArgSpec,
-  signatureOf,
-} from '../measure/index.js';
+import { CHECK_OPTION_KEYS, type InitSpec, PRESETS, matchReferenceIo, signatureOf } from '../measure/index.js';
 import type { EvalCheckOptions, EvalData, EvalExpected, EvalJob, EvalKernelRef, EvalTimingOptions } from './job.js';
+import { type FaultNotes, type JobProblem, type PreparedArg, args, decodeData } from './validate-args.js';
 
-/** One thing wrong with a job. */
-export interface JobProblem {
-  /** Where, as a path from the job: 'job.args[2]', 'job.timing.preset'. */
-  path: string;
-  /** In the library's one format: `Expected <what> for <path> but received <value> of type <type>`. */
-  message: string;
-  /** TypeError for a wrong type or shape, RangeError for a value out of range. */
-  type: 'TypeError' | 'RangeError';
-}
+export type { FaultNotes, JobProblem, PreparedArg } from './validate-args.js';
 
 /** 'Invalid <what>: <the one problem>', or 'Invalid <what> (<n> problems):' and one indented line each. */
 export function listProblems(what: string, problems: readonly JobProblem[]): string {
@@ -129,7 +112,6 @@ const KERNEL_REF_KEYS = [
 const CHECK_KEYS = [...CHECK_OPTION_KEYS.filter((k) => k !== 'zeroOnFree'), 'skip', 'withoutReference'] as const;
 const TIMING_KEYS = ['skip', 'mode', 'preset', 'timer', 'rule', 'inputSets', 'rounds', 'bytes', 'flops'] as const;
 const MODES = ['cold', 'hot', 'graph'] as const;
-const SCALAR_TYPES = [...DTYPES, 'bool'];
 const quoted = (list: readonly string[]): string => list.map((s) => `'${s}'`).join(', ');
 
 function source(p: Problems, path: string, v: unknown): void {
@@ -230,209 +212,6 @@ function compileOptions(p: Problems, path: string, v: unknown): void {
   }
 }
 
-/** Bytes of literal data (base64, maybe zlib): exactly `bytes` of them, or a problem. */
-function decodeData(p: Problems, path: string, v: unknown, bytes: number, what: string): Uint8Array | undefined {
-  if (!isObject(v)) return void p.type(path, '{ base64, compress? }', v);
-  if (typeof v.base64 !== 'string') return void p.type(`${path}.base64`, 'a base64 string', v.base64);
-  const compress = v.compress ?? 'none';
-  if (compress !== 'none' && compress !== 'zlib') return void p.type(`${path}.compress`, "'none' or 'zlib'", compress);
-  const text = v.base64.replace(/\s+/g, '');
-  if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) {
-    return void p.type(`${path}.base64`, 'base64 (A-Z a-z 0-9 + /, padded with =)', v.base64);
-  }
-  let data: Uint8Array = Buffer.from(text, 'base64');
-  if (compress === 'zlib') {
-    try {
-      // Never inflate beyond what the buffer holds: a small literal must not become a huge allocation.
-      data = inflateSync(data, { maxOutputLength: bytes + 1 });
-    } catch (e) {
-      const tooLarge = (e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE';
-      const why = tooLarge ? `more than ${bytes} bytes` : 'not zlib data';
-      return void p.range(`${path}.base64`, `zlib data of ${bytes} bytes (${what}), not ${why},`, v.base64);
-    }
-  }
-  if (data.byteLength !== bytes) {
-    return void p.range(`${path}.base64`, `${bytes} bytes (${what}), not ${data.byteLength},`, v.base64);
-  }
-  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-}
-
-/** An argument after validation: its spec (literal data decoded into its init) and its name. */
-export interface PreparedArg {
-  spec: ArgSpec;
-  name: string | undefined;
-}
-
-/**
- * An error of the measure layer as a problem: argspec's "Expected a number ... but received the argument spec
- * 'text'" in the one format at `path`; a message already in it ("Expected ... for job.args[1].init.bytes but
- * received ...") as it is.
- */
-function argspecProblem(p: Problems, path: string, e: unknown, value: unknown): void {
-  const message = (e as Error).message;
-  const type = e instanceof RangeError ? 'RangeError' : 'TypeError';
-  const m = /^Expected (.*) but received the argument spec '[\s\S]*'$/.exec(message);
-  if (m !== null) {
-    if (type === 'RangeError') p.range(path, m[1]!, value);
-    else p.type(path, m[1]!, value);
-    return;
-  }
-  const own = /^Expected [\s\S]* for (\S+) but received /.exec(message);
-  p.list.push({ path: own !== null ? own[1]! : path, message, type });
-}
-
-function parseSpec(p: Problems, path: string, text: string, value: unknown): ArgSpec | undefined {
-  try {
-    return parseArgSpec(text);
-  } catch (e) {
-    argspecProblem(p, path, e, value);
-    return undefined;
-  }
-}
-
-const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const INIT_FIELDS: Record<string, { numbers: readonly string[]; options: readonly string[] }> = {
-  uniform: { numbers: ['lo', 'hi'], options: ['seed'] },
-  normal: { numbers: ['mean', 'std'], options: ['seed'] },
-  randint: { numbers: ['lo', 'hi'], options: ['seed'] },
-  const: { numbers: ['value'], options: [] },
-  seq: { numbers: ['start', 'step'], options: ['along'] },
-  arange: { numbers: [], options: ['along'] },
-  zeros: { numbers: [], options: [] },
-  ones: { numbers: [], options: [] },
-};
-
-/** An init object as argspec text ('uniform(-1,1,seed=7)'), or undefined after a problem. */
-function initText(p: Problems, path: string, v: Record<string, unknown>): string | undefined {
-  const form = typeof v.kind === 'string' ? INIT_FIELDS[v.kind] : undefined;
-  const kinds = quoted([...Object.keys(INIT_FIELDS), 'data']);
-  if (form === undefined) return void p.type(`${path}.kind`, `one of ${kinds}`, v.kind);
-  p.keys(path, v, ['kind', ...form.numbers, ...form.options]);
-  const parts: string[] = [];
-  for (const f of form.numbers) {
-    const x = v[f];
-    if (typeof x !== 'number' || !Number.isFinite(x)) return void p.type(`${path}.${f}`, 'a finite number', x);
-    parts.push(String(x));
-  }
-  for (const f of form.options) {
-    const x = v[f];
-    if (x === undefined) continue;
-    if (f === 'seed' && typeof x !== 'number') return void p.type(`${path}.seed`, 'a non-negative integer', x);
-    if (f === 'along' && x !== 'all' && x !== 'last') return void p.type(`${path}.along`, "'all' or 'last'", x);
-    parts.push(`${f}=${String(x)}`);
-  }
-  return parts.length === 0 ? (v.kind as string) : `${v.kind as string}(${parts.join(',')})`;
-}
-
-function argObject(p: Problems, path: string, v: Record<string, unknown>): PreparedArg | undefined {
-  const name = v.name;
-  if (name !== undefined && (typeof name !== 'string' || !NAME.test(name))) {
-    p.type(`${path}.name`, 'a C identifier such as x or out_0', name);
-  }
-  const named = typeof name === 'string' && NAME.test(name) ? name : undefined;
-  const withName = (spec: ArgSpec): PreparedArg => {
-    if (named !== undefined) spec.name = named;
-    return { spec, name: named };
-  };
-  if (v.kind === 'scalar') {
-    p.keys(path, v, ['kind', 'type', 'value', 'name']);
-    if (typeof v.type !== 'string' || !SCALAR_TYPES.includes(v.type)) {
-      return void p.type(`${path}.type`, `one of ${SCALAR_TYPES.join(' ')}`, v.type);
-    }
-    const value = v.value;
-    if (!['number', 'string', 'boolean'].includes(typeof value)) {
-      return void p.type(`${path}.value`, 'a number, string or boolean', value);
-    }
-    const spec = parseSpec(p, `${path}.value`, `${v.type}=${String(value)}`, value);
-    return spec === undefined ? undefined : withName(spec);
-  }
-  if (v.kind !== 'buffer') return void p.type(`${path}.kind`, "'scalar' or 'buffer'", v.kind);
-  p.keys(path, v, ['kind', 'dtype', 'length', 'shape', 'role', 'init', 'name']);
-  if (!isDType(v.dtype)) return void p.type(`${path}.dtype`, `one of ${DTYPES.join(' ')}`, v.dtype);
-  const dtype = v.dtype;
-  let dims: number[] | undefined;
-  if (v.shape !== undefined) {
-    const s = v.shape;
-    if (!Array.isArray(s) || s.length === 0 || !s.every((d) => typeof d === 'number')) {
-      return void p.type(`${path}.shape`, 'an array of positive integers', s);
-    }
-    if (!s.every((d: number) => Number.isSafeInteger(d) && d >= 1)) {
-      return void p.range(`${path}.shape`, 'positive integers', s);
-    }
-    dims = s as number[];
-  }
-  if (v.length !== undefined) {
-    const n = dims?.reduce((a, b) => a * b, 1);
-    if (typeof v.length !== 'number') return void p.type(`${path}.length`, 'a positive integer', v.length);
-    const at = `${path}.length`;
-    if (!Number.isSafeInteger(v.length) || v.length < 1) return void p.range(at, 'a positive integer', v.length);
-    if (n !== undefined && n !== v.length) return void p.range(at, `the product of shape (${n})`, v.length);
-    dims ??= [v.length];
-  }
-  if (dims === undefined) return void p.type(`${path}.length`, 'a positive integer (or a shape)', v.length);
-  if (v.role !== undefined && v.role !== 'in' && v.role !== 'out') {
-    return void p.type(`${path}.role`, "'in' or 'out'", v.role);
-  }
-  let init = '';
-  let data: Uint8Array | undefined;
-  if (v.init !== undefined) {
-    if (!isObject(v.init)) {
-      return void p.type(`${path}.init`, "an init such as { kind: 'uniform', lo: -1, hi: 1 }", v.init);
-    }
-    if (v.init.kind === 'data') {
-      p.keys(`${path}.init`, v.init, ['kind', 'base64', 'compress']);
-      const length = dims.reduce((a, b) => a * b, 1);
-      data = decodeData(p, `${path}.init`, v.init, length * DTYPE_INFO[dtype].bytes, `${length} × ${dtype}`);
-      if (data === undefined) return undefined;
-      init = '=zeros'; // a stand-in for the parse (and the role's default); the decoded bytes replace it below
-    } else {
-      const text = initText(p, `${path}.init`, v.init);
-      if (text === undefined) return undefined;
-      init = `=${text}`;
-    }
-  }
-  const role = v.role === undefined ? '' : `:${v.role as string}`;
-  // Through argspec's grammar, for its checks of the fill against the element type (const(300) for u8 ...).
-  const text = `ptr:${dtype}[${dims.join(',')}]${init}${role}`;
-  const spec = parseSpec(p, v.init !== undefined ? `${path}.init` : path, text, text);
-  if (spec === undefined) return undefined;
-  if (spec.kind === 'buffer' && data !== undefined) spec.init = { kind: 'data', bytes: data };
-  return withName(spec);
-}
-
-function args(p: Problems, path: string, v: unknown): PreparedArg[] | undefined {
-  if (!Array.isArray(v)) {
-    return void p.type(path, "an array of argument specs such as 'f32=2.5' or { kind: 'buffer', ... }", v);
-  }
-  const before = p.list.length;
-  const out: (PreparedArg | undefined)[] = v.map((a: unknown, i) => {
-    const at = `${path}[${i}]`;
-    if (typeof a === 'string') {
-      const spec = parseSpec(p, at, a, a);
-      return spec === undefined ? undefined : { spec, name: spec.name };
-    }
-    if (isObject(a)) return argObject(p, at, a);
-    return void p.type(at, "an argument spec such as 'f32=2.5' or { kind: 'buffer', ... }", a);
-  });
-  const seen = new Set<string>();
-  out.forEach((a, i) => {
-    if (a?.name === undefined) return;
-    if (seen.has(a.name)) p.type(`${path}[${i}].name`, 'a name no other argument has', a.name);
-    seen.add(a.name);
-  });
-  if (!out.every((a) => a !== undefined) || p.list.length > before) return undefined;
-  try {
-    checkArgSpecs(
-      out.map((a) => a.spec),
-      path,
-    ); // the measure layer's own rules for the object form, last
-  } catch (e) {
-    argspecProblem(p, path, e, v);
-    return undefined;
-  }
-  return out;
-}
-
 function kernelRef(p: Problems, path: string, v: unknown): PreparedArg[] | undefined {
   if (!isObject(v)) return void p.type(path, '{ source, kernel, grid?, block?, ... }', v);
   p.keys(path, v, KERNEL_REF_KEYS);
@@ -446,13 +225,6 @@ function kernelRef(p: Problems, path: string, v: unknown): PreparedArg[] | undef
   for (const key of ['grid', 'block'] as const) if (v[key] !== undefined) dim3(p, `${path}.${key}`, v[key]);
   if (v.sharedMemBytes !== undefined) nonNegativeInt(p, `${path}.sharedMemBytes`, v.sharedMemBytes);
   return v.args === undefined ? undefined : args(p, `${path}.args`, v.args);
-}
-
-/** @internal Where a validator notes what is wrong (validateJob's and validateProblem's collectors). */
-export interface FaultNotes {
-  type(path: string, expected: string, value: unknown): void;
-  range(path: string, expected: string, value: unknown): void;
-  keys(path: string, value: Record<string, unknown>, known: readonly string[]): void;
 }
 
 /** @internal Notes what is wrong with `v` as tolerances by element type ({ f32: { atol?, rtol? } }). */
@@ -499,6 +271,16 @@ function checkOptions(p: Problems, path: string, v: unknown): void {
   if (v.withoutReference !== undefined) {
     oneOf(p, `${path}.withoutReference`, v.withoutReference, ['reference-free', 'skip']);
   }
+  if (v.precision !== undefined) {
+    if (!isObject(v.precision)) p.type(`${path}.precision`, '{ reference, factor? }', v.precision);
+    else {
+      p.keys(`${path}.precision`, v.precision, ['reference', 'factor']);
+      const f = v.precision.factor;
+      if (f !== undefined && (typeof f !== 'number' || !Number.isFinite(f) || f < 1)) {
+        p.range(`${path}.precision.factor`, 'a finite number, at least 1', f);
+      }
+    }
+  }
 }
 
 function timingOptions(p: Problems, path: string, v: Record<string, unknown>): void {
@@ -526,6 +308,8 @@ export interface PreparedJob {
   args: PreparedArg[];
   /** The reference kernel's own arguments, when it has them (matched to the candidate's: matchReferenceIo). */
   referenceArgs: PreparedArg[] | undefined;
+  /** The precise reference's own arguments (check.precision.reference.args), matched with f64 outputs allowed. */
+  preciseArgs: PreparedArg[] | undefined;
   /** Expected outputs given literally: argument index → bytes. */
   expected: Map<number, Uint8Array> | undefined;
   signature: Signature;
@@ -609,6 +393,7 @@ export function prepareJob(value: unknown): PreparedJob | JobProblem[] {
       }
     }
   }
+  const preciseArgs = preciseRef(p, check, r === undefined ? v.compare : r, prepared);
   if (v.compare !== undefined) {
     const compareArgs = kernelRef(p, 'job.compare', v.compare);
     if (compareArgs !== undefined) {
@@ -633,9 +418,45 @@ export function prepareJob(value: unknown): PreparedJob | JobProblem[] {
     job,
     args: prepared,
     referenceArgs,
+    preciseArgs,
     expected,
     signature: (v.signature as Signature | undefined) ?? signatureOf(prepared.map((a) => a.spec)),
   };
+}
+
+/**
+ * check.precision.reference: a kernel whose own arguments match the candidate's with f64 outputs allowed. The check
+ * measures an honest kernel's error on its reference (`reference`: job.reference, else the compare baseline), which
+ * must then be a kernel. Returns the precise kernel's own arguments.
+ */
+function preciseRef(
+  p: Problems,
+  check: EvalCheckOptions,
+  reference: unknown,
+  prepared: PreparedArg[] | undefined,
+): PreparedArg[] | undefined {
+  const precision = check.precision as unknown;
+  if (!isObject(precision) || precision.reference === undefined) {
+    if (isObject(precision)) p.type('job.check.precision.reference', 'a kernel { source, kernel, args? }', undefined);
+    return undefined;
+  }
+  if (!isObject(reference) || 'expected' in reference) {
+    const what = 'a reference kernel (or a compare baseline) that computes in the declared precision, as ';
+    p.type('job.reference', `${what}job.check.precision needs,`, reference);
+  }
+  const own = kernelRef(p, 'job.check.precision.reference', precision.reference);
+  if (prepared === undefined) return own;
+  try {
+    matchReferenceIo(
+      prepared.map((a) => a.spec),
+      (own ?? prepared).map((a) => a.spec),
+      true,
+    );
+  } catch (e) {
+    const what = `arguments that match the candidate's, f64 for float outputs (${(e as Error).message})`;
+    p.type('job.check.precision.reference.args', what, (precision.reference as EvalKernelRef).args);
+  }
+  return own;
 }
 
 /** Expected outputs: each key an output buffer (by name or index) whose inputs are the same in every trial. */

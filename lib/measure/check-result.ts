@@ -52,6 +52,11 @@ export interface TrialResult extends ErrorFigures {
   detail: string | undefined;
   /** The driver error, for 'fault' and 'reference-fault'. */
   error: CheckFault | undefined;
+  /**
+   * With the precision policy (CheckOptions.precision), where it ran: the worst output's rms error against the
+   * precise reference as a share of its bound (≤ 1 passes).
+   */
+  precisionUsed?: number;
 }
 
 /**
@@ -75,6 +80,8 @@ export interface CheckResult extends ErrorFigures {
   nondeterministicBeyondTolerance: number | undefined;
   /** True for a check without a reference (only the defences that need none ran); absent otherwise. */
   referenceFree?: true;
+  /** With the precision policy: the worst trial's TrialResult.precisionUsed; absent where it did not run. */
+  precisionUsed?: number;
   /** One line for people. */
   summary: string;
 }
@@ -111,7 +118,9 @@ export function trialResult(
 export function buildCheckResult(trials: TrialResult[], runs: RunComparison | undefined): CheckResult {
   const failed = trials.find((t) => !t.passed);
   const worst = (f: (t: TrialResult) => number): number => Math.max(0, ...trials.map(f));
+  const precision = trials.flatMap((t) => (t.precisionUsed === undefined ? [] : [t.precisionUsed]));
   return {
+    ...(precision.length > 0 ? { precisionUsed: Math.max(...precision) } : {}),
     passed: failed === undefined,
     defence: failed?.defence,
     trials,
@@ -132,8 +141,12 @@ export function buildCheckResult(trials: TrialResult[], runs: RunComparison | un
 export function errorFigures(r: CheckResult): string {
   // Two decimals below 1 % (a small share would otherwise read 0 %).
   const percent = (100 * r.toleranceUsed).toFixed(r.toleranceUsed < 0.01 && r.toleranceUsed > 0 ? 2 : 0);
+  const precision =
+    r.precisionUsed === undefined
+      ? ''
+      : `; rms error at ${(100 * r.precisionUsed).toFixed(r.precisionUsed < 0.01 ? 2 : 0)}% of the precision bound`;
   return (
     `worst element at ${percent}% of its tolerance ` +
-    `(max abs error ${r.maxAbsError.toExponential(2)}, max rel error ${r.maxRelError.toExponential(2)})`
+    `(max abs error ${r.maxAbsError.toExponential(2)}, max rel error ${r.maxRelError.toExponential(2)})${precision}`
   );
 }

@@ -14,6 +14,8 @@
 //                                                                   ('nondeterministic', ahead of a wrong value it
 //                                                                   explains); one within it is reported, and fails
 //                                                                   too with requireDeterminism (bit-exact)
+//   with `precision`, a precise (f64) reference too              → an rms error beyond factor × the declared
+//                                                                   reference's fails ('precision', precision.ts)
 // A reference kernel runs after the candidate in even trials and before it in odd ones (its buffers then zeroed as
 // they are freed, so nothing of its outputs is left in memory the candidate is given): each reads its inputs from the
 // host's copy, so neither order lets one kernel's writes reach the other, and a candidate is checked both right after
@@ -63,6 +65,7 @@ import {
 } from './determinism.js';
 import { type GuardedBuffer, prepareInputs, releaseBuffers, startBytes, uploadGuarded } from './inputs.js';
 import { createRng, splitmix64 } from './random.js';
+import { PRECISION_FACTOR, checkPreciseAgrees, precisionDetail, precisionFigures } from './precision.js';
 import { type Reference, checkIoFits, checkReference, launchAndWait, referenceOutputs } from './reference.js';
 import { refuseWorkCandidate } from './work.js';
 
@@ -99,6 +102,24 @@ export interface CheckOptions {
    * freed, so no data of this check can be read from reused memory by whatever runs next. Default false.
    */
   zeroOnFree?: boolean;
+  /**
+   * The precision policy: `reference` computes the outputs in higher precision (a kernel whose float outputs are f64
+   * in its own `io`, or a JavaScript function, which then gets Float64Arrays for its float outputs). In every trial
+   * the candidate's rms error against it, per float output, may be at most `factor` (default 32) times the larger of
+   * the check's reference's rms error against it (an honest kernel of the declared precision: give a reference that
+   * computes in it, such as an f32 kernel) and one rounding to the output's type; beyond, the trial fails
+   * ('precision'): a kernel that computes in less precision than it declares, such as fp16 accumulation in an f32
+   * problem, fails even inside a loose tolerance. Needs a reference.
+   */
+  precision?: CheckPrecision;
+}
+
+/** CheckOptions.precision: a precise reference, and how far past the declared precision's error a candidate may go. */
+export interface CheckPrecision {
+  /** The outputs in higher precision: a kernel with f64 outputs in its `io`, or a JavaScript function. */
+  reference: Reference;
+  /** The bound, as a multiple of an honest kernel's rms error (at least 1). Default 32. */
+  factor?: number;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -206,8 +227,8 @@ function summaryOf(r: CheckResult): string {
 // ---------------------------------------------------------------------------------------------------------------
 // check()
 
-type ResolvedOptions = Required<Omit<CheckOptions, 'atol' | 'rtol' | 'tolerances'>> &
-  Pick<CheckOptions, 'atol' | 'rtol' | 'tolerances'>;
+type ResolvedOptions = Required<Omit<CheckOptions, 'atol' | 'rtol' | 'tolerances' | 'precision'>> &
+  Pick<CheckOptions, 'atol' | 'rtol' | 'tolerances'> & { precision: Required<CheckPrecision> | undefined };
 
 /** @internal The keys of CheckOptions, as check() accepts them (a job's check options in eval/ derive from them). */
 export const CHECK_OPTION_KEYS = [
@@ -220,6 +241,7 @@ export const CHECK_OPTION_KEYS = [
   'requireDeterminism',
   'guardBytes',
   'zeroOnFree',
+  'precision',
 ] as const satisfies readonly (keyof CheckOptions)[];
 
 function checkCheckOptions(options: CheckOptions | undefined): ResolvedOptions {
@@ -239,8 +261,19 @@ function checkCheckOptions(options: CheckOptions | undefined): ResolvedOptions {
   if (o.tolerances !== undefined) checkTolerances(o.tolerances);
   if (o.zeroOnFree !== undefined && typeof o.zeroOnFree !== 'boolean')
     throw typeError('options.zeroOnFree', 'a boolean', o.zeroOnFree);
+  let precision: Required<CheckPrecision> | undefined;
+  if (o.precision !== undefined) {
+    const p = checkOptions('options.precision', o.precision, ['reference', 'factor']) as CheckPrecision;
+    const factor = p.factor ?? PRECISION_FACTOR;
+    if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1)
+      throw rangeError('options.precision.factor', 'a finite number, at least 1', factor);
+    if (p.reference === undefined || p.reference === null)
+      throw typeError('options.precision.reference', 'a reference { kernel, config, io? } or a function', p.reference);
+    precision = { reference: p.reference, factor };
+  }
   return {
     ...o,
+    precision,
     trials,
     guardBytes,
     seed: o.seed ?? 42,
@@ -316,6 +349,15 @@ export async function check(
   const o = checkCheckOptions(options);
   checkCandidateIo(io, candidate.kernel);
   if (reference !== null && reference !== undefined) checkReference(reference, io);
+  if (o.precision !== undefined) {
+    if (reference === null || reference === undefined) {
+      throw new TypeError(
+        "options.precision needs a reference: the error an honest kernel makes is measured on the check's " +
+          'reference, computed in the declared precision',
+      );
+    }
+    checkReference(o.precision.reference, io, true, 'options.precision.reference');
+  }
   const trials: TrialResult[] = [];
   const runs: { comparison: RunComparison | undefined } = { comparison: undefined };
   for (let t = 0; t < o.trials; t++) {
@@ -348,6 +390,8 @@ async function runTrial(
   const c = newComparison();
   let detail: string | undefined;
   let error: CheckFault | undefined;
+  /** The precision policy's worst share of its bound over the outputs, where it ran. */
+  let precisionUsed: number | undefined;
   /** A driver error from a kernel: the verdict; after it nothing more of this trial runs. */
   const fault = (defence: 'fault' | 'reference-fault', e: CudaError, where: string): void => {
     c.defence = defence;
@@ -408,6 +452,26 @@ async function runTrial(
           if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
           compareOutput(i, a.dtype, body(i), ref.outputs[i]!, ...tolerance(a.dtype), c);
         });
+        if (c.defence === undefined && o.precision !== undefined) {
+          const { reference: preciseRef, factor } = o.precision;
+          const p = await referenceOutputs(preciseRef, device, io, inputs, o.zeroOnFree, true);
+          if ('fault' in p) {
+            fault('reference-fault', p.fault, 'the precise reference kernel failed: ');
+          } else {
+            precisionUsed = 0;
+            for (const [i, a] of io.entries()) {
+              if (a.kind !== 'buffer' || roleOf(a) === 'in' || !DTYPE_INFO[a.dtype].float) continue;
+              checkPreciseAgrees(i, ref.outputs[i]!, p.outputs[i]!, ...tolerance(a.dtype));
+              const got = fromDeviceBytes(a.dtype, body(i));
+              const f = precisionFigures(a.dtype, got, ref.outputs[i]!, p.outputs[i]!, factor);
+              precisionUsed = Math.max(precisionUsed, f.used);
+              if (f.used > 1 && c.defence === undefined) {
+                c.defence = 'precision';
+                detail = precisionDetail(i, f, factor);
+              }
+            }
+          }
+        }
       }
     } else if (c.defence === undefined) {
       // No reference: every poisoned output element must be written. Elements that still hold the poison are
@@ -457,7 +521,8 @@ async function runTrial(
       o.zeroOnFree,
     );
   }
-  return trialResult(t, `0x${seed.toString(16)}`, c, detail, error);
+  const r = trialResult(t, `0x${seed.toString(16)}`, c, detail, error);
+  return precisionUsed === undefined ? r : { ...r, precisionUsed };
 }
 
 /** Whether any element of an output's bytes holds the dtype's poison. */

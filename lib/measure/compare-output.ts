@@ -9,7 +9,8 @@ import type { BufferDType } from './argspec.js';
 /**
  * Which defence fired. 'fault': the candidate raised a driver error (a fault in the kernel, or a refused launch);
  * 'reference-fault': the reference kernel did, the candidate did not; 'nondeterministic': two runs of the candidate
- * on the same inputs differed beyond the tolerance (or at all, with requireDeterminism).
+ * on the same inputs differed beyond the tolerance (or at all, with requireDeterminism); 'precision': inside the
+ * tolerance, but its error against a precise reference is far beyond an honest kernel's (CheckOptions.precision).
  */
 export type Defence =
   | 'fault'
@@ -20,7 +21,8 @@ export type Defence =
   | 'non-finite'
   | 'all-zero'
   | 'mismatch'
-  | 'nondeterministic';
+  | 'nondeterministic'
+  | 'precision';
 
 /** One output element that failed a defence: where it is, what was expected and what the kernel wrote. */
 export interface Mismatch {

@@ -113,12 +113,14 @@ function pairByName(wanted: Slot[], pool: Slot[], describe: (missing: Slot) => s
   });
 }
 
-function sameBuffer(r: Slot, c: Slot, what: string): void {
-  if (r.spec.dtype !== c.spec.dtype || r.spec.length !== c.spec.length) {
+/** `wide`: a reference output may be f64 where the candidate's is any float type (a precise reference's). */
+function sameBuffer(r: Slot, c: Slot, what: string, wide = false): void {
+  const widened = wide && r.spec.dtype === 'f64' && DTYPE_INFO[c.spec.dtype].float;
+  if ((r.spec.dtype !== c.spec.dtype && !widened) || r.spec.length !== c.spec.length) {
     throw new TypeError(
       `reference io: the reference's ${what} ${argumentLabel(r.spec, r.index)} is ${shapeOf(r.spec)} but the ` +
         `candidate's ${argumentLabel(c.spec, c.index)} is ${shapeOf(c.spec)}; matched buffers need the same element ` +
-        'type and length',
+        (wide ? 'type (or f64 for a float output of the precise reference) and length' : 'type and length'),
     );
   }
 }
@@ -135,11 +137,16 @@ function sameBuffer(r: Slot, c: Slot, what: string): void {
  * values of the candidate's input of that name, and candidate inputs the reference does not name are not read; else
  * by order, the reference's inputs meet the candidate's one for one.
  *
- * Matched buffers must have the same element type and length. Scalars are the reference's own.
+ * Matched buffers must have the same element type and length; with `wide` (a precise reference: CheckOptions.precision)
+ * a reference output may be f64 where the candidate's is any float type. Scalars are the reference's own.
  *
  * @throws TypeError naming both sides of the first mismatch.
  */
-export function matchReferenceIo(candidate: readonly ArgSpec[], reference: readonly ArgSpec[]): ReferenceBinding {
+export function matchReferenceIo(
+  candidate: readonly ArgSpec[],
+  reference: readonly ArgSpec[],
+  wide = false,
+): ReferenceBinding {
   const sources = reference.map(() => -1);
   const outputs = new Map<number, number>();
 
@@ -156,9 +163,15 @@ export function matchReferenceIo(candidate: readonly ArgSpec[], reference: reado
         ).map(([c, r]): [Slot, Slot] => [r, c])
       : pairByOrder(referenceOutputs, candidateOutputs, 'output');
   for (const [r, c] of outs) {
-    sameBuffer(r, c, 'output');
+    sameBuffer(r, c, 'output', wide);
     outputs.set(c.index, r.index);
     if (roleOf(r.spec) === 'inout') {
+      if (r.spec.dtype !== c.spec.dtype) {
+        throw new TypeError(
+          `reference io: the reference's output ${argumentLabel(r.spec, r.index)} starts from the candidate's ` +
+            `initial value (=init), which needs the same element type (${c.spec.dtype})`,
+        );
+      }
       if (roleOf(c.spec) !== 'inout') {
         throw new TypeError(
           `reference io: the reference's output ${argumentLabel(r.spec, r.index)} starts from an initial value ` +
@@ -190,19 +203,25 @@ export function matchReferenceIo(candidate: readonly ArgSpec[], reference: reado
 
 /**
  * Validates a reference against the candidate's io: a function, or a kernel whose signature fits its io (its own or
- * the candidate's) and whose io matches the candidate's (matchReferenceIo). Returns the binding for a kernel.
+ * the candidate's) and whose io matches the candidate's (matchReferenceIo; `wide` for a precise reference). Returns
+ * the binding for a kernel. `what` names it in errors.
  *
  * @throws TypeError for a reference of another shape, or io that does not fit.
  */
-export function checkReference(reference: Reference, io: readonly ArgSpec[]): ReferenceBinding | undefined {
+export function checkReference(
+  reference: Reference,
+  io: readonly ArgSpec[],
+  wide = false,
+  what = 'reference',
+): ReferenceBinding | undefined {
   if (typeof reference === 'function') return undefined;
   if (typeof reference !== 'object' || reference === null || typeof reference.kernel !== 'object') {
-    throw typeError('reference', 'a reference { kernel, config, io? } or a function on host arrays', reference);
+    throw typeError(what, 'a reference { kernel, config, io? } or a function on host arrays', reference);
   }
   const refIo = reference.io ?? io;
-  if (reference.io !== undefined) checkArgSpecs(reference.io, 'reference.io');
-  checkIoFits(refIo, reference.kernel, reference.io !== undefined ? 'reference.io' : 'io');
-  return matchReferenceIo(io, refIo);
+  if (reference.io !== undefined) checkArgSpecs(reference.io, `${what}.io`);
+  checkIoFits(refIo, reference.kernel, reference.io !== undefined ? `${what}.io` : 'io');
+  return matchReferenceIo(io, refIo, wide);
 }
 
 /** The io must declare the kernel's parameters: as many, buffers for pointers, scalars of the parameter's type. */
@@ -229,7 +248,9 @@ export type ExpectedOutputs = (HostArray | undefined)[];
 /**
  * The reference's outputs on one trial's inputs, by candidate argument index, or the driver error its kernel raised.
  * A JavaScript reference that throws rejects: its error is the caller's bug, not a verdict on any kernel. The
- * reference kernel's buffers are freed (zeroed first with `zeroOnFree`) before this returns.
+ * reference kernel's buffers are freed (zeroed first with `zeroOnFree`) before this returns. `wide` (a precise
+ * reference): a JavaScript reference writes its float outputs into Float64Arrays, so they keep the doubles it
+ * computes; a kernel's outputs are read in its own io's element types (f64 where it declares them).
  */
 export async function referenceOutputs(
   reference: Reference,
@@ -237,11 +258,13 @@ export async function referenceOutputs(
   io: readonly ArgSpec[],
   inputs: TrialInputs,
   zeroOnFree = false,
+  wide = false,
 ): Promise<{ outputs: ExpectedOutputs } | { fault: CudaError }> {
   if (typeof reference === 'function') {
     const args: HostValue[] = io.map((a, i) => {
       if (a.kind === 'scalar') return a.value;
-      const arr = new DTYPE_INFO[a.dtype].hostArray(a.length) as HostArray & {
+      const float64 = wide && roleOf(a) !== 'in' && DTYPE_INFO[a.dtype].float;
+      const arr = new (float64 ? Float64Array : DTYPE_INFO[a.dtype].hostArray)(a.length) as HostArray & {
         set(x: ArrayLike<number | bigint>): void;
       };
       const initial = inputs.values[i];
@@ -254,7 +277,7 @@ export async function referenceOutputs(
     };
   }
   const refIo = reference.io ?? io;
-  const binding = matchReferenceIo(io, refIo);
+  const binding = matchReferenceIo(io, refIo, wide);
   const owned: DeviceBuffer[] = [];
   try {
     const args = refIo.map((a, j) => {
@@ -272,7 +295,7 @@ export async function referenceOutputs(
     const outputs: ExpectedOutputs = io.map((a, i) => {
       const j = binding.outputs.get(i);
       if (a.kind !== 'buffer' || j === undefined) return undefined;
-      return fromDeviceBytes(a.dtype, (args[j] as DeviceBuffer).copyToHost());
+      return fromDeviceBytes((refIo[j] as BufferArgSpec).dtype, (args[j] as DeviceBuffer).copyToHost());
     });
     return { outputs };
   } finally {

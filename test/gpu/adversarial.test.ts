@@ -12,7 +12,7 @@ import { describeGpu } from '../helpers.js';
 interface Entry {
   file: string;
   kernel: string;
-  task: 'map' | 'dot';
+  task: 'map' | 'dot' | 'dot-policy';
   family: string;
   expect: 'pass' | 'fail';
 }
@@ -61,5 +61,24 @@ describeGpu('the adversarial suite through evaluate()', () => {
       expect(report.comparison!.speedup).toBeLessThan(1.1);
     },
     120_000,
+  );
+
+  // dot-policy: the dot task's kernels under a tolerance that lets the downgrades through, with the precision policy.
+  const judged = manifest.filter((e) => e.task === 'dot' && (e.family === 'honest' || e.family === 'precision'));
+  it.each(judged.map((e) => [e.kernel, e.expect, e] as const))(
+    '%s under the precision policy is judged %s',
+    async (_, verdict, e) => {
+      const report = await evaluate(jobOf({ ...e, task: 'dot-policy' }, { timing: { skip: true } }), {
+        baseDir,
+        device: Device.get(0),
+      });
+      expect(report.passed, report.error?.message).toBe(verdict === 'pass');
+      if (verdict === 'pass') return;
+      // Inside the tolerance but for the truncated bf16 accumulator: the policy is what stops them.
+      const defence = e.kernel === 'dot_bf16_accum' ? ['mismatch', 'precision'] : ['precision'];
+      expect(report.error?.kind).toBe('verdict');
+      expect(defence).toContain(report.error?.code);
+    },
+    60_000,
   );
 });

@@ -2,8 +2,9 @@
 // The adversarial suite (test/adversarial/): kernels that game a kernel benchmark in the ways leaderboards have met
 // (replayed results, skipped launches, modified inputs, reused memory, lowered precision, behaviour that changes when
 // timed), and honest kernels that look like them. What can be checked without a GPU: the manifest lists every kernel
-// file exactly once and covers every family, with honest look-alikes; the two tasks are valid jobs; and every kernel
-// compiles without the toolkit's headers, without a warning, and takes the parameters its task's signature lists.
+// file exactly once and covers every family, with honest look-alikes; the tasks are valid jobs; and every kernel (the
+// precise reference of the precision policy's task too) compiles without the toolkit's headers, without a warning,
+// and takes the parameters its task's signature lists.
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Program, parseArgSpecs, signatureOf, supportedArchs, validateJob } from '../../lib/index.js';
@@ -22,7 +23,7 @@ const FAMILIES = [
   'honest',
 ] as const;
 type Family = (typeof FAMILIES)[number];
-type TaskName = 'map' | 'dot';
+type TaskName = 'map' | 'dot' | 'dot-policy';
 
 interface Entry {
   file: string;
@@ -36,13 +37,19 @@ interface Entry {
 
 interface Task {
   description: string;
+  /** The task whose kernels this one judges again under other check options (it has no kernels of its own). */
+  judges?: TaskName;
   /** A job without its source and kernel: what every candidate of the task shares. */
   job: {
     args: string[];
     grid: number;
     block: number;
     reference: { source: { file: string }; kernel: string };
-    check: { atol: number; rtol: number };
+    check: {
+      atol: number;
+      rtol: number;
+      precision?: { reference: { source: { file: string }; kernel: string; args: string[] } };
+    };
   };
   note: string;
 }
@@ -114,8 +121,13 @@ describe('the adversarial suite: manifest and tasks', () => {
       const { reference } = task.job;
       expect(() => validateJob({ ...task.job, source: reference.source, kernel: reference.kernel })).not.toThrow();
       const entry = manifest.find((e) => e.file === reference.source.file);
-      expect(entry).toMatchObject({ kernel: reference.kernel, task: name, family: 'honest', expect: 'pass' });
-      expect(manifest.filter((e) => e.reported === 'reference' && e.task === name)).toEqual([entry]);
+      const own = task.judges ?? name;
+      expect(entry).toMatchObject({ kernel: reference.kernel, task: own, family: 'honest', expect: 'pass' });
+      expect(manifest.filter((e) => e.reported === 'reference' && e.task === own)).toEqual([entry]);
+      if (task.judges !== undefined) {
+        expect(manifest.some((e) => e.task === name)).toBe(false);
+        expect(tasks[task.judges].job.args).toEqual(task.job.args);
+      }
       expect(task.job.check.atol).toBeGreaterThan(0);
       expect(task.job.check.rtol).toBeGreaterThan(0);
       expect(task.note.length).toBeGreaterThan(0);
@@ -125,6 +137,19 @@ describe('the adversarial suite: manifest and tasks', () => {
 });
 
 describeNvrtc('the adversarial suite compiles', () => {
+  it('dot-policy’s precise reference compiles, and takes the parameters its own arguments list', () => {
+    const precise = tasks['dot-policy'].job.check.precision!.reference;
+    const code = new Program(read(precise.source.file), { name: precise.source.file }).compile({
+      arch: 'sm_90',
+      cudaIncludes: false,
+      cache: false,
+    });
+    expect(code.log, 'warnings').toBe('');
+    const params = cubinParams(code.bytes, precise.kernel);
+    const signature = signatureOf(parseArgSpecs(precise.args));
+    expect(params!.map((p) => p.size)).toEqual(signature.map((p) => layoutOf(p, precise.kernel).size));
+  });
+
   it.each(manifest.map((e) => [e.file, e] as const))(
     '%s: compiles for sm_90 without headers or warnings, and takes its task’s parameters',
     (_, e) => {

@@ -64,10 +64,9 @@ export class FakeDevice {
 export const asBuffers = (list: FakeBuffer[]): DeviceBuffer[] => list as unknown as DeviceBuffer[];
 
 /** The elements of a fake buffer as a typed array over its memory (writes go to the buffer). */
-export function view<T extends Float32ArrayConstructor | Int32ArrayConstructor | Uint8ArrayConstructor>(
-  type: T,
-  buffer: unknown,
-): InstanceType<T> {
+export function view<
+  T extends Float32ArrayConstructor | Float64ArrayConstructor | Int32ArrayConstructor | Uint8ArrayConstructor,
+>(type: T, buffer: unknown): InstanceType<T> {
   const m = (buffer as FakeBuffer).memory;
   return new type(m.buffer as ArrayBuffer, m.byteOffset, m.byteLength / type.BYTES_PER_ELEMENT) as InstanceType<T>;
 }

@@ -116,6 +116,50 @@ describe('caseJob', () => {
     expect(job.reference).toMatchObject({ kernel: 'add', grid: 4096 });
   });
 
+  it('gives the case its precise reference, its launch and arguments over the dimensions, and its factor', () => {
+    const precise = {
+      source: ADD,
+      kernel: 'add_f64',
+      grid: 'cdiv(n, 64)',
+      args: ['a@ptr:f32[n]:in', 'b@ptr:f32[n]:in', 'c@ptr:f64[n]:out', 'n@i32=n'],
+    };
+    const p = validateProblem(problem({ check: { precision: { reference: precise, factor: 8 } } }), submission);
+    const job = caseJob(p, submission, p.cases[1]!);
+    expect(job.check!.precision).toEqual({
+      reference: {
+        source: ADD,
+        kernel: 'add_f64',
+        grid: 16,
+        args: ['a@ptr:f32[1000]:in', 'b@ptr:f32[1000]:in', 'c@ptr:f64[1000]:out', 'n@i32=1000'],
+      },
+      factor: 8,
+    });
+    expect(validateJob(job).check).toEqual(job.check);
+  });
+
+  it('refuses a precision policy without a reference kernel, a factor below 1, and its unknown fields', () => {
+    const reference = { source: ADD, kernel: 'add_f64', grid: 'cdiv(m, 64)', color: 1 } as never;
+    const messages = faults(() =>
+      validateProblem(
+        problem({
+          reference: undefined as never,
+          baseline: { source: ADD, kernel: 'add' },
+          check: { precision: { reference, factor: 0.5 } },
+        }),
+      ),
+    );
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^Unknown field problem\.check\.precision\.reference\.color/),
+        'Expected a finite number, at least 1 for problem.check.precision.factor but received 0.5 of type number',
+        expect.stringMatching(
+          /^Expected a reference kernel .* as problem\.check\.precision needs, for problem\.reference/,
+        ),
+        expect.stringMatching(/problem\.check\.precision\.reference\.grid/),
+      ]),
+    );
+  });
+
   it('counts the bytes a job writes (its outputs, read-write ones too), which the L2 may hold when it ends', () => {
     const args = [
       'a@ptr:f32[10]=normal(0,1)',

@@ -213,7 +213,7 @@ function failureText(record: JobRecord, report: EvalReport | undefined): string 
   if (verdict === 'CRASHED') {
     return `CRASHED: ${firstLine(record.error?.message ?? 'the worker died')} in phase ${phase}`;
   }
-  if (e?.kind === 'cuda' && e.kernel !== 'reference' && e.kernel !== 'baseline') {
+  if (e?.kind === 'cuda' && e.kernel !== 'reference' && e.kernel !== 'baseline' && e.kernel !== 'precise') {
     const trial = /in trial (\d+)/.exec(e.message)?.[1];
     const where = trial !== undefined ? `trial ${trial}` : (e.where ?? `phase ${report?.phase ?? phase}`);
     const api = e.api === undefined ? '' : ` (${e.api})`;

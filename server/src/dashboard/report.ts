@@ -26,11 +26,12 @@ import type { StoredJob } from '../store/store.js';
 /** The report as stored: evaluate()'s, with the device metrics the worker adds when asked. */
 export type StoredReport = Partial<EvalReport> & { deviceMetrics?: DeviceMetrics | null };
 
-const ROLES: readonly EvalKernelRole[] = ['candidate', 'reference', 'baseline'];
+const ROLES: readonly EvalKernelRole[] = ['candidate', 'reference', 'baseline', 'precise'];
 const DEFAULT_SOURCE_NAME: Record<EvalKernelRole, string> = {
   candidate: 'candidate.cu',
   reference: 'reference.cu',
   baseline: 'baseline.cu',
+  precise: 'precise.cu',
 };
 /** Nsight Compute's metric groups, in the order cudakit's formatDeviceMetrics prints them. */
 const GROUP_TITLES: readonly (readonly [string, string])[] = [
@@ -502,13 +503,14 @@ function sourceText(source: EvalSource | undefined, role: EvalKernelRole): Sourc
   return undefined;
 }
 
-/** The job's sources (candidate, reference kernel, compare baseline) as submitted. */
+/** The job's sources (candidate, reference kernel, compare baseline, precise reference) as submitted. */
 function sourcesOf(job: StoredJob): SourceText[] {
   // A submission to a problem has its kernel's source only (the problem's kernels are the operator's).
-  const { reference, compare } = job as Partial<EvalJob>;
+  const { reference, compare, check } = job as Partial<EvalJob>;
   const refs: [EvalKernelRole, unknown][] = [
     ['reference', reference],
     ['baseline', compare],
+    ['precise', check?.precision?.reference],
   ];
   const others = refs.map(([role, ref]) =>
     isObject(ref) && 'source' in ref ? sourceText(ref.source as EvalSource, role) : undefined,

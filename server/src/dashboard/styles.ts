@@ -88,7 +88,7 @@ input, select {
 .badge[data-value$=_ERROR], .badge[data-value=INCORRECT], .badge[data-value=TIMEOUT], .badge[data-value=CRASHED],
 .badge[data-value=UNWRITTEN], .badge[data-value=OUT_OF_BOUNDS], .badge[data-value=INPUT_MODIFIED],
 .badge[data-value=NON_FINITE], .badge[data-value=ALL_ZERO], .badge[data-value=NONDETERMINISTIC],
-.badge[data-value=SIGNATURE_MISMATCH], .badge[data-value=INVALID_REFERENCE] {
+.badge[data-value=IMPRECISE], .badge[data-value=SIGNATURE_MISMATCH], .badge[data-value=INVALID_REFERENCE] {
   background: var(--bad-bg); color: var(--bad);
 }
 .live { font-size: .8rem; color: var(--muted); margin: 0; }

@@ -15,6 +15,7 @@ export const VERDICTS = [
   'NON_FINITE',
   'ALL_ZERO',
   'NONDETERMINISTIC',
+  'IMPRECISE',
   'RUNTIME_ERROR',
   'TIMEOUT',
   'CRASHED',
@@ -32,6 +33,7 @@ const BY_DEFENCE: Record<string, Verdict> = {
   'non-finite': 'NON_FINITE',
   'all-zero': 'ALL_ZERO',
   nondeterministic: 'NONDETERMINISTIC',
+  precision: 'IMPRECISE',
   fault: 'RUNTIME_ERROR',
   'reference-fault': 'INVALID_REFERENCE',
 };
@@ -47,7 +49,8 @@ export function verdictOf(report: EvalReport): Verdict {
   if (e.kind === 'compile')
     return e.kernel === 'candidate' || e.kernel === undefined ? 'COMPILE_ERROR' : 'INVALID_REFERENCE';
   if (e.defence !== undefined && BY_DEFENCE[e.defence] !== undefined) return BY_DEFENCE[e.defence]!;
-  if (e.kind === 'cuda') return e.kernel === 'reference' ? 'INVALID_REFERENCE' : 'RUNTIME_ERROR';
+  if (e.kind === 'cuda')
+    return e.kernel === 'reference' || e.kernel === 'precise' ? 'INVALID_REFERENCE' : 'RUNTIME_ERROR';
   if (e.kind === 'exception' && /signature|parameter/i.test(e.message)) return 'SIGNATURE_MISMATCH';
   return 'RUNTIME_ERROR';
 }

@@ -139,6 +139,7 @@ export class CompileChecker {
 function sourcePath(role: string | undefined): string {
   if (role === 'reference') return 'job.reference.source';
   if (role === 'baseline') return 'job.compare.source';
+  if (role === 'precise') return 'job.check.precision.reference.source';
   return 'job.source';
 }
 
@@ -171,7 +172,9 @@ export function checkResultOf(report: EvalReport, job: EvalJob): CompileCheckRes
         ? 'job.reference.args'
         : named !== undefined && named !== job.kernel && named === kernelOf(job.compare)
           ? 'job.compare.args'
-          : 'job.args';
+          : named !== undefined && named !== job.kernel && named === kernelOf(job.check?.precision?.reference)
+            ? 'job.check.precision.reference.args'
+            : 'job.args';
     return { kind: 'fails', problems: [{ path, message: e.message, type: 'TypeError' }] };
   }
   if (report.phase === 'load' || report.passed) return { kind: 'compiles', arch: report.compile.candidate?.arch };

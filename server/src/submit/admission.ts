@@ -287,6 +287,20 @@ export function nestedDeeperThan(value: unknown, limit: number): boolean {
   return false;
 }
 
+/**
+ * The job's kernels besides the candidate, by path: the reference kernel, the compare baseline and the precise
+ * reference (check.precision.reference), where the job has them.
+ */
+function otherKernels(job: Record<string, unknown>): [string, Record<string, unknown>][] {
+  const precision = isObject(job.check) && isObject(job.check.precision) ? job.check.precision : {};
+  const all: [string, unknown][] = [
+    ['job.reference', job.reference],
+    ['job.compare', job.compare],
+    ['job.check.precision.reference', precision.reference],
+  ];
+  return all.filter((e): e is [string, Record<string, unknown>] => isObject(e[1]) && !('expected' in e[1]));
+}
+
 /** Everything the service refuses in `job` (the body without the service's fields); [] when nothing. */
 export function admissionProblems(job: Record<string, unknown>, limits: AdmissionLimits): JobProblem[] {
   const problems: JobProblem[] = [];
@@ -294,8 +308,10 @@ export function admissionProblems(job: Record<string, unknown>, limits: Admissio
     const message = `Expected a job nested at most ${MAX_NESTING_DEPTH} levels deep for job but received a deeper one`;
     return [{ path: 'job', message, type: 'RangeError' }];
   }
+  // The job's other kernels, each checked as the candidate is: any of them is compiled and run.
+  const others = otherKernels(job);
   // All source text (the kernels' and their headers'), before it is scanned.
-  const sourceChars = [job, job.reference, job.compare]
+  const sourceChars = [job, ...others.map(([, k]) => k)]
     .filter(isObject)
     .flatMap((k) => [
       isObject(k.source) ? k.source.text : k.source,
@@ -374,22 +390,20 @@ export function admissionProblems(job: Record<string, unknown>, limits: Admissio
   const launch = limits.launch ?? DEFAULT_LAUNCH_LIMITS;
   kernel('job', job);
   problems.push(...launchProblems('job', job, launch));
-  for (const key of ['reference', 'compare'] as const) {
-    const r = job[key];
-    if (isObject(r) && !('expected' in r)) {
-      kernel(`job.${key}`, r);
-      // Its own grid, block and shared memory (a reference has no clusterDim: it runs with the job's).
-      problems.push(...launchProblems(`job.${key}`, { ...r, clusterDim: undefined }, launch));
-      if (Array.isArray(r.args) && r.args.length > ARGS_MAX) {
-        problems.push({
-          path: `job.${key}.args`,
-          message: `Expected at most ${ARGS_MAX} arguments for job.${key}.args but received ${r.args.length}`,
-          type: 'RangeError',
-        });
-      }
+  for (const [path, r] of others) {
+    kernel(path, r);
+    // Its own grid, block and shared memory (a reference has no clusterDim: it runs with the job's).
+    problems.push(...launchProblems(path, { ...r, clusterDim: undefined }, launch));
+    if (Array.isArray(r.args) && r.args.length > ARGS_MAX) {
+      problems.push({
+        path: `${path}.args`,
+        message: `Expected at most ${ARGS_MAX} arguments for ${path}.args but received ${r.args.length}`,
+        type: 'RangeError',
+      });
     }
   }
-  const bytes = declaredDeviceBytes(job.args);
+  // A reference kernel's own buffers are allocated while the candidate's are held (one reference at a time).
+  const bytes = declaredDeviceBytes(job.args) + Math.max(0, ...others.map(([, r]) => declaredDeviceBytes(r.args)));
   if (bytes > limits.maxDeviceBytes) {
     problems.push({
       path: 'job.args',

@@ -6,7 +6,7 @@
 // kernel is what the score is relative to. What GET /v1/problems shows of it never holds a hidden case's name or
 // dimensions, only how many there are.
 import { type EvalProblem, InvalidProblemError, type ProblemDim, caseName, validateProblem } from 'cudakit';
-import { type Fail, jsReferenceOf, withSourceRead } from './problem-files.js';
+import { type Fail, isObject, jsReferenceOf, withSourceRead } from './problem-files.js';
 
 /** A dimension's greatest value where its problem gives none: the library's default (lib/eval/problem.ts). */
 const DIM_MAX_DEFAULT = 2 ** 31 - 1;
@@ -68,6 +68,11 @@ export function readCasesProblem(
   const read: Record<string, unknown> = { ...spec };
   for (const key of ['reference', 'baseline'] as const) {
     if (spec[key] !== undefined) read[key] = withSourceRead(folder, spec[key], key, fail);
+  }
+  const check = isObject(spec.check) ? spec.check : undefined;
+  if (check !== undefined && isObject(check.precision) && check.precision.reference !== undefined) {
+    const reference = withSourceRead(folder, check.precision.reference, 'check.precision.reference', fail);
+    read.check = { ...check, precision: { ...check.precision, reference } };
   }
   let problem: EvalProblem;
   try {

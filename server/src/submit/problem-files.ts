@@ -11,7 +11,8 @@ export const JS_REFERENCE_FILES = ['reference.mjs', 'reference.js'] as const;
 /** Says what is wrong with the problem's folder and throws (the registry's ProblemRegistryError, naming it). */
 export type Fail = (why: string) => never;
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Whether `path` is `folder` or below it. */
 function inside(folder: string, path: string): boolean {

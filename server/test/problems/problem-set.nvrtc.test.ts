@@ -13,7 +13,8 @@ describeNvrtc('the shipped problems compile', () => {
     const dir = join(PROBLEMS_DIR, name);
     const problem = JSON.parse(readFileSync(join(dir, 'problem.json'), 'utf8')) as EvalProblem;
     const example = JSON.parse(readFileSync(join(dir, 'example.json'), 'utf8')) as ProblemSubmission;
-    const kernels = [problem.reference, problem.baseline, example].filter((k) => k !== undefined);
+    const precise = problem.check?.precision?.reference;
+    const kernels = [problem.reference, problem.baseline, precise, example].filter((k) => k !== undefined);
     for (const k of kernels) {
       const source = k.source as { file: string };
       const text = readFileSync(join(dir, source.file), 'utf8');

@@ -59,6 +59,14 @@ describe('the shipped problem set', () => {
     expect(problemNames()).toEqual(expect.arrayContaining(REQUIRED));
   });
 
+  it('holds the f32 GEMM to the precision policy, its precise reference writing f64', () => {
+    const p = readJson(join(PROBLEMS_DIR, 'sgemm', 'problem.json')) as EvalProblem;
+    const precise = p.check?.precision?.reference;
+    expect(precise?.args?.some((a) => typeof a === 'string' && /^c@ptr:f64\[/.test(a))).toBe(true);
+    const job = caseJob(p, readJson(join(PROBLEMS_DIR, 'sgemm', 'example.json')) as ProblemSubmission, p.cases[0]!);
+    expect(job.check?.precision?.reference).toMatchObject({ kernel: 'sgemm_precise', grid: [32, 32], block: [32, 32] });
+  });
+
   describe.each(problemNames())('%s', (name) => {
     const dir = join(PROBLEMS_DIR, name);
 
@@ -82,7 +90,8 @@ describe('the shipped problem set', () => {
     it('keeps its files in its own folder, and each case’s buffers within 256 MiB', () => {
       const p = readJson(join(dir, 'problem.json')) as EvalProblem;
       const example = readJson(join(dir, 'example.json')) as ProblemSubmission;
-      for (const file of [...filesOf(p.reference), ...filesOf(p.baseline), ...filesOf(example)]) {
+      const precise = filesOf(p.check?.precision?.reference);
+      for (const file of [...filesOf(p.reference), ...filesOf(p.baseline), ...precise, ...filesOf(example)]) {
         const path = resolve(dir, file);
         expect(path.startsWith(`${dir}/`), file).toBe(true);
         expect(existsSync(path), file).toBe(true);

@@ -70,8 +70,8 @@ const NAMES: Array<string | undefined> = [
 ];
 
 /**
- * Every way a job could name a host file: each include spelling in a source under each name, and the reference's and
- * the compare kernel's names (they reach NVRTC the same way) with the first include.
+ * Every way a job could name a host file: each include spelling in a source under each name, and the reference's, the
+ * compare kernel's and the precise reference's names (they reach NVRTC the same way) with the first include.
  */
 function attacks(
   includes: readonly string[],
@@ -87,6 +87,9 @@ function attacks(
     const ref = { source: { text: kernel(includes[0]!), name }, kernel: 'k' };
     out.push({ what: `reference: ${includes[0]} in ${name}`, job: job(kernel(''), { reference: ref }) });
     out.push({ what: `compare: ${includes[0]} in ${name}`, job: job(kernel(''), { compare: ref }) });
+    const honest = { source: kernel(''), kernel: 'k' };
+    const precise = { reference: honest, check: { precision: { reference: ref } } };
+    out.push({ what: `precise: ${includes[0]} in ${name}`, job: job(kernel(''), precise) });
   }
   return out;
 }
@@ -177,7 +180,11 @@ describeNvrtc('security: a job reads no host file through NVRTC', () => {
     const run = prepareForRun(
       job(
         { text: 'x', name: '/etc/x.cu' },
-        { reference: ref, compare: { ...ref, source: { text: 'x', name: '..\\a\\c.cu' } } },
+        {
+          reference: ref,
+          compare: { ...ref, source: { text: 'x', name: '..\\a\\c.cu' } },
+          check: { precision: { reference: { ...ref, source: { text: 'x', name: '/etc/p.cu' } } } },
+        },
       ),
       'salt',
       false,
@@ -185,6 +192,7 @@ describeNvrtc('security: a job reads no host file through NVRTC', () => {
     expect(run.source).toEqual({ text: 'x', name: 'x.cu' });
     expect((run.reference as typeof ref).source.name).toBe('r.cu');
     expect((run.compare as typeof ref).source.name).toBe('c.cu');
+    expect((run.check?.precision?.reference as typeof ref).source.name).toBe('p.cu');
     const odd = prepareForRun(job({ text: 'x', name: '/tmp/../' }), 'salt', false);
     expect(odd.source).toEqual({ text: 'x', name: 'kernel.cu' });
   });

@@ -66,6 +66,11 @@ describe('admissionProblems', () => {
         headers: { 'a.h': '#include "../secret"' },
         compile: { extraFlags: ['--use_fast_math', '-I/', '-DN=4', '--fdevice-time-trace=/tmp/x'] },
         compare: { source: { file: 'k.cu' }, kernel: 'k', compile: { cache: { dir: '/' } } },
+        check: {
+          precision: {
+            reference: { source: { file: '/etc/passwd' }, kernel: 'p', compile: { extraFlags: ['-I/'] } },
+          },
+        },
       }),
       limits,
     );
@@ -76,6 +81,8 @@ describe('admissionProblems', () => {
       'job.compile.extraFlags[3]',
       'job.compare.source',
       'job.compare.compile.cache',
+      'job.check.precision.reference.source',
+      'job.check.precision.reference.compile.extraFlags[0]',
     ]);
     for (const p of problems) expect(p.message).toMatch(/^Expected .* for job\./);
     expect(problems[0]!.message).toContain(`'#include "/etc/passwd"'`);

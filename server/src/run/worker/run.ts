@@ -89,6 +89,9 @@ export function prepareForRun(job: EvalJob, seedSalt: string, zeroOnFree: boolea
   const check = typeof job.check === 'object' && job.check !== null ? job.check : {};
   const seed = typeof check.seed === 'number' ? check.seed : DEFAULT_SEED;
   const run: EvalJob = { ...withBareName(job), check: { ...check, seed: mixSeed(seed, seedSalt) } };
+  if (check.precision?.reference !== undefined) {
+    run.check!.precision = { ...check.precision, reference: withBareName(check.precision.reference) };
+  }
   if (job.reference !== undefined) run.reference = withBareName(job.reference);
   if (job.compare !== undefined) run.compare = withBareName(job.compare);
   if (zeroOnFree) run.zeroOnFree = true;
@@ -107,6 +110,9 @@ export function prepareProblemForRun(
   const check = typeof problem.check === 'object' && problem.check !== null ? problem.check : {};
   const seed = typeof check.seed === 'number' ? check.seed : DEFAULT_SEED;
   const run: EvalProblem = { ...problem, check: { ...check, seed: mixSeed(seed, seedSalt) } };
+  if (check.precision !== undefined) {
+    run.check!.precision = { ...check.precision, reference: withBareName(check.precision.reference) };
+  }
   if (problem.reference !== undefined) run.reference = withBareName(problem.reference);
   if (problem.baseline !== undefined) run.baseline = withBareName(problem.baseline);
   return { problem: run, submission: withBareName(submission) };
