@@ -7,7 +7,8 @@
 //   [cold: reset persisting L2 lines; flush L2 by reading 2 × L2 bytes of other data; synchronize]
 //   block the stream behind a spin kernel that waits on a host-mapped flag (with a device-side timeout), so what
 //   follows is queued before the GPU starts and launch latency is hidden;
-//   clock probe; start event; the kernel (or a graph replay); stop event; clock probe; release the flag; wait.
+//   clock probe; start event; the kernel (or a graph replay); stop event; clock probe; release the flag; wait;
+//   [snapshot: when the sample is one the caller chose, its outputs copied device to device, untimed]
 // The kernel is launched through its slot exactly as kernel.launch() launches it (TryLaunchSlot in kernel.cc):
 // cuLaunchKernel, or cuLaunchKernelEx when the slot carries launch attributes (cooperative, cluster dimensions).
 // GPU time comes from the events, the SM clock from the two probes (clock64 over %globaltimer on SM 0), and the
@@ -23,6 +24,17 @@ namespace cudakit {
 
 using Clock = std::chrono::steady_clock;
 
+struct SnapshotCopy {
+  CUdeviceptr src, dst;
+  size_t bytes;
+};
+
+// After sample `sample`, once it has run, `copies` keep what it wrote (device to device, outside the timed interval).
+struct Snapshot {
+  size_t sample;
+  std::vector<SnapshotCopy> copies;
+};
+
 struct BenchSpec {
   CUcontext ctx;
   CUstream stream;
@@ -31,6 +43,7 @@ struct BenchSpec {
   std::vector<std::vector<KernelSlot*>> refresh;  // per input set: launches run before each of its samples, untimed
   CUdeviceptr epochPtr;                           // the u32 the refresh launches read: epochBase + the sample's index
   uint32_t epochBase;
+  std::vector<Snapshot> snapshots;
   bool flush;
   bool empty;  // nothing between the events: measures the event pair's own cost
   bool block;  // hold the stream behind the spin kernel (off under profilers and sanitizers, which serialize kernels)
@@ -100,6 +113,37 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
     s.epochPtr = u64("epochPtr");
     s.epochBase = static_cast<uint32_t>(u64("epochBase"));
     if (s.epochPtr == 0) throw Napi::RangeError::New(env, "benchSamples: refresh needs epochPtr");
+  }
+  Napi::Value snapshots = o.Get("snapshots");
+  if (snapshots.IsArray()) {
+    Napi::Array list = snapshots.As<Napi::Array>();
+    for (uint32_t i = 0; i < list.Length(); i++) {
+      Napi::Value entry = list.Get(i);
+      if (!entry.IsObject()) throw Napi::TypeError::New(env, "benchSamples: snapshots entries must be objects");
+      Napi::Object e = entry.As<Napi::Object>();
+      Napi::Value sample = e.Get("sample");
+      Napi::Value copies = e.Get("copies");
+      if (!sample.IsNumber() || !copies.IsArray())
+        throw Napi::TypeError::New(env, "benchSamples: a snapshot is { sample: number, copies: [src, dst, bytes][] }");
+      Snapshot snap{static_cast<size_t>(sample.As<Napi::Number>().Int64Value()), {}};
+      if (snap.sample >= s.order.size()) throw Napi::RangeError::New(env, "benchSamples: a snapshot names no sample");
+      Napi::Array c = copies.As<Napi::Array>();
+      for (uint32_t j = 0; j < c.Length(); j++) {
+        Napi::Value triple = c.Get(j);
+        if (!triple.IsArray() || triple.As<Napi::Array>().Length() != 3)
+          throw Napi::TypeError::New(env, "benchSamples: a snapshot copy is [src, dst, bytes]");
+        Napi::Array t = triple.As<Napi::Array>();
+        auto handle = [&](uint32_t k) -> uint64_t {
+          Napi::Value v = t.Get(k);
+          bool lossless = false;
+          if (v.IsBigInt()) return v.As<Napi::BigInt>().Uint64Value(&lossless);
+          if (v.IsNumber()) return static_cast<uint64_t>(v.As<Napi::Number>().Int64Value());
+          throw Napi::TypeError::New(env, "benchSamples: snapshot copy fields must be bigints or numbers");
+        };
+        snap.copies.push_back({handle(0), handle(1), static_cast<size_t>(handle(2))});
+      }
+      s.snapshots.push_back(std::move(snap));
+    }
   }
   s.flush = o.Get("flush").ToBoolean();
   s.empty = o.Get("empty").ToBoolean();
@@ -204,6 +248,13 @@ static Napi::Value BenchSamples(const Napi::CallbackInfo& info) {
       out[i * 3] = ms;
       out[i * 3 + 1] = std::chrono::duration<double, std::micro>(t1 - t0).count();
       out[i * 3 + 2] = ns > 0 ? clocks / ns * 1000.0 : 0.0;  // cycles per ns × 1000 = MHz
+      // Stream-ordered before the next sample's refresh and launch, which the next iteration's wait covers.
+      for (const Snapshot& snap : s.snapshots) {
+        if (snap.sample != i || failed != nullptr) continue;
+        for (const SnapshotCopy& c : snap.copies)
+          STEP(CU_TRY(cuMemcpyDtoDAsync, c.dst, c.src, c.bytes, s.stream), "cuMemcpyDtoDAsync");
+      }
+      if (failed != nullptr) break;
     } while (false);
 #undef STEP
     if (timedOut) break;

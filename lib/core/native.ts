@@ -72,6 +72,11 @@ export interface BenchSpec {
   /** The u32 the refresh launches read: epochBase + the sample's index. */
   epochPtr?: Handle;
   epochBase?: number;
+  /**
+   * After sample `sample` has run, outside the timed interval, each copy [src, dst, bytes] runs device to device on
+   * the stream: what that sample wrote, kept for a check after the batch.
+   */
+  snapshots?: { sample: number; copies: [src: Handle, dst: Handle, bytes: number][] }[];
 }
 
 /**

@@ -152,6 +152,19 @@ export interface SampleRequest {
    * sample's epoch (see Sampler.epochPtr) is written; they regenerate that set's inputs. Ignored with a graph.
    */
   refresh?: readonly (readonly BoundLaunch[])[];
+  /**
+   * Samples whose outputs to keep: after sample `sample` has run (its events and probes done, outside the timed
+   * interval), each copy runs device to device on the sampler's stream, before anything of the next sample.
+   */
+  snapshots?: readonly SampleSnapshot[];
+}
+
+/** SampleRequest.snapshots: a sample, and the device copies that keep what it wrote. */
+export interface SampleSnapshot {
+  /** Its index in the request's order. */
+  sample: number;
+  /** Device to device copies: from the sample's output buffers into buffers of the caller's. */
+  copies: readonly { from: bigint; to: bigint; bytes: number }[];
 }
 
 /**
@@ -316,6 +329,14 @@ export class Sampler {
         noBlock: request.hold === false,
         ...(refresh !== undefined
           ? { refresh: refresh.map((r) => r.map((b) => b.slot)), epochPtr: this.epochPtr, epochBase }
+          : {}),
+        ...(request.snapshots !== undefined && request.snapshots.length > 0
+          ? {
+              snapshots: request.snapshots.map((x) => ({
+                sample: x.sample,
+                copies: x.copies.map((c): [bigint, bigint, number] => [c.from, c.to, c.bytes]),
+              })),
+            }
           : {}),
       },
       this.#flagHost,

@@ -88,6 +88,7 @@ export async function compare(
   const labelA = `compare(): A (${ta.name})`;
   const labelB = `compare(): B (${tb.name})`;
   const sa = session(labelA, ta, o, beside);
+  sa.keepsLaunches = false; // the re-check's launches drawn at random are the candidate's
   let sb: Session | undefined;
   let failing = true;
   try {

@@ -66,6 +66,11 @@ export class Session {
   /** Graph mode: the graph of `launches` launches (a function target: calls) replayed per sample. */
   graph: { exec: GraphExec; launches: number } | undefined;
   readonly rng = createRng(0x5eed);
+  /**
+   * Whether this session's launches may be kept for the re-check (input-sets.ts's reservoir): a candidate's, not a
+   * comparison's reference, whose launches share the input sets.
+   */
+  keepsLaunches = true;
   maxClockSeen = 0;
   /**
    * Set when the spin kernel timed out (a profiler or sanitizer serializes kernels, or the work waited for its
@@ -167,6 +172,12 @@ export class Session {
     for (let i = 0; i < count; i++) order.push(rotate ? Math.floor(this.rng() * this.launches.length) : 0);
     const graph = this.graph;
     const w = this.#work;
+    const fresh = graph === undefined && this.#fresh.length > 0;
+    // Launches drawn at random to keep for the re-check: their outputs are copied out after they ran, untimed.
+    const kept =
+      fresh && this.keepsLaunches
+        ? this.#fresh[0]!.set.reservoir.plan(order.map((k) => this.#fresh[k]!.set))
+        : undefined;
     const trace = this.timer === 'cupti' ? this.#startTrace() : undefined;
     let raw: RawSample[];
     try {
@@ -180,12 +191,15 @@ export class Session {
               flushL2: flush,
               hold: !this.noBlock,
               ...(graph !== undefined ? { graph: graph.exec } : {}),
-              ...(graph === undefined && this.#fresh.length > 0 ? { refresh: this.#fresh.map((f) => f.launches) } : {}),
+              ...(fresh ? { refresh: this.#fresh.map((f) => f.launches) } : {}),
+              ...(kept !== undefined && kept.snapshots.length > 0 ? { snapshots: kept.snapshots } : {}),
             });
     } catch (e) {
+      kept?.failed();
       if (trace !== undefined) release(true, () => trace.stop());
       throw e;
     }
+    kept?.ran(raw.map((x) => x.epoch));
     raw.forEach((x, i) => {
       if (x.epoch !== undefined) this.#fresh[order[i]!]?.set.used(x.epoch);
     });

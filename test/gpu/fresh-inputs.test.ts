@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { Device, Program, bench, evaluate, inputSets, parseArgSpecs } from '../../lib/index.js';
+import { RESERVOIR_SLOTS } from '../../lib/measure/input-sets.js';
 import { describeGpu } from '../helpers.js';
 
 const ADV = new URL('../adversarial/', import.meta.url);
@@ -20,6 +21,14 @@ extern "C" __global__ void accumulate(const float* x, float* y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = 0.5f * y[i] + x[i];
 }`;
+
+/** An honest map, and a kernel that writes nothing: the kept launches' copies hold the one's outputs, the poison. */
+const KEPT = `
+extern "C" __global__ void triple(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 3.0f * x[i];
+}
+extern "C" __global__ void never_writes(const float* x, float* y, int n) {}`;
 
 describeGpu('fresh inputs for every timed launch', () => {
   const load = (src: string, name: string) => {
@@ -90,6 +99,34 @@ describeGpu('fresh inputs for every timed launch', () => {
       k.m.dispose();
     }
   });
+
+  it('keeps timed launches drawn at random: an honest kernel passes on them, one that never writes fails', async () => {
+    const device = Device.get(0);
+    const m = device.loadModule(new Program(KEPT, { name: 'kept.cu' }).compile({ cudaIncludes: false }));
+    try {
+      const triple = m.getKernel('triple', ['ptr', 'ptr', 'i32']);
+      const idle = m.getKernel('never_writes', ['ptr', 'ptr', 'i32']);
+      for (const [kernel, honest] of [
+        [triple, true],
+        [idle, false],
+      ] as const) {
+        const sets = inputSets(device, IO, 11, { fresh: true });
+        try {
+          await bench(kernel, CONFIG, sets.args, { preset: 'quick' });
+          const r = await sets.verify({ kernel: triple, config: CONFIG });
+          // Four sets' last launches, then the kept ones: copied out by the sampler right after each ran.
+          expect(r.trials, r.summary).toHaveLength(4 + RESERVOIR_SLOTS);
+          expect(r.trials.slice(4).every((t) => t.passed === honest)).toBe(true);
+          if (honest)
+            expect(r.summary).toMatch(/^PASS after timing: 4 input sets and 2 timed launches drawn at random/);
+        } finally {
+          sets.dispose();
+        }
+      }
+    } finally {
+      m.dispose();
+    }
+  }, 120_000);
 
   it('evaluate() times on fresh inputs: the pointer-keyed replay fails its job after timing', async () => {
     const report = await evaluate(

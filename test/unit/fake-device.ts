@@ -16,6 +16,11 @@ export class FakeBuffer {
     return this.memory.length;
   }
 
+  /** A device address: the buffer's id in the high bits, the byte offset in the low ones (FakeDevice.copy reads it). */
+  get ptr(): bigint {
+    return (BigInt(this.id + 1) << 32n) + BigInt(this.memory.byteOffset);
+  }
+
   subarray(begin: number, end: number): FakeBuffer {
     return new FakeBuffer(this.device, this.memory.subarray(begin, end), this.id);
   }
@@ -53,6 +58,16 @@ export class FakeDevice {
 
   synchronize(): void {
     this.log.push('synchronize');
+  }
+
+  /** A device-to-device copy between the addresses of two buffers (FakeBuffer.ptr), as a snapshot makes. */
+  copy(from: bigint, to: bigint, bytes: number): void {
+    const at = (address: bigint): Uint8Array => {
+      const base = this.buffers[Number(address >> 32n) - 1]!.memory;
+      const offset = Number(address & 0xffffffffn);
+      return new Uint8Array(base.buffer, offset, bytes);
+    };
+    at(to).set(at(from));
   }
 
   /** As the measure layer's types want it. */
