@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+// The operating system's hold on a Python job (cudakit-server --python). A Python job is host code from a request,
+// so it is contained by the kernel, not by convention, with util-linux's unshare, setpriv and prlimit:
+//   new mount, network, PID, IPC and UTS namespaces: no network at all (loopback included: Redis, PostgreSQL and the
+//     server's own port are unreachable, and abstract Unix sockets are the namespace's own), /proc showing the job's
+//     processes only;
+//   the folders where a host keeps what a job must not read (temporary files, sockets, home folders, service state,
+//     the server's data and caches) hidden under empty read-only file systems, every other folder read-only, and the
+//     job's private folder the one place it can write;
+//   then an unprivileged user with no capabilities and no way to gain any, within limits on processes, file size,
+//     open files and CPU time.
+// Root is needed to make the namespaces and to change user; the server refuses --python without it. A job's memory is
+// not limited here: CUDA reserves far more address space than it uses, so RLIMIT_AS cannot bound it.
+import { spawnSync } from 'node:child_process';
+
+/** What a sandboxed command may use. */
+export interface SandboxLimits {
+  /** Processes the user may have, host-wide (RLIMIT_NPROC counts every process of the user). */
+  processes: number;
+  /** The largest file it may write, bytes. */
+  fileBytes: number;
+  /** Files it may have open. */
+  openFiles: number;
+  /** CPU time, seconds. */
+  cpuSeconds: number;
+}
+
+/** A sandbox for one command. */
+export interface Sandbox {
+  /** The private folder: the only writable place, and the working directory. An absolute path. */
+  dir: string;
+  /** Folders hidden under an empty read-only file system (those that do not exist, or are links, are skipped). */
+  hidden: readonly string[];
+  /** Whom the command runs as. */
+  user: { uid: number; gid: number };
+  limits: SandboxLimits;
+  /** The whole environment of the command. */
+  env: Readonly<Record<string, string>>;
+}
+
+/**
+ * Folders a host keeps private things in: temporary files and shared memory, runtime sockets (a database's, a
+ * container runtime's), home folders, service state, logs, spools and caches. The server adds its data and cache
+ * folders.
+ */
+export const HIDDEN_BY_DEFAULT: readonly string[] = [
+  '/tmp',
+  '/var/tmp',
+  '/dev/shm',
+  '/run',
+  '/var/run',
+  '/home',
+  '/root',
+  '/srv',
+  '/mnt',
+  '/media',
+  '/var/lib',
+  '/var/log',
+  '/var/spool',
+  '/var/mail',
+  '/var/cache',
+  '/var/backups',
+];
+
+/** Limits of a Python job, unless the operator sets others. */
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
+  processes: 256,
+  fileBytes: 1 << 30,
+  openFiles: 1024,
+  cpuSeconds: 1800,
+};
+
+/** One shell word: the text in single quotes. */
+const quote = (text: string): string => `'${text.replaceAll("'", `'\\''`)}'`;
+
+/** A path the sandbox script may name: absolute, one line, no '..'. */
+function checkPath(path: string, what: string): void {
+  if (!path.startsWith('/') || /[\n\r\0]/.test(path) || path.split('/').includes('..')) {
+    throw new TypeError(`Expected an absolute path without '..' or line breaks for ${what} but received '${path}'`);
+  }
+}
+
+/**
+ * The script the sandbox runs as root inside its namespaces, then replaced by the command: mounts made private, the
+ * hidden folders covered, the private folder bound back in (the script's working directory keeps a reference to it
+ * through the covering; mount must not canonicalize '.' into the covered path), everything else remounted read-only.
+ */
+function script(s: Sandbox): string {
+  const hidden = s.hidden.map(quote).join(' ');
+  const env = Object.entries(s.env).map(([k, v]) => quote(`${k}=${v}`));
+  const { processes, fileBytes, openFiles, cpuSeconds } = s.limits;
+  return [
+    'set -eu',
+    'mount --make-rprivate /',
+    `cd ${quote(s.dir)}`,
+    `for h in ${hidden}; do`,
+    '  if [ -d "$h" ] && [ ! -L "$h" ]; then mount -t tmpfs -o size=1m,mode=0755,nosuid,nodev tmpfs "$h"; fi',
+    'done',
+    `mkdir -p ${quote(s.dir)}`,
+    `mount --no-canonicalize --bind . ${quote(s.dir)}`,
+    'mount -o remount,bind,ro /',
+    `for h in ${hidden}; do`,
+    '  if [ -d "$h" ] && [ ! -L "$h" ] && mountpoint -q "$h"; then mount -o remount,ro,nosuid,nodev "$h"; fi',
+    'done',
+    `cd ${quote(s.dir)}`,
+    `exec setpriv --reuid=${s.user.uid} --regid=${s.user.gid} --clear-groups --no-new-privs --inh-caps=-all ` +
+      `--bounding-set=-all -- prlimit --nproc=${processes} --fsize=${fileBytes} --nofile=${openFiles} ` +
+      `--cpu=${cpuSeconds} -- env -i ${env.join(' ')} "$@"`,
+  ].join('\n');
+}
+
+/**
+ * The argument vector that runs `command` in `sandbox`: give argv[0] and the rest to spawn(). The command's own
+ * arguments travel as arguments, never inside the script.
+ *
+ * @throws TypeError for a path the sandbox cannot name (relative, with '..' or a line break), or bad limits.
+ */
+export function sandboxArgv(command: readonly string[], sandbox: Sandbox): string[] {
+  checkPath(sandbox.dir, 'sandbox.dir');
+  for (const h of sandbox.hidden) checkPath(h, 'sandbox.hidden');
+  for (const [k, v] of Object.entries(sandbox.limits)) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`Expected a positive integer for limits.${k}`);
+  }
+  for (const k of Object.keys(sandbox.env)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+      throw new TypeError(`Expected a variable name for env but received '${k}'`);
+  }
+  if (command.length === 0) throw new TypeError('Expected a command to run in the sandbox');
+  const namespaces = ['--mount', '--net', '--pid', '--ipc', '--uts', '--fork', '--kill-child', '--mount-proc'];
+  return ['unshare', ...namespaces, 'sh', '-c', script(sandbox), 'cudakit-sandbox', ...command];
+}
+
+/**
+ * Why a sandbox cannot be made here, or undefined when it can: the service must run as root, and unshare, setpriv,
+ * prlimit and mountpoint (util-linux) must be installed. Tried once, with `true` as the command.
+ */
+export function sandboxUnavailable(dir: string): string | undefined {
+  if (process.getuid?.() !== 0) return 'containing a Python job needs the server to run as root (to make namespaces)';
+  const argv = sandboxArgv(['true'], {
+    dir,
+    hidden: HIDDEN_BY_DEFAULT,
+    user: { uid: 65534, gid: 65534 },
+    limits: DEFAULT_SANDBOX_LIMITS,
+    env: { PATH: '/usr/bin:/bin' },
+  });
+  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: 30_000 });
+  if (r.error !== undefined) return `util-linux's unshare could not run (${r.error.message})`;
+  if (r.status !== 0)
+    return `the sandbox could not be made: ${r.stderr.trim().split('\n').pop() ?? `exit ${r.status}`}`;
+  return undefined;
+}
