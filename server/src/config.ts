@@ -41,6 +41,11 @@ export interface ServerConfig {
   ncu: string;
   /** Whom the workers run as when the server runs as root (a name, uid or uid:gid); undefined: 'nobody'. */
   workerUser: string | undefined;
+  /**
+   * A Python with PyTorch for the original server's Python kernel types (embedded, agent): an absolute path, checked
+   * at start; undefined: those types are refused.
+   */
+  python: string | undefined;
   retentionDays: number;
   /** How long a SIGTERM lets running jobs finish before their workers are killed. */
   drainSeconds: number;
@@ -102,6 +107,10 @@ Options (each also as an environment variable, e.g. --data-dir as CUDAKIT_SERVER
   --ncu <path|off|auto>      Nsight Compute for deviceMetrics (default auto: ncu on PATH)
   --worker-user <user>       with the server running as root, the user its GPU workers run as (a name,
                              uid or uid:gid; default nobody); not for a server that is not root
+  --python <path>            embedded, agent: a Python with PyTorch (Triton optional) for the original
+                             server's Python kernel types (torch, torch_cuda, triton, multi_kernel), run
+                             in a sandbox that needs the server to run as root; checked at start
+                             (default: none, and those types are refused)
   --retention-days <n>       delete finished evaluations after n days (default 30)
   --drain-seconds <n>        on SIGTERM, let running jobs finish this long (default 30)
   --submits-per-minute <n>   submissions per token per minute (default 60)
@@ -125,6 +134,7 @@ const OPTIONS = {
   isolation: { type: 'string' },
   ncu: { type: 'string' },
   'worker-user': { type: 'string' },
+  python: { type: 'string' },
   'retention-days': { type: 'string' },
   'drain-seconds': { type: 'string' },
   'submits-per-minute': { type: 'string' },
@@ -260,6 +270,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
   const isolation = choice('isolation', 'process', ['process', 'warm'] as const);
   const ncu = get('ncu')?.value ?? 'auto';
   const workerUser = get('worker-user')?.value;
+  const pythonRaw = get('python');
+  const python = pythonRaw === undefined ? undefined : resolve(pythonRaw.value);
   const retentionDays = number('retention-days', 30, 1, 36_500, false);
   const drainSeconds = number('drain-seconds', 30, 0, 3600, false);
   const submitsPerMinute = number('submits-per-minute', 60, 1, 100_000, true);
@@ -298,6 +310,9 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
     problems.push(`Expected letters, digits, '_', '.' or '-' for --redis-prefix but received '${redisPrefix}'`);
   }
   const classesRaw = get('gpu-class');
+  if (pythonRaw !== undefined && mode === 'api') {
+    problems.push(`${pythonRaw.where} is for the hosts with GPUs: the embedded mode or --role agent`);
+  }
   const gpuClasses = classesRaw === undefined ? [] : classesRaw.value.split(',').map((c) => c.trim());
   if (classesRaw !== undefined && gpuClasses.some((c) => !GPU_CLASS_PATTERN.test(c))) {
     problems.push(
@@ -352,6 +367,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
     isolation,
     ncu,
     workerUser,
+    python,
     retentionDays,
     drainSeconds,
     submitsPerMinute,

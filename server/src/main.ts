@@ -23,6 +23,7 @@ import { CompileChecker } from './run/compile-check.js';
 import { type Containment, serviceContainment } from './run/containment.js';
 import type { GpuPool } from './run/pool.js';
 import { LocalGpuPool } from './run/local-pool.js';
+import { type PythonFacts, checkPython, pythonHidden } from './run/python.js';
 import { EmbeddedQueue } from './schedule/embedded-queue.js';
 import type { QueueConnection, RunQueue, SubmitQueue } from './schedule/queue.js';
 import { ProblemRegistry } from './submit/problems.js';
@@ -61,6 +62,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     // A bad flag, tokens file or problem registry: the usage error's exit code.
     return fail((e as Error).message, 2);
   }
+  // The Python of the Python kernel types, checked once in the sandbox its jobs run in: one that cannot serve is a
+  // start error naming what is missing.
+  let python: PythonFacts | undefined;
+  if (config.python !== undefined && containment !== undefined) {
+    try {
+      const hidden = pythonHidden(containment, [config.dataDir, config.problemsDir]);
+      python = await checkPython(config.python, containment, hidden);
+    } catch (e) {
+      return fail((e as Error).message, 2);
+    }
+  }
 
   // Everything logs through the app's pino logger, which exists only once the app does: what comes before it (a
   // connection lost while the parts start) waits for it.
@@ -75,7 +87,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const log: ServiceLog = { info: logAt('info'), warn: logAt('warn'), error: logAt('error') };
   let parts: Parts;
   try {
-    parts = await assemble(config, containment, log);
+    parts = await assemble(config, containment, python, log);
   } catch (e) {
     return fail((e as Error).message, 1);
   }
@@ -191,7 +203,12 @@ interface Parts {
 }
 
 /** The store, the queue's sides, the pool and the bus of the configured mode. */
-async function assemble(config: ServerConfig, containment: Containment | undefined, log: ServiceLog): Promise<Parts> {
+async function assemble(
+  config: ServerConfig,
+  containment: Containment | undefined,
+  python: PythonFacts | undefined,
+  log: ServiceLog,
+): Promise<Parts> {
   // The worker reads where Nsight Compute is (or 'off') from its environment; the fake worker's kill-agent job
   // reads the agent's pid.
   const env = { CUDAKIT_SERVER_NCU: config.ncu, CUDAKIT_SERVER_AGENT_PID: String(process.pid) };
@@ -201,6 +218,7 @@ async function assemble(config: ServerConfig, containment: Containment | undefin
       isolation: config.isolation,
       env,
       ...(containment === undefined ? {} : { containment }),
+      ...(python === undefined ? {} : { python }),
       extraClasses: config.gpuClasses,
     });
   if (config.mode === 'embedded') {

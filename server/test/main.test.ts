@@ -143,6 +143,10 @@ describe('configuration', () => {
     expect(badProblems.err).toContain(
       `Problem 'broken' (${join(problems, 'broken', 'problem.json')}): no problem.json`,
     );
+    // A Python that cannot serve is a start error naming what is missing, before the server listens.
+    const noPython = await run(['--python', '/no/such/python', '--port', '0', '--data-dir', tempDir()]);
+    expect(noPython.code).toBe(2);
+    expect(noPython.err).toContain('--python /no/such/python cannot serve Python jobs: there is no such file');
     const help = await run(['--help']);
     expect(help.code).toBe(0);
     expect(help.out).toMatch(/^Usage: cudakit-server/);
@@ -158,6 +162,17 @@ describe('parseConfig', () => {
     expect(of([]).problemsDir).toBe(DEFAULT_PROBLEMS_DIR);
     expect(of(['--problems-dir', 'elsewhere']).problemsDir).toBe(join(process.cwd(), 'elsewhere'));
     expect(of([], { CUDAKIT_SERVER_PROBLEMS_DIR: '/srv/problems' }).problemsDir).toBe('/srv/problems');
+  });
+
+  it('takes --python or CUDAKIT_SERVER_PYTHON as an absolute path, on the hosts with GPUs only', () => {
+    const of = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(argv, env) as { python?: string };
+    expect(of([]).python).toBeUndefined();
+    expect(of(['--python', '/usr/bin/python3']).python).toBe('/usr/bin/python3');
+    expect(of([], { CUDAKIT_SERVER_PYTHON: 'venv/bin/python' }).python).toBe(join(process.cwd(), 'venv/bin/python'));
+    const urls = ['--redis-url', 'redis://localhost', '--database-url', 'postgres://localhost/x'];
+    expect(() => of(['--role', 'api', ...urls, '--python', '/usr/bin/python3'])).toThrow(
+      '--python is for the hosts with GPUs: the embedded mode or --role agent',
+    );
   });
 
   it('takes --max-device-bytes, or CUDAKIT_SERVER_MAX_DEVICE_BYTES; without either the GPUs decide', () => {

@@ -38,19 +38,29 @@ export const REFERENCE_SUBSTITUTES = [
 
 const SUPPORTED = ['cuda'];
 
+/** How an operator enables the Python kernel types: said with every refusal of one. */
+export const ENABLE_PYTHON =
+  'the Python kernel types need a server started with --python PATH (a Python with PyTorch), which this one was not';
+
 function pythonReference(kernel: string, kernelType: string): CompatClientError {
   return new CompatClientError(
     `kernel_type '${kernelType}' needs Python, which this server does not run: give a 'cuda' reference kernel, ` +
-      'a registry problem, or expected outputs',
-    { kernel, kernel_type: kernelType, supported: SUPPORTED, substitutes: REFERENCE_SUBSTITUTES },
+      `a registry problem, or expected outputs (${ENABLE_PYTHON})`,
+    {
+      kernel,
+      kernel_type: kernelType,
+      supported: SUPPORTED,
+      substitutes: REFERENCE_SUBSTITUTES,
+      enable: ENABLE_PYTHON,
+    },
   );
 }
 
 function unsupportedCandidate(kernel: string, kernelType: string): CompatClientError {
   return new CompatClientError(
     `kernel_type '${kernelType}' needs Python, which this server does not run: only 'cuda' kernels ` +
-      '(CUDA C++, compiled with NVRTC) are evaluated here',
-    { kernel, kernel_type: kernelType, supported: SUPPORTED },
+      `(CUDA C++, compiled with NVRTC) are evaluated here (${ENABLE_PYTHON})`,
+    { kernel, kernel_type: kernelType, supported: SUPPORTED, enable: ENABLE_PYTHON },
   );
 }
 

@@ -7,6 +7,7 @@ import { type WorkerScript, workerScript } from './child.js';
 import type { Containment } from './containment.js';
 import { type ComputeApp, computeApps } from './nvidia-smi.js';
 import type { GpuPool, SlotInfo, SlotLease } from './pool.js';
+import type { PythonFacts } from './python.js';
 import type { DeviceFacts, LaunchFacts } from './protocol.js';
 import { GpuSlot, type Isolation, type SlotOptions } from './slot.js';
 
@@ -21,6 +22,8 @@ export interface LocalPoolOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** The workers' folders, environment and user. Default: defaultContainment(). */
   containment?: Containment;
+  /** This host's Python for the Python kernel types, as checked at start (--python); none without. */
+  python?: PythonFacts;
   /** How long the probe may take. Default 60 s. */
   probeTimeoutMs?: number;
   /** The processes on the GPUs at probe time (a GPU with others' processes is 'shared'). Default: nvidia-smi. */
@@ -235,7 +238,8 @@ export class LocalGpuPool implements GpuPool {
   }
 
   slots(): SlotInfo[] {
-    return this.#slots.map((s) => s.info());
+    const python = this.#o.python;
+    return this.#slots.map((s) => (python === undefined ? s.info() : { ...s.info(), python }));
   }
 
   /** Leases an idle slot of the class: an exclusive GPU before a shared one (timings there are not disturbed). */
@@ -258,7 +262,9 @@ export class LocalGpuPool implements GpuPool {
   }
 
   async reprobe(uuid: string): Promise<SlotInfo | undefined> {
-    return this.#slots.find((s) => s.uuid === uuid)?.reprobe();
+    const info = await this.#slots.find((s) => s.uuid === uuid)?.reprobe();
+    const python = this.#o.python;
+    return info === undefined || python === undefined ? info : { ...info, python };
   }
 
   /** Drains: no more leases; running jobs get `graceMs` to finish; then every child is killed. */

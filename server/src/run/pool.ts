@@ -4,6 +4,7 @@
 // child: the API process never loads the addon).
 import type { EvalPhase } from 'cudakit';
 import type { Deadlines, DeviceFacts, JobExtras, LaunchFacts, RunJob, RunProgress, RunReport } from './protocol.js';
+import type { PythonFacts } from './python.js';
 
 export type SlotState = 'starting' | 'idle' | 'busy' | 'restarting' | 'quarantined';
 
@@ -35,6 +36,8 @@ export interface SlotInfo {
   launch?: LaunchFacts;
   /** The host of the agent that has it (distributed mode). */
   host?: string;
+  /** Its host's Python for the Python kernel types (--python); absent without one. */
+  python?: PythonFacts;
 }
 
 /** How a job ended on a slot. Only 'report' comes from the worker; the rest the supervisor decides. */

@@ -24,7 +24,7 @@ import { admissionProblems, DEFAULT_ADMISSION_LIMITS } from '../../src/submit/ad
 import type { App } from '../../src/http/shared.js';
 import { runtimeStatsOf } from '../../src/compat/answers.js';
 import { CompatClientError } from '../../src/compat/errors.js';
-import { compareJob, evaluateJob, globalFunctions } from '../../src/compat/jobs.js';
+import { ENABLE_PYTHON, compareJob, evaluateJob, globalFunctions } from '../../src/compat/jobs.js';
 import { splitBody } from '../../src/submit/fields.js';
 import {
   CompareRequest,
@@ -233,11 +233,12 @@ describe('the original server’s payloads', () => {
       expect(res.json()).toEqual({
         error:
           "kernel_type 'torch' needs Python, which this server does not run: give a 'cuda' reference kernel, " +
-          'a registry problem, or expected outputs',
+          `a registry problem, or expected outputs (${ENABLE_PYTHON})`,
         details: {
           kernel: 'ref_kernel',
           kernel_type: 'torch',
           supported: ['cuda'],
+          enable: expect.stringContaining('--python PATH'),
           substitutes: [
             expect.stringContaining("ref_kernel with kernel_type 'cuda'"),
             expect.stringContaining('cudakit.expected'),
@@ -567,8 +568,8 @@ describe('the original’s messages, verbatim', () => {
       expect(res.json()).toEqual({
         error:
           `kernel_type '${kernelType}' needs Python, which this server does not run: only 'cuda' kernels ` +
-          '(CUDA C++, compiled with NVRTC) are evaluated here',
-        details: { kernel: 'kernel', kernel_type: kernelType, supported: ['cuda'] },
+          `(CUDA C++, compiled with NVRTC) are evaluated here (${ENABLE_PYTHON})`,
+        details: { kernel: 'kernel', kernel_type: kernelType, supported: ['cuda'], enable: ENABLE_PYTHON },
         status: 'client_error',
       });
     }

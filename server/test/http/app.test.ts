@@ -496,6 +496,7 @@ describe('operations', () => {
           lastError: null,
           shared: false,
           totalMemoryBytes: 150_000_000_000,
+          python: null,
         },
       ],
       reason: null,
@@ -514,6 +515,20 @@ describe('operations', () => {
     expect((await app.inject({ method: 'GET', url: '/v1/health' })).json().status).toBe('unavailable');
     await service.drain(0);
     expect((await app.inject({ method: 'GET', url: '/readyz' })).json().reasons).toContain('shutting down');
+  });
+
+  it("/v1/gpus shows each GPU's host Python (--python) with its versions", async () => {
+    const python = {
+      path: '/opt/py/bin/python3',
+      python: '3.12.3',
+      torch: '2.11.0+cu130',
+      triton: null,
+      cudaVersion: '13.0',
+    };
+    const [gpu] = fakeGpus(1);
+    const { app } = await harness({ gpus: [{ ...gpu!, python }] });
+    const gpus = (await app.inject({ method: 'GET', url: '/v1/gpus', headers: auth('alice') })).json();
+    expect(gpus.gpus[0].python).toEqual(python);
   });
 
   it('POST /v1/gpus/{uuid}/reprobe brings a quarantined GPU back: admin only, 404 for a GPU not here', async () => {

@@ -53,6 +53,24 @@ describe('gpuClasses', () => {
 });
 
 describe('LocalGpuPool', () => {
+  it("shows its host's checked Python on every GPU, reprobed ones too, and none without one", async () => {
+    const python = {
+      path: '/opt/py/bin/python3',
+      python: '3.12.3',
+      torch: '2.11.0',
+      triton: null,
+      cudaVersion: '13.0',
+    };
+    const pool = fakePool(FOUR, { python });
+    await pool.start();
+    await allIdle(pool);
+    expect(pool.slots().map((s) => s.python)).toEqual([python, python, python, python]);
+    expect((await pool.reprobe(UUID(1)))?.python).toEqual(python);
+    const without = fakePool(FOUR);
+    await without.start();
+    expect(without.slots().some((s) => 'python' in s)).toBe(false);
+  });
+
   it(
     'probes four fake GPUs: a slot each, with classes, and shared where others run or MIG',
     async () => {

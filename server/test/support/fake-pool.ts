@@ -6,6 +6,7 @@
 import type { EvalJob, EvalPhase, EvalReport, ProblemSubmission } from 'cudakit';
 import type { GpuPool, RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from '../../src/run/pool.js';
 import type { Deadlines, JobExtras, LaunchFacts, RunJob, RunProgress } from '../../src/run/protocol.js';
+import type { PythonFacts } from '../../src/run/python.js';
 import { fakeProblemProgress, fakeProblemReport } from '../../src/run/worker/fake-problem.js';
 import { H200_LAUNCH } from '../../../test/support/devices.js';
 
@@ -19,6 +20,8 @@ export interface FakeGpu {
   launch?: LaunchFacts | null;
   /** A MIG slice, or a GPU other processes use too. Default false. */
   shared?: boolean;
+  /** Its host's Python (--python). Default: none. */
+  python?: PythonFacts;
 }
 
 /** What a run does: wait `delayMs` (or until cancelled, with Infinity), then end with `outcome`. */
@@ -182,6 +185,7 @@ export class FakePool implements GpuPool {
         shared: g.shared ?? false,
         totalMemoryBytes: g.totalMemoryBytes ?? 150_000_000_000,
         ...(g.launch === null ? {} : { launch: g.launch ?? H200_LAUNCH }),
+        ...(g.python === undefined ? {} : { python: g.python }),
       },
       running: undefined,
     }));

@@ -278,7 +278,7 @@ async function listEvaluations(request: RouteRequest<typeof listSchema>): Promis
 async function listGpus(request: FastifyRequest): Promise<Static<typeof GpuList>> {
   const { service } = request.server;
   return {
-    gpus: service.slots().map((s) => ({ ...s, lastError: s.lastError ?? null })),
+    gpus: service.slots().map((s) => ({ ...s, lastError: s.lastError ?? null, python: s.python ?? null })),
     reason: service.pool.unavailableReason ?? null,
   };
 }
@@ -291,7 +291,7 @@ async function reprobeGpu(request: RouteRequest<typeof reprobeSchema>): Promise<
   const { uuid } = request.params;
   const slot = await request.server.service.reprobe(uuid);
   if (slot === undefined) throw new ServiceError('GPU_NOT_FOUND', `No GPU '${uuid}' in this server's pool`);
-  return { ...slot, lastError: slot.lastError ?? null };
+  return { ...slot, lastError: slot.lastError ?? null, python: slot.python ?? null };
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -322,6 +322,20 @@ export const Slot = Type.Object({
   lastError: Nullable(Type.String()),
   shared: Type.Boolean(),
   totalMemoryBytes: Type.Number(),
+  python: Type.Optional(
+    Nullable(
+      Type.Object(
+        {
+          path: Type.String(),
+          python: Type.String(),
+          torch: Type.String(),
+          triton: Nullable(Type.String()),
+          cudaVersion: Nullable(Type.String()),
+        },
+        { description: "Its host's Python for the Python kernel types (--python): null without one" },
+      ),
+    ),
+  ),
 });
 
 export const GpuList = Type.Object({
