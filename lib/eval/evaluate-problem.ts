@@ -13,7 +13,7 @@ import {
   rooflineFloorMs,
 } from '../measure/index.js';
 import type { EvalOptions, EvalProgress, EvalTimingOptions } from './job.js';
-import { evaluate } from './pipeline.js';
+import { evaluate, ruleOf } from './pipeline.js';
 import { InvalidProblemError, validateProblem } from './problem.js';
 import type { CaseVisibility, EvalProblem, ProblemSubmission } from './problem-types.js';
 import { caseJob, caseName, caseWork, outputBytes } from './problem-case.js';
@@ -202,7 +202,9 @@ export async function evaluateProblem(
     o.onProgress?.({ kind: 'case', index: entry.index, name: entry.name, visibility: entry.visibility });
     const job = caseJob(p, submission, p.cases[entry.index]!);
     if (o.preset !== undefined) job.timing = { ...job.timing, preset: o.preset };
-    job.timing = { ...job.timing, rule: caseShare(job.timing ?? {}, planned, first) };
+    // The case's share of the rule holds the problem's precision target, widened: it replaces timing.precision.
+    const { precision: _, ...timing } = job.timing ?? {};
+    job.timing = { ...timing, rule: caseShare(job.timing ?? {}, planned, first) };
     first = false;
     const caseOptions: EvalOptions = {};
     if (o.reference !== undefined) caseOptions.reference = o.reference;
@@ -242,15 +244,17 @@ const rank = (v: CaseVisibility): number => (v === 'public' ? 0 : 1);
  * The clock ramps in the first case: the later ones keep the minimum warm-up runs but a k-th of its time.
  */
 export function caseShare(timing: EvalTimingOptions, k: number, first: boolean): Partial<StoppingRule> {
-  const full: StoppingRule = { ...PRESETS[timing.preset ?? 'default'], ...timing.rule };
-  if (k <= 1) return { ...timing.rule };
+  const own = ruleOf(timing);
+  const full: StoppingRule = { ...PRESETS[timing.preset ?? 'default'], ...own };
+  if (k <= 1) return own;
   const share: Partial<StoppingRule> = {
-    ...timing.rule,
+    ...own,
     minSamples: Math.max(10, Math.ceil(full.minSamples / k)),
     minTimeMs: full.minTimeMs / k,
     timeoutMs: full.timeoutMs / k,
     maxSamples: Math.max(20, Math.ceil(full.maxSamples / k)),
     targetRelCI: full.targetRelCI * Math.sqrt(k),
+    ...(full.maxGpuMs !== undefined ? { maxGpuMs: full.maxGpuMs / k } : {}),
   };
   if (!first) {
     share.warmupMinMs = full.warmupMinMs / k;

@@ -178,8 +178,13 @@ export interface EvalTimingOptions {
   preset?: PresetName;
   /** 'cupti' (default where CUPTI loads): kernel timestamps; 'events': an event pair around each sample. */
   timer?: BenchTimer;
-  /** Overrides of single stopping-rule fields, e.g. { timeoutMs: 2000 }. */
+  /** Overrides of single stopping-rule fields, e.g. { timeoutMs: 2000 } or a GPU-time cap { maxGpuMs: 250 }. */
   rule?: Partial<StoppingRule>;
+  /**
+   * The precision to time to: the 95 % interval's half-width relative to the median, from 0.0025 (±0.25 %) to 0.05
+   * (±5 %); the rule's targetRelCI, which it overrides. Default: the preset's.
+   */
+  precision?: number;
   /** Rotating input sets. Default 4. */
   inputSets?: number;
   /** ABBA rounds of a comparison. Default 5. */

@@ -33,6 +33,7 @@ import {
   type CompareResult,
   type InputSets,
   type Reference,
+  type StoppingRule,
   bench,
   check,
   compare,
@@ -47,6 +48,7 @@ import type {
   EvalOptions,
   EvalPhase,
   EvalProgress,
+  EvalTimingOptions,
   JsReference,
 } from './job.js';
 import { type EvalCompileFacts, type EvalError, type EvalReport, emptyReport, errorOf } from './report.js';
@@ -601,11 +603,19 @@ function timingOptionsOf(
     mode: timing.mode,
     preset: timing.preset,
     timer: timing.timer,
-    rule: timing.rule,
+    rule: timing.rule === undefined && timing.precision === undefined ? undefined : ruleOf(timing),
     inputSets: timing.inputSets,
     bytes: timing.bytes,
     flops: timing.flops,
   });
+}
+
+/**
+ * @internal A job's overrides of the stopping rule: timing.rule, with timing.precision as its precision target
+ * (targetRelCI).
+ */
+export function ruleOf(timing: EvalTimingOptions): Partial<StoppingRule> {
+  return { ...timing.rule, ...(timing.precision === undefined ? {} : { targetRelCI: timing.precision }) };
 }
 
 /** Options without their undefined fields (exactOptionalPropertyTypes: absent and undefined differ). */

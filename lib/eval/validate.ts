@@ -110,7 +110,20 @@ const KERNEL_REF_KEYS = [
  * and the job's own skip and withoutReference.
  */
 const CHECK_KEYS = [...CHECK_OPTION_KEYS.filter((k) => k !== 'zeroOnFree'), 'skip', 'withoutReference'] as const;
-const TIMING_KEYS = ['skip', 'mode', 'preset', 'timer', 'rule', 'inputSets', 'rounds', 'bytes', 'flops'] as const;
+const TIMING_KEYS = [
+  'skip',
+  'mode',
+  'preset',
+  'timer',
+  'rule',
+  'precision',
+  'inputSets',
+  'rounds',
+  'bytes',
+  'flops',
+] as const;
+/** The stopping rule's fields a job may override: the presets', and the GPU-time cap. */
+const RULE_KEYS = [...Object.keys(PRESETS.default), 'maxGpuMs'];
 const MODES = ['cold', 'hot', 'graph'] as const;
 const quoted = (list: readonly string[]): string => list.map((s) => `'${s}'`).join(', ');
 
@@ -291,10 +304,16 @@ function timingOptions(p: Problems, path: string, v: Record<string, unknown>): v
   if (v.rule !== undefined) {
     if (!isObject(v.rule)) p.type(`${path}.rule`, 'stopping-rule fields such as { timeoutMs: 2000 }', v.rule);
     else {
-      p.keys(`${path}.rule`, v.rule, Object.keys(PRESETS.default));
+      p.keys(`${path}.rule`, v.rule, RULE_KEYS);
       for (const [k, x] of Object.entries(v.rule)) {
         if (typeof x !== 'number' || !(x >= 0)) p.type(`${path}.rule.${k}`, 'a non-negative number', x);
       }
+    }
+  }
+  if (v.precision !== undefined) {
+    const x = v.precision;
+    if (typeof x !== 'number' || !(x >= 0.0025 && x <= 0.05)) {
+      p.range(`${path}.precision`, 'a relative half-width from 0.0025 (±0.25 %) to 0.05 (±5 %)', x);
     }
   }
   if (v.inputSets !== undefined) intIn(p, `${path}.inputSets`, v.inputSets, 1, 64);

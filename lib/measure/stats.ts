@@ -454,6 +454,11 @@ export interface StoppingRule {
   timeoutMs: number;
   /** A sample is rejected as throttled when its SM clock is below this fraction of the highest clock seen. */
   throttleRatio: number;
+  /**
+   * A cap on the accumulated GPU time, ms: once the minimums are met and the samples add up to this, sampling stops
+   * ('gpu time') with the precision it reached. Absent in the presets: no cap.
+   */
+  maxGpuMs?: number;
 }
 
 const QUICK: StoppingRule = Object.freeze({
@@ -511,7 +516,7 @@ export const PRESETS: Record<PresetName, StoppingRule> = Object.freeze({
   rigorous: RIGOROUS,
 });
 
-export type StopReason = 'precision' | 'stable' | 'timeout' | 'max samples' | '';
+export type StopReason = 'precision' | 'gpu time' | 'stable' | 'timeout' | 'max samples' | '';
 
 export interface StopDecision {
   stop: boolean;
@@ -530,6 +535,7 @@ function checkRule(rule: unknown): StoppingRule {
   checkNumber('rule.stabilityWindow', r.stabilityWindow, 0, Number.MAX_SAFE_INTEGER);
   checkNumber('rule.stabilityCheckEvery', r.stabilityCheckEvery, 1, Number.MAX_SAFE_INTEGER);
   checkNumber('rule.maxSamples', r.maxSamples, 1, Number.MAX_SAFE_INTEGER);
+  if (r.maxGpuMs !== undefined) checkNumber('rule.maxGpuMs', r.maxGpuMs, 0, Number.MAX_VALUE);
   return rule as StoppingRule;
 }
 
@@ -556,9 +562,10 @@ function relativeSpread(values: readonly number[], window: number): number {
  * multiples: a first call after many samples would fill the window with one value and look stable.
  * Checked in order:
  * 1. 'precision' (converged) once n ≥ minSamples and accumulatedMs ≥ minTimeMs, if the half-width ≤ targetRelCI;
- * 2. 'timeout' when elapsedWallMs ≥ timeoutMs, whatever the minimums;
- * 3. 'max samples' when n ≥ maxSamples, a hard cap that also overrides the minimums;
- * 4. 'stable' once the minimums are met, when the last stabilityWindow history entries have a relative standard
+ * 2. 'gpu time' once the minimums are met, when accumulatedMs ≥ maxGpuMs (a rule with that cap);
+ * 3. 'timeout' when elapsedWallMs ≥ timeoutMs, whatever the minimums;
+ * 4. 'max samples' when n ≥ maxSamples, a hard cap that also overrides the minimums;
+ * 5. 'stable' once the minimums are met, when the last stabilityWindow history entries have a relative standard
  *    deviation below stabilityRelChange (nvbench's stdrel stability exit): more samples no longer narrow the CI
  *    appreciably (bimodal or drifting timings), so waiting for the target would only run into the timeout.
  * Only 'precision' sets converged. Cost: one sort of a copy, O(n log n).
@@ -591,6 +598,9 @@ export function shouldStop(
 
   const minimumsMet = n >= rule.minSamples && accumulatedMs >= rule.minTimeMs;
   if (minimumsMet && relHalfWidth <= rule.targetRelCI) return { stop: true, converged: true, reason: 'precision' };
+  if (minimumsMet && rule.maxGpuMs !== undefined && accumulatedMs >= rule.maxGpuMs) {
+    return { stop: true, converged: false, reason: 'gpu time' };
+  }
   if (elapsedWallMs >= rule.timeoutMs) return { stop: true, converged: false, reason: 'timeout' };
   if (n >= rule.maxSamples) return { stop: true, converged: false, reason: 'max samples' };
   if (

@@ -193,7 +193,7 @@ export interface BenchResult {
   wallMs: number;
   /** Whether the stopping rule's precision target was met (false: stopped by timeout or stability). */
   converged: boolean;
-  /** Why sampling stopped, in words: 'precision', 'stable', 'timeout', 'max samples'. */
+  /** Why sampling stopped, in words: 'precision', 'gpu time', 'stable', 'timeout', 'max samples'. */
   stopReason: string;
   /** Median SM clock over accepted samples, MHz. */
   clockMHz: number;

@@ -294,6 +294,18 @@ describe('validateJob', () => {
     expect(problems(job({ check: { tolerances: [] } }))[0]!.message).toMatch(/tolerances by element type/);
   });
 
+  it('takes a timing precision from ±0.25 % to ±5 % and a GPU-time cap in its rule, as the rule takes them', () => {
+    const timing = { precision: 0.01, rule: { maxGpuMs: 250, timeoutMs: 5000 } };
+    expect(validateJob(job({ timing })).timing).toEqual(timing);
+    const bad = problems(job({ timing: { precision: 0.5, rule: { maxGpuMs: -1, colour: 1 } } }));
+    expect(bad.map((p) => [p.path, p.type])).toEqual([
+      ['job.timing.rule.colour', 'TypeError'],
+      ['job.timing.rule.maxGpuMs', 'TypeError'],
+      ['job.timing.precision', 'RangeError'],
+    ]);
+    expect(problems(job({ timing: { precision: 0.001 } }))[0]!.message).toMatch(/from 0\.0025 \(±0\.25 %\)/);
+  });
+
   it('checks references: a kernel, expected outputs by name or index, never a function', () => {
     const expected = {
       args: [

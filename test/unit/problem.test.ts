@@ -377,4 +377,12 @@ describe("a case's share of the stopping rule", () => {
     expect(share.minTimeMs).toBe(PRESETS.quick.minTimeMs / 2);
     expect(caseShare({ preset: 'quick', rule: { timeoutMs: 8000 } }, 1, true)).toEqual({ timeoutMs: 8000 });
   });
+
+  it("takes the problem's precision as its target and splits a GPU-time cap like the rest of the budget", () => {
+    const share = caseShare({ preset: 'default', precision: 0.01, rule: { maxGpuMs: 240 } }, 4, true);
+    expect(share.targetRelCI).toBeCloseTo(0.02, 12);
+    expect(share.maxGpuMs).toBe(60);
+    expect(caseShare({ precision: 0.03 }, 1, true)).toEqual({ targetRelCI: 0.03 });
+    expect(caseShare({ preset: 'default' }, 4, true)).not.toHaveProperty('maxGpuMs');
+  });
 });

@@ -460,7 +460,23 @@ describe('stopping rule', () => {
     expect(decision.reason).toBe('stable');
   });
 
+  it('with a GPU-time cap, stops a stream that cannot converge once its samples add up to the cap', () => {
+    // Uniform on [0.1, 10.1) ms: never within ±0.5 %; a 250 ms cap stops it after some 50 samples, not at 10 s.
+    const rng = createRng(41);
+    const capped = runUntilStop(() => 0.1 + 10 * rng(), { ...PRESETS.default, maxGpuMs: 250 });
+    expect(capped.decision).toEqual({ stop: true, converged: false, reason: 'gpu time' });
+    const sum = capped.samples.reduce((a, b) => a + b, 0);
+    expect(sum).toBeGreaterThanOrEqual(250);
+    expect(sum - capped.samples.at(-1)!).toBeLessThan(250);
+    // Not before the minimums (50 samples, 50 ms of GPU time), and never ahead of a met precision target.
+    const early = shouldStop([400, 400], 800, 2, { ...PRESETS.default, maxGpuMs: 250 }, []);
+    expect(early.stop).toBe(false);
+    const steady = Array.from({ length: 60 }, () => 5);
+    expect(shouldStop(steady, 300, 60, { ...PRESETS.default, maxGpuMs: 250 }, []).reason).toBe('precision');
+  });
+
   it('rejects malformed rules and samples', () => {
+    expect(() => shouldStop([1], 1, 1, { ...PRESETS.default, maxGpuMs: -1 }, [])).toThrow(RangeError);
     expect(() => shouldStop([1], 1, 1, { ...PRESETS.default, stabilityCheckEvery: 0 }, [])).toThrow(RangeError);
     expect(() => shouldStop([1, Number.NaN], 1, 1, PRESETS.default, [])).toThrow(RangeError);
     expect(() => shouldStop([1], -1, 1, PRESETS.default, [])).toThrow(RangeError);
