@@ -170,9 +170,9 @@ export function caseWork(problem: EvalProblem, c: ProblemCase): CaseWork {
 export function caseJob(problem: EvalProblem, submission: ProblemSubmission, c: ProblemCase): EvalJob {
   const dims = c.dims;
   const args = problem.args.map((a, i) => argOf(a, dims, `problem.args[${i}]`));
-  const { preset, mode, timer, rule, inputSets, rounds } = problem.timing ?? {};
+  const { preset, mode, timer, rule, precision: target, inputSets, rounds } = problem.timing ?? {};
   const timing: EvalTimingOptions = { ...caseWork(problem, c) };
-  Object.assign(timing, defined({ preset, mode, timer, rule, inputSets, rounds }));
+  Object.assign(timing, defined({ preset, mode, timer, rule, precision: target, inputSets, rounds }));
   // The problem's tolerances by element type, as check() takes them: each output is held to its own type's.
   const { precision, ...own } = problem.check ?? {};
   const check: EvalCheckOptions = { ...own };

@@ -50,7 +50,7 @@ const CHECK_KEYS = [
   'tolerances',
   'precision',
 ] as const;
-const TIMING_KEYS = ['mode', 'preset', 'timer', 'rule', 'inputSets', 'rounds', 'bytes', 'flops'] as const;
+const TIMING_KEYS = ['mode', 'preset', 'timer', 'rule', 'precision', 'inputSets', 'rounds', 'bytes', 'flops'] as const;
 const DIM_KEYS = ['min', 'max', 'description'] as const;
 const SUBMISSION_KEYS = ['name', 'source', 'kernel', 'headers', 'compile', 'grid', 'block', 'sharedMemBytes'] as const;
 const KERNEL_KEYS = ['source', 'kernel', 'name', 'headers', 'compile', 'grid', 'block', 'sharedMemBytes', 'args'];

@@ -5,7 +5,7 @@
 // submission to a problem with cases runs with the problem from this process's registry, and its events say nothing
 // of a hidden case but that it started (judge/problem-report.ts).
 import { randomBytes } from 'node:crypto';
-import type { EvalJob, EvalPhase, EvalProblem, ProblemSubmission } from 'cudakit';
+import type { EvalJob, EvalPhase, EvalProblem, EvalTimingOptions, ProblemSubmission } from 'cudakit';
 import { queueTimeoutOutcome, resultOf } from '../judge/outcome.js';
 import { type ProblemEventFilter, problemEventFilter } from '../judge/problem-report.js';
 import type { GpuPool, SlotLease } from '../run/pool.js';
@@ -13,6 +13,7 @@ import type { Deadlines, JobExtras, RunJob, RunProgress } from '../run/protocol.
 import { type JobRecord, type JobStore, type ServiceOptions, isProblemJob } from '../store/store.js';
 import type { JobEvents, ServiceLog } from './job-events.js';
 import { type QueuedJob, type RunQueue, queuedJobOf } from './queue.js';
+import { withServiceTiming } from './service-timing.js';
 
 /** Seconds a run is taken to last before any has been timed. */
 export const DEFAULT_RUN_SECONDS = 10;
@@ -302,11 +303,17 @@ export class Dispatcher {
    * progress filter of its hidden cases, and the job its deadlines are made for.
    */
   #runOf(record: JobRecord): { job: RunJob; problem?: EvalProblem; filter?: ProblemEventFilter; timed: EvalJob } {
+    // The service's timing defaults, but for a leaderboard's confirmation, which keeps the library's rigour.
+    const timed = <T extends { timing?: EvalTimingOptions } | EvalProblem>(x: T): T =>
+      record.options.confirms === undefined ? withServiceTiming(x) : x;
     const job = record.job;
-    if (!isProblemJob(job)) return { job, timed: job };
+    if (!isProblemJob(job)) {
+      const own = timed(job);
+      return { job: own, timed: own };
+    }
     const { problem: name, ...submission } = job;
     // #startJob ran only a job whose problem this registry has.
-    const problem = this.#problem(name)!;
+    const problem = timed(this.#problem(name)!);
     return {
       job: submission,
       problem,

@@ -14,6 +14,7 @@ import { auth, closeApps, harness, namer, type Who } from '../support/app-harnes
 import { ADD, ADD_FILES, FILL_FILES, HIDDEN_MARKS, addReport, registry } from '../support/cases-problem.js';
 import { fakeGpus, scriptByName } from '../support/fake-pool.js';
 import { settled } from '../support/helpers.js';
+import { SERVICE_MAX_GPU_MS, SERVICE_PRECISION } from '../../src/schedule/service-timing.js';
 
 const dirs: string[] = [];
 afterEach(closeApps);
@@ -259,6 +260,12 @@ describe('confirmation re-runs', () => {
     expect((await app.service.store.leaderboardEntry('add', 'H200', 'alice'))?.jobId).toBe(original);
     // One re-run per entry: a later sweep queues none for it.
     expect(await service.sweepConfirmations()).toEqual([]);
+    // The submission ran under the service's timing defaults (±1 %, 250 ms of GPU time); its confirmation under the
+    // problem's own rules, at full precision.
+    const [first, confirmation] = pool.runs.map((r) => r.extras?.problem?.timing);
+    expect(first).toMatchObject({ precision: SERVICE_PRECISION, rule: { maxGpuMs: SERVICE_MAX_GPU_MS } });
+    expect(confirmation).not.toHaveProperty('precision');
+    expect(confirmation?.rule?.maxGpuMs).toBeUndefined();
   });
 
   it('leaves an entry provisional when its re-run fails or scores apart, and queues no second one', async () => {
