@@ -286,8 +286,14 @@ describeWithServices('Redis and PostgreSQL outages in the log', ['redis', 'postg
       .toEqual({ status: 'not ready', reasons: [`${pgName} is not reachable`] });
     await postgres.restart();
     await expect.poll(async () => (await getJson(api, '/readyz')).status, { timeout: 30_000 }).toBe(200);
-    // Its log comes through a pipe: the record may arrive after /readyz's answer.
-    await expect.poll(() => said(api, `${pgName} is reachable again`).length, { timeout: 30_000 }).toBe(1);
+    // Its log comes through a pipe: the record may arrive after /readyz's answer. A PostgreSQL that is still starting
+    // up refuses the first query after its port opens: that is lost and back once more, each said once.
+    await expect
+      .poll(() => said(api, `${pgName} is reachable again`).length, { timeout: 30_000 })
+      .toBeGreaterThanOrEqual(1);
+    await expect
+      .poll(() => said(api, `${pgName} is reachable again`).length, { timeout: 30_000 })
+      .toBe(said(api, `${pgName} is not reachable`).length);
     // The agent asks the store on its own schedule: if it found PostgreSQL gone, it finds it back.
     await expect
       .poll(() => said(agent, `${pgName} is reachable again`).length, { timeout: 30_000 })
@@ -306,11 +312,12 @@ describeWithServices('Redis and PostgreSQL outages in the log', ['redis', 'postg
         back.filter((r) => r.msg === `${redisName} is reachable again`),
         node.role,
       ).toHaveLength(1);
-      // PostgreSQL: once each way on the API node, which /readyz made ask; the agent, if it asked at all meanwhile.
+      // PostgreSQL: each way as often on the API node, which /readyz made ask: once, or twice where it was still
+      // starting up (never once per failed query); the agent, if it asked at all meanwhile.
       const pgLost = lost.filter((r) => r.msg === `${pgName} is not reachable`).length;
       const pgBack = back.filter((r) => r.msg === `${pgName} is reachable again`).length;
-      expect(node.role === 'api' ? [pgLost, pgBack] : [pgLost <= 1, pgBack === pgLost]).toEqual(
-        node.role === 'api' ? [1, 1] : [true, true],
+      expect(node.role === 'api' ? [pgLost >= 1 && pgLost <= 2, pgBack] : [pgLost <= 2, pgBack === pgLost]).toEqual(
+        node.role === 'api' ? [true, pgLost] : [true, true],
       );
       for (const r of lost) expect(r).toMatchObject({ level: 50, error: expect.any(String) });
       for (const r of back) expect(r.level).toBe(40);

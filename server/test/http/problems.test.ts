@@ -8,7 +8,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/shared.js';
 import { ProblemRegistry } from '../../src/submit/problems.js';
 import { auth, closeApps, harness, type Who } from '../support/app-harness.js';
-import { ADD, ADD_FILES, ADD_PROBLEM, HIDDEN_MARKS, registry } from '../support/cases-problem.js';
+import { ADD, ADD_FILES, ADD_PROBLEM, expectNoHidden, registry } from '../support/cases-problem.js';
 import { settled } from '../support/helpers.js';
 import type { SlotOutcome } from '../../src/run/pool.js';
 import { fakeProblemProgress } from '../../src/run/worker/fake-problem.js';
@@ -27,11 +27,6 @@ const problems = (): ProblemRegistry =>
       dirs,
     ),
   );
-
-/** No hidden case's name or dimensions anywhere in `text`. */
-function expectNoHidden(text: string): void {
-  for (const mark of HIDDEN_MARKS) expect(text, `'${mark}' leaked`).not.toContain(mark);
-}
 
 describe('GET /v1/problems', () => {
   it('lists a problem with cases: its dimensions, public cases and arguments; its hidden cases counted', async () => {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type ServerProcess, startServer } from '../../bench/binary.js';
 import { describeGpu } from '../../../test/helpers.js';
 import { until } from '../../../test/support/until.js';
-import { shippedProblem } from '../support/cases-problem.js';
+import { expectNoHidden, shippedProblem } from '../support/cases-problem.js';
 
 const { hidden: HIDDEN, hiddenMarks: HIDDEN_MARKS, example: EXAMPLE } = shippedProblem('vector-add');
 const FITTED = `extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n) {
@@ -67,10 +67,6 @@ describeGpu('problems with cases through the service, on a GPU', () => {
     return { evaluation: JSON.parse(read), text: `${submitted.text}\n${read}\n${events}` };
   }
 
-  function expectNoHidden(text: string): void {
-    for (const mark of HIDDEN_MARKS) expect(text, `'${mark}' leaked`).not.toContain(mark);
-  }
-
   it("passes the problem's example through every case, with a score", async () => {
     const { evaluation, text } = await evaluate(EXAMPLE);
     expect(evaluation.verdict, JSON.stringify(evaluation.error)).toBe('PASSED');
@@ -87,7 +83,7 @@ describeGpu('problems with cases through the service, on a GPU', () => {
     const publicCases = (evaluation.report.cases as Record<string, any>[]).filter((c) => c.visibility === 'public');
     for (const c of publicCases) expect(c.report.passed).toBe(true);
     expect(text).toContain('"name":"hidden #1"');
-    expectNoHidden(text);
+    expectNoHidden(text, HIDDEN_MARKS);
   }, 660_000);
 
   it('catches a kernel fitted to the public shapes on a hidden case, and says nothing of that case', async () => {
@@ -107,6 +103,6 @@ describeGpu('problems with cases through the service, on a GPU', () => {
     const cases = evaluation.report.cases as Record<string, any>[];
     expect(cases.filter((c) => c.visibility === 'public').every((c) => c.passed)).toBe(true);
     expect(cases.filter((c) => c.visibility === 'hidden').some((c) => c.ran && !c.passed)).toBe(true);
-    expectNoHidden(text);
+    expectNoHidden(text, HIDDEN_MARKS);
   }, 660_000);
 });

@@ -5,7 +5,7 @@
 // the events) names no hidden case and gives none of its dimensions; a submission that fails a hidden case is told so,
 // in the same words whatever happened there.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shippedProblem } from '../support/cases-problem.js';
+import { expectNoHidden, shippedProblem } from '../support/cases-problem.js';
 import { FAKE_GPU_ENV, type ServerProcess, startServer } from '../support/server-process.js';
 
 const { problem: PROBLEM, hidden: HIDDEN, hiddenMarks: HIDDEN_MARKS, example } = shippedProblem('vector-add');
@@ -39,10 +39,6 @@ async function evaluate(body: object): Promise<{ evaluation: Record<string, any>
   return { evaluation: JSON.parse(read.text) as Record<string, any>, text: `${read.text}\n${events.text}` };
 }
 
-function expectNoHidden(text: string): void {
-  for (const mark of HIDDEN_MARKS) expect(text, `'${mark}' leaked`).not.toContain(mark);
-}
-
 describe('the shipped problems through the server, with fake GPU workers', () => {
   it('lists the shipped set by default, vector-add with its public cases and its hidden ones counted', async () => {
     expect(HIDDEN.length).toBeGreaterThan(0);
@@ -52,7 +48,7 @@ describe('the shipped problems through the server, with fake GPU workers', () =>
     const vectorAdd = problems.find((p) => p.name === 'vector-add');
     expect(vectorAdd).toMatchObject({ kind: 'cases', hiddenCases: HIDDEN.length, reference: 'cuda' });
     expect((vectorAdd!.cases as unknown[]).length).toBe(PROBLEM.cases.length - HIDDEN.length);
-    expectNoHidden(list.text);
+    expectNoHidden(list.text, HIDDEN_MARKS);
   });
 
   it("runs vector-add's example through every case: PASSED, its score, and nothing of a hidden case", async () => {
@@ -69,13 +65,13 @@ describe('the shipped problems through the server, with fake GPU workers', () =>
       })),
     );
     expect(text).toContain('"name":"hidden #1"');
-    expectNoHidden(text);
+    expectNoHidden(text, HIDDEN_MARKS);
   });
 
   it('says a hidden case failed, and nothing of it', async () => {
     const { evaluation, text } = await evaluate({ ...SUBMISSION, name: 'fake:hidden-fail' });
     expect(evaluation).toMatchObject({ status: 'succeeded', verdict: 'HIDDEN_CASE_FAILED', phase: null });
     expect(evaluation.error.code).toBe('HIDDEN_CASE_FAILED');
-    expectNoHidden(text);
+    expectNoHidden(text, HIDDEN_MARKS);
   });
 });

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EvalProblem, ProblemCaseReport, ProblemReport } from 'cudakit';
+import { expect } from 'vitest';
 import { failedReport, passedReport } from './fake-pool.js';
 
 export const ADD = `extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
@@ -32,6 +33,23 @@ export const ADD_PROBLEM = {
 
 /** What of ADD_PROBLEM's hidden cases must never reach a client: their names and their dimensions' values. */
 export const HIDDEN_MARKS = ['odd-secret', '1001', 'n=777', '777'];
+
+/**
+ * `text` with what differs from run to run masked: times (ISO and epoch milliseconds) and job ids, whose digits spell
+ * a mark such as '777' now and then (a time at .777 s) without anything of a hidden case in them.
+ */
+export function masked(text: string): string {
+  return text
+    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/g, '<time>')
+    .replace(/\b\d{12,}\b/g, '<ms>')
+    .replace(/ev_[0-9A-Z]{26}/g, 'ev_<id>');
+}
+
+/** Fails when a mark of a hidden case (its name, its dimensions' values) is in `text`, times and ids aside. */
+export function expectNoHidden(text: string, marks: readonly string[] = HIDDEN_MARKS): void {
+  const plain = masked(text);
+  for (const mark of marks) expect(plain, `'${mark}' leaked`).not.toContain(mark);
+}
 
 /** ADD_PROBLEM's folder and files under a registry, to spread into registry(). */
 export const ADD_FILES = { 'add/problem.json': ADD_PROBLEM, 'add/reference.cu': ADD };
