@@ -82,6 +82,7 @@ export {
   quantile,
   rooflineFloorMs,
   signatureOf,
+  shouldStop,
   summarize,
   verdict,
 } from './measure/index.js';

@@ -10,7 +10,7 @@ export { check } from './check.js';
 export { inputSets } from './input-sets.js';
 export { checkArgSpecs, parseArgSpec, parseArgSpecs, signatureOf } from './argspec.js';
 export { formatComparison, formatDuration, formatJson, formatResult, histogram } from './format.js';
-export { PRESETS, bootstrapRatio, medianCI, quantile, summarize, verdict } from './stats.js';
+export { PRESETS, bootstrapRatio, medianCI, quantile, shouldStop, summarize, verdict } from './stats.js';
 export { DEVICE_PEAKS, devicePeakOf, rooflineFloorMs } from './roofline.js';
 export { profile } from './profile.js';
 export { DEFAULT_DEVICE_METRICS, METRIC_GROUPS } from './profile-ncu.js';

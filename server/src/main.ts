@@ -24,6 +24,7 @@ import { type Containment, serviceContainment } from './run/containment.js';
 import type { GpuPool } from './run/pool.js';
 import { LocalGpuPool } from './run/local-pool.js';
 import { type PythonFacts, checkPython, pythonHidden } from './run/python.js';
+import type { PythonService } from './run/python-relay.js';
 import { EmbeddedQueue } from './schedule/embedded-queue.js';
 import type { QueueConnection, RunQueue, SubmitQueue } from './schedule/queue.js';
 import { ProblemRegistry } from './submit/problems.js';
@@ -64,11 +65,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   // The Python of the Python kernel types, checked once in the sandbox its jobs run in: one that cannot serve is a
   // start error naming what is missing.
-  let python: PythonFacts | undefined;
+  let python: { facts: PythonFacts; service: PythonService } | undefined;
   if (config.python !== undefined && containment !== undefined) {
     try {
       const hidden = pythonHidden(containment, [config.dataDir, config.problemsDir]);
-      python = await checkPython(config.python, containment, hidden);
+      const facts = await checkPython(config.python, containment, hidden);
+      python = { facts, service: { path: config.python, hidden } };
     } catch (e) {
       return fail((e as Error).message, 2);
     }
@@ -206,7 +208,7 @@ interface Parts {
 async function assemble(
   config: ServerConfig,
   containment: Containment | undefined,
-  python: PythonFacts | undefined,
+  python: { facts: PythonFacts; service: PythonService } | undefined,
   log: ServiceLog,
 ): Promise<Parts> {
   // The worker reads where Nsight Compute is (or 'off') from its environment; the fake worker's kill-agent job
@@ -218,7 +220,7 @@ async function assemble(
       isolation: config.isolation,
       env,
       ...(containment === undefined ? {} : { containment }),
-      ...(python === undefined ? {} : { python }),
+      ...(python === undefined ? {} : { python: python.facts, pythonService: python.service }),
       extraClasses: config.gpuClasses,
     });
   if (config.mode === 'embedded') {

@@ -9,7 +9,9 @@ import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { type Containment, makeWorkerDir, removeWorkerDir, workerEnv } from './containment.js';
 import { type ForkedChild, Forker } from './forker.js';
-import { type ParentMessage, WORKER_ENV, isChildMessage } from './protocol.js';
+import { type ParentMessage, WORKER_ENV, describeMessage, isChildMessage } from './protocol.js';
+
+export { describeMessage };
 import { findExecutable } from './which.js';
 
 /** A script to fork, with the Node flags it needs. */
@@ -106,17 +108,6 @@ export type ReadyResult = { ok: true } | { ok: false; reason: string };
 /** 'exit code 3', 'signal SIGKILL'. */
 export function describeExit(e: ChildExit): string {
   return e.signal !== null ? `signal ${e.signal}` : `exit code ${e.code ?? 'unknown'}`;
-}
-
-/** A short description of an unexpected message, for lastError (never the whole of it). */
-export function describeMessage(m: unknown): string {
-  let text: string;
-  try {
-    text = JSON.stringify(m, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x)) ?? String(m);
-  } catch {
-    text = Object.prototype.toString.call(m);
-  }
-  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
 
 let forker: Forker | undefined;

@@ -8,6 +8,7 @@ import type { Containment } from './containment.js';
 import { type ComputeApp, computeApps } from './nvidia-smi.js';
 import type { GpuPool, SlotInfo, SlotLease } from './pool.js';
 import type { PythonFacts } from './python.js';
+import type { PythonService } from './python-relay.js';
 import type { DeviceFacts, LaunchFacts } from './protocol.js';
 import { GpuSlot, type Isolation, type SlotOptions } from './slot.js';
 
@@ -24,6 +25,8 @@ export interface LocalPoolOptions {
   containment?: Containment;
   /** This host's Python for the Python kernel types, as checked at start (--python); none without. */
   python?: PythonFacts;
+  /** How the slots start a job's runner with it. */
+  pythonService?: PythonService;
   /** How long the probe may take. Default 60 s. */
   probeTimeoutMs?: number;
   /** The processes on the GPUs at probe time (a GPU with others' processes is 'shared'). Default: nvidia-smi. */
@@ -193,6 +196,7 @@ export class LocalGpuPool implements GpuPool {
           env,
           ...(this.#o.containment === undefined ? {} : { containment: this.#o.containment }),
           ...(this.#o.worker === undefined ? {} : { worker: this.#o.worker }),
+          ...(this.#o.pythonService === undefined ? {} : { python: this.#o.pythonService }),
         }),
     );
     this.#byExclusive = [...this.#slots].sort((a, b) => Number(a.info().shared) - Number(b.info().shared));

@@ -12,6 +12,8 @@ import type {
   ProblemReport,
   ProblemSubmission,
 } from 'cudakit';
+import type { RelayEvent } from './python-relay.js';
+import type { PythonArg, PythonKernel } from './python-runner.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -77,6 +79,20 @@ export interface JobExtras {
    * the worker runs evaluateProblem(problem, job) in place of evaluate(job).
    */
   problem?: EvalProblem;
+  /** A reference in Python (cudakit-server --python): run by the job's runner, which the slot starts on request. */
+  python?: PythonJob;
+}
+
+/** A Python argument and, for an input tensor, the job's argument whose bytes it gets (its index in job.args). */
+export type PythonJobArg = PythonArg & { from?: number };
+
+/**
+ * A job's Python part: its reference, whose outputs, in order, are the job's output buffers' expected contents
+ * (each of the same element type and length as the job's output it stands for).
+ */
+export interface PythonJob {
+  /** `outputs`: the job's arguments (indices in job.args) that the reference's outputs stand for, in order. */
+  reference: PythonKernel & { args: PythonJobArg[]; outputs: number[] };
 }
 
 /** What a worker runs: an EvalJob, or a submission to the problem of its extras. */
@@ -107,7 +123,9 @@ export type ParentMessage =
   /** Run this job now. `seedSalt` is secret: the inputs' seed is the job's public seed mixed with it. */
   | { v: 1; t: 'job'; id: string; job: RunJob; seedSalt: string; deadlines: Deadlines; extras?: JobExtras }
   /** Finish nothing more and exit (a warm worker between jobs, or a drain). */
-  | { v: 1; t: 'shutdown' };
+  | { v: 1; t: 'shutdown' }
+  /** The job's Python runner: started (its folder), a line it wrote, or its end. */
+  | { v: 1; t: 'python'; id: string; event: RelayEvent };
 
 export type ChildMessage =
   /** Node is up and cudakit is imported, no CUDA context yet: the child counts as capacity from now on. */
@@ -119,7 +137,9 @@ export type ChildMessage =
   /** The job's report (serialised with formatJson: 64-bit values are strings). Then the child exits, or waits. */
   | { v: 1; t: 'result'; id: string; report: RunReport; device: DeviceFacts | undefined }
   /** Something outside any job's verdict broke (the device could not be opened, say); the child exits next. */
-  | { v: 1; t: 'fatal'; id: string | undefined; error: { code: string; message: string } };
+  | { v: 1; t: 'fatal'; id: string | undefined; error: { code: string; message: string } }
+  /** For the job's Python runner: start it, send it a line, stop it. */
+  | { v: 1; t: 'python'; id: string; op: 'start' | 'line' | 'stop'; line?: string };
 
 /** Whether `value` is a message of this protocol from a child (type and version; fields are checked by the user). */
 export function isChildMessage(value: unknown): value is ChildMessage {
@@ -127,7 +147,12 @@ export function isChildMessage(value: unknown): value is ChildMessage {
   const m = value as { v?: unknown; t?: unknown };
   return (
     m.v === PROTOCOL_VERSION &&
-    (m.t === 'ready' || m.t === 'phase' || m.t === 'progress' || m.t === 'result' || m.t === 'fatal')
+    (m.t === 'ready' ||
+      m.t === 'phase' ||
+      m.t === 'progress' ||
+      m.t === 'result' ||
+      m.t === 'fatal' ||
+      m.t === 'python')
   );
 }
 
@@ -135,7 +160,7 @@ export function isChildMessage(value: unknown): value is ChildMessage {
 export function isParentMessage(value: unknown): value is ParentMessage {
   if (typeof value !== 'object' || value === null) return false;
   const m = value as { v?: unknown; t?: unknown };
-  return m.v === PROTOCOL_VERSION && (m.t === 'job' || m.t === 'shutdown');
+  return m.v === PROTOCOL_VERSION && (m.t === 'job' || m.t === 'shutdown' || m.t === 'python');
 }
 
 /** What the parent tells a worker child through its environment, beside CUDA_VISIBLE_DEVICES. */
@@ -145,3 +170,44 @@ export const WORKER_ENV = {
   /** 'watchdog': the child runs its own parent-death watchdog (the parent found no setpriv to do it). */
   guard: 'CUDAKIT_WORKER_GUARD',
 } as const;
+
+/** A short description of an unexpected message, for lastError (never the whole of it). */
+export function describeMessage(m: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(m, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x)) ?? String(m);
+  } catch {
+    text = Object.prototype.toString.call(m);
+  }
+  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
+}
+
+const PHASES = new Set<string>(['validate', 'compile', 'load', 'check', 'time', 'recheck', 'profile']);
+
+/** A well-formed message for job `id`, or what is wrong with it. */
+export function checkJobMessage(m: ChildMessage, id: string): string | undefined {
+  if (m.t === 'ready') return undefined;
+  if (m.t === 'fatal') {
+    const e = m.error as unknown as { code?: unknown; message?: unknown } | undefined;
+    if (typeof e?.code !== 'string' || typeof e.message !== 'string') return 'a fatal message without an error';
+    return m.id === undefined || m.id === id ? undefined : `a fatal message for job ${m.id}`;
+  }
+  if (m.id !== id) return `a ${m.t} message for job ${String(m.id)}, not ${id}`;
+  if (m.t === 'phase' && !PHASES.has(m.phase)) return `an unknown phase ${describeMessage(m.phase)}`;
+  if (m.t === 'python' && !['start', 'line', 'stop'].includes(m.op)) return `a python message ${describeMessage(m.op)}`;
+  if (m.t === 'progress') {
+    const p = m.progress as unknown;
+    if (typeof p !== 'object' || p === null || typeof (p as { kind?: unknown }).kind !== 'string') {
+      return 'a progress message without progress';
+    }
+  }
+  if (m.t === 'result') {
+    const r = m.report as unknown as { passed?: unknown; phases?: unknown; cases?: unknown } | null;
+    // evaluate()'s report has its phases, evaluateProblem()'s its cases.
+    const parts = r !== null && typeof r === 'object' && (Array.isArray(r.phases) || Array.isArray(r.cases));
+    if (typeof r !== 'object' || r === null || typeof r.passed !== 'boolean' || !parts) {
+      return 'a result without a report';
+    }
+  }
+  return undefined;
+}

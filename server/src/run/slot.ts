@@ -30,7 +30,8 @@ import { type Containment, defaultContainment } from './containment.js';
 import { type GpuReleased, gpuReleasedBySmi } from './nvidia-smi.js';
 import type { RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from './pool.js';
 import { type ChildMessage, type Deadlines, type DeviceFacts, type JobExtras, type RunJob } from './protocol.js';
-import { isChildMessage, workerStays } from './protocol.js';
+import { checkJobMessage, isChildMessage, workerStays } from './protocol.js';
+import { PythonRelay, type PythonService } from './python-relay.js';
 import { RestartCounts, killReasonOf } from './restarts.js';
 
 export type Isolation = 'process' | 'warm';
@@ -50,6 +51,8 @@ export interface SlotOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** The children's folders, environment and user. Default: defaultContainment(). */
   containment?: Containment;
+  /** The service's Python (--python), for a job's runner (python-relay.ts); none without. */
+  python?: PythonService;
   /** 'auto' (default): setpriv --pdeathsig where it works, else the child's watchdog thread. */
   deathGuard?: 'auto' | 'watchdog';
   /** From fork to `ready`. Default 30 s. */
@@ -84,7 +87,6 @@ export const SLOT_DEFAULTS = {
 const STDERR_DRAIN_MS = 500;
 /** setTimeout's largest delay (a larger one fires at once). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-const PHASES = new Set<string>(['validate', 'compile', 'load', 'check', 'time', 'recheck', 'profile']);
 
 type Phase = EvalPhase | 'profile';
 
@@ -104,6 +106,8 @@ interface ActiveJob {
   jobTimer: NodeJS.Timeout | undefined;
   phaseTimer: NodeJS.Timeout | undefined;
   resolve: (outcome: SlotOutcome) => void;
+  /** The job's Python runner, once the worker asked for it. */
+  relay?: PythonRelay;
 }
 
 export class GpuSlot {
@@ -112,10 +116,9 @@ export class GpuSlot {
   readonly #classes: readonly string[];
   readonly #shared: boolean;
   readonly #isolation: Isolation;
-  readonly #o: Required<Omit<SlotOptions, 'facts' | 'classes' | 'shared' | 'isolation' | 'worker' | 'containment'>> & {
-    worker: string | undefined;
-    containment: Containment | undefined;
-  };
+  readonly #o: Required<
+    Omit<SlotOptions, 'facts' | 'classes' | 'shared' | 'isolation' | 'worker' | 'containment' | 'python'>
+  > & { worker: string | undefined; containment: Containment | undefined; python: PythonService | undefined };
   #state: SlotState = 'starting';
   #jobs = 0;
   readonly #restarts = new RestartCounts();
@@ -154,6 +157,7 @@ export class GpuSlot {
       ...definedOnly(options),
       worker: options.worker,
       containment: options.containment,
+      python: options.python,
     };
   }
 
@@ -519,6 +523,13 @@ export class GpuSlot {
       }
       case 'ready':
         return this.#protocolError(active, 'a second ready');
+      case 'python':
+        active.relay ??= new PythonRelay({
+          python: this.#o.python,
+          containment: this.#o.containment ?? defaultContainment(),
+          emit: (event) => void (active.settled || active.child.send({ v: 1, t: 'python', id: active.id, event })),
+        });
+        return active.relay.handle(m.op, m.line);
     }
   }
 
@@ -539,6 +550,7 @@ export class GpuSlot {
     active.settled = true;
     clearTimeout(active.jobTimer);
     clearTimeout(active.phaseTimer);
+    active.relay?.stop();
     active.child.onMessage = undefined;
     active.child.onExit = undefined;
   }
@@ -630,33 +642,6 @@ export class GpuSlot {
     if (child === undefined) void this.#bringUp(undefined);
     else void this.#replace(child, child.jobs > 0);
   }
-}
-
-/** A well-formed message for job `id`, or what is wrong with it. */
-function checkJobMessage(m: ChildMessage, id: string): string | undefined {
-  if (m.t === 'ready') return undefined;
-  if (m.t === 'fatal') {
-    const e = m.error as unknown as { code?: unknown; message?: unknown } | undefined;
-    if (typeof e?.code !== 'string' || typeof e.message !== 'string') return 'a fatal message without an error';
-    return m.id === undefined || m.id === id ? undefined : `a fatal message for job ${m.id}`;
-  }
-  if (m.id !== id) return `a ${m.t} message for job ${String(m.id)}, not ${id}`;
-  if (m.t === 'phase' && !PHASES.has(m.phase)) return `an unknown phase ${describeMessage(m.phase)}`;
-  if (m.t === 'progress') {
-    const p = m.progress as unknown;
-    if (typeof p !== 'object' || p === null || typeof (p as { kind?: unknown }).kind !== 'string') {
-      return 'a progress message without progress';
-    }
-  }
-  if (m.t === 'result') {
-    const r = m.report as unknown as { passed?: unknown; phases?: unknown; cases?: unknown } | null;
-    // evaluate()'s report has its phases, evaluateProblem()'s its cases.
-    const parts = r !== null && typeof r === 'object' && (Array.isArray(r.phases) || Array.isArray(r.cases));
-    if (typeof r !== 'object' || r === null || typeof r.passed !== 'boolean' || !parts) {
-      return 'a result without a report';
-    }
-  }
-  return undefined;
 }
 
 function crashed(phase: Phase | undefined, e: ChildExit | undefined, stderrTail: string, reason: string): SlotOutcome {

@@ -48,14 +48,25 @@ export function send(message: ChildMessage): Promise<void> {
 }
 
 /** Calls `listener` with each well-formed message from the parent; anything else ends the child (a bug of ours). */
-export function onParentMessage(listener: (message: ParentMessage) => void): void {
+export function onParentMessage(listener: (message: JobMessage) => void): void {
   process.on('message', (m: unknown) => {
     if (!isParentMessage(m)) {
       process.stderr.write(`cudakit worker: not a protocol message from the parent (${typeof m})\n`);
       process.exit(2);
     }
-    listener(m);
+    if (m.t === 'python') relayListener?.(m);
+    else listener(m);
   });
+}
+
+/** A message of the parent's about a job: the job itself, or the end of work. */
+export type JobMessage = Exclude<ParentMessage, { t: 'python' }>;
+
+let relayListener: ((m: Extract<ParentMessage, { t: 'python' }>) => void) | undefined;
+
+/** Where the job's Python runner's events go (python-reference.ts); undefined: nowhere (none was asked for). */
+export function onRelayEvent(listener: ((m: Extract<ParentMessage, { t: 'python' }>) => void) | undefined): void {
+  relayListener = listener;
 }
 
 /** Sends `message`, then exits with `code` (after the message is written, so the parent gets it). */

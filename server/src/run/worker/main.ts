@@ -73,6 +73,7 @@ onParentMessage((m) => {
         zeroOnFree: warm,
         deviceMetrics: m.extras?.deviceMetrics === true,
         ...(m.extras?.referenceModule === undefined ? {} : { referenceModule: m.extras.referenceModule }),
+        ...(m.extras?.python === undefined ? {} : { python: m.extras.python, jobId: m.id }),
         deadlines: m.deadlines,
         receivedAtMs,
         onPhase: (phase: EvalPhase | 'profile') => void send({ v, t: 'phase', id: m.id, phase, atMs: Date.now() }),

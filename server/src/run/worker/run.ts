@@ -11,6 +11,7 @@ import {
   type EvalPhase,
   type EvalProblem,
   type EvalReport,
+  type JsReference,
   type ProblemReport,
   type ProblemSubmission,
   type ProfileJobOptions,
@@ -21,11 +22,25 @@ import {
   profileJob,
 } from 'cudakit';
 import { importJsReference } from './reference-module.js';
-import type { Deadlines, DeviceFacts, RunProgress } from '../protocol.js';
+import type { Deadlines, DeviceFacts, PythonJob, RunProgress } from '../protocol.js';
+import {
+  PythonReference,
+  type PythonReferenceReport,
+  type PythonTiming,
+  referenceRule,
+  relayedRunner,
+  stopRelayedRunner,
+} from './python-reference.js';
 import { deviceFacts } from './facts.js';
 
-/** evaluate()'s report, and with the deviceMetrics option its device metrics: null when none were collected. */
-export type WorkerReport = EvalReport & { deviceMetrics?: DeviceMetrics | null };
+/**
+ * evaluate()'s report, with the deviceMetrics option its device metrics (null when none were collected), and with a
+ * Python reference what it was and how long it took.
+ */
+export type WorkerReport = EvalReport & {
+  deviceMetrics?: DeviceMetrics | null;
+  pythonReference?: PythonReferenceReport;
+};
 
 export interface RunJobOptions {
   signal?: AbortSignal;
@@ -44,6 +59,9 @@ export interface RunJobOptions {
   referenceModule?: string;
   /** profileJob, or a stand-in. */
   profile?: (job: EvalJob, options: ProfileJobOptions) => Promise<ProfileResult>;
+  /** A reference in Python (JobExtras.python), run by a runner the slot starts for job `jobId`. */
+  python?: PythonJob;
+  jobId?: string;
 }
 
 /** check()'s default seed, mixed like any other when the job names none. */
@@ -141,8 +159,11 @@ export async function runJob(
 ): Promise<{ report: WorkerReport; device: DeviceFacts | undefined }> {
   const { signal, onPhase, onProgress, zeroOnFree = false } = options;
   const run = prepareForRun(job, seedSalt, zeroOnFree);
+  const python =
+    options.python === undefined ? undefined : await startPythonReference(options.python, options.jobId ?? '');
   const reference =
-    options.referenceModule === undefined ? undefined : await importJsReference(options.referenceModule);
+    python?.reference ??
+    (options.referenceModule === undefined ? undefined : await importJsReference(options.referenceModule));
   let report: WorkerReport = await evaluate(run, {
     ...(signal === undefined ? {} : { signal }),
     ...(reference === undefined ? {} : { reference }),
@@ -151,6 +172,11 @@ export async function runJob(
       else onProgress?.(p);
     },
   });
+  if (python !== undefined) {
+    const pythonReference = await timePythonReference(python, report, run, onPhase);
+    if (pythonReference !== undefined) report = { ...report, pythonReference };
+    stopRelayedRunner(options.jobId ?? '');
+  }
   if (options.deviceMetrics === true) {
     const elapsedMs = Date.now() - (options.receivedAtMs ?? Date.now());
     const m = await collectDeviceMetrics(report, run, {
@@ -245,4 +271,51 @@ export async function collectDeviceMetrics(
   } catch (e) {
     return none(e instanceof Error ? e.message : String(e));
   }
+}
+
+/** Starts the job's runner through the slot and makes its reference; a runner that cannot start fails the check. */
+async function startPythonReference(
+  spec: PythonJob,
+  jobId: string,
+): Promise<PythonReference | { reference: JsReference }> {
+  try {
+    const { link, dir } = await relayedRunner(jobId);
+    const l2Bytes = (() => {
+      try {
+        return Device.get(0).l2CacheBytes;
+      } catch {
+        return 64 << 20; // no device yet: the larger L2s of today's GPUs
+      }
+    })();
+    return new PythonReference(link, dir, spec.reference, { flushBytes: 2 * l2Bytes });
+  } catch (e) {
+    const error = e as Error;
+    return { reference: () => Promise.reject(error) };
+  }
+}
+
+/**
+ * After evaluate(): the Python reference timed with the job's rule when the candidate passed its check and was timed
+ * (the answer compares the two), else only what it was. The runner is closed either way.
+ */
+async function timePythonReference(
+  python: PythonReference | { reference: JsReference },
+  report: EvalReport,
+  job: EvalJob,
+  onPhase: ((phase: EvalPhase | 'profile') => void) | undefined,
+): Promise<PythonReferenceReport | undefined> {
+  if (!(python instanceof PythonReference)) return undefined;
+  let timing: PythonTiming | undefined;
+  let notTimed: string | undefined;
+  try {
+    if (report.passed && report.timing !== undefined) {
+      onPhase?.('time');
+      timing = await python.time(referenceRule(job));
+    } else notTimed = 'the kernel did not pass its check';
+  } catch (e) {
+    notTimed = `timing the reference failed: ${(e as Error).message}`;
+  }
+  const r = await python.reportOf(timing, notTimed);
+  python.close();
+  return r;
 }

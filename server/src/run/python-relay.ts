@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+// A job's Python runner, owned by its GPU slot. The worker cannot start it: the sandbox needs root (sandbox.ts) and a
+// worker runs as the unprivileged worker user. So the slot starts the runner when the worker asks, in a folder of its
+// own that the worker can also reach (both run as the worker user), and relays lines both ways over the worker's IPC
+// channel. The runner dies with the job: its whole process group is killed when the job ends in any way, and its
+// folder removed.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Containment, makeWorkerDir, removeWorkerDir, workerEnv } from './containment.js';
+import { ANSWER_CHARS_MAX } from './python-runner.js';
+import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, sandboxArgv } from './sandbox.js';
+import { RUNNER_PATH } from './python.js';
+
+/** The service's Python, as the slot needs it to start runners. */
+export interface PythonService {
+  /** The interpreter, checked at start (python.ts). */
+  path: string;
+  /** Folders the sandbox hides (pythonHidden). */
+  hidden: readonly string[];
+  limits?: SandboxLimits;
+  /** Set in the runner's environment on top of the allowed part (tests: CUDAKIT_RUNNER_DEVICE=cpu). */
+  env?: Readonly<Record<string, string>>;
+  /**
+   * Runs the runner without the sandbox: only for tests on a host where no sandbox can be made. The service never
+   * sets it (main.ts refuses --python without a sandbox).
+   */
+  unsandboxed?: boolean;
+}
+
+/** What the relay tells the worker. */
+export type RelayEvent =
+  { op: 'started'; dir: string } | { op: 'line'; line: string } | { op: 'exit'; why: string; stderrTail: string };
+
+/** Characters of the runner's stderr kept for the job's error. */
+const STDERR_TAIL_CHARS = 4000;
+
+/** One job's runner: started on the worker's 'start', fed its 'line's, stopped with the job. */
+export class PythonRelay {
+  #o: { python: PythonService | undefined; containment: Containment; emit: (e: RelayEvent) => void };
+  #child: ChildProcess | undefined;
+  #dir: string | undefined;
+  #stopped = false;
+  #stderr = '';
+
+  constructor(o: { python: PythonService | undefined; containment: Containment; emit: (e: RelayEvent) => void }) {
+    this.#o = o;
+  }
+
+  /** The worker's request. A second 'start', or a line before one, is answered with an exit. */
+  handle(op: 'start' | 'line' | 'stop', line?: string): void {
+    if (this.#stopped) return;
+    if (op === 'stop') return this.stop();
+    if (op === 'start') {
+      if (this.#child !== undefined) return this.#exit('the worker asked for a second runner');
+      return this.#start();
+    }
+    if (this.#child === undefined || typeof line !== 'string') return this.#exit('a line for no runner');
+    this.#child.stdin?.write(`${line}\n`);
+  }
+
+  /** Kills the runner's process group and removes its folder. Never throws; later calls do nothing. */
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    const pid = this.#child?.pid;
+    if (pid !== undefined) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    if (this.#dir !== undefined) removeWorkerDir(this.#dir);
+  }
+
+  #start(): void {
+    const { python, containment } = this.#o;
+    if (python === undefined) return this.#exit('this server was started without --python');
+    try {
+      const dir = makeWorkerDir(containment);
+      this.#dir = dir;
+      const runner = join(dir, '.cudakit_runner.py');
+      copyFileSync(RUNNER_PATH, runner);
+      // Compiled extensions and Triton's kernels stay in the job's folder: a cache shared between jobs would let one
+      // job plant what another loads.
+      const extra = { TORCH_EXTENSIONS_DIR: join(dir, '.torch_extensions'), TRITON_CACHE_DIR: join(dir, '.triton') };
+      const env = workerEnv(process.env, { ...extra, ...python.env }, dir, containment.cacheDir);
+      const command = [python.path, '-I', runner, '--serve'];
+      const argv = python.unsandboxed
+        ? command
+        : sandboxArgv(command, {
+            dir,
+            hidden: python.hidden,
+            user: containment.user ?? { uid: 65534, gid: 65534 },
+            limits: python.limits ?? DEFAULT_SANDBOX_LIMITS,
+            env,
+          });
+      const child = spawn(argv[0]!, argv.slice(1), {
+        cwd: dir,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true,
+        ...(python.unsandboxed ? { env } : {}),
+      });
+      this.#child = child;
+      this.#relayLines(child);
+      child.stderr!.on('data', (d: Buffer) => (this.#stderr = (this.#stderr + d.toString()).slice(-STDERR_TAIL_CHARS)));
+      child.stdin!.on('error', () => {}); // a write after its exit: the exit says why
+      child.on('error', (e) => this.#exit(`the runner could not start (${e.message})`));
+      child.on('exit', (code, signal) => this.#exit(signal === null ? `it exited with ${code}` : `it got ${signal}`));
+      this.#o.emit({ op: 'started', dir });
+    } catch (e) {
+      this.#exit(`the runner could not start (${(e as Error).message})`);
+    }
+  }
+
+  /** Lines of the runner's stdout to the worker; a line over the bound ends the runner (a hostile one's flood). */
+  #relayLines(child: ChildProcess): void {
+    let buffered = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      buffered += d.toString();
+      let nl: number;
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        if (!this.#stopped) this.#o.emit({ op: 'line', line });
+      }
+      if (buffered.length > ANSWER_CHARS_MAX) this.#exit(`it wrote a line over ${ANSWER_CHARS_MAX} characters`);
+    });
+  }
+
+  #exit(why: string): void {
+    if (this.#stopped) return;
+    this.#o.emit({ op: 'exit', why, stderrTail: this.#stderr });
+    this.stop();
+  }
+}

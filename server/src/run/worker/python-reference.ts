@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+// A job's reference in Python, seen from the worker: a JsReference for evaluate() whose every call sends the trial's
+// inputs to the job's runner (files in the runner's folder) and copies its outputs into the job's output buffers, so
+// the CUDA candidate is checked with all of cudakit's defences against outputs the Python reference computed from
+// the same bytes. Then the reference is timed by the runner on two of those input sets; its raw timestamps come back
+// and every statistic, and the stopping rule, are computed here (the runner executes a request's code: it reports,
+// it does not judge).
+import {
+  type EvalJob,
+  type HostValue,
+  type JsReference,
+  PRESETS,
+  type StoppingRule,
+  type Summary,
+  shouldStop,
+  summarize,
+} from 'cudakit';
+import {
+  PythonRunner,
+  type RunnerLink,
+  type RunnerReady,
+  type RunnerTensor,
+  tensorBytes,
+  tensorFileName,
+} from '../python-runner.js';
+import { PROTOCOL_VERSION, type PythonJob } from '../protocol.js';
+import { onRelayEvent, send } from './guard.js';
+
+/** The reference's timing, as compat's ref_runtime and the report show it. */
+export interface PythonTiming {
+  stats: Summary;
+  /** Each accepted sample, ms (the runner's event pairs, end minus start). */
+  samples: { gpuMs: number }[];
+  stopReason: string;
+  /** How the runner timestamped (RunnerReady.timer). */
+  timer: RunnerReady['timer'];
+}
+
+/** What the report says of a Python reference. */
+export interface PythonReferenceReport {
+  type: string;
+  entry: string | undefined;
+  loadMs: number | undefined;
+  runtime: { python: string; torch: string; device: string } | undefined;
+  timing: PythonTiming | undefined;
+  /** Why it was not timed, when it was not. */
+  notTimed?: string;
+}
+
+export interface PythonReferenceOptions {
+  /** Limits of one command to the runner, ms (the slot's phase deadlines bound the whole job anyway). */
+  loadTimeoutMs?: number;
+  callTimeoutMs?: number;
+  /** Bytes of the buffer cleared before each timed call, to flush the L2 (twice the L2's size). */
+  flushBytes: number;
+}
+
+/** Samples per timing command: enough to spread the round trip's cost, few enough to stop early. */
+const BATCH = 20;
+
+/** A Python reference for one job: `reference` for evaluate(), then `time()`, then `close()`. */
+export class PythonReference {
+  readonly runner: PythonRunner;
+  #spec: PythonJob['reference'];
+  #o: Required<PythonReferenceOptions>;
+  #calls = 0;
+  /** Input files of the first calls, kept for timing. */
+  #sets: Record<string, string>[] = [];
+  #loaded: { entry: string; ms: number } | undefined;
+  #loading: Promise<void> | undefined;
+
+  constructor(link: RunnerLink, dir: string, spec: PythonJob['reference'], o: PythonReferenceOptions) {
+    this.runner = new PythonRunner(link, dir);
+    this.#spec = spec;
+    this.#o = { loadTimeoutMs: 600_000, callTimeoutMs: 120_000, ...o };
+  }
+
+  /**
+   * Loads the reference in the runner (imports it, builds a torch_cuda extension, finds its entry point), once: the
+   * first call of `reference` does, so a failure is the check's, blamed on the reference.
+   */
+  load(): Promise<void> {
+    this.#loading ??= (async () => {
+      const { args, outputs: _outputs, ...kernel } = this.#spec;
+      const plain = args.map(({ from: _from, ...a }) => a);
+      this.#loaded = await this.runner.load(kernel, plain, this.#o.loadTimeoutMs);
+    })();
+    return this.#loading;
+  }
+
+  /** evaluate()'s reference: the job's host arguments in, its output arguments filled with the runner's outputs. */
+  readonly reference: JsReference = async (hostArgs: HostValue[]) => {
+    await this.load();
+    const folder = `call-${this.#calls++}`;
+    const files: Record<string, string> = {};
+    this.#spec.args.forEach((a, i) => {
+      if (a.kind !== 'tensor' || a.role === 'output' || a.from === undefined) return;
+      const bytes = bytesOf(hostArgs[a.from], `the job's argument ${a.from} for the reference's '${a.name}'`);
+      const want = tensorBytes(a.dtype, a.shape);
+      if (bytes.byteLength !== want) {
+        throw new RangeError(
+          `The reference's '${a.name}' (${a.dtype}[${a.shape.join(', ')}], ${want} bytes) gets ` +
+            `${bytes.byteLength} bytes from the kernel's argument ${a.from}`,
+        );
+      }
+      files[a.name] = this.runner.writeTensor(tensorFileName(folder, i, a.name), bytes);
+    });
+    if (this.#sets.length < 2) this.#sets.push(files);
+    const ran = await this.runner.run(files, `${folder}/out`, this.#o.callTimeoutMs);
+    const into = this.#spec.outputs;
+    if (ran.outputs.length !== into.length) {
+      throw new RangeError(
+        `The Python reference returned ${ran.outputs.length} output(s); the kernel writes ${into.length}`,
+      );
+    }
+    ran.outputs.forEach((t, k) => copyInto(this.runner.readTensor(t), t, hostArgs[into[k]!], k));
+  };
+
+  /**
+   * Times the reference on the first two calls' inputs, with `rule` (the job's), batch by batch until it stops.
+   * Resolves to the timing and the report's part.
+   */
+  async time(rule: StoppingRule): Promise<PythonTiming> {
+    const ready = await this.runner.ready;
+    await this.runner.prepare(this.#sets, this.#o.flushBytes, this.#o.callTimeoutMs);
+    const samples: number[] = [];
+    const history: number[] = [];
+    let accumulatedMs = 0;
+    const started = performance.now();
+    let warmup = rule.warmupMinRuns;
+    for (;;) {
+      const batch = await this.runner.time(BATCH, warmup, true, this.#o.callTimeoutMs);
+      warmup = 0;
+      for (let i = 0; i < BATCH; i++) {
+        const ms = batch.endsMs[i]! - batch.startsMs[i]!;
+        samples.push(ms);
+        accumulatedMs += ms;
+      }
+      const d = shouldStop(samples, accumulatedMs, performance.now() - started, rule, history);
+      if (d.stop) {
+        return {
+          stats: summarize(samples),
+          samples: samples.map((gpuMs) => ({ gpuMs })),
+          stopReason: d.reason,
+          timer: ready.timer,
+        };
+      }
+    }
+  }
+
+  /** What the report says of it so far. */
+  async reportOf(timing: PythonTiming | undefined, notTimed?: string): Promise<PythonReferenceReport> {
+    const ready = await this.runner.ready.catch(() => undefined);
+    return {
+      type: this.#spec.type,
+      entry: this.#loaded?.entry,
+      loadMs: this.#loaded?.ms,
+      runtime: ready === undefined ? undefined : { python: ready.python, torch: ready.torch, device: ready.device },
+      timing,
+      ...(notTimed === undefined ? {} : { notTimed }),
+    };
+  }
+
+  close(): void {
+    this.runner.close();
+  }
+}
+
+/** The job's timing rule for the reference: its preset, its rule's overrides and its precision. */
+export function referenceRule(job: EvalJob): StoppingRule {
+  const t = job.timing ?? {};
+  return {
+    ...PRESETS[t.preset ?? 'default'],
+    ...t.rule,
+    ...(t.precision === undefined ? {} : { targetRelCI: t.precision }),
+  };
+}
+
+/** A host buffer's bytes. */
+function bytesOf(v: HostValue | undefined, what: string): Uint8Array {
+  if (!ArrayBuffer.isView(v)) throw new TypeError(`Expected a buffer for ${what}`);
+  return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+}
+
+/**
+ * Copies a runner's output into the job's output buffer. Same size: the bytes as they are (the mapping made their
+ * element types agree). A float64 output for a float32 buffer (torch promotes some results) is converted.
+ */
+function copyInto(bytes: Uint8Array, t: RunnerTensor, target: HostValue | undefined, k: number): void {
+  const into = bytesOf(target, `the kernel's output ${k}`);
+  if (bytes.byteLength === into.byteLength) {
+    into.set(bytes);
+    return;
+  }
+  if (t.dtype === 'float64' && target instanceof Float32Array && bytes.byteLength === into.byteLength * 2) {
+    const wide = new Float64Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 8);
+    target.set(wide);
+    return;
+  }
+  throw new RangeError(
+    `The Python reference's output ${k} is ${t.dtype}[${t.shape.join(', ')}] (${bytes.byteLength} bytes); the ` +
+      `kernel's output ${k} has ${into.byteLength} bytes`,
+  );
+}
+
+/**
+ * Asks the slot for the job's runner and resolves to a link to it over the IPC channel, with the runner's folder.
+ * The slot answers 'started' (or 'exit' with why it could not start).
+ */
+export function relayedRunner(id: string): Promise<{ link: RunnerLink; dir: string }> {
+  const lineListeners: ((line: string) => void)[] = [];
+  const closeListeners: ((why: string) => void)[] = [];
+  const link: RunnerLink = {
+    send: (line) => void send({ v: PROTOCOL_VERSION, t: 'python', id, op: 'line', line }),
+    onLine: (l) => lineListeners.push(l),
+    onClose: (l) => closeListeners.push(l),
+  };
+  return new Promise((resolve, reject) => {
+    onRelayEvent((m) => {
+      if (m.id !== id) return;
+      const e = m.event;
+      if (e.op === 'started') resolve({ link, dir: e.dir });
+      else if (e.op === 'line') for (const l of lineListeners) l(e.line);
+      else {
+        const tail = e.stderrTail.trim().split('\n').slice(-3).join(' | ');
+        const why = `${e.why}${tail === '' ? '' : ` (stderr: ${tail.slice(-600)})`}`;
+        reject(new Error(`the Python runner could not start: ${why}`));
+        for (const l of closeListeners) l(why);
+        onRelayEvent(undefined);
+      }
+    });
+    void send({ v: PROTOCOL_VERSION, t: 'python', id, op: 'start' });
+  });
+}
+
+/** Tells the slot the job is done with its runner (the slot also stops it when the job ends any other way). */
+export function stopRelayedRunner(id: string): void {
+  onRelayEvent(undefined);
+  void send({ v: PROTOCOL_VERSION, t: 'python', id, op: 'stop' });
+}

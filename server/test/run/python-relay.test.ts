@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+// A job's Python runner as its slot owns it (src/run/python-relay.ts): started on the worker's request in a folder
+// of its own, lines relayed both ways, killed with its whole group and its folder removed when the job ends, and a
+// request that makes no sense answered with an exit rather than a crash. The runner is the real one, on the CPU,
+// where this host's Python has torch; in the sandbox too where the tests run as root.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type Containment, makeContainment } from '../../src/run/containment.js';
+import { PythonRelay, type PythonService, type RelayEvent } from '../../src/run/python-relay.js';
+import { pythonHidden } from '../../src/run/python.js';
+
+const PYTHON = '/usr/bin/python3';
+const torchHere = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import torch'], { timeout: 60_000 }).status === 0;
+if (!torchHere) console.log(`python relay tests skipped: ${PYTHON} has no torch`);
+const root = process.getuid?.() === 0;
+if (torchHere && !root) console.log('python relay tests in the sandbox skipped: not root (the sandbox needs root)');
+
+const relays: PythonRelay[] = [];
+afterAll(() => {
+  for (const r of relays) r.stop();
+});
+
+/** A relay and the events it emitted, with a wait for the next one that matches. */
+function relayOf(python: PythonService | undefined, containment: Containment) {
+  const events: RelayEvent[] = [];
+  const waiters: (() => void)[] = [];
+  const relay = new PythonRelay({
+    python,
+    containment,
+    emit: (e) => {
+      events.push(e);
+      for (const w of waiters.splice(0)) w();
+    },
+  });
+  relays.push(relay);
+  const next = async (op: RelayEvent['op'], timeoutMs = 60_000): Promise<RelayEvent> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = events.find((e) => e.op === op);
+      if (found !== undefined) {
+        events.splice(events.indexOf(found), 1);
+        return found;
+      }
+      if (Date.now() > deadline) throw new Error(`no '${op}' event in ${timeoutMs} ms: ${JSON.stringify(events)}`);
+      await new Promise<void>((resolve) => {
+        waiters.push(resolve);
+        setTimeout(resolve, 200);
+      });
+    }
+  };
+  return { relay, events, next };
+}
+
+const LOAD = JSON.stringify({
+  v: 1,
+  t: 'load',
+  id: 1,
+  kernel: { type: 'torch', source: 'def f(x):\n    return x * 2\n', metadata: { function_name: 'f' }, launch: null },
+  args: [{ name: 'x', kind: 'tensor', dtype: 'float32', shape: [4], role: 'input' }],
+});
+
+describe('a job’s Python runner, owned by its slot', () => {
+  it('answers an exit, never a crash, without --python or for a line before the runner', () => {
+    const containment = makeContainment({ user: undefined, cacheDir: undefined });
+    const without = relayOf(undefined, containment);
+    without.relay.handle('start');
+    expect(without.events).toEqual([{ op: 'exit', why: 'this server was started without --python', stderrTail: '' }]);
+    const early = relayOf({ path: PYTHON, hidden: [] }, containment);
+    early.relay.handle('line', '{}');
+    expect(early.events).toEqual([{ op: 'exit', why: 'a line for no runner', stderrTail: '' }]);
+    early.relay.handle('start'); // stopped: nothing more happens
+    expect(early.events).toHaveLength(1);
+  });
+
+  it.runIf(torchHere)(
+    'starts the runner in a folder of its own, relays its lines, and kills it with its folder at the end',
+    async () => {
+      const containment = makeContainment({ user: undefined, cacheDir: undefined });
+      const { relay, next } = relayOf(
+        { path: PYTHON, hidden: [], env: { CUDAKIT_RUNNER_DEVICE: 'cpu' }, unsandboxed: true },
+        containment,
+      );
+      relay.handle('start');
+      const started = (await next('started')) as Extract<RelayEvent, { op: 'started' }>;
+      expect(started.dir.startsWith(`${containment.rootDir}/`)).toBe(true);
+      expect(JSON.parse(((await next('line')) as { line: string }).line)).toMatchObject({ t: 'ready', device: 'cpu' });
+      relay.handle('line', LOAD);
+      expect(JSON.parse(((await next('line')) as { line: string }).line)).toMatchObject({ t: 'loaded', entry: 'f' });
+      relay.handle('stop');
+      expect(existsSync(started.dir)).toBe(false);
+    },
+    120_000,
+  );
+
+  it.runIf(torchHere && root)(
+    'runs the runner in the sandbox as the worker user, where it still serves',
+    async () => {
+      const containment = makeContainment({ user: { name: 'nobody', uid: 65534, gid: 65534 }, cacheDir: undefined });
+      const { relay, next } = relayOf(
+        { path: PYTHON, hidden: pythonHidden(containment, []), env: { CUDAKIT_RUNNER_DEVICE: 'cpu' } },
+        containment,
+      );
+      relay.handle('start');
+      const started = (await next('started')) as Extract<RelayEvent, { op: 'started' }>;
+      const ready = JSON.parse(((await next('line')) as { line: string }).line) as { t: string; pid: number };
+      expect(ready.t).toBe('ready');
+      // The PID namespace: the runner is process 1 of its own (under the sandbox's shell: a small number).
+      expect(ready.pid).toBeLessThan(10);
+      relay.handle('line', LOAD);
+      expect(JSON.parse(((await next('line')) as { line: string }).line)).toMatchObject({ t: 'loaded' });
+      relay.stop();
+      expect(existsSync(started.dir)).toBe(false);
+    },
+    120_000,
+  );
+});
