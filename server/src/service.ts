@@ -243,11 +243,16 @@ export class EvalService {
    *   class no GPU here serves, 422 for an Idempotency-Key reused with another body, 429 / 503 (with Retry-After) at
    *   the queue caps.
    */
-  async submit(principal: string, body: Record<string, unknown>, idempotencyKey?: string): Promise<Submission> {
+  async submit(
+    principal: string,
+    body: Record<string, unknown>,
+    idempotencyKey?: string,
+    internal?: Pick<ServiceOptions, 'python'>,
+  ): Promise<Submission> {
     if (!this.#accepting) {
       throw new ServiceError('SHUTTING_DOWN', 'The server is shutting down and takes no new evaluations', 30);
     }
-    return this.#submitting().submit(principal, body, idempotencyKey);
+    return this.#submitting().submit(principal, body, idempotencyKey, internal);
   }
 
   /**

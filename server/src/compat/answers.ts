@@ -104,7 +104,14 @@ export async function submitCompatJob(
   job: CompatJob,
 ): Promise<JobRecord> {
   try {
-    return (await service.submit(principal, job.body)).record;
+    return (
+      await service.submit(
+        principal,
+        job.body,
+        undefined,
+        job.python === undefined ? undefined : { python: job.python },
+      )
+    ).record;
   } catch (e) {
     if (!(e instanceof InvalidJobError)) throw e;
     const problems = e.problems.map((p) => ({ field: job.fieldOf(p.path), path: p.path, message: p.message }));
@@ -128,8 +135,11 @@ const ZERO_STATS: RuntimeStats = {
   percentile_99: 0,
 };
 
+/** What runtime_stats reads of a timing: its statistics and samples (a BenchResult, or a Python reference's). */
+type TimingLike = Pick<BenchResult, 'stats'> & { samples?: readonly { gpuMs: number; rejected?: boolean }[] };
+
 /** The original's runtime_stats of a timing, unrounded (ms), over its accepted samples. */
-export function runtimeStatsOf(timing: BenchResult): RuntimeStats {
+export function runtimeStatsOf(timing: TimingLike): RuntimeStats {
   const s = timing.stats;
   const sorted = (timing.samples ?? [])
     .filter((x) => !x.rejected)
@@ -351,7 +361,15 @@ export function answerOf(record: JobRecord, ctx: AnswerContext): CompatAnswer {
     ...(gpuType === undefined ? {} : { gpu_type: gpuType }),
   };
   if (ctx.kind === 'evaluate') return { statusCode: 200, body: common };
-  const refRuntime = comparison === undefined ? ZERO_STATS : runtimeStatsOf(comparison.a);
+  // A Python reference is timed by the worker beside the job (run/worker/python-reference.ts).
+  const pythonTiming = (report as (EvalReport & { pythonReference?: { timing?: TimingLike } }) | undefined)
+    ?.pythonReference?.timing;
+  const refRuntime =
+    comparison !== undefined
+      ? runtimeStatsOf(comparison.a)
+      : pythonTiming !== undefined
+        ? runtimeStatsOf(pythonTiming)
+        : ZERO_STATS;
   return { statusCode: 200, body: { ...common, ref_runtime: refRuntime } };
 }
 

@@ -26,6 +26,8 @@ import {
   type ValidationErrorItem,
 } from './schemas.js';
 import { CompatClientError, CompatValidationError } from './errors.js';
+import type { PythonJob } from '../run/protocol.js';
+import { pythonReferenceOf } from './python-jobs.js';
 
 /** Why a reference that needs Python cannot run here, and what can take its place. */
 export const REFERENCE_SUBSTITUTES = [
@@ -439,6 +441,8 @@ export interface CompatJob {
   warnings: string[];
   /** The request's field ('custom_kernel -> io -> args -> 2') of a cudakit job path ('job.args[2].init'). */
   fieldOf(jobPath: string): string;
+  /** A reference in Python (a server with --python), run beside the job by its runner. */
+  python?: PythonJob;
 }
 
 function candidateBody(c: CudaKernel): Record<string, unknown> {
@@ -573,7 +577,7 @@ const sameArgs = (a: readonly EvalArgObject[], b: readonly EvalArgObject[]): boo
  *
  * @throws CompatClientError (400) in the original's ClientError shape.
  */
-export function compareJob(request: CompareRequest): CompatJob {
+export function compareJob(request: CompareRequest, options: { python?: boolean } = {}): CompatJob {
   const numTrials = request.num_trials ?? COMPAT_DEFAULTS.numTrials;
   const timeoutSeconds = request.timeout ?? COMPAT_DEFAULTS.timeoutSeconds;
   checkBounds(numTrials, timeoutSeconds);
@@ -587,7 +591,8 @@ export function compareJob(request: CompareRequest): CompatJob {
     }
   }
   const { ref_kernel: ref, custom_kernel: custom } = request;
-  if (ref.kernel_type !== 'cuda') throw pythonReference('ref_kernel', ref.kernel_type);
+  const python = ref.kernel_type !== 'cuda';
+  if (python && options.python !== true) throw pythonReference('ref_kernel', ref.kernel_type);
   if (custom.kernel_type !== 'cuda') throw unsupportedCandidate('custom_kernel', custom.kernel_type);
   if (custom.io === undefined || custom.io === null) {
     throw new CompatClientError('CUDA kernels require io_contract to be specified', {
@@ -602,6 +607,18 @@ export function compareJob(request: CompareRequest): CompatJob {
   }
   const warnings: string[] = [];
   const c = cudaKernelOf('custom_kernel', custom, warnings);
+  const atol = request.atol ?? COMPAT_DEFAULTS.atol;
+  const rtol = request.rtol ?? COMPAT_DEFAULTS.rtol;
+  const { timing, fields } = serviceFields(numTrials, timeoutSeconds, request.cudakit);
+  const job = (body: Record<string, unknown>): CompatJob => ({
+    kind: 'compare',
+    body: { ...body, check: { atol, rtol }, timing, ...fields },
+    timeoutSeconds,
+    maxQueueSeconds: fields.maxQueueSeconds,
+    warnings,
+    fieldOf: fieldMapper('custom_kernel'),
+  });
+  if (python) return { ...job(candidateBody(c)), python: pythonReferenceOf('ref_kernel', ref, c.args!) };
   const r = cudaKernelOf('ref_kernel', ref, warnings);
   const kernelRef: EvalKernelRef = {
     source: r.source,
@@ -622,15 +639,5 @@ export function compareJob(request: CompareRequest): CompatJob {
         "the custom kernel's arguments (give both the same io to time the reference)",
     );
   }
-  const atol = request.atol ?? COMPAT_DEFAULTS.atol;
-  const rtol = request.rtol ?? COMPAT_DEFAULTS.rtol;
-  const { timing, fields } = serviceFields(numTrials, timeoutSeconds, request.cudakit);
-  return {
-    kind: 'compare',
-    body: { ...body, check: { atol, rtol }, timing, ...fields },
-    timeoutSeconds,
-    maxQueueSeconds: fields.maxQueueSeconds,
-    warnings,
-    fieldOf: fieldMapper('custom_kernel'),
-  };
+  return job(body);
 }

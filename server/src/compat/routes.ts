@@ -162,7 +162,8 @@ function compare(syncWaitMs: SyncWaitMs | undefined) {
     // The legacy form is recognised before the schema, as the original converts it before parsing.
     refuseLegacy(request.body);
     if (request.validationError !== undefined) throw request.validationError;
-    const job = compareJob(request.body);
+    const python = request.server.service.slots().some((s) => s.python !== undefined);
+    const job = compareJob(request.body, { python });
     const record = await submitCompatJob(request.server.service, request.principal.name, job);
     return answer(job, record, syncWaitMs, request, reply);
   };

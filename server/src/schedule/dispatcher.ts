@@ -236,8 +236,12 @@ export class Dispatcher {
       });
       events.started({ id, gpu: record.options.gpu, queueWaitMs: startedAtMs - record.createdAt });
     }
-    const { deviceMetrics, referenceModule } = record.options;
-    const extras: JobExtras = { deviceMetrics, ...(referenceModule === undefined ? {} : { referenceModule }) };
+    const { deviceMetrics, referenceModule, python } = record.options;
+    const extras: JobExtras = {
+      deviceMetrics,
+      ...(referenceModule === undefined ? {} : { referenceModule }),
+      ...(python === undefined ? {} : { python }),
+    };
     const run = this.#runOf(record);
     if (run.problem !== undefined) extras.problem = run.problem;
     let lastProgressMs = 0;

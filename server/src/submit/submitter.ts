@@ -256,9 +256,16 @@ export class Submitter {
    *   class no GPU here serves, 422 for an Idempotency-Key reused with another body, 429 / 503 (with Retry-After) at
    *   the queue caps.
    */
-  async submit(principal: string, body: Record<string, unknown>, idempotencyKey?: string): Promise<Submission> {
+  /** `internal`: what the service's own routes add to a job and no client's body can (compat's Python reference). */
+  async submit(
+    principal: string,
+    body: Record<string, unknown>,
+    idempotencyKey?: string,
+    internal?: Pick<ServiceOptions, 'python'>,
+  ): Promise<Submission> {
     const split = splitBody(body);
     const options: ServiceOptions = split.options;
+    if (internal?.python !== undefined) options.python = internal.python;
     // A job, or a submission to a problem with cases; `compiled` is what the compile check compiles.
     const { job, compiled } = this.#checked(split.job, options);
     await this.#checkGpus(compiled, options);
