@@ -41,7 +41,10 @@ describe('a Python reference on the compatible routes', () => {
     const job = compareJob(payload, { python: true });
     expect(job.body).not.toHaveProperty('compare');
     expect(job.body).not.toHaveProperty('reference');
-    expect(job.body).toMatchObject({ kernel: payload.custom_kernel.metadata!.kernel_name, check: { atol: 0.01 } });
+    expect(job.body).toMatchObject({
+      kernel: (payload.custom_kernel.metadata as { kernel_name: string }).kernel_name,
+      check: { atol: 0.01 },
+    });
     const ref = job.python!.reference;
     expect(ref).toMatchObject({ type: 'torch', source: payload.ref_kernel.source_code, metadata: {}, launch: null });
     expect(ref.args.map((a) => a.from)).toEqual(MAPPED[file]!.from);
