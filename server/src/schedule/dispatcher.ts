@@ -9,7 +9,7 @@ import type { EvalJob, EvalPhase, EvalProblem, EvalTimingOptions, ProblemSubmiss
 import { queueTimeoutOutcome, resultOf } from '../judge/outcome.js';
 import { type ProblemEventFilter, problemEventFilter } from '../judge/problem-report.js';
 import type { GpuPool, SlotLease } from '../run/pool.js';
-import type { Deadlines, JobExtras, RunJob, RunProgress } from '../run/protocol.js';
+import type { Deadlines, JobExtras, PythonJob, RunJob, RunProgress } from '../run/protocol.js';
 import { type JobRecord, type JobStore, type ServiceOptions, isProblemJob } from '../store/store.js';
 import type { JobEvents, ServiceLog } from './job-events.js';
 import { type QueuedJob, type RunQueue, queuedJobOf } from './queue.js';
@@ -240,7 +240,8 @@ export class Dispatcher {
     const extras: JobExtras = {
       deviceMetrics,
       ...(referenceModule === undefined ? {} : { referenceModule }),
-      ...(python === undefined ? {} : { python }),
+      // Made by compat/python-jobs.ts as a PythonJob; the store keeps it as plain data.
+      ...(python === undefined ? {} : { python: python as unknown as PythonJob }),
     };
     const run = this.#runOf(record);
     if (run.problem !== undefined) extras.problem = run.problem;

@@ -6,7 +6,6 @@
 import type { EvalJob, EvalPhase, ProblemSubmission } from 'cudakit';
 import type { Verdict } from '../judge/verdict.js';
 import type { LeaderboardEntry, LeaderboardStore } from './leaderboard.js';
-import type { PythonJob } from '../run/protocol.js';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
 export const TERMINAL: ReadonlySet<JobStatus> = new Set(['succeeded', 'failed', 'cancelled']);
@@ -24,8 +23,11 @@ export interface ServiceOptions {
   deviceMetrics: boolean;
   /** The JavaScript reference module of the job's registry problem, for its worker to import. */
   referenceModule?: string;
-  /** A reference in Python (the compatible routes, with --python), for the job's runner. Never a client's field. */
-  python?: PythonJob;
+  /**
+   * A reference in Python (the compatible routes, with --python), for the job's runner: run/protocol.ts's PythonJob,
+   * kept as plain data (the store knows no worker types). Never a client's field.
+   */
+  python?: { reference: object };
   /**
    * A re-run the service queued (never a client's field): the id of the job whose leaderboard entry it confirms. Its
    * result confirms the entry or leaves it provisional, and is never an entry itself.
