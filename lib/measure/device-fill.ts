@@ -9,6 +9,10 @@
 // (on the shared generator) stopped. The kernel does the arithmetic of generateBytes() in the same order, rounded the
 // same way (no fused multiply-add), so its bytes equal JavaScript's for every kind but 'normal', whose log and cos
 // may differ from JavaScript's in the last bit of a double (test/gpu/device-fill.test.ts checks both).
+//
+// A sparse fill (`changes` > 0, inputSets()'s kept launches) writes only that many elements, at positions drawn from
+// the epoch's state (sparsePositions() here finds the same ones), each with the value the full fill of that epoch
+// gives it: the rest of the buffer keeps what it held, so a key that samples a few elements sees no change.
 import { DTYPE_INFO, type Device, type DeviceBuffer, Program } from '../core/index.js';
 import type { BufferArgSpec, BufferDType, InitSpec } from './argspec.js';
 import { splitmix64 } from './random.js';
@@ -64,13 +68,12 @@ __device__ __forceinline__ unsigned short bf16_bits(double v) {
 
 __device__ __forceinline__ u64 wrap64(double v) {
   // What a typed array's element assignment does to a number: truncate toward zero, then modulo 2^width (NaN and
-  // the infinities give 0). Every width's value is the low bits of this one.
+  // the infinities give 0). Every width's value is the low bits of this one. fmod is exact, so |m| < 2^64 is an
+  // integer that converts exactly; a negative one is negated in u64 (mod 2^64), never added to 2^64 in a double,
+  // which rounds -128 + 2^64 up to 2^64 (doubles near 2^64 are 2048 apart) and gave 0 for every small negative value.
   if (!(v == v) || v == 1.0 / 0.0 || v == -1.0 / 0.0) return 0ull;
-  double t = trunc(v);
-  double m = fmod(t, 18446744073709551616.0);
-  if (m < 0) m = __dadd_rn(m, 18446744073709551616.0);
-  if (m >= 18446744073709551616.0) return 0ull;
-  return (u64)m;
+  double m = fmod(trunc(v), 18446744073709551616.0);
+  return m < 0 ? 0ull - (u64)(-m) : (u64)m;
 }
 
 // kind: 0 uniform (a = lo, b = hi - lo), 1 normal (a = mean, b = std), 2 randint (a = lo, b = hi - lo),
@@ -78,14 +81,19 @@ __device__ __forceinline__ u64 wrap64(double v) {
 // dtype: 0 f32, 1 f64, 2 f16, 3 bf16, 4 i8, 5 u8, 6 i16, 7 u16, 8 i32, 9 u32, 10 i64, 11 u64.
 // epoch: null, or a u32 the harness writes before each timed sample; a non-zero epoch e draws from state ^
 // splitmix64(e) instead (epochState() in device-fill.ts), so every sample's inputs are new.
+// changes: 0 fills all n elements; c > 0 only c of them, element splitmix64(spot + (first + j) * gamma) % n for
+// j < c, spot = splitmix64(state ^ SPARSE_SALT) (sparsePositions() in device-fill.ts), the others left as they are.
 extern "C" __global__ void cudakit_fill(void* out, u64 n, int dtype, int kind, double a, double b, u64 state,
-                                        u64 first, u64 period, const unsigned int* epoch) {
+                                        u64 first, u64 period, const unsigned int* epoch, u64 changes) {
   if (epoch != 0) {
     unsigned int e = *epoch;
     if (e != 0u) state ^= splitmix64((u64)e);
   }
+  const u64 count = changes == 0ull ? n : changes;
+  const u64 spot = splitmix64(state ^ 0x5851f42d4c957f2dull);
   const u64 stride = (u64)gridDim.x * blockDim.x;
-  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x; j < count; j += stride) {
+    const u64 i = changes == 0ull ? j : splitmix64(spot + (first + j) * 0x9e3779b97f4a7c15ull) % n;
     double v;
     if (kind == 0) {
       v = __dadd_rn(a, __dmul_rn(b, draw(state, first + i)));
@@ -120,8 +128,28 @@ extern "C" __global__ void cudakit_fill(void* out, u64 n, int dtype, int kind, d
 /** @internal The fill kernel's signature. */
 export const FILL_KERNEL = [
   'cudakit_fill',
-  ['ptr', 'u64', 'i32', 'i32', 'f64', 'f64', 'u64', 'u64', 'u64', 'ptr'],
+  ['ptr', 'u64', 'i32', 'i32', 'f64', 'f64', 'u64', 'u64', 'u64', 'ptr', 'u64'],
 ] as const;
+
+/**
+ * @internal Elements a sparse fill changes (inputSets()'s kept launches): few enough that a key of some sampled
+ * elements (256 of 1M: 0.2 %) rarely sees one, enough that a replayed output shows at one of them.
+ */
+export const SPARSE_CHANGES = 8;
+
+const SPARSE_SALT = 0x5851f42d4c957f2dn;
+const GAMMA = 0x9e3779b97f4a7c15n;
+
+/**
+ * The elements a sparse fill of `changes` elements writes in a buffer of `n`, drawing from `state` (the epoch's:
+ * epochState()) with the buffer's first draw `first`, as the fill kernel finds them (repeats possible).
+ */
+export function sparsePositions(state: bigint, first: bigint, n: number, changes: number): number[] {
+  const spot = splitmix64(BigInt.asUintN(64, state) ^ SPARSE_SALT);
+  return Array.from({ length: n === 0 ? 0 : changes }, (_, j) =>
+    Number(splitmix64(BigInt.asUintN(64, spot + (first + BigInt(j)) * GAMMA)) % BigInt(n)),
+  );
+}
 
 const DTYPE_CODE: Record<BufferDType, number> = {
   f32: 0,
@@ -195,19 +223,19 @@ export function fillOnDevice(
   init: Exclude<InitSpec, { kind: 'data' }>,
   source: DrawSource,
 ): void {
-  const launch = fillLaunch(target, spec, init, source, 0n);
+  const launch = fillLaunch(target, spec, init, source, 0n, 0);
   if (launch !== undefined) fillKernel(target.device).launch(launch.config, ...launch.args);
 }
 
 /** A fill launch's configuration and arguments. */
 export interface FillLaunch {
   config: { grid: number; block: number };
-  args: [bigint, bigint, number, number, number, number, bigint, bigint, bigint, bigint];
+  args: [bigint, bigint, number, number, number, number, bigint, bigint, bigint, bigint, bigint];
 }
 
 /**
- * The launch that fills `target` as fillOnDevice() does, reading its epoch from `epochPtr` (0n: none); undefined
- * for an empty buffer.
+ * The launch that fills `target` as fillOnDevice() does, reading its epoch from `epochPtr` (0n: none), all of it or,
+ * with `changes` > 0, that many elements (sparsePositions()); undefined for an empty buffer.
  */
 export function fillLaunch(
   target: DeviceBuffer,
@@ -215,6 +243,7 @@ export function fillLaunch(
   init: Exclude<InitSpec, { kind: 'data' }>,
   source: DrawSource,
   epochPtr: bigint,
+  changes = 0,
 ): FillLaunch | undefined {
   const device = target.device;
   const n = spec.length;
@@ -249,7 +278,8 @@ export function fillLaunch(
       break;
   }
   const block = 256;
-  const grid = Math.max(1, Math.min(Math.ceil(n / block), device.multiprocessorCount * 16));
+  const count = changes > 0 ? changes : n;
+  const grid = Math.max(1, Math.min(Math.ceil(count / block), device.multiprocessorCount * 16));
   if (DTYPE_INFO[spec.dtype].bytes * n !== target.byteLength) {
     throw new RangeError(
       `Expected a buffer of ${DTYPE_INFO[spec.dtype].bytes * n} bytes for the fill but received ${target.byteLength}`,
@@ -268,6 +298,7 @@ export function fillLaunch(
       source.first,
       BigInt(Math.max(1, period)),
       epochPtr,
+      BigInt(changes),
     ],
   };
 }

@@ -2,15 +2,25 @@
 // inputSets(): the device argument sets bench() rotates through (inputs.ts fills them, seeded per set), and their
 // re-check after timing: every set's outputs against the reference (reference.ts), compared as check() compares
 // them (compare-output.ts). With fresh inputs, also the outputs of timed launches drawn at random over the whole run
-// (a reservoir the sampler copies them into, untimed), each against the reference on that launch's own inputs.
+// (a reservoir the sampler copies them into, untimed), each against the reference on that launch's own inputs. A
+// drawn launch runs on the set of the launch before it, with a sparse refresh that changes a few elements only, so a
+// cache keyed on the pointer and a sample of the inputs hits there, and its replayed outputs fail the re-check.
 import { randomInt } from 'node:crypto';
-import { CudaError, DTYPE_INFO, type Device, type DeviceBuffer, checkBoolean, checkOptions } from '../core/index.js';
+import {
+  CudaError,
+  DTYPE_INFO,
+  type Device,
+  type DeviceBuffer,
+  checkBoolean,
+  checkOptions,
+  fromDeviceBytes,
+} from '../core/index.js';
 import type { SampleSnapshot } from '../core/sampler.js';
 import { type ArgSpec, type BufferArgSpec, checkArgSpecs, roleOf } from './argspec.js';
 import type { CheckOptions } from './check.js';
 import { type CheckResult, type TrialResult, buildCheckResult, errorFigures, trialResult } from './check-result.js';
 import { compareOutput, newComparison, toleranceFor } from './compare-output.js';
-import { type FillLaunch, fillLaunch } from './device-fill.js';
+import { type FillLaunch, SPARSE_CHANGES, epochState, fillLaunch, sparsePositions } from './device-fill.js';
 import {
   type GuardedBuffer,
   type TrialInputs,
@@ -34,19 +44,37 @@ export interface InputSetsOptions {
    * (in-place outputs included), and the outputs of RESERVOIR_SLOTS launches drawn at random from the whole run
    * (copied out, untimed, right after each ran) against the reference on their own inputs. A kernel that replays
    * results cached from an earlier launch, computes ahead for a later one, or skips the work of some launches, then
-   * fails the re-check. Default false. No effect in graph mode, whose replays repeat their launches.
+   * fails the re-check. A drawn launch runs on the same set as the launch before it, and its refresh changes only
+   * SPARSE_CHANGES elements of each pure input (in-place outputs in full): a cache keyed on the input pointer and a
+   * few sampled inputs, or a checksum of some, which fresh inputs never let hit, hits there and replays outputs of
+   * other inputs. Default false. No effect in graph mode, whose replays repeat their launches.
    */
   fresh?: boolean;
+}
+
+/**
+ * @internal What a set's buffers hold after a launch with fresh inputs: the full refresh of epoch `base` (undefined:
+ * the set's first inputs, before any refresh), then the sparse refreshes of the epochs in `sparse`, in order.
+ */
+export interface Lineage {
+  base: number | undefined;
+  sparse: readonly number[];
 }
 
 /**
  * @internal One set's fresh inputs, for bench(): what regenerates them, and where the last timed launch's came from.
  */
 export interface FreshSet {
-  /** The fill launches that regenerate the set's inputs, reading their epoch from `epochPtr`. */
-  launches: (epochPtr: bigint) => FillLaunch[];
-  /** Called with the epoch of each sample timed on the set, in order. */
-  used: (epoch: number) => void;
+  /**
+   * The fill launches that regenerate the set's inputs, reading their epoch from `epochPtr`: in full, or with
+   * `sparse` SPARSE_CHANGES elements of each pure input and every in-place output in full (a drawn launch's refresh).
+   */
+  launches: (epochPtr: bigint, sparse?: boolean) => FillLaunch[];
+  /**
+   * Called with the epoch of each sample timed on the set, in order, and whether its refresh was the sparse one;
+   * returns what the set's buffers held for that sample.
+   */
+  used: (epoch: number, sparse?: boolean) => Lineage;
   /** Called when launches repeat on the set's inputs without a refresh (graph mode's replays). */
   repeated: () => void;
   /** The launches kept for verify(), drawn at random from all the sets' samples (one reservoir per inputSets()). */
@@ -60,12 +88,19 @@ export interface FreshSet {
  */
 export interface Reservoir {
   /**
-   * Draws which samples of a batch to keep: `batch[i]` is the FreshSet sample i runs on. Returns the copies for
-   * SampleRequest.snapshots, and what to call when the batch ran (each sample's epoch) or failed.
+   * Draws which samples of a batch to keep: sample i runs on `sets[order[i]]`. A kept sample is moved onto the set
+   * of the sample before it (of this batch, or the last one planned before it) and takes the sparse refresh. Returns
+   * the batch's order so changed, which samples take the sparse refresh, the copies for SampleRequest.snapshots, and
+   * what to call when the batch ran (what each sample's set held: FreshSet.used) or failed.
    */
-  plan: (batch: readonly FreshSet[]) => {
+  plan: (
+    order: readonly number[],
+    sets: readonly FreshSet[],
+  ) => {
+    order: number[];
+    sparse: boolean[];
     snapshots: SampleSnapshot[];
-    ran: (epochs: readonly (number | undefined)[]) => void;
+    ran: (lineages: readonly (Lineage | undefined)[]) => void;
     failed: () => void;
   };
 }
@@ -109,29 +144,28 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, opt
     args: (set: number) => {
       const setSeed = splitmix64(BigInt(seed) + 1000n + BigInt(set));
       const inputs = prepareInputs(io, setSeed, device);
-      const entry = {
-        seed: setSeed,
-        inputs,
-        buffers: [] as GuardedBuffer[],
-        epoch: undefined as number | undefined,
-        repeated: false,
-      };
+      const entry: SetEntry = { seed: setSeed, inputs, buffers: [], lineage: undefined, repeated: false };
       sets.push(entry);
       const args = uploadGuarded(device, io, inputs, 0, () => 0, entry.buffers);
       if (fresh) {
         const sources = drawSources(io, setSeed);
         const freshSet: FreshSet = {
-          launches: (epochPtr) =>
+          launches: (epochPtr, sparse = false) =>
             io.flatMap((a, i) => {
               const init = initOf(a);
               const source = sources[i];
               if (a.kind !== 'buffer' || init === undefined || init.kind === 'data' || source === undefined) return [];
-              const launch = fillLaunch(entry.buffers[i]!.view, a, init, source, epochPtr);
+              const changes = sparse && roleOf(a) === 'in' ? SPARSE_CHANGES : 0;
+              const launch = fillLaunch(entry.buffers[i]!.view, a, init, source, epochPtr, changes);
               return launch === undefined ? [] : [launch];
             }),
-          used: (epoch) => {
-            entry.epoch = epoch;
+          used: (epoch, sparse = false) => {
+            const before = entry.lineage ?? { base: undefined, sparse: [] };
+            entry.lineage = sparse
+              ? { base: before.base, sparse: [...before.sparse, epoch] }
+              : { base: epoch, sparse: [] };
             entry.repeated = false;
+            return entry.lineage;
           },
           repeated: () => {
             entry.repeated = true;
@@ -152,14 +186,14 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, opt
         for (const [k, s] of sets.entries()) {
           const c = newComparison();
           // With fresh inputs, the inputs of the set's last timed launch, whose outputs its buffers hold.
-          const inputs = s.epoch === undefined ? s.inputs : prepareInputs(io, s.seed, device, s.epoch);
+          const inputs = s.lineage === undefined ? s.inputs : inputsOf(io, s.seed, device, s.lineage);
           const ref = await referenceOutputs(reference, device, io, inputs, zeroOnFree);
           if ('fault' in ref) throw ref.fault;
           io.forEach((a, i) => {
             if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
             // An in-place output changed with every launch since its inputs were last made: nothing to compare it
             // with, but with fresh inputs, no repeated launch (graph mode) and an init the refresh regenerates.
-            if (roleOf(a) === 'inout' && (s.epoch === undefined || s.repeated || initOf(a)?.kind === 'data')) return;
+            if (roleOf(a) === 'inout' && (s.lineage === undefined || s.repeated || initOf(a)?.kind === 'data')) return;
             const [atol, rtol] = toleranceFor(verifyOptions ?? {}, a.dtype);
             compareOutput(i, a.dtype, s.buffers[i]!.view.copyToHost(), ref.outputs[i]!, atol, rtol, c);
           });
@@ -168,7 +202,7 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, opt
         // The kept launches: each one's outputs, copied out right after it ran, against the reference on its inputs.
         for (const kept of reservoir.kept()) {
           const c = newComparison();
-          const inputs = prepareInputs(io, kept.entry.seed, device, kept.epoch);
+          const inputs = inputsOf(io, kept.entry.seed, device, kept.lineage);
           const ref = await referenceOutputs(reference, device, io, inputs, zeroOnFree);
           if ('fault' in ref) throw ref.fault;
           for (const [j, i] of reservoir.outputs.entries()) {
@@ -176,7 +210,7 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, opt
             const [atol, rtol] = toleranceFor(verifyOptions ?? {}, a.dtype);
             compareOutput(i, a.dtype, kept.buffers[j]!.copyToHost(), ref.outputs[i]!, atol, rtol, c);
           }
-          keptTrials.set(trials.length, kept.epoch);
+          keptTrials.set(trials.length, epochOf(kept.lineage));
           trials.push(trialResult(trials.length, '', c, undefined));
         }
       } catch (e) {
@@ -196,7 +230,7 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, opt
             ? `FAIL after timing (${failed.defence}) in a timed launch drawn at random (sample epoch ${epoch}): its ` +
               'outputs are not those of its own inputs (work skipped, or a result replayed from another launch?)'
             : `FAIL after timing (${failed.defence}) in input set ${failed.trial}` +
-              (sets[failed.trial]?.epoch !== undefined
+              (sets[failed.trial]?.lineage !== undefined
                 ? ': its outputs are not those of its last timed launch, on fresh inputs (a result replayed from ' +
                   'another launch?)'
                 : '');
@@ -210,20 +244,54 @@ export function inputSets(device: Device, io: readonly ArgSpec[], seed = 42, opt
   };
 }
 
-/** One input set of inputSets(): its seed, its inputs and buffers, and the epoch of its last timed launch. */
+/** One input set of inputSets(): its seed, its inputs and buffers, and what its last timed launch ran on. */
 interface SetEntry {
   seed: bigint;
   inputs: TrialInputs;
   buffers: GuardedBuffer[];
-  epoch: number | undefined;
+  lineage: Lineage | undefined;
   repeated: boolean;
 }
 
-/** A launch kept by the reservoir: the set it ran on, its epoch, and its outputs as it left them. */
+/** A launch kept by the reservoir: the set it ran on, what that set held, and its outputs as it left them. */
 interface KeptLaunch {
   entry: SetEntry;
-  epoch: number;
+  lineage: Lineage;
   buffers: DeviceBuffer[];
+}
+
+/** The epoch of the launch a lineage ends with (reports name a launch by it). */
+const epochOf = (l: Lineage): number => l.sparse[l.sparse.length - 1] ?? l.base ?? 0;
+
+/**
+ * @internal The inputs of a set seeded `seed` whose buffers hold `lineage`: the full refresh of its base epoch, each
+ * pure input then changed where the sparse refreshes wrote (sparsePositions(), the values of their epochs' full
+ * refreshes), and in-place outputs as the last refresh left them (a sparse one fills them in full).
+ */
+export function inputsOf(io: readonly ArgSpec[], seed: bigint, device: Device, lineage: Lineage): TrialInputs {
+  const inputs = prepareInputs(io, seed, device, lineage.base);
+  if (lineage.sparse.length === 0) return inputs;
+  const sources = drawSources(io, seed);
+  for (const epoch of lineage.sparse) {
+    const full = prepareInputs(io, seed, device, epoch);
+    io.forEach((a, i) => {
+      const source = sources[i];
+      if (a.kind !== 'buffer' || source === undefined || inputs.bytes[i] === undefined) return;
+      if (roleOf(a) !== 'in') {
+        inputs.bytes[i] = full.bytes[i];
+        return;
+      }
+      const size = DTYPE_INFO[a.dtype].bytes;
+      const state = epochState(source.state, epoch);
+      for (const k of sparsePositions(state, source.first, a.length, SPARSE_CHANGES)) {
+        inputs.bytes[i]!.set(full.bytes[i]!.subarray(k * size, (k + 1) * size), k * size);
+      }
+    });
+  }
+  inputs.values = io.map((a, i) =>
+    a.kind === 'buffer' && inputs.bytes[i] !== undefined ? fromDeviceBytes(a.dtype, inputs.bytes[i]) : undefined,
+  );
+  return inputs;
 }
 
 /**
@@ -236,13 +304,18 @@ function newReservoir(device: Device, io: readonly ArgSpec[]) {
     if (a.kind !== 'buffer' || roleOf(a) === 'in') return [];
     return roleOf(a) === 'out' || initOf(a)?.kind !== 'data' ? [i] : [];
   });
-  const slots: { entry: SetEntry | undefined; epoch: number | undefined; buffers: DeviceBuffer[] }[] = [];
+  const slots: { entry: SetEntry | undefined; lineage: Lineage | undefined; buffers: DeviceBuffer[] }[] = [];
   /** Samples offered so far: sample n (from 1) is kept with probability RESERVOIR_SLOTS / n. */
   let offered = 0;
+  /**
+   * The set the last sample planned ran on; undefined before the first batch and after a failed one, whose refreshes
+   * may have changed any set's buffers (the next batch's first sample then takes a full refresh, wherever it runs).
+   */
+  let last: number | undefined;
   const slotAt = (k: number) => {
     slots[k] ??= {
       entry: undefined,
-      epoch: undefined,
+      lineage: undefined,
       buffers: outputs.map((i) => {
         const a = io[i] as BufferArgSpec;
         return device.alloc(a.length * DTYPE_INFO[a.dtype].bytes);
@@ -253,15 +326,23 @@ function newReservoir(device: Device, io: readonly ArgSpec[]) {
   return {
     outputs,
     of: (entryOf: WeakMap<FreshSet, SetEntry>): Reservoir => ({
-      plan: (batch) => {
+      plan: (batchOrder, sets) => {
+        const order = [...batchOrder];
+        const sparse = order.map(() => false);
         const picks: { sample: number; slot: number }[] = [];
-        for (let i = 0; i < batch.length && outputs.length > 0; i++) {
+        for (let i = 0; i < order.length && outputs.length > 0; i++) {
           offered++;
           const j = offered <= RESERVOIR_SLOTS ? offered - 1 : randomInt(offered);
-          if (j < RESERVOIR_SLOTS) picks.push({ sample: i, slot: j });
+          if (j >= RESERVOIR_SLOTS) continue;
+          picks.push({ sample: i, slot: j });
+          // Right after a launch on the same buffers, with a few elements changed: a key that samples the inputs
+          // (and the pointer) sees the launch before's, and a cache keyed on it hits and replays stale outputs.
+          const before = i > 0 ? order[i - 1] : last;
+          if (before !== undefined) [order[i], sparse[i]] = [before, true];
         }
+        if (order.length > 0) last = order[order.length - 1];
         const snapshots = picks.map(({ sample, slot }): SampleSnapshot => {
-          const own = entryOf.get(batch[sample]!)!;
+          const own = entryOf.get(sets[order[sample]!]!)!;
           const kept = slotAt(slot);
           const copies = outputs.map((i, j) => ({
             from: own.buffers[i]!.view.ptr,
@@ -271,24 +352,28 @@ function newReservoir(device: Device, io: readonly ArgSpec[]) {
           return { sample, copies };
         });
         return {
+          order,
+          sparse,
           snapshots,
-          ran: (epochs) => {
+          ran: (lineages) => {
             // In order: a later sample of the batch drawn into the same slot overwrote an earlier one's copy.
             for (const { sample, slot } of picks) {
-              slots[slot]!.entry = entryOf.get(batch[sample]!);
-              slots[slot]!.epoch = epochs[sample];
+              const lineage = lineages[sample];
+              slots[slot]!.entry = lineage === undefined ? undefined : entryOf.get(sets[order[sample]!]!);
+              slots[slot]!.lineage = lineage;
             }
           },
           failed: () => {
+            last = undefined;
             // What the failed batch copied is not known: its slots hold nothing to check.
-            for (const { slot } of picks) Object.assign(slots[slot]!, { entry: undefined, epoch: undefined });
+            for (const { slot } of picks) Object.assign(slots[slot]!, { entry: undefined, lineage: undefined });
           },
         };
       },
     }),
     /** The launches kept, in slot order. */
     kept: (): KeptLaunch[] =>
-      slots.flatMap((s) => (s.entry !== undefined && s.epoch !== undefined ? [s as KeptLaunch] : [])),
+      slots.flatMap((s) => (s.entry !== undefined && s.lineage !== undefined ? [s as KeptLaunch] : [])),
     /** Empties the reservoir; returns its buffers to free. */
     release: (): DeviceBuffer[] => slots.splice(0).flatMap((s) => s.buffers),
   };

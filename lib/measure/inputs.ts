@@ -132,8 +132,9 @@ export interface TrialInputs {
 /**
  * Inputs for every buffer with an initial value, seeded by `seed`: the same seed gives the same bytes. With `device`
  * (a Device: not a stand-in for one) the values are generated there (device-fill.ts: the same bytes, at the speed of
- * memory) and copied back; without one, here. With `epoch` (≥ 1), the inputs a timed sample of that epoch got from
- * its refresh launches (inputSets() with fresh inputs).
+ * memory) in a scratch buffer per argument, copied back, and the scratch zeroed before it is freed; without one,
+ * here. With `epoch` (≥ 1), the inputs a timed sample of that epoch got from its refresh launches (inputSets() with
+ * fresh inputs).
  */
 export function prepareInputs(io: readonly ArgSpec[], seed: bigint, device?: Device, epoch?: number): TrialInputs {
   const shared = createRng(epochState(seed, epoch));
@@ -150,7 +151,9 @@ export function prepareInputs(io: readonly ArgSpec[], seed: bigint, device?: Dev
       fillOnDevice(scratch, a, init, { state: epochState(source.state, epoch), first: source.first });
       return scratch.copyToHost<Uint8Array>();
     } finally {
-      scratch.dispose();
+      // Zeroed whatever the caller's zeroOnFree (one memset): this buffer is the harness's own, and a warm worker
+      // leaves no job's inputs in memory the next job may be given.
+      releaseBuffers([scratch], true);
     }
   });
   // Values decoded from the device bytes: the reference sees exactly what the kernel reads.

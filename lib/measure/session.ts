@@ -60,9 +60,10 @@ export class Session {
   readonly #work: { work: GpuWork; sampler: WorkSampler } | undefined;
   /**
    * Fresh inputs (inputSets() with fresh): per input set, the launches that regenerate it before each of its samples
-   * and where to report the epochs; empty when any set has none.
+   * (in full, and the sparse refresh of a launch kept for the re-check) and where to report the epochs; empty when
+   * any set has none.
    */
-  readonly #fresh: { launches: BoundLaunch[]; set: FreshSet }[] = [];
+  readonly #fresh: { launches: BoundLaunch[]; sparse: BoundLaunch[]; set: FreshSet }[] = [];
   /** Graph mode: the graph of `launches` launches (a function target: calls) replayed per sample. */
   graph: { exec: GraphExec; launches: number } | undefined;
   readonly rng = createRng(0x5eed);
@@ -110,8 +111,11 @@ export class Session {
         const fresh = freshSetOf(a);
         if (fresh !== undefined) {
           const fill = fillKernel(kernel.device);
-          const launches = fresh.launches(this.sampler.epochPtr).map((f) => this.sampler.bind(fill, f.config, f.args));
-          this.#fresh.push({ launches, set: fresh });
+          const bind = (sparse: boolean): BoundLaunch[] =>
+            fresh.launches(this.sampler.epochPtr, sparse).map((f) => this.sampler.bind(fill, f.config, f.args));
+          const entry = { launches: bind(false), sparse: [] as BoundLaunch[], set: fresh };
+          this.#fresh.push(entry);
+          entry.sparse = bind(true); // once pushed: dispose() releases the full refresh's launches should this throw
         }
       }
       // Every set or none: a set without them would time repeated inputs among fresh ones.
@@ -167,17 +171,19 @@ export class Session {
   }
 
   private takeOnce(count: number, flush: boolean): BenchSample[] {
-    const order: number[] = [];
+    let order: number[] = [];
     const rotate = this.graph === undefined && this.#work === undefined;
     for (let i = 0; i < count; i++) order.push(rotate ? Math.floor(this.rng() * this.launches.length) : 0);
     const graph = this.graph;
     const w = this.#work;
     const fresh = graph === undefined && this.#fresh.length > 0;
-    // Launches drawn at random to keep for the re-check: their outputs are copied out after they ran, untimed.
-    const kept =
-      fresh && this.keepsLaunches
-        ? this.#fresh[0]!.set.reservoir.plan(order.map((k) => this.#fresh[k]!.set))
-        : undefined;
+    // Launches drawn at random to keep for the re-check: their outputs are copied out after they ran, untimed. The
+    // plan moves each onto the set of the launch before it, with the sparse refresh.
+    const sets = this.#fresh.map((f) => f.set);
+    const kept = fresh && this.keepsLaunches ? sets[0]!.reservoir.plan(order, sets) : undefined;
+    if (kept !== undefined) order = kept.order;
+    const sparse = kept?.sparse ?? [];
+    const setCount = this.launches.length;
     const trace = this.timer === 'cupti' ? this.#startTrace() : undefined;
     let raw: RawSample[];
     try {
@@ -186,12 +192,15 @@ export class Session {
         w !== undefined && graph === undefined
           ? w.sampler.take(w.work, count, flush, !this.noBlock)
           : this.sampler.take({
-              launches: this.launches,
-              order,
+              // With fresh inputs, every set's launch twice: launch k + setCount is set k's with the sparse refresh.
+              launches: fresh ? [...this.launches, ...this.launches] : this.launches,
+              order: fresh ? order.map((k, i) => (sparse[i] === true ? k + setCount : k)) : order,
               flushL2: flush,
               hold: !this.noBlock,
               ...(graph !== undefined ? { graph: graph.exec } : {}),
-              ...(fresh ? { refresh: this.#fresh.map((f) => f.launches) } : {}),
+              ...(fresh
+                ? { refresh: [...this.#fresh.map((f) => f.launches), ...this.#fresh.map((f) => f.sparse)] }
+                : {}),
               ...(kept !== undefined && kept.snapshots.length > 0 ? { snapshots: kept.snapshots } : {}),
             });
     } catch (e) {
@@ -199,10 +208,10 @@ export class Session {
       if (trace !== undefined) release(true, () => trace.stop());
       throw e;
     }
-    kept?.ran(raw.map((x) => x.epoch));
-    raw.forEach((x, i) => {
-      if (x.epoch !== undefined) this.#fresh[order[i]!]?.set.used(x.epoch);
-    });
+    const lineages = raw.map((x, i) =>
+      x.epoch === undefined ? undefined : this.#fresh[order[i]!]?.set.used(x.epoch, sparse[i] === true),
+    );
+    kept?.ran(lineages);
     const cuptiMs = trace !== undefined ? this.#durations(trace, count) : undefined;
     const per = graph?.launches ?? 1;
     return raw.map((x, i) => ({
@@ -258,6 +267,7 @@ export class Session {
   }
 
   #dropFresh(failing: boolean): void {
-    for (const f of this.#fresh.splice(0)) for (const b of f.launches) release(failing, () => b.release());
+    for (const f of this.#fresh.splice(0))
+      for (const b of [...f.launches, ...f.sparse]) release(failing, () => b.release());
   }
 }

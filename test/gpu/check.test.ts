@@ -479,7 +479,9 @@ describeGpu('check: without a reference, a reference in another order, zeroOnFre
           freed.length = 0;
           const r = await check({ kernel: k('scale'), config: cfg }, reference, io, { trials: 2, zeroOnFree });
           expect(r.passed, r.summary).toBe(true);
-          expect(freed.length).toBe(2 * 2 + 2 * 2); // per trial: the candidate's two buffers and the reference's two
+          // Per trial: the candidate's two buffers (x, y, each with its guard zones), the reference's two, and the
+          // scratch buffer prepareInputs() generates x in on the GPU (device-fill.ts), zeroed whatever zeroOnFree says.
+          expect(freed.length).toBe(2 * (2 + 2 + 1));
           expect(zeroed()).toBe(zeroOnFree); // without it the inputs, outputs and guard zones are still there
         }
         freed.length = 0;
