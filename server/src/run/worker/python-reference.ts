@@ -17,6 +17,7 @@ import {
 } from 'cudakit';
 import {
   PythonRunner,
+  RunnerError,
   type RunnerLink,
   type RunnerReady,
   type RunnerTensor,
@@ -90,6 +91,15 @@ export class PythonReference {
 
   /** evaluate()'s reference: the job's host arguments in, its output arguments filled with the runner's outputs. */
   readonly reference: JsReference = async (hostArgs: HostValue[]) => {
+    try {
+      await this.call(hostArgs);
+    } catch (e) {
+      throw e instanceof RunnerError ? new Error(describeRunnerError(e)) : e;
+    }
+  };
+
+  /** One call of the reference: its inputs to files, its outputs into the job's output buffers. */
+  async call(hostArgs: HostValue[]): Promise<void> {
     await this.load();
     const folder = `call-${this.#calls++}`;
     const files: Record<string, string> = {};
@@ -114,7 +124,7 @@ export class PythonReference {
       );
     }
     ran.outputs.forEach((t, k) => copyInto(this.runner.readTensor(t), t, hostArgs[into[k]!], k));
-  };
+  }
 
   /**
    * Times the reference on the first two calls' inputs, with `rule` (the job's), batch by batch until it stops.
@@ -164,6 +174,14 @@ export class PythonReference {
   close(): void {
     this.runner.close();
   }
+}
+
+/** A runner's failure as the check reports it: where, the Python exception and the submitted source's frames. */
+export function describeRunnerError(e: RunnerError): string {
+  const where = e.phase === 'load' ? 'loading' : e.phase === 'run' ? 'running' : e.phase;
+  const what = e.pythonType === undefined ? e.message : `${e.pythonType}: ${e.message}`;
+  const frames = e.traceback === undefined || e.traceback === '' ? '' : ` (${e.traceback.split('\n').join('; ')})`;
+  return `the Python reference failed ${where} it: ${what}${frames}`;
 }
 
 /** The job's timing rule for the reference: its preset, its rule's overrides and its precision. */
