@@ -507,12 +507,15 @@ function compatJobOf(
   args: Record<string, unknown>,
   request: FastifyRequest,
 ): CompatJob {
+  // A Python reference runs where a GPU's host has the service's Python (--python), as on POST /compare.
+  const python = request.server.service.slots().some((s) => s.python !== undefined);
   const map = (a: Record<string, unknown>): CompatJob =>
-    kind === 'evaluate' ? evaluateJob(a as EvaluationRequest) : compareJob(a as CompareRequest);
+    kind === 'evaluate' ? evaluateJob(a as EvaluationRequest) : compareJob(a as CompareRequest, { python });
   const validate = request.compileValidationSchema(schema);
   if (validate(args)) return map(args);
   const errors = validate.errors ?? [];
-  if (request.compileValidationSchema(kind === 'evaluate' ? EvaluationRequest : CompareRequest)(args)) map(args);
+  // Past the narrowing, the mapping decides: it refuses with its own words, or takes what this server can run.
+  if (request.compileValidationSchema(kind === 'evaluate' ? EvaluationRequest : CompareRequest)(args)) return map(args);
   throw new CompatValidationError(validationErrorsOf(errors));
 }
 

@@ -37,7 +37,7 @@ import { auth, closeApps, harness, namer, type Harness, type Who } from '../../s
 import { ADD, ADD_FILES, expectNoHidden, registry } from '../../support/cases-problem.js';
 import { body as v1Body, settled } from '../../support/helpers.js';
 import { ProblemRegistry } from '../../../src/submit/problems.js';
-import { failedReport, passedReport, type FakeScript } from '../../support/fake-pool.js';
+import { H200, failedReport, passedReport, type FakeScript } from '../../support/fake-pool.js';
 
 const FIXTURES = new URL('../../fixtures/compat/', import.meta.url);
 const fixture = (file: string): Record<string, unknown> =>
@@ -756,6 +756,16 @@ describe('invalid arguments', () => {
     expect(textOf(torch)).toContain('"substitutes":[');
     // Nothing was queued.
     expect(h.pool.runs).toEqual([]);
+  });
+
+  it('takes a PyTorch reference where a GPU’s host has the service’s Python, as POST /compare does', async () => {
+    const python = { path: '/usr/bin/python3', python: '3.12.3', torch: '2.11.0', triton: null, cudaVersion: '13.0' };
+    const h = await serve({ gpus: [{ ...H200, python }] });
+    const client = await connect(h.url);
+    const torch = await call(client, 'compare_kernels', fixture('vector_add.json'));
+    expect(torch.isError, textOf(torch)).toBeFalsy();
+    expect(h.pool.runs).toHaveLength(1);
+    expect(h.pool.runs[0]!.extras?.python?.reference).toMatchObject({ type: 'torch', outputs: [2] });
   });
 
   it('get_evaluation’s arguments in the v1 routes’ words', async () => {
