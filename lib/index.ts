@@ -195,6 +195,8 @@ export type {
   ReferenceKernel,
   ScalarArgSpec,
   SequenceAxis,
+  StopDecision,
+  StopReason,
   StoppingRule,
   Summary,
   Throughput,

@@ -48,7 +48,7 @@ export type {
   ScalarArgSpec,
   SequenceAxis,
 } from './argspec.js';
-export type { StoppingRule } from './stats.js';
+export type { StopDecision, StopReason, StoppingRule } from './stats.js';
 export type { DevicePeak } from './roofline.js';
 export type { GpuWork, WorkTarget } from './work.js';
 export type {

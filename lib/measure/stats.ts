@@ -516,9 +516,12 @@ export const PRESETS: Record<PresetName, StoppingRule> = Object.freeze({
   rigorous: RIGOROUS,
 });
 
+/** Why the stopping rule stopped: its criteria in shouldStop()'s order of checks; '' while sampling goes on. */
 export type StopReason = 'precision' | 'gpu time' | 'stable' | 'timeout' | 'max samples' | '';
 
+/** shouldStop()'s answer after a sample or a batch. */
 export interface StopDecision {
+  /** Whether to stop sampling now. */
   stop: boolean;
   /** True only when the precision target was met. */
   converged: boolean;
