@@ -19,6 +19,7 @@ import {
   errorSection,
   metricsSection,
   phasesSection,
+  pythonReferenceSection,
   sourceSection,
   timingSection,
 } from './report.js';
@@ -331,6 +332,7 @@ export function resultPage(p: ResultPage): string {
     ['cases', 'Cases', casesSection(p.report)],
     ['timing', 'Timing', timingSection(report.timing)],
     ['comparison', 'Comparison', comparisonSection(report.comparison)],
+    ['python-reference', 'Python reference', pythonReferenceSection(report.pythonReference)],
     ['check', 'Check', checkSection(report.check, r.job)],
     ['compile', 'Compile', compileSection(report)],
     ['metrics', 'Device metrics', metricsSection(report.deviceMetrics, r.options.deviceMetrics)],

@@ -23,8 +23,11 @@ import { formatMs, histogramSvg, samplesSvg, significant, speedupSvg } from './c
 import { type Html, type HtmlValue, joinHtml, markup } from './html.js';
 import type { StoredJob } from '../store/store.js';
 
-/** The report as stored: evaluate()'s, with the device metrics the worker adds when asked. */
-export type StoredReport = Partial<EvalReport> & { deviceMetrics?: DeviceMetrics | null };
+/**
+ * The report as stored: evaluate()'s, with the device metrics the worker adds when asked, and what it says of a
+ * Python reference (run/worker/python-reference.ts; read here as stored JSON, every field checked).
+ */
+export type StoredReport = Partial<EvalReport> & { deviceMetrics?: DeviceMetrics | null; pythonReference?: unknown };
 
 const ROLES: readonly EvalKernelRole[] = ['candidate', 'reference', 'baseline', 'precise'];
 const DEFAULT_SOURCE_NAME: Record<EvalKernelRole, string> = {
@@ -337,6 +340,38 @@ ${samplesSvg('samples', [{ label: name, samples }], num(stats.median))}</figure>
     num(env.eventOverheadMs) !== undefined && ['Event overhead', ms(env.eventOverheadMs)],
   ])}</div>${warningList(list(t.warnings))}`;
   return section('timing', 'Timing', body, true);
+}
+
+/** A Python reference (a server with --python): what it was, where it ran, and its timing, or why it was not timed. */
+export function pythonReferenceSection(stored: unknown): Html | '' {
+  if (!isObject(stored)) return '';
+  const p = stored;
+  const runtime = part(p.runtime as Record<string, unknown> | undefined);
+  const timing = part(p.timing as Record<string, unknown> | undefined);
+  const stats = part(timing.stats as Record<string, unknown> | undefined);
+  const low = num(stats.ciLow);
+  const high = num(stats.ciHigh);
+  const median =
+    num(stats.median) === undefined
+      ? markup`<p class="muted">${text(p.notTimed) ?? 'not timed'}</p>`
+      : markup`<p><span class="headline">${ms(stats.median)}</span> median per call${
+          low !== undefined && high !== undefined
+            ? markup` <span class="muted">(95 % interval ${ms(low)} – ${ms(high)})</span>`
+            : ''
+        }</p>`;
+  const body = markup`${median}<div class="grid">${facts([
+    ['Kernel type', text(p.type) ?? '—'],
+    ['Entry point', text(p.entry) ?? '—'],
+    num(p.loadMs) !== undefined && ['Load', ms(p.loadMs)],
+    text(runtime.python) !== undefined && [
+      'Python / torch',
+      `${text(runtime.python)} / ${text(runtime.torch) ?? '—'} (${text(runtime.device) ?? '?'})`,
+    ],
+    num(stats.n) !== undefined && ['Samples', String(num(stats.n))],
+    text(timing.stopReason) !== undefined && ['Stopped', text(timing.stopReason)!],
+    text(timing.timer) !== undefined && ['Timer', text(timing.timer)!],
+  ])}</div>`;
+  return section('python-reference', 'Python reference', body);
 }
 
 /** compare()'s result: the speedup of B over A with its bootstrap interval, and both kernels' timings. */
