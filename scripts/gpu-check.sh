@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every check that needs an NVIDIA GPU, in one go:
-#   bash scripts/gpu-check.sh [tests] [gpu] [sanitizer] [bench] [memory] [harness] [cli] [examples] [service-bench]
-#     [multi-gpu-bench]
-# (tests: every tier; gpu: the GPU tier alone; service-bench: the evaluation service's GPU benchmark;
+#   bash scripts/gpu-check.sh [tests] [gpu | gpu-main gpu-problems gpu-problem-set gpu-adversarial] [sanitizer]
+#     [bench] [memory] [harness] [cli] [examples] [service-bench] [multi-gpu-bench]
+# (tests: every tier; gpu: the GPU tier alone, in its four parts, which gpu-main, gpu-problems, gpu-problem-set and
+# gpu-adversarial run one at a time; service-bench: the evaluation service's GPU benchmark;
 # multi-gpu-bench: the service on two GPUs, which says why and writes nothing on a machine with fewer.)
 # Logs, JSON reports and a copy of bench/RESULTS.md go to the folder $OUT names, or ./gpu-out.
 set -uo pipefail
@@ -38,16 +39,27 @@ summary() {
 
 # The problems' GPU files (evaluateProblem() and the shipped problem set: every case of every problem, compared
 # with its reference) run as a part of their own, with their own time limit, after the rest of the tier.
-PROBLEM_FILES=(test/gpu/problem.test.ts server/test/problems/)
+# The shipped problem set's file alone takes longer than the rest: it is a part of its own (gpu-problem-set).
+PROBLEM_FILES=(test/gpu/problem.test.ts server/test/problems/problem-jobs.gpu.test.ts)
+PROBLEM_SET_FILES=(server/test/problems/problem-set.gpu.test.ts)
 # So do the adversarial suite's (test/adversarial/: every kernel through evaluate() and through the service).
 ADVERSARIAL_FILES=(test/gpu/adversarial.test.ts server/test/security/adversarial.gpu.test.ts)
 not_problems=(--exclude 'test/gpu/problem.test.ts' --exclude 'server/test/problems/**'
   --exclude 'test/gpu/adversarial.test.ts' --exclude 'server/test/security/adversarial.gpu.test.ts')
 problems_part() {
-  CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 900 npx vitest run --project gpu "${PROBLEM_FILES[@]}" \
+  CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 540 npx vitest run --project gpu "${PROBLEM_FILES[@]}" \
     --reporter=json --outputFile.json="$out/gpu-problems.json" \
     > "$out/gpu-problems.log" 2>&1
   summary "$out/gpu-problems.json" "gpu tier (problems), CUDAKIT_REQUIRE_GPU=1" | tee -a "$out/summary.txt"
+}
+# PROBLEMS='softmax|sgemm' runs those problems of the set alone (a test-name pattern), so the set fits in pieces where
+# one command may not run as long as the whole of it.
+problem_set_part() {
+  CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 900 npx vitest run --project gpu "${PROBLEM_SET_FILES[@]}" \
+    ${PROBLEMS:+-t "^the shipped problems ($PROBLEMS):"} \
+    --reporter=json --outputFile.json="$out/gpu-problem-set.json" \
+    > "$out/gpu-problem-set.log" 2>&1
+  summary "$out/gpu-problem-set.json" "gpu tier (problem set), CUDAKIT_REQUIRE_GPU=1" | tee -a "$out/summary.txt"
 }
 adversarial_part() {
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 420 npx vitest run --project gpu "${ADVERSARIAL_FILES[@]}" \
@@ -65,15 +77,18 @@ if [[ " $steps " == *" tests "* ]]; then
   problems_part
   adversarial_part
 fi
-if [[ " $steps " == *" gpu "* ]]; then
+# `gpu` runs the GPU tier's four parts; `gpu-main`, `gpu-problems`, `gpu-problem-set` and `gpu-adversarial` run one
+# each (where one command may not run as long as all four).
+if [[ " $steps " == *" gpu "* || " $steps " == *" gpu-main "* ]]; then
   command -v ncu > /dev/null && ncu --version | tail -1 | tee -a "$out/summary.txt"
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 560 npx vitest run --project gpu "${not_problems[@]}" \
     --reporter=json --outputFile.json="$out/gpu.json" \
     > "$out/gpu.log" 2>&1
   summary "$out/gpu.json" "gpu tier, CUDAKIT_REQUIRE_GPU=1" | tee -a "$out/summary.txt"
-  problems_part
-  adversarial_part
 fi
+if [[ " $steps " == *" gpu "* || " $steps " == *" gpu-problems "* ]]; then problems_part; fi
+if [[ " $steps " == *" gpu "* || " $steps " == *" gpu-problem-set "* ]]; then problem_set_part; fi
+if [[ " $steps " == *" gpu "* || " $steps " == *" gpu-adversarial "* ]]; then adversarial_part; fi
 if [[ " $steps " == *" sanitizer "* ]]; then
   # API errors are not reported: the negative tests provoke them on purpose (invalid PTX, unknown kernel name,
   # out of memory, a capture violation). Memory errors all are; only planted device faults are skipped. The
