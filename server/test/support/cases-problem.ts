@@ -35,14 +35,16 @@ export const ADD_PROBLEM = {
 export const HIDDEN_MARKS = ['odd-secret', '1001', 'n=777', '777'];
 
 /**
- * `text` with what differs from run to run masked: times (ISO and epoch milliseconds) and job ids, whose digits spell
- * a mark such as '777' now and then (a time at .777 s) without anything of a hidden case in them.
+ * `text` with what differs from run to run masked: times (ISO and epoch milliseconds), job ids and the boards'
+ * pseudonyms (a hash under a key made per store), whose digits spell a mark such as '777' now and then (a time at
+ * .777 s, 'anon-1cbbc9b777') without anything of a hidden case in them.
  */
 export function masked(text: string): string {
   return text
     .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/g, '<time>')
     .replace(/\b\d{12,}\b/g, '<ms>')
-    .replace(/ev_[0-9A-Z]{26}/g, 'ev_<id>');
+    .replace(/ev_[0-9A-Z]{26}/g, 'ev_<id>')
+    .replace(/anon-[0-9a-f]{10}/g, 'anon-<hash>');
 }
 
 /** Fails when a mark of a hidden case (its name, its dimensions' values) is in `text`, times and ids aside. */
