@@ -16,6 +16,7 @@ import {
   COMPAT_DEFAULTS,
   COMPAT_NUM_TRIALS,
   COMPAT_TIMEOUT_SECONDS,
+  CUDAKIT_DTYPES,
   type ArgSpec,
   type CompareRequest,
   type CudakitOptions,
@@ -113,19 +114,6 @@ export function refuseLegacy(body: unknown): void {
   );
 }
 
-/** The original's dtype → cudakit dtype. bool is a byte holding 0 or 1. */
-const DTYPES: Record<CompatDType, EvalBufferArg['dtype']> = {
-  float32: 'f32',
-  float64: 'f64',
-  float16: 'f16',
-  bfloat16: 'bf16',
-  int64: 'i64',
-  int32: 'i32',
-  int16: 'i16',
-  int8: 'i8',
-  uint8: 'u8',
-  bool: 'u8',
-};
 const FLOAT_DTYPES = new Set(['float32', 'float64', 'float16', 'bfloat16']);
 /** What the original's randn draws into an integer tensor: inclusive bounds per dtype. */
 const INT_RANDN_RANGE: Record<string, [number, number]> = {
@@ -149,10 +137,13 @@ const DEFAULT_BLOCK = { x: 256, y: 1, z: 1 };
 
 function compatDtype(name: string, field: string): CompatDType {
   // Own keys only: 'constructor' or 'toString' must not find Object.prototype's.
-  if (!Object.hasOwn(DTYPES, name)) {
-    throw new CompatClientError(`Unknown dtype '${name.slice(0, 40)}': one of ${Object.keys(DTYPES).join(', ')}`, {
-      field,
-    });
+  if (!Object.hasOwn(CUDAKIT_DTYPES, name)) {
+    throw new CompatClientError(
+      `Unknown dtype '${name.slice(0, 40)}': one of ${Object.keys(CUDAKIT_DTYPES).join(', ')}`,
+      {
+        field,
+      },
+    );
   }
   return name as CompatDType;
 }
@@ -249,7 +240,7 @@ function tensorOf(a: ArgSpec, role: 'in' | 'out', inout: boolean, field: string)
   else if (role === 'in' || inout) init = { kind: 'zeros' };
   return {
     kind: 'buffer',
-    dtype: DTYPES[dtype],
+    dtype: CUDAKIT_DTYPES[dtype],
     ...(shape.length === 0 ? { length: 1 } : { shape }),
     role,
     ...(init === undefined ? {} : { init }),

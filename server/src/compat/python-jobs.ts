@@ -10,21 +10,7 @@ import type { EvalArgObject } from 'cudakit';
 import type { PythonJob, PythonJobArg } from '../run/protocol.js';
 import type { PythonKernelType, RunnerDType } from '../run/python-runner.js';
 import { CompatClientError } from './errors.js';
-import type { ArgSpec, KernelCode } from './schemas.js';
-
-/** The original's dtype → cudakit's, as compat/jobs.ts maps tensors (bool is a byte). */
-const CUDAKIT_DTYPE: Record<RunnerDType, string> = {
-  float32: 'f32',
-  float64: 'f64',
-  float16: 'f16',
-  bfloat16: 'bf16',
-  int64: 'i64',
-  int32: 'i32',
-  int16: 'i16',
-  int8: 'i8',
-  uint8: 'u8',
-  bool: 'u8',
-};
+import { type ArgSpec, CUDAKIT_DTYPES, type KernelCode } from './schemas.js';
 
 /** Metadata a Python kernel's entry point is found by (the runner reads these; other keys are dropped). */
 const METADATA_KEYS = ['function_name', 'class_name', 'method_name', 'entry_point', 'kernel_name'] as const;
@@ -111,7 +97,7 @@ function argOf(
   }
   const spec = a.tensor_spec ?? undefined;
   const dtype = (spec?.dtype ?? 'float32') as RunnerDType;
-  if (!Object.hasOwn(CUDAKIT_DTYPE, dtype)) {
+  if (!Object.hasOwn(CUDAKIT_DTYPES, dtype)) {
     throw new CompatClientError(`Unknown dtype '${String(dtype).slice(0, 40)}'`, {
       field: `${field} -> tensor_spec -> dtype`,
     });
@@ -133,7 +119,7 @@ function argOf(
   }
   const c = candidate[from] as Extract<EvalArgObject, { kind: 'buffer' }>;
   const cLength = c.shape === undefined ? (c.length ?? 0) : numel(c.shape);
-  if (CUDAKIT_DTYPE[dtype] !== c.dtype || numel(shape) !== cLength) {
+  if (CUDAKIT_DTYPES[dtype] !== c.dtype || numel(shape) !== cLength) {
     throw new CompatClientError(
       `ref_kernel's input '${a.name.slice(0, 60)}' (${dtype}[${shape.join(', ')}]) takes custom_kernel's ` +
         `'${String(c.name).slice(0, 60)}', which is ${c.dtype} × ${cLength}: give them the same dtype and size`,

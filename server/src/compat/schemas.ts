@@ -6,6 +6,7 @@
 // their bounds are business rules answered with the original's own messages (compat/jobs.ts), not schema errors.
 // Extensions sit where the original ignores unknown keys: `cudakit` at the top level, `shared_mem_bytes` in a launch,
 // `dtype` on a scalar argument. The contract: server/docs/compat.md.
+import type { EvalBufferArg } from 'cudakit';
 import { type Static, type TSchema, Type } from 'typebox';
 import { ARGS_MAX, MAX_QUEUE_SECONDS, SOURCE_CHARS_MAX } from '../submit/fields.js';
 
@@ -32,6 +33,20 @@ export const COMPAT_DTYPES = [
   'bool',
 ] as const;
 export type CompatDType = (typeof COMPAT_DTYPES)[number];
+
+/** The original's dtype → cudakit's buffer dtype. bool is a byte holding 0 or 1. */
+export const CUDAKIT_DTYPES: Readonly<Record<CompatDType, EvalBufferArg['dtype']>> = {
+  float32: 'f32',
+  float64: 'f64',
+  float16: 'f16',
+  bfloat16: 'bf16',
+  int64: 'i64',
+  int32: 'i32',
+  int16: 'i16',
+  int8: 'i8',
+  uint8: 'u8',
+  bool: 'u8',
+};
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const open = { additionalProperties: true } as const;
