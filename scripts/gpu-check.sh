@@ -14,18 +14,30 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
   > "$out/smi.txt" 2>&1
 cat "$out/smi.txt"
 
+# summary LABEL REPORT...: one line of counts over the reports (the problem set's shards write one each), then the
+# failures.
 summary() {
   node -e '
-    const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    const [label, ...files] = process.argv.slice(1);
+    const reports = files.map((file) => JSON.parse(require("fs").readFileSync(file, "utf8")));
+    const results = reports.flatMap((r) => r.testResults);
+    // A test is counted once: passed or failed where a report ran it, skipped where none did (a shard skips the tests
+    // its name pattern leaves to the others).
+    const outcome = new Map();
+    for (const f of results)
+      for (const t of f.assertionResults) {
+        const key = `${f.name}\0${t.fullName}`, was = outcome.get(key);
+        if (was === undefined || was === "skipped" || t.status === "failed") outcome.set(key, t.status);
+      }
+    const count = (...statuses) => [...outcome.values()].filter((s) => statuses.includes(s)).length;
     console.log(
-      `${process.argv[2]}: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ` +
-        `${(r.numPendingTests ?? 0) + (r.numTodoTests ?? 0)} skipped`,
+      `${label}: ${count("passed")} passed, ${count("failed")} failed, ${count("skipped", "pending", "todo")} skipped`,
     );
     // A file that fails to load has no tests to count: name it, or a broken file reads as a green run.
-    for (const f of r.testResults)
+    for (const f of results)
       if (f.status === "failed" && f.assertionResults.every((t) => t.status !== "failed"))
         console.log("  FAILED FILE:", f.name, "\n   ", (f.message ?? "").split("\n").slice(0, 6).join("\n    "));
-    for (const f of r.testResults)
+    for (const f of results)
       for (const t of f.assertionResults)
         if (t.status === "failed")
           console.log(
@@ -34,7 +46,7 @@ summary() {
             "\n   ",
             (t.failureMessages[0] ?? "").split("\n").slice(0, 6).join("\n    "),
           );
-  ' "$1" "$2"
+  ' "$@"
 }
 
 # The problems' GPU files (evaluateProblem() and the shipped problem set: every case of every problem, compared
@@ -48,31 +60,43 @@ not_problems=(--exclude 'test/gpu/problem.test.ts' --exclude 'server/test/proble
   --exclude 'test/gpu/adversarial.test.ts' --exclude 'server/test/security/adversarial.gpu.test.ts')
 problems_part() {
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 540 npx vitest run --project gpu "${PROBLEM_FILES[@]}" \
-    --reporter=json --outputFile.json="$out/gpu-problems.json" \
+    --reporter=default --reporter=json --outputFile.json="$out/gpu-problems.json" \
     > "$out/gpu-problems.log" 2>&1
-  summary "$out/gpu-problems.json" "gpu tier (problems), CUDAKIT_REQUIRE_GPU=1" | tee -a "$out/summary.txt"
+  summary "gpu tier (problems), CUDAKIT_REQUIRE_GPU=1" "$out/gpu-problems.json" | tee -a "$out/summary.txt"
 }
-# PROBLEMS='softmax|sgemm' runs those problems of the set alone (a test-name pattern), so the set fits in pieces where
-# one command may not run as long as the whole of it.
+# The problems of the set run in PROBLEM_SHARDS processes at once (default 4): a case's time goes mostly to the host
+# (NVRTC, inputs, the check), and the file's assertions hold under a shared GPU (a case may only be too fast for its
+# roofline, and sharing makes it slower). PROBLEMS='softmax|sgemm' runs those problems alone (a test-name pattern), so
+# the set fits in pieces where one command may not run as long as the whole of it.
 problem_set_part() {
-  CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 900 npx vitest run --project gpu "${PROBLEM_SET_FILES[@]}" \
-    ${PROBLEMS:+-t "^the shipped problems ($PROBLEMS):"} \
-    --reporter=json --outputFile.json="$out/gpu-problem-set.json" \
-    > "$out/gpu-problem-set.log" 2>&1
-  summary "$out/gpu-problem-set.json" "gpu tier (problem set), CUDAKIT_REQUIRE_GPU=1" | tee -a "$out/summary.txt"
+  local names shards=${PROBLEM_SHARDS:-4} reports=() i
+  mapfile -t names < <(ls server/problems/*/problem.json | cut -d/ -f3 | grep -E "^(${PROBLEMS:-.*})$")
+  for ((i = 0; i < shards && i < ${#names[@]}; i++)); do
+    local mine=() j
+    for ((j = i; j < ${#names[@]}; j += shards)); do mine+=("${names[j]}"); done
+    local pattern
+    pattern=$(IFS='|'; echo "${mine[*]}")
+    reports+=("$out/gpu-problem-set-$i.json")
+    CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 900 npx vitest run --project gpu "${PROBLEM_SET_FILES[@]}" \
+      -t "^the shipped problems ($pattern):" \
+      --reporter=default --reporter=json --outputFile.json="$out/gpu-problem-set-$i.json" \
+      > "$out/gpu-problem-set-$i.log" 2>&1 &
+  done
+  wait
+  summary "gpu tier (problem set), CUDAKIT_REQUIRE_GPU=1" "${reports[@]}" | tee -a "$out/summary.txt"
 }
 adversarial_part() {
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 420 npx vitest run --project gpu "${ADVERSARIAL_FILES[@]}" \
-    --reporter=json --outputFile.json="$out/gpu-adversarial.json" \
+    --reporter=default --reporter=json --outputFile.json="$out/gpu-adversarial.json" \
     > "$out/gpu-adversarial.log" 2>&1
-  summary "$out/gpu-adversarial.json" "gpu tier (adversarial suite), CUDAKIT_REQUIRE_GPU=1" | tee -a "$out/summary.txt"
+  summary "gpu tier (adversarial suite), CUDAKIT_REQUIRE_GPU=1" "$out/gpu-adversarial.json" | tee -a "$out/summary.txt"
 }
 
 if [[ " $steps " == *" tests "* ]]; then
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 560 npx vitest run "${not_problems[@]}" --reporter=json \
     --outputFile.json="$out/vitest.json" \
     > "$out/tests.log" 2>&1
-  summary "$out/vitest.json" "all tiers but the problems' and the adversarial suite's, CUDAKIT_REQUIRE_GPU=1" |
+  summary "all tiers but the problems' and the adversarial suite's, CUDAKIT_REQUIRE_GPU=1" "$out/vitest.json" |
     tee "$out/summary.txt"
   problems_part
   adversarial_part
@@ -82,9 +106,9 @@ fi
 if [[ " $steps " == *" gpu "* || " $steps " == *" gpu-main "* ]]; then
   command -v ncu > /dev/null && ncu --version | tail -1 | tee -a "$out/summary.txt"
   CUDAKIT_REQUIRE_GPU=1 CUDAKIT_REQUIRE_CUPTI=1 timeout 560 npx vitest run --project gpu "${not_problems[@]}" \
-    --reporter=json --outputFile.json="$out/gpu.json" \
+    --reporter=default --reporter=json --outputFile.json="$out/gpu.json" \
     > "$out/gpu.log" 2>&1
-  summary "$out/gpu.json" "gpu tier, CUDAKIT_REQUIRE_GPU=1" | tee -a "$out/summary.txt"
+  summary "gpu tier, CUDAKIT_REQUIRE_GPU=1" "$out/gpu.json" | tee -a "$out/summary.txt"
 fi
 if [[ " $steps " == *" gpu "* || " $steps " == *" gpu-problems "* ]]; then problems_part; fi
 if [[ " $steps " == *" gpu "* || " $steps " == *" gpu-problem-set "* ]]; then problem_set_part; fi
@@ -100,9 +124,9 @@ if [[ " $steps " == *" sanitizer "* ]]; then
     --report-api-errors no --print-limit 20 \
     npx vitest run --project gpu --exclude 'server/test/**' --exclude 'test/gpu/problem.test.ts' \
     --exclude 'test/gpu/adversarial.test.ts' \
-    --reporter=json --outputFile.json="$out/sanitizer.json" \
+    --reporter=default --reporter=json --outputFile.json="$out/sanitizer.json" \
     > "$out/sanitizer.log" 2>&1
-  summary "$out/sanitizer.json" "gpu tier under compute-sanitizer memcheck" | tee -a "$out/summary.txt"
+  summary "gpu tier under compute-sanitizer memcheck" "$out/sanitizer.json" | tee -a "$out/summary.txt"
   grep -E "ERROR SUMMARY" "$out/sanitizer.log" | sort | uniq -c | tee -a "$out/summary.txt"
 fi
 if [[ " $steps " == *" bench "* ]]; then
