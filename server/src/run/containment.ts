@@ -8,6 +8,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultCacheDir } from 'cudakit';
+import { quotaMountsUnder, unmountDiskQuota } from './sandbox.js';
 
 /** A user the workers run as. */
 export interface WorkerUser {
@@ -137,7 +138,11 @@ export function defaultContainment(): Containment {
  */
 export function makeContainment(o: { user: WorkerUser | undefined; cacheDir: string | undefined }): Containment {
   const rootDir = mkdtempSync(join(tmpdir(), 'cudakit-workers-'));
-  process.once('exit', () => removeWorkerDir(rootDir));
+  process.once('exit', () => {
+    // A Python job's folder still mounted (the process exits with a job running) cannot be removed until unmounted.
+    for (const dir of quotaMountsUnder(rootDir)) unmountDiskQuota(dir);
+    removeWorkerDir(rootDir);
+  });
   // Another user's compile cache cannot be the service user's: it is the root folder's.
   const ownCache = o.cacheDir === undefined && o.user !== undefined ? join(rootDir, 'compile-cache') : undefined;
   const c = { rootDir, cacheDir: o.cacheDir ?? ownCache ?? defaultCacheDir(), user: o.user };

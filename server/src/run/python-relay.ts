@@ -2,14 +2,21 @@
 // A job's Python runner, owned by its GPU slot. The worker cannot start it: the sandbox needs root (sandbox.ts) and a
 // worker runs as the unprivileged worker user. So the slot starts the runner when the worker asks, in a folder of its
 // own that the worker can also reach (both run as the worker user), and relays lines both ways over the worker's IPC
-// channel. The runner dies with the job: its whole process group is killed when the job ends in any way, and its
-// folder removed.
+// channel. The folder is a file system of its own, of the sandbox's diskBytes (mountDiskQuota): what the job writes
+// there, and what the worker writes for it, cannot fill the host's disk. The runner dies with the job: its whole
+// process group is killed when the job ends in any way, and its folder unmounted and removed.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Containment, makeWorkerDir, removeWorkerDir, workerEnv } from './containment.js';
 import { ANSWER_CHARS_MAX } from './python-runner.js';
-import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, sandboxArgv } from './sandbox.js';
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  type SandboxLimits,
+  mountDiskQuota,
+  sandboxArgv,
+  unmountDiskQuota,
+} from './sandbox.js';
 import { RUNNER_PATH } from './python.js';
 
 /** The service's Python, as the slot needs it to start runners. */
@@ -40,6 +47,8 @@ export class PythonRelay {
   #o: { python: PythonService | undefined; containment: Containment; emit: (e: RelayEvent) => void };
   #child: ChildProcess | undefined;
   #dir: string | undefined;
+  /** Whether #dir is a quota file system to unmount. */
+  #mounted = false;
   #stopped = false;
   #stderr = '';
 
@@ -71,7 +80,9 @@ export class PythonRelay {
         // gone already
       }
     }
-    if (this.#dir !== undefined) removeWorkerDir(this.#dir);
+    if (this.#dir === undefined) return;
+    if (this.#mounted) unmountDiskQuota(this.#dir);
+    removeWorkerDir(this.#dir);
   }
 
   #start(): void {
@@ -80,6 +91,12 @@ export class PythonRelay {
     try {
       const dir = makeWorkerDir(containment);
       this.#dir = dir;
+      const user = containment.user ?? { uid: 65534, gid: 65534 };
+      const limits = python.limits ?? DEFAULT_SANDBOX_LIMITS;
+      if (!python.unsandboxed) {
+        mountDiskQuota(dir, limits.diskBytes, user);
+        this.#mounted = true;
+      }
       const runner = join(dir, '.cudakit_runner.py');
       copyFileSync(RUNNER_PATH, runner);
       // Compiled extensions and Triton's kernels stay in the job's folder: a cache shared between jobs would let one
@@ -92,8 +109,8 @@ export class PythonRelay {
         : sandboxArgv(command, {
             dir,
             hidden: python.hidden,
-            user: containment.user ?? { uid: 65534, gid: 65534 },
-            limits: python.limits ?? DEFAULT_SANDBOX_LIMITS,
+            user,
+            limits,
             env,
           });
       const child = spawn(argv[0]!, argv.slice(1), {

@@ -8,10 +8,13 @@
 //     the server's data and caches) hidden under empty read-only file systems, every other folder read-only, and the
 //     job's private folder the one place it can write;
 //   then an unprivileged user with no capabilities and no way to gain any, within limits on processes, file size,
-//     open files and CPU time.
+//     open files and CPU time;
+//   and the private folder a file system of its own with a size (mountDiskQuota): a job that writes without end fills
+//     its own folder, never the host's disk.
 // Root is needed to make the namespaces and to change user; the server refuses --python without it. A job's memory is
 // not limited here: CUDA reserves far more address space than it uses, so RLIMIT_AS cannot bound it.
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 /** What a sandboxed command may use. */
 export interface SandboxLimits {
@@ -23,6 +26,11 @@ export interface SandboxLimits {
   openFiles: number;
   /** CPU time, seconds. */
   cpuSeconds: number;
+  /**
+   * What the private folder holds at most, bytes: every file the job and its parent write there (inputs, outputs,
+   * compiled extensions, Triton's cache). Applied by mountDiskQuota, not by the sandbox's script.
+   */
+  diskBytes: number;
 }
 
 /** A sandbox for one command. */
@@ -68,6 +76,7 @@ export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
   fileBytes: 1 << 30,
   openFiles: 1024,
   cpuSeconds: 1800,
+  diskBytes: 4 * 2 ** 30,
 };
 
 /** One shell word: the text in single quotes. */
@@ -148,4 +157,55 @@ export function sandboxUnavailable(dir: string): string | undefined {
   if (r.status !== 0)
     return `the sandbox could not be made: ${r.stderr.trim().split('\n').pop() ?? `exit ${r.status}`}`;
   return undefined;
+}
+
+/**
+ * Makes `dir` (an empty folder) a memory file system (tmpfs) of `bytes`, owned by `owner` and readable by it alone,
+ * in the host's mount namespace, so that both the job's runner inside its sandbox and its parent outside see the same
+ * files, and a write past the size fails with ENOSPC in the job. Needs root.
+ *
+ * @throws Error with mount's complaint when the file system cannot be made.
+ */
+export function mountDiskQuota(dir: string, bytes: number, owner: { uid: number; gid: number }): void {
+  checkPath(dir, "the quota's folder");
+  if (!Number.isSafeInteger(bytes) || bytes < 1) throw new RangeError('Expected a positive integer for diskBytes');
+  const options = `size=${bytes},mode=0700,uid=${owner.uid},gid=${owner.gid},nosuid,nodev`;
+  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', options, 'cudakit-job', dir], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+  if (r.error !== undefined) throw new Error(`the job's folder could not get its size limit (${r.error.message})`);
+  if (r.status !== 0) {
+    const why = r.stderr.trim().split('\n').pop() ?? `mount exited with ${r.status}`;
+    throw new Error(`the job's folder could not get its size limit (${why})`);
+  }
+}
+
+/** Undoes mountDiskQuota (lazily: a process still inside lets go when it dies). Never throws. */
+export function unmountDiskQuota(dir: string): void {
+  spawnSync('umount', ['--lazy', dir], { timeout: 10_000 });
+}
+
+/**
+ * The quota file systems left under `root` by a server that died with jobs running, deepest first: the folders to
+ * unmount before the workers' root folder is cleared. Reads /proc/self/mountinfo; none where it cannot be read.
+ */
+export function quotaMountsUnder(root: string): string[] {
+  let table: string;
+  try {
+    table = readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return [];
+  }
+  const prefix = root.endsWith('/') ? root : `${root}/`;
+  // Field 5 is the mount point, octal-escaped; after ' - ' come the type and the source.
+  const points = table.split('\n').flatMap((line) => {
+    const [left, right] = line.split(' - ');
+    const point = left?.split(' ')[4]?.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+    const [type, source] = (right ?? '').split(' ');
+    return point !== undefined && point.startsWith(prefix) && type === 'tmpfs' && source === 'cudakit-job'
+      ? [point]
+      : [];
+  });
+  return points.sort((a, b) => b.length - a.length);
 }

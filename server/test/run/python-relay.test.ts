@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { type Containment, makeContainment } from '../../src/run/containment.js';
 import { PythonRelay, type PythonService, type RelayEvent } from '../../src/run/python-relay.js';
 import { pythonHidden } from '../../src/run/python.js';
+import { DEFAULT_SANDBOX_LIMITS, quotaMountsUnder } from '../../src/run/sandbox.js';
 
 const PYTHON = '/usr/bin/python3';
 const torchHere = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import torch'], { timeout: 60_000 }).status === 0;
@@ -110,6 +111,42 @@ describe('a job’s Python runner, owned by its slot', () => {
       relay.handle('line', LOAD);
       expect(JSON.parse(((await next('line')) as { line: string }).line)).toMatchObject({ t: 'loaded' });
       relay.stop();
+      expect(existsSync(started.dir)).toBe(false);
+    },
+    120_000,
+  );
+
+  it.runIf(torchHere && root)(
+    "gives the runner's folder a size: a kernel that writes past it fails with ENOSPC, and the host's disk is spared",
+    async () => {
+      const containment = makeContainment({ user: { name: 'nobody', uid: 65534, gid: 65534 }, cacheDir: undefined });
+      const limits = { ...DEFAULT_SANDBOX_LIMITS, diskBytes: 4 << 20 };
+      const { relay, next } = relayOf(
+        { path: PYTHON, hidden: pythonHidden(containment, []), env: { CUDAKIT_RUNNER_DEVICE: 'cpu' }, limits },
+        containment,
+      );
+      relay.handle('start');
+      const started = (await next('started')) as Extract<RelayEvent, { op: 'started' }>;
+      expect(quotaMountsUnder(containment.rootDir)).toEqual([started.dir]);
+      await next('line'); // ready
+      // The module writes 8 MiB into its folder as it is imported, a MiB at a time.
+      const source = [
+        'with open("fill.bin", "wb") as f:',
+        '    for _ in range(8):',
+        '        f.write(bytes(1 << 20))',
+        '        f.flush()',
+        'def f(x):',
+        '    return x',
+        '',
+      ].join('\n');
+      const load = JSON.parse(LOAD) as { kernel: { source: string } };
+      load.kernel.source = source;
+      relay.handle('line', JSON.stringify(load));
+      const answer = JSON.parse(((await next('line')) as { line: string }).line) as Record<string, unknown>;
+      expect(answer).toMatchObject({ t: 'error', phase: 'load', type: 'OSError' });
+      expect(String(answer.message)).toMatch(/No space left on device/);
+      relay.stop();
+      expect(quotaMountsUnder(containment.rootDir)).toEqual([]);
       expect(existsSync(started.dir)).toBe(false);
     },
     120_000,

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The sandbox of Python jobs (src/run/sandbox.ts), with the real unshare, setpriv and prlimit and the system's
 // Python: a script in the sandbox tries what a hostile Python job would (read a host file, the service's environment,
-// other processes; reach the service's port or a socket on loopback; write outside its folder; fork without end) and
-// reports what it got. Needs root, as the sandbox does; without it the suite skips and says why.
+// other processes; reach the service's port or a socket on loopback; write outside its folder or past its folder's
+// size limit; fork without end) and reports what it got. Needs root, as the sandbox does; without it the suite skips
+// and says why.
 import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:net';
@@ -13,8 +14,11 @@ import {
   DEFAULT_SANDBOX_LIMITS,
   HIDDEN_BY_DEFAULT,
   type Sandbox,
+  mountDiskQuota,
+  quotaMountsUnder,
   sandboxArgv,
   sandboxUnavailable,
+  unmountDiskQuota,
 } from '../../src/run/sandbox.js';
 
 const PYTHON = '/usr/bin/python3';
@@ -161,6 +165,33 @@ except OSError as e:
     const m = /^stopped (\d+) 11$/.exec(r.out.trim()); // EAGAIN
     expect(m, r.out).not.toBeNull();
     expect(Number(m![1])).toBeLessThan(24);
+  });
+
+  it("cannot fill the host's disk: its folder holds its size limit and no more", async () => {
+    const quotaDir = join(base, 'quota');
+    mkdirSync(quotaDir, { mode: 0o700 });
+    mountDiskQuota(quotaDir, 2 << 20, { uid: 65534, gid: 65534 });
+    try {
+      expect(quotaMountsUnder(base)).toEqual([quotaDir]);
+      const program = `
+import errno
+written = 0
+try:
+    with open("fill.bin", "wb") as f:
+        for i in range(64):
+            f.write(bytes(1 << 16))
+            f.flush()
+            written += 1 << 16
+except OSError as e:
+    print("stopped", written, errno.errorcode[e.errno])`;
+      const r = await runPython(program, { dir: quotaDir });
+      const m = /^stopped (\d+) ENOSPC$/.exec(r.out.trim());
+      expect(m, r.out).not.toBeNull();
+      expect(Number(m![1])).toBeLessThanOrEqual(2 << 20);
+    } finally {
+      unmountDiskQuota(quotaDir);
+    }
+    expect(quotaMountsUnder(base)).toEqual([]);
   });
 
   it('refuses paths it cannot name safely', () => {
