@@ -178,6 +178,7 @@ export type {
   DriftProbe,
   DriftReport,
   ErrorFigures,
+  HostCandidate,
   HostValue,
   InitSpec,
   InputSets,

@@ -31,13 +31,16 @@ import {
   DTYPE_INFO,
   type Kernel,
   type LaunchConfig,
+  type HostArray,
   checkOptions,
   fromDeviceBytes,
   isContextLost,
   isDType,
   rangeError,
+  toDeviceBytes,
   typeError,
 } from '../core/index.js';
+import type { Device } from '../core/index.js';
 import { type ArgSpec, type BufferDType, checkArgSpecs, roleOf } from './argspec.js';
 import {
   type CheckFault,
@@ -63,10 +66,24 @@ import {
   determinismNote,
   newRunComparison,
 } from './determinism.js';
-import { type GuardedBuffer, prepareInputs, releaseBuffers, startBytes, uploadGuarded } from './inputs.js';
+import {
+  type GuardedBuffer,
+  type TrialInputs,
+  prepareInputs,
+  releaseBuffers,
+  startBytes,
+  uploadGuarded,
+} from './inputs.js';
 import { createRng, splitmix64 } from './random.js';
 import { PRECISION_FACTOR, checkPreciseAgrees, precisionDetail, precisionFigures } from './precision.js';
-import { type Reference, checkIoFits, checkReference, launchAndWait, referenceOutputs } from './reference.js';
+import {
+  type HostValue,
+  type Reference,
+  checkIoFits,
+  checkReference,
+  launchAndWait,
+  referenceOutputs,
+} from './reference.js';
 import { refuseWorkCandidate } from './work.js';
 
 /** Options of check(): trials, seeds, tolerances, the determinism run, guard zones. */
@@ -120,6 +137,25 @@ export interface CheckPrecision {
   reference: Reference;
   /** The bound, as a multiple of an honest kernel's rms error (at least 1). Default 32. */
   factor?: number;
+}
+
+/**
+ * A candidate computed outside cudakit's launches (another runtime's kernel, a process of its own, the host): check()
+ * calls `host` with each trial's arguments as a JavaScript reference gets them, in `io`'s order (scalars as their
+ * values, buffers as typed arrays of logical values: f16 and bf16 widened to Float32Array, i64 and u64 as bigints),
+ * inputs holding the trial's values and pure outputs the poison; `host` writes its outputs into those arrays. It is
+ * checked with the defences that apply off the GPU (see check()).
+ */
+export interface HostCandidate {
+  /** Computes the outputs into `args`' output arrays; may return a promise. */
+  host: (args: HostValue[]) => void | Promise<void>;
+}
+
+/** Whether a candidate is a HostCandidate. */
+function isHostCandidate(candidate: unknown): candidate is HostCandidate {
+  return (
+    typeof candidate === 'object' && candidate !== null && typeof (candidate as { host?: unknown }).host === 'function'
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -300,10 +336,10 @@ function checkTolerances(tolerances: unknown): void {
   }
 }
 
-/** The candidate's io: valid specs that fit its kernel, with at least one output. */
-function checkCandidateIo(io: readonly ArgSpec[], kernel: Kernel): void {
+/** The candidate's io: valid specs that fit its kernel (a kernel target's), with at least one output. */
+function checkCandidateIo(io: readonly ArgSpec[], kernel: Kernel | undefined): void {
   if (!Array.isArray(io)) throw typeError('io', 'an array of argument specs (see parseArgSpec)', io);
-  checkIoFits(io, kernel);
+  if (kernel !== undefined) checkIoFits(io, kernel);
   checkArgSpecs(io);
   if (!io.some((a) => a.kind === 'buffer' && roleOf(a) !== 'in')) {
     throw new TypeError('io declares no output buffer: mark one with :out (ptr:f32[N]:out)');
@@ -335,19 +371,25 @@ const VALUE_DEFENCES: ReadonlySet<Defence> = new Set(['mismatch', 'unwritten', '
  * CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES), 'reference-fault' for a reference kernel. After a sticky fault nothing more
  * touches the GPU and later trials do not run: the context is lost, and the process must restart to use the GPU.
  *
+ * A HostCandidate (`{ host }`) is called where a kernel would be launched, on host arrays: every defence runs but the
+ * guard zones, which only device buffers have ('out-of-bounds'); an input array it changed fails ('input-modified').
+ * Inputs are generated on the reference kernel's device where there is one (the same bytes either way). Whatever
+ * `host` throws rejects, as a JavaScript reference's error does: the caller decides what it means.
+ *
  * @throws TypeError / RangeError for bad options or io (a reference io that cannot be matched included), or from the
- *   launch's argument validation; whatever a JavaScript reference throws; a CudaError from the harness's own work
- *   (allocating and filling the buffers).
+ *   launch's argument validation; whatever a JavaScript reference or a HostCandidate throws; a CudaError from the
+ *   harness's own work (allocating and filling the buffers).
  */
 export async function check(
-  candidate: { kernel: Kernel; config: LaunchConfig },
+  candidate: { kernel: Kernel; config: LaunchConfig } | HostCandidate,
   reference: Reference | null | undefined,
   io: readonly ArgSpec[],
   options?: CheckOptions,
 ): Promise<CheckResult> {
-  refuseWorkCandidate(candidate);
+  const host = isHostCandidate(candidate);
+  if (!host) refuseWorkCandidate(candidate);
   const o = checkCheckOptions(options);
-  checkCandidateIo(io, candidate.kernel);
+  checkCandidateIo(io, host ? undefined : candidate.kernel);
   if (reference !== null && reference !== undefined) checkReference(reference, io);
   if (o.precision !== undefined) {
     if (reference === null || reference === undefined) {
@@ -372,16 +414,52 @@ export async function check(
   return result;
 }
 
+/** The bytes of every buffer argument after a run, by argument index; or the driver error a kernel raised. */
+type RunBytes = { bytes: (Uint8Array | undefined)[] } | { fault: CudaError };
+
+/** The device a host candidate's trial uses: a reference kernel's (for its own buffers and the inputs), if any. */
+function hostTrialDevice(reference: Reference | undefined, o: ResolvedOptions): Device | undefined {
+  for (const r of [reference, o.precision?.reference])
+    if (r !== undefined && typeof r !== 'function') return r.kernel.device;
+  return undefined;
+}
+
+/**
+ * One run of a host candidate on the trial's inputs (pure outputs poisoned, with `alternatePoison` the complement):
+ * it gets arrays of its own each run, and what they hold afterwards is read back as device bytes.
+ */
+async function runHost(
+  candidate: HostCandidate,
+  io: readonly ArgSpec[],
+  inputs: TrialInputs,
+  alternatePoison: boolean,
+): Promise<RunBytes> {
+  const arrays = io.map((a, i) =>
+    a.kind === 'scalar' ? a.value : fromDeviceBytes(a.dtype, startBytes(a, inputs, i, alternatePoison)),
+  );
+  // A copy of the list: what counts is what the candidate wrote into the arrays, not what it put in the list.
+  await candidate.host([...arrays]);
+  return {
+    bytes: io.map((a, i) => {
+      if (a.kind !== 'buffer') return undefined;
+      const arr = arrays[i] as HostArray;
+      if (a.dtype === 'f16' || a.dtype === 'bf16') return toDeviceBytes(a.dtype, arr as Float32Array);
+      return new Uint8Array(arr.buffer, arr.byteOffset, arr.byteLength);
+    }),
+  };
+}
+
 /** One trial: fresh inputs, the launch, then every defence in order; the determinism runs on the first trial. */
 async function runTrial(
-  candidate: { kernel: Kernel; config: LaunchConfig },
+  candidate: { kernel: Kernel; config: LaunchConfig } | HostCandidate,
   reference: Reference | undefined,
   io: readonly ArgSpec[],
   o: ResolvedOptions,
   t: number,
   runs: { comparison: RunComparison | undefined },
 ): Promise<TrialResult> {
-  const device = candidate.kernel.device;
+  const host = isHostCandidate(candidate) ? candidate : undefined;
+  const device = host === undefined ? (candidate as { kernel: Kernel }).kernel.device : hostTrialDevice(reference, o);
   const seed = splitmix64(BigInt(o.seed) + BigInt(t));
   const inputs = prepareInputs(io, seed, device);
   const rng = createRng(seed ^ 0x9e3779b97f4a7c15n);
@@ -398,14 +476,17 @@ async function runTrial(
     error = faultOf(e);
     detail = `${where}${firstLine(e.message)}`;
   };
-  /** Fills every buffer for another launch on the same inputs (pure outputs poisoned again) and launches. */
-  const launchAgain = (alternatePoison: boolean): CudaError | undefined => {
+  /** Another run on the same inputs (pure outputs poisoned again): the buffers' bytes after it. */
+  const runAgain = async (alternatePoison: boolean): Promise<RunBytes> => {
+    if (host !== undefined) return runHost(host, io, inputs, alternatePoison);
     const args = io.map((a, i) => {
       if (a.kind === 'scalar') return a.value;
       buffers[i]!.view.copyFromHost(startBytes(a, inputs, i, alternatePoison));
       return buffers[i]!.view;
     });
-    return launchAndWait(candidate, args);
+    const failure = launchAndWait(candidate as { kernel: Kernel; config: LaunchConfig }, args);
+    if (failure !== undefined) return { fault: failure };
+    return { bytes: io.map((a, i) => (a.kind === 'buffer' ? buffers[i]!.view.copyToHost<Uint8Array>() : undefined)) };
   };
   try {
     // Odd trials run a reference kernel first (see the top of the file); a JavaScript one runs on the host either way.
@@ -415,21 +496,29 @@ async function runTrial(
       fault('reference-fault', early.fault, 'the reference kernel failed: ');
       return trialResult(t, `0x${seed.toString(16)}`, c, detail, error);
     }
-    const failure = launchAndWait(candidate, uploadGuarded(device, io, inputs, o.guardBytes, rng, buffers));
-    if (failure !== undefined) {
-      fault('fault', failure, '');
-      return trialResult(t, `0x${seed.toString(16)}`, c, detail, error);
-    }
-    const after = io.map((a, i) => (a.kind === 'buffer' ? buffers[i]!.base.copyToHost() : undefined));
-    const body = (i: number): Uint8Array => after[i]!.subarray(o.guardBytes, after[i]!.length - o.guardBytes);
-    // Guards first: an out-of-bounds write explains whatever else looks wrong.
-    for (const [i, a] of io.entries()) {
-      if (a.kind !== 'buffer') continue;
-      const where = outOfBoundsWrite(after[i]!, buffers[i]!.guard);
-      if (where !== undefined) {
-        c.defence = 'out-of-bounds';
-        detail = `argument ${i}: a write ${where} its buffer`;
-        break;
+    let body: (i: number) => Uint8Array;
+    if (host !== undefined) {
+      const first = (await runHost(host, io, inputs, false)) as { bytes: Uint8Array[] };
+      body = (i) => first.bytes[i]!;
+    } else {
+      const kernelCandidate = candidate as { kernel: Kernel; config: LaunchConfig };
+      const args = uploadGuarded(kernelCandidate.kernel.device, io, inputs, o.guardBytes, rng, buffers);
+      const failure = launchAndWait(kernelCandidate, args);
+      if (failure !== undefined) {
+        fault('fault', failure, '');
+        return trialResult(t, `0x${seed.toString(16)}`, c, detail, error);
+      }
+      const after = io.map((a, i) => (a.kind === 'buffer' ? buffers[i]!.base.copyToHost() : undefined));
+      body = (i) => after[i]!.subarray(o.guardBytes, after[i]!.length - o.guardBytes);
+      // Guards first: an out-of-bounds write explains whatever else looks wrong.
+      for (const [i, a] of io.entries()) {
+        if (a.kind !== 'buffer') continue;
+        const where = outOfBoundsWrite(after[i]!, buffers[i]!.guard);
+        if (where !== undefined) {
+          c.defence = 'out-of-bounds';
+          detail = `argument ${i}: a write ${where} its buffer`;
+          break;
+        }
       }
     }
     if (c.defence === undefined) {
@@ -480,12 +569,9 @@ async function runTrial(
       const suspects = pure.some(({ a, i }) => poisonedAnywhere(a.dtype, body(i)));
       let confirm: (Uint8Array | undefined)[] = [];
       if (suspects) {
-        const again = launchAgain(true);
-        if (again !== undefined) {
-          fault('fault', again, 'on the second run, which confirms unwritten elements: ');
-        } else {
-          confirm = io.map((a, i) => (a.kind === 'buffer' ? buffers[i]!.view.copyToHost<Uint8Array>() : undefined));
-        }
+        const again = await runAgain(true);
+        if ('fault' in again) fault('fault', again.fault, 'on the second run, which confirms unwritten elements: ');
+        else confirm = again.bytes;
       }
       if (error === undefined) {
         for (const { a, i } of pure) checkWritten(i, `argument ${i}`, a.dtype, body(i), confirm[i], c);
@@ -495,14 +581,14 @@ async function runTrial(
     // Also after a wrong value: a race explains a mismatch, as a stray write explains everything else.
     if (t === 0 && o.determinism && error === undefined && (c.defence === undefined || VALUE_DEFENCES.has(c.defence))) {
       // The same inputs again, outputs re-poisoned, compared with the first run (see compareRuns).
-      const again = launchAgain(false);
-      if (again !== undefined) {
-        fault('fault', again, 'on the second run on the same inputs: ');
+      const again = await runAgain(false);
+      if ('fault' in again) {
+        fault('fault', again.fault, 'on the second run on the same inputs: ');
       } else {
         const r = newRunComparison();
         io.forEach((a, i) => {
           if (a.kind !== 'buffer' || roleOf(a) === 'in') return;
-          compareRuns(i, a.dtype, body(i), buffers[i]!.view.copyToHost(), ...tolerance(a.dtype), r);
+          compareRuns(i, a.dtype, body(i), again.bytes[i]!, ...tolerance(a.dtype), r);
         });
         runs.comparison = r;
         const failure2 = determinismFailure(r, o.requireDeterminism);

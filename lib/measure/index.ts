@@ -34,7 +34,7 @@ export type {
   Throughput,
   Verdict,
 } from './types.js';
-export type { CheckOptions, CheckPrecision } from './check.js';
+export type { CheckOptions, CheckPrecision, HostCandidate } from './check.js';
 export type { CheckFault, CheckResult, ErrorFigures, TrialResult } from './check-result.js';
 export type { Defence, Mismatch } from './compare-output.js';
 export type { InputSets, InputSetsOptions } from './input-sets.js';

@@ -247,6 +247,7 @@ export type ExpectedOutputs = (HostArray | undefined)[];
 
 /**
  * The reference's outputs on one trial's inputs, by candidate argument index, or the driver error its kernel raised.
+ * A reference kernel's buffers are made on `device`, or its own device where none is given.
  * A JavaScript reference that throws rejects: its error is the caller's bug, not a verdict on any kernel. The
  * reference kernel's buffers are freed (zeroed first with `zeroOnFree`) before this returns. `wide` (a precise
  * reference): a JavaScript reference writes its float outputs into Float64Arrays, so they keep the doubles it
@@ -254,7 +255,7 @@ export type ExpectedOutputs = (HostArray | undefined)[];
  */
 export async function referenceOutputs(
   reference: Reference,
-  device: Device,
+  device: Device | undefined,
   io: readonly ArgSpec[],
   inputs: TrialInputs,
   zeroOnFree = false,
@@ -282,7 +283,7 @@ export async function referenceOutputs(
   try {
     const args = refIo.map((a, j) => {
       if (a.kind === 'scalar') return a.value;
-      const buf = device.alloc(a.length * DTYPE_INFO[a.dtype].bytes);
+      const buf = (device ?? reference.kernel.device).alloc(a.length * DTYPE_INFO[a.dtype].bytes);
       owned.push(buf);
       const source = binding.sources[j]!;
       const bytes = source >= 0 ? inputs.bytes[source] : undefined;
