@@ -96,6 +96,7 @@ export {
   caseScore,
   caseWork,
   evalDimExpr,
+  emptyReport,
   evaluate,
   evaluateProblem,
   parseDimExpr,

@@ -4,6 +4,7 @@
 // core/index.ts and measure/index.ts. The first block is the public API, which the package root re-exports; the
 // second is for the command line above it.
 export { evaluate } from './pipeline.js';
+export { emptyReport } from './report.js';
 export { InvalidJobError, validateJob } from './validate.js';
 export { profileJob } from './profile.js';
 export { DIM_EXPR_LIMITS, evalDimExpr, parseDimExpr } from './dims.js';

@@ -132,7 +132,10 @@ export interface EvalReport {
   warnings: string[];
 }
 
-/** A report before any phase ran. */
+/**
+ * A report before any phase ran: the shape to fill for a kernel evaluated outside evaluate() (the evaluation service's
+ * Python candidates).
+ */
 export function emptyReport(name: string): EvalReport {
   return {
     name,

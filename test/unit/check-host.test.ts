@@ -7,6 +7,7 @@ import { type HostValue, check } from '../../lib/index.js';
 import { parseArgSpecs } from '../../lib/measure/argspec.js';
 
 const IO = parseArgSpecs(['ptr:f32[64]=uniform(-1,1)', 'ptr:f32[64]=uniform(-1,1)', 'ptr:f32[64]:out', 'i32=64']);
+const hostOf = (host: (args: HostValue[]) => void): { host: (args: HostValue[]) => void } => ({ host });
 /** out = a + b, the reference and the honest candidate alike. */
 const add = (args: HostValue[]): void => {
   const [a, b, out, n] = args as [Float32Array, Float32Array, Float32Array, number];
@@ -35,21 +36,37 @@ describe('check() of a host candidate', () => {
   });
 
   it('fails a wrong value, an input it changed, and a run that differs from the first', async () => {
-    const wrong = await check({ host: (args) => (add(args), ((args[2] as Float32Array)[5] += 1)) }, add, IO);
+    const wrong = await check(
+      hostOf((args) => void ((add(args), args[2] as Float32Array)[5]! += 1)),
+      add,
+      IO,
+    );
     expect(wrong).toMatchObject({ passed: false, defence: 'mismatch' });
     expect(wrong.mismatches[0]).toMatchObject({ arg: 2, index: 5 });
 
-    const mutating = await check({ host: (args) => (add(args), ((args[0] as Float32Array)[3] = 0)) }, add, IO);
+    const mutating = await check(
+      hostOf((args) => void ((add(args), args[0] as Float32Array)[3] = 0)),
+      add,
+      IO,
+    );
     expect(mutating).toMatchObject({ passed: false, defence: 'input-modified' });
     expect(mutating.trials[0]!.detail).toBe('argument 0 (an input) changed at element 3');
 
     let calls = 0;
-    const flaky = await check({ host: (args) => (add(args), ((args[2] as Float32Array)[7] += calls++)) }, add, IO);
+    const flaky = await check(
+      hostOf((args) => void ((add(args), args[2] as Float32Array)[7]! += calls++)),
+      add,
+      IO,
+    );
     expect(flaky).toMatchObject({ passed: false, defence: 'nondeterministic' });
   });
 
   it('without a reference, fails an output it left unwritten, and one it wrote only into a new array', async () => {
-    const partial = await check({ host: (args) => (args[2] as Float32Array).fill(1, 0, 60) }, null, IO);
+    const partial = await check(
+      hostOf((args) => void (args[2] as Float32Array).fill(1, 0, 60)),
+      null,
+      IO,
+    );
     expect(partial).toMatchObject({ passed: false, defence: 'unwritten', referenceFree: true });
     // Replacing the list's array writes nothing into the one the check reads.
     const replaced = await check(
@@ -62,7 +79,11 @@ describe('check() of a host candidate', () => {
       IO,
     );
     expect(replaced).toMatchObject({ passed: false, defence: 'unwritten' });
-    const whole = await check({ host: (args) => (args[2] as Float32Array).fill(1) }, null, IO);
+    const whole = await check(
+      hostOf((args) => void (args[2] as Float32Array).fill(1)),
+      null,
+      IO,
+    );
     expect(whole).toMatchObject({ passed: true, referenceFree: true });
   });
 
@@ -70,7 +91,11 @@ describe('check() of a host candidate', () => {
     const io = parseArgSpecs(['ptr:f16[32]=uniform(-1,1)', 'ptr:f16[32]:out']);
     const copy = (args: HostValue[]): void => (args[1] as Float32Array).set(args[0] as Float32Array);
     expect(await check({ host: copy }, copy, io)).toMatchObject({ passed: true });
-    const off = await check({ host: (args) => (copy(args), ((args[1] as Float32Array)[0]! += 0.5)) }, copy, io);
+    const off = await check(
+      hostOf((args) => void ((copy(args), args[1] as Float32Array)[0]! += 0.5)),
+      copy,
+      io,
+    );
     expect(off.defence).toBe('mismatch');
   });
 

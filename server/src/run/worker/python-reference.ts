@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// A job's reference in Python, seen from the worker: a JsReference for evaluate() whose every call sends the trial's
-// inputs to the job's runner (files in the runner's folder) and copies its outputs into the job's output buffers, so
-// the CUDA candidate is checked with all of cudakit's defences against outputs the Python reference computed from
-// the same bytes. Then the reference is timed by the runner on two of those input sets; its raw timestamps come back
-// and every statistic, and the stopping rule, are computed here (the runner executes a request's code: it reports,
-// it does not judge).
+// A job's Python kernel, seen from the worker. As a reference: a JsReference for evaluate() whose every call sends
+// the trial's inputs to the job's runner (files in the runner's folder) and copies its outputs into the job's output
+// buffers, so the CUDA candidate is checked with all of cudakit's defences against outputs the Python reference
+// computed from the same bytes. As a candidate (PythonReferenceOptions.role), the same calls are check()'s
+// HostCandidate (python-candidate.ts). Then the runner times it on two of those input sets; its raw timestamps come
+// back and every statistic, and the stopping rule, are computed here (the runner executes a request's code: it
+// reports, it does not judge).
 import {
   type EvalJob,
   type HostValue,
@@ -12,11 +13,16 @@ import {
   PRESETS,
   type StoppingRule,
   type Summary,
+  fromBf16Bits,
+  fromHalfBits,
   shouldStop,
   summarize,
+  toBf16Bits,
+  toHalfBits,
 } from 'cudakit';
 import {
   PythonRunner,
+  type RunnerDType,
   RunnerError,
   type RunnerLink,
   type RunnerReady,
@@ -49,6 +55,12 @@ export interface PythonReferenceReport {
 }
 
 export interface PythonReferenceOptions {
+  /**
+   * 'reference' (default): its outputs are what the job's outputs must hold. 'candidate': the kernel under test (a
+   * check()'s HostCandidate): its output tensors start from the job's poisoned output arrays, and its input tensors as
+   * they are after each call are copied back, so the check sees a kernel that wrote its inputs.
+   */
+  role?: 'reference' | 'candidate';
   /** Limits of one command to the runner, ms (the slot's phase deadlines bound the whole job anyway). */
   loadTimeoutMs?: number;
   callTimeoutMs?: number;
@@ -73,7 +85,7 @@ export class PythonReference {
   constructor(link: RunnerLink, dir: string, spec: PythonJob['reference'], o: PythonReferenceOptions) {
     this.runner = new PythonRunner(link, dir);
     this.#spec = spec;
-    this.#o = { loadTimeoutMs: 600_000, callTimeoutMs: 120_000, ...o };
+    this.#o = { role: 'reference', loadTimeoutMs: 600_000, callTimeoutMs: 120_000, ...o };
   }
 
   /**
@@ -94,23 +106,28 @@ export class PythonReference {
     try {
       await this.call(hostArgs);
     } catch (e) {
-      throw e instanceof RunnerError ? new Error(describeRunnerError(e)) : e;
+      throw e instanceof RunnerError ? new Error(describeRunnerError(e, `the Python ${this.#o.role}`)) : e;
     }
   };
 
-  /** One call of the reference: its inputs to files, its outputs into the job's output buffers. */
+  /**
+   * One call of the kernel: its inputs to files (a candidate's outputs too, as the job's arrays hold them: poisoned),
+   * its outputs into the job's output arrays; a candidate's inputs as they are after the call back into the job's.
+   */
   async call(hostArgs: HostValue[]): Promise<void> {
     await this.load();
+    const candidate = this.#o.role === 'candidate';
     const folder = `call-${this.#calls++}`;
     const files: Record<string, string> = {};
     this.#spec.args.forEach((a, i) => {
-      if (a.kind !== 'tensor' || a.role === 'output' || a.from === undefined) return;
-      const bytes = bytesOf(hostArgs[a.from], `the job's argument ${a.from} for the reference's '${a.name}'`);
+      if (a.kind !== 'tensor' || a.from === undefined || (a.role === 'output' && !candidate)) return;
+      const what = `the job's argument ${a.from} for the ${this.#o.role}'s '${a.name}'`;
+      const bytes = runnerBytes(hostArgs[a.from], a.dtype, what);
       const want = tensorBytes(a.dtype, a.shape);
       if (bytes.byteLength !== want) {
         throw new RangeError(
-          `The reference's '${a.name}' (${a.dtype}[${a.shape.join(', ')}], ${want} bytes) gets ` +
-            `${bytes.byteLength} bytes from the kernel's argument ${a.from}`,
+          `The ${this.#o.role}'s '${a.name}' (${a.dtype}[${a.shape.join(', ')}], ${want} bytes) gets ` +
+            `${bytes.byteLength} bytes from the job's argument ${a.from}`,
         );
       }
       files[a.name] = this.runner.writeTensor(tensorFileName(folder, i, a.name), bytes);
@@ -120,10 +137,17 @@ export class PythonReference {
     const into = this.#spec.outputs;
     if (ran.outputs.length !== into.length) {
       throw new RangeError(
-        `The Python reference returned ${ran.outputs.length} output(s); the kernel writes ${into.length}`,
+        `The Python ${this.#o.role} returned ${ran.outputs.length} output(s); the job has ${into.length}`,
       );
     }
-    ran.outputs.forEach((t, k) => copyInto(this.runner.readTensor(t), t, hostArgs[into[k]!], k));
+    ran.outputs.forEach((t, k) => copyInto(this.runner.readTensor(t), t, hostArgs[into[k]!], `output ${k}`));
+    if (!candidate) return;
+    for (const a of this.#spec.args) {
+      const file = ran.inputsAfter[a.name];
+      if (a.kind !== 'tensor' || a.from === undefined || a.role !== 'input' || file === undefined) continue;
+      const t = { file, dtype: a.dtype, shape: a.shape };
+      copyInto(this.runner.readTensor(t), t, hostArgs[a.from], `input '${a.name}'`);
+    }
   }
 
   /**
@@ -176,12 +200,14 @@ export class PythonReference {
   }
 }
 
-/** A runner's failure as the check reports it: where, the Python exception and the submitted source's frames. */
-export function describeRunnerError(e: RunnerError): string {
+/**
+ * A runner's failure as the check reports it: whose, where, the Python exception and the submitted source's frames.
+ */
+export function describeRunnerError(e: RunnerError, who = 'the Python reference'): string {
   const where = e.phase === 'load' ? 'loading' : e.phase === 'run' ? 'running' : e.phase;
   const what = e.pythonType === undefined ? e.message : `${e.pythonType}: ${e.message}`;
   const frames = e.traceback === undefined || e.traceback === '' ? '' : ` (${e.traceback.split('\n').join('; ')})`;
-  return `the Python reference failed ${where} it: ${what}${frames}`;
+  return `${who} failed ${where} it: ${what}${frames}`;
 }
 
 /** The job's timing rule for the reference: its preset, its rule's overrides and its precision. */
@@ -200,24 +226,49 @@ function bytesOf(v: HostValue | undefined, what: string): Uint8Array {
   return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
 
+const HALF = { float16: [toHalfBits, fromHalfBits], bfloat16: [toBf16Bits, fromBf16Bits] } as const;
+
 /**
- * Copies a runner's output into the job's output buffer. Same size: the bytes as they are (the mapping made their
- * element types agree). A float64 output for a float32 buffer (torch promotes some results) is converted.
+ * The bytes a runner's tensor of `dtype` gets from a job's host array: its own bytes, but for float16 and bfloat16,
+ * whose host arrays hold logical values (a Float32Array, as check() and a JavaScript reference see them), rounded to
+ * the tensor's bits.
  */
-function copyInto(bytes: Uint8Array, t: RunnerTensor, target: HostValue | undefined, k: number): void {
-  const into = bytesOf(target, `the kernel's output ${k}`);
-  if (bytes.byteLength === into.byteLength) {
+function runnerBytes(v: HostValue | undefined, dtype: RunnerDType, what: string): Uint8Array {
+  if ((dtype === 'float16' || dtype === 'bfloat16') && v instanceof Float32Array) {
+    const [toBits] = HALF[dtype];
+    const bits = new Uint16Array(v.length);
+    for (let i = 0; i < v.length; i++) bits[i] = toBits(v[i]!);
+    return new Uint8Array(bits.buffer);
+  }
+  return bytesOf(v, what);
+}
+
+/**
+ * Copies a runner's tensor into a job's host array. Same size: the bytes as they are (the mapping made their element
+ * types agree). A float64 tensor for a Float32Array (torch promotes some results) is converted, and float16 and
+ * bfloat16 bits are widened into a Float32Array of logical values.
+ */
+function copyInto(bytes: Uint8Array, t: RunnerTensor, target: HostValue | undefined, what: string): void {
+  const into = bytesOf(target, `the job's ${what}`);
+  if ((t.dtype === 'float16' || t.dtype === 'bfloat16') && target instanceof Float32Array) {
+    if (bytes.byteLength === target.length * 2) {
+      const [, fromBits] = HALF[t.dtype];
+      const bits = new Uint16Array(bytes.slice().buffer);
+      for (let i = 0; i < bits.length; i++) target[i] = fromBits(bits[i]!);
+      return;
+    }
+  } else if (bytes.byteLength === into.byteLength) {
     into.set(bytes);
     return;
   }
   if (t.dtype === 'float64' && target instanceof Float32Array && bytes.byteLength === into.byteLength * 2) {
-    const wide = new Float64Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 8);
+    const wide = new Float64Array(bytes.slice().buffer);
     target.set(wide);
     return;
   }
   throw new RangeError(
-    `The Python reference's output ${k} is ${t.dtype}[${t.shape.join(', ')}] (${bytes.byteLength} bytes); the ` +
-      `kernel's output ${k} has ${into.byteLength} bytes`,
+    `The Python kernel's ${what} is ${t.dtype}[${t.shape.join(', ')}] (${bytes.byteLength} bytes); the job's ` +
+      `${what} has ${into.byteLength} bytes`,
   );
 }
 
