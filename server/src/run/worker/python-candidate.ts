@@ -16,7 +16,6 @@ import {
   type EvalPhase,
   type EvalReport,
   type HostValue,
-  InvalidJobError,
   type Reference,
   type StoppingRule,
   check,
@@ -147,16 +146,13 @@ function verdictOf(r: CheckResult): EvalError {
 
 /**
  * An exception in a phase as the report's error: the runner's failures with where and what in Python (the submitted
- * source's frames only), a job the library refused as invalid, anything else by its message.
+ * source's frames only), anything else (an io the library refuses: a TypeError or RangeError) by its name and message.
  */
 function errorOfPython(e: unknown): EvalError {
   if (e instanceof RunnerError) {
     // 'gone': it did not answer in time, or exited (a crash, a kill); anything else is the kernel's own failure.
     const code = e.kind === 'gone' ? 'ERR_PYTHON_RUNNER_GONE' : 'ERR_PYTHON_KERNEL';
     return { kind: 'exception', code, message: describeRunnerError(e, 'the Python kernel'), kernel: 'candidate' };
-  }
-  if (e instanceof InvalidJobError) {
-    return { kind: 'invalid-job', code: 'ERR_INVALID_JOB', message: e.message, problems: [...e.problems] };
   }
   const error = e instanceof Error ? e : new Error(String(e));
   return { kind: 'exception', code: error.name, message: error.message, kernel: 'candidate' };
