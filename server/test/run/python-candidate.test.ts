@@ -107,10 +107,14 @@ describe.runIf(torchHere)('a Python candidate through the worker', () => {
     expect(mutating.error).toMatchObject({ code: 'input-modified' });
   }, 120_000);
 
-  it('fails a wrong value, and an input the kernel changed though its output is right', async () => {
+  it('fails a wrong value, an entry point it cannot find, and an input changed under a right output', async () => {
     const wrong = await evaluateSource('def f(a, b):\n    return a - b\n');
     expect(wrong).toMatchObject({ passed: false, phase: 'check', error: { kind: 'verdict', code: 'mismatch' } });
-    expect(wrong.pythonCandidate.timing).toBeUndefined();
+    expect(wrong.pythonCandidate).toMatchObject({ timing: undefined, notTimed: 'the kernel did not pass its check' });
+    const unloadable = await evaluateSource('def g(a, b):\n    return a + b\n');
+    expect(unloadable).toMatchObject({ passed: false, phase: 'load', error: { code: 'ERR_PYTHON_KERNEL' } });
+    expect(unloadable.error!.message).toMatch(/function_name 'f' is not a function of the source/);
+    expect(unloadable.pythonCandidate.notTimed).toBe('its load phase failed');
     const mutating = await evaluateSource('def f(a, b):\n    c = a + b\n    a.zero_()\n    return c\n');
     expect(mutating).toMatchObject({ passed: false, phase: 'check', error: { code: 'input-modified' } });
     expect(mutating.error!.message).toMatch(/argument 0 \(an input\) changed/);

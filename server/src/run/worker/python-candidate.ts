@@ -64,7 +64,7 @@ export async function evaluatePythonCandidate(
 ): Promise<PythonCandidateReport> {
   const report = emptyReport(job.name);
   let timing: PythonTiming | undefined;
-  let notTimed: string | undefined = 'the kernel did not pass its check';
+  let notTimed: string | undefined;
   /** Runs a phase, timing it; a thrown error fails it. Resolves to false once a phase has failed. */
   const phase = async (name: EvalPhase, work: () => Promise<EvalError | undefined>): Promise<boolean> => {
     onPhase?.(name);
@@ -101,7 +101,9 @@ export async function evaluatePythonCandidate(
       report.check = checkOf(r, reference?.label, checkOptions);
       return r.passed ? undefined : verdictOf(r);
     }));
-  if (ran && job.skipTiming === true) notTimed = 'timing.skip';
+  if (!ran) {
+    notTimed = report.phase === 'check' ? 'the kernel did not pass its check' : `its ${report.phase} phase failed`;
+  } else if (job.skipTiming === true) notTimed = 'timing.skip';
   if (ran && job.skipTiming !== true) {
     const timed =
       (await phase('time', async () => {
