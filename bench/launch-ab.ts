@@ -14,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { transcript, writeSection } from './results.js';
+import { medianCI } from '../lib/index.js';
 
 type Lib = typeof import('../lib/index.js');
 type Side = 'before' | 'after';
@@ -94,22 +95,6 @@ const median = (v: readonly number[]): number => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
-/** The order-statistic interval of the median (distribution-free), with its coverage, for n values. */
-function medianInterval(v: readonly number[]): { low: number; high: number; coverage: number } {
-  const s = [...v].sort((a, b) => a - b);
-  const n = s.length;
-  const choose = (k: number): number => {
-    let c = 1;
-    for (let i = 0; i < k; i++) c = (c * (n - i)) / (i + 1);
-    return c;
-  };
-  // P(X < k) for X ~ Binomial(n, 1/2): the interval [s[k], s[n-1-k]] covers the median with 1 - 2 P(X < k + 1).
-  let k = 0;
-  let tail = choose(0) / 2 ** n;
-  while (k + 1 < n / 2 && tail + choose(k + 1) / 2 ** n <= 0.025) tail += choose(++k) / 2 ** n;
-  return { low: s[k]!, high: s[n - 1 - k]!, coverage: 1 - 2 * tail };
-}
-
 const ns = (us: number): string => `${(us * 1000).toFixed(0)} ns`;
 const signedNs = (us: number): string => `${us >= 0 ? '+' : '−'}${Math.abs(us * 1000).toFixed(0)} ns`;
 
@@ -161,12 +146,12 @@ async function main(): Promise<number> {
     const b = perRound.map((r) => of(r.before));
     const a = perRound.map((r) => of(r.after));
     const diffs = perRound.map((r) => of(r.after) - of(r.before));
-    const iv = medianInterval(diffs);
+    const [low, high] = medianCI([...diffs].sort((x, y) => x - y));
     say(
       `| ${label} | ${ns(median(b))} | ${ns(median(a))} | ${signedNs(median(diffs))} | ` +
-        `${signedNs(iv.low)} … ${signedNs(iv.high)} |`,
+        `${signedNs(low)} … ${signedNs(high)} |`,
     );
-    return { diff: median(diffs), low: iv.low, high: iv.high };
+    return { diff: median(diffs), low, high };
   };
   row('raw layer (native().launchKernel(slot))', (r) => r.raw);
   const frozen = row('Kernel.launch over the raw layer, frozen config', (r) => r.frozen - r.raw);
@@ -177,7 +162,7 @@ async function main(): Promise<number> {
     `Kernel.launch over the raw layer within ±50 ns of before (the whole interval): frozen config ` +
       `${within(frozen) ? 'yes' : 'no'}, plain config ${within(plain) ? 'yes' : 'no'}. Each figure is the median ` +
       `over the rounds of its round's value; after − before the median of the rounds' paired differences, with ` +
-      `the order-statistic interval (coverage ${(medianInterval(perRound.map(() => 0)).coverage * 100).toFixed(1)} %).`,
+      `its distribution-free 95 % interval (medianCI).`,
   );
   if (v.write) writeSection('launch-ab', lines.join('\n'));
   return 0;

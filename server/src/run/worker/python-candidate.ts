@@ -81,11 +81,7 @@ export async function evaluatePythonCandidate(
     report.error = error;
     return false;
   };
-  const host = {
-    host: async (args: HostValue[]): Promise<void> => {
-      await candidate.call(args);
-    },
-  };
+  const host = { host: (args: HostValue[]) => candidate.call(args) };
   const checkOptions: CheckOptions = { ...job.check };
   const ran =
     (await phase('validate', async () => {
