@@ -100,6 +100,7 @@ export {
   evaluate,
   evaluateProblem,
   parseDimExpr,
+  prepareJob,
   problemScore,
   profileJob,
   validateJob,
@@ -257,5 +258,7 @@ export type {
   EvalTimingOptions,
   JobProblem,
   JsReference,
+  PreparedArg,
+  PreparedJob,
   ProfileJobOptions,
 } from './eval/index.js';

@@ -64,4 +64,5 @@ export type { ProfileJobOptions } from './profile.js';
 export { compileSource, externCKernels, readSource } from './source.js';
 export type { SourceText } from './source.js';
 export { prepareJob } from './validate.js';
+export type { PreparedArg, PreparedJob } from './validate.js';
 export { paint, progressLine, row } from '../measure/index.js';

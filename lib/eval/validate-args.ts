@@ -66,7 +66,9 @@ export function decodeData(
 
 /** An argument after validation: its spec (literal data decoded into its init) and its name. */
 export interface PreparedArg {
+  /** The argument as check() and bench() take it (ArgSpec), its literal data decoded. */
   spec: ArgSpec;
+  /** The argument's name in the job, if it has one. */
   name: string | undefined;
 }
 

@@ -323,7 +323,9 @@ function timingOptions(p: Problems, path: string, v: Record<string, unknown>): v
 
 /** What the pipeline runs on: the job in canonical form and its parsed parts. */
 export interface PreparedJob {
+  /** The job as evaluate() runs it: BenchSpec's old top-level timing fields moved into timing, its name set. */
   job: EvalJob;
+  /** The candidate's arguments, in order. */
   args: PreparedArg[];
   /** The reference kernel's own arguments, when it has them (matched to the candidate's: matchReferenceIo). */
   referenceArgs: PreparedArg[] | undefined;
@@ -331,6 +333,7 @@ export interface PreparedJob {
   preciseArgs: PreparedArg[] | undefined;
   /** Expected outputs given literally: argument index → bytes. */
   expected: Map<number, Uint8Array> | undefined;
+  /** The kernel's parameter types: job.signature, else the ones the arguments imply. */
   signature: Signature;
 }
 
@@ -338,7 +341,9 @@ const RANDOM_INITS = new Set(['uniform', 'normal', 'randint']);
 
 /**
  * Checks `value` as an EvalJob and returns it with its parts parsed, or the problems found (all of them: every field
- * is checked, and an argument list is checked element by element).
+ * is checked, and an argument list is checked element by element). validateJob() is the same check, throwing.
+ *
+ * @example const r = prepareJob(job); if (!Array.isArray(r)) check(candidate, null, r.args.map((a) => a.spec));
  */
 export function prepareJob(value: unknown): PreparedJob | JobProblem[] {
   const p = new Problems();

@@ -113,7 +113,9 @@ export class EvalService {
     this.problems = config.problems ?? ProblemRegistry.empty();
     this.#now = config.now ?? Date.now;
     this.#compileCheck = config.compileCheck;
-    const deadlines = config.deadlines ?? ((job, options) => jobDeadlines(job, options.timeoutSeconds));
+    const deadlines =
+      config.deadlines ??
+      ((job, options) => jobDeadlines(job, options.timeoutSeconds, { python: options.python !== undefined }));
     const log = config.log ?? silentLog;
     const shared = { store: this.store, pool: this.pool, now: this.#now, log, deadlines };
     this.#events = new JobEvents({ store: this.store, bus: this.#bus, now: this.#now, log });

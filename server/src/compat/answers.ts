@@ -208,7 +208,15 @@ const firstLine = (text: string): string => text.split('\n')[0]!.trim();
 function compiledOf(record: JobRecord, report: EvalReport | undefined): boolean {
   if (report?.passed === true || report?.compile.candidate !== undefined) return true;
   const phase = report?.phase ?? record.phase ?? record.error?.phase;
-  return phase !== undefined && phase !== 'validate' && phase !== 'compile';
+  // A Python candidate builds in its load phase (its import; torch_cuda's nvcc, Triton's compiler).
+  const builds = pythonTypeOf(record) !== undefined && phase === 'load';
+  return phase !== undefined && phase !== 'validate' && phase !== 'compile' && !builds;
+}
+
+/** The kernel type of the job's Python candidate, or undefined for a CUDA kernel. */
+function pythonTypeOf(record: JobRecord): string | undefined {
+  const type = (record.options.python?.candidate as { type?: unknown } | undefined)?.type;
+  return typeof type === 'string' ? type : undefined;
 }
 
 /** The one-line text of a kernel that did not pass: its verdict, then cudakit's summary. */
@@ -240,6 +248,7 @@ function failureText(record: JobRecord, report: EvalReport | undefined): string 
 /** compilation_error: the verdict and cudakit's one line, then NVRTC's log (what the author needs to fix). */
 function compileText(record: JobRecord, report: EvalReport | undefined): string {
   const e = report?.error;
+  if (e?.kind === 'exception' && pythonTypeOf(record) !== undefined) return `COMPILE_ERROR: ${e.message}`;
   if (e === undefined || e.kind !== 'compile') return failureText(record, report);
   const log = e.log?.trim() ?? '';
   return `COMPILE_ERROR: ${firstLine(e.message)}${log === '' ? '' : `\n${log}`}`;
@@ -293,7 +302,11 @@ export function answerOf(record: JobRecord, ctx: AnswerContext): CompatAnswer {
   const passed = verdict === 'PASSED' || verdict === 'SUSPICIOUS';
   const compiled = compiledOf(record, report);
   const comparison: CompareResult | undefined = report?.comparison;
-  const timing = report?.timing ?? comparison?.b;
+  // A Python candidate is timed by its runner (run/worker/python-candidate.ts): its samples, cudakit's statistics.
+  const pythonCandidate = (report as (EvalReport & { pythonCandidate?: { timing?: TimingLike } }) | undefined)
+    ?.pythonCandidate;
+  const timing: (TimingLike & Partial<Pick<BenchResult, 'mode' | 'preset'>>) | undefined =
+    report?.timing ?? comparison?.b ?? pythonCandidate?.timing;
   const check = checkOf(report?.check);
   const jobTiming = (isProblemJob(record.job) ? undefined : record.job.timing) ?? {};
   const mode = timing?.mode ?? jobTiming.mode ?? 'cold';
@@ -338,7 +351,7 @@ export function answerOf(record: JobRecord, ctx: AnswerContext): CompatAnswer {
     metadata: {
       gpu_id: ctx.gpu?.index ?? 0,
       kernel_name: record.job.kernel,
-      kernel_type: 'cuda',
+      kernel_type: pythonTypeOf(record) ?? 'cuda',
       ...(gpuType === undefined ? {} : { gpu_type: gpuType }),
       ...(cudaVersion === undefined ? {} : { cuda_version: cudaVersion }),
       profiling_method: `cudakit-${mode}`,

@@ -28,7 +28,8 @@ import {
 } from './schemas.js';
 import { CompatClientError, CompatValidationError } from './errors.js';
 import type { PythonJob } from '../run/protocol.js';
-import { pythonReferenceOf } from './python-jobs.js';
+import { type PythonCandidate, pythonCandidateOf, pythonReferenceOf } from './python-jobs.js';
+import { compatDtype, or, tensorOf } from './tensors.js';
 
 /** Why a reference that needs Python cannot run here, and what can take its place. */
 export const REFERENCE_SUBSTITUTES = [
@@ -114,15 +115,6 @@ export function refuseLegacy(body: unknown): void {
   );
 }
 
-const FLOAT_DTYPES = new Set(['float32', 'float64', 'float16', 'bfloat16']);
-/** What the original's randn draws into an integer tensor: inclusive bounds per dtype. */
-const INT_RANDN_RANGE: Record<string, [number, number]> = {
-  int8: [-128, 127],
-  uint8: [0, 255],
-  int16: [-32768, 32767],
-  int32: [-2147483648, 2147483647],
-  int64: [-1_000_000, 1_000_000],
-};
 const SCALAR_WIDTHS: Record<string, Record<string, EvalScalarArg['type']>> = {
   int: { int64: 'i64', int32: 'i32', int16: 'i16', int8: 'i8', uint8: 'u8' },
   float: { float32: 'f32', float64: 'f64', float16: 'f16', bfloat16: 'bf16' },
@@ -134,119 +126,6 @@ const HOST_OPTIMISATION = /^-O[0-3s]?$/;
 /** The original's LaunchConfig defaults: one block of 256 threads. */
 const DEFAULT_GRID = { x: 1, y: 1, z: 1 };
 const DEFAULT_BLOCK = { x: 256, y: 1, z: 1 };
-
-function compatDtype(name: string, field: string): CompatDType {
-  // Own keys only: 'constructor' or 'toString' must not find Object.prototype's.
-  if (!Object.hasOwn(CUDAKIT_DTYPES, name)) {
-    throw new CompatClientError(
-      `Unknown dtype '${name.slice(0, 40)}': one of ${Object.keys(CUDAKIT_DTYPES).join(', ')}`,
-      {
-        field,
-      },
-    );
-  }
-  return name as CompatDType;
-}
-
-/** Python's `x or default` for the original's optional numbers (0 and null both take the default). */
-export const or = (x: number | null | undefined, fallback: number): number =>
-  x === undefined || x === null || x === 0 ? fallback : x;
-
-/** A TensorInit as a cudakit init, by the original's rules (io_contract/tensor_utils.py), for one dtype. */
-function initOf(init: NonNullable<NonNullable<ArgSpec['tensor_spec']>['init']>, dtype: CompatDType, field: string) {
-  const kind = init.kind ?? 'randn';
-  const seed = init.seed ?? undefined;
-  if (seed !== undefined && (seed < 0 || !Number.isSafeInteger(seed))) {
-    throw new CompatClientError('A seed is a non-negative integer here', { field: `${field} -> seed`, seed });
-  }
-  const seeded = seed === undefined ? {} : { seed };
-  const float = FLOAT_DTYPES.has(dtype);
-  const coin: EvalInit = { kind: 'randint', lo: 0, hi: 2, ...seeded };
-  switch (kind) {
-    case 'randn': {
-      if (dtype === 'bool') return coin;
-      if (!float) {
-        const [lo, hi] = INT_RANDN_RANGE[dtype]!;
-        return { kind: 'randint', lo, hi: hi + 1, ...seeded } satisfies EvalInit;
-      }
-      // The original scales only when a mean is given (std then defaults to 1).
-      const scaled = init.mean !== undefined && init.mean !== null;
-      const mean = scaled ? or(init.mean, 0) : 0;
-      const std = scaled ? or(init.std, 1) : 1;
-      return { kind: 'normal', mean, std, ...seeded } satisfies EvalInit;
-    }
-    case 'uniform': {
-      if (dtype === 'bool') return coin;
-      if (float) return { kind: 'uniform', lo: or(init.low, 0), hi: or(init.high, 1), ...seeded } satisfies EvalInit;
-      // Integers: randint(low, high + 1), the high bound inclusive; Python's int() truncates.
-      const lo = Math.trunc(or(init.low, 0));
-      const hi = Math.trunc(or(init.high, 100)) + 1;
-      return { kind: 'randint', lo, hi, ...seeded } satisfies EvalInit;
-    }
-    case 'zeros':
-      return { kind: 'zeros' } satisfies EvalInit;
-    case 'ones':
-      return { kind: 'ones' } satisfies EvalInit;
-    case 'full': {
-      const value = or(init.fill_value, 0);
-      return { kind: 'const', value: dtype === 'bool' ? Number(value !== 0) : value } satisfies EvalInit;
-    }
-    case 'arange':
-      if (dtype === 'bool') {
-        throw new CompatClientError("init 'arange' has no meaning for a bool tensor", { field: `${field} -> kind` });
-      }
-      // One row of shape[-1] values, repeated over the leading dimensions, as the original broadcasts it.
-      return { kind: 'seq', start: or(init.start, 0), step: or(init.step, 1), along: 'last' } satisfies EvalInit;
-    default:
-      throw new CompatClientError(
-        `Unknown init kind '${kind.slice(0, 40)}': randn, zeros, ones, uniform, full or arange`,
-        { field: `${field} -> kind` },
-      );
-  }
-}
-
-function tensorOf(a: ArgSpec, role: 'in' | 'out', inout: boolean, field: string): EvalBufferArg {
-  const spec = a.tensor_spec;
-  if (spec === undefined || spec === null) {
-    throw new CompatClientError('A tensor argument needs tensor_spec', { field: `${field} -> tensor_spec` });
-  }
-  const data = spec.data ?? undefined;
-  // Literal data brings its own dtype and shape, as the original decodes it.
-  const dtype = compatDtype(data?.dtype ?? spec.dtype ?? 'float32', `${field} -> tensor_spec -> dtype`);
-  const specShape = spec.shape ?? [];
-  let shape = specShape;
-  if (data !== undefined) {
-    shape = data.shape ?? [];
-    if (specShape.length > 0 && specShape.join(',') !== shape.join(',')) {
-      throw new CompatClientError('tensor_spec.shape and tensor_spec.data.shape differ', {
-        field: `${field} -> tensor_spec -> shape`,
-        shape: specShape,
-        data_shape: shape,
-      });
-    }
-  }
-  if (!shape.every((d) => d >= 1)) {
-    throw new CompatClientError('Tensor dimensions are positive integers here (an empty tensor has nothing to check)', {
-      field: `${field} -> tensor_spec -> shape`,
-      shape,
-    });
-  }
-  let init: EvalInit | undefined;
-  if (data !== undefined) init = { kind: 'data', base64: data.data_b64, compress: data.compress ?? 'none' };
-  else if (spec.init !== undefined && spec.init !== null)
-    init = initOf(spec.init, dtype, `${field} -> tensor_spec -> init`);
-  // No init: the original's torch.empty holds whatever was there; an input or a read-write output starts from zeros
-  // here, a plain output is poisoned so that elements the kernel never writes are caught.
-  else if (role === 'in' || inout) init = { kind: 'zeros' };
-  return {
-    kind: 'buffer',
-    dtype: CUDAKIT_DTYPES[dtype],
-    ...(shape.length === 0 ? { length: 1 } : { shape }),
-    role,
-    ...(init === undefined ? {} : { init }),
-    name: a.name,
-  };
-}
 
 function scalarOf(a: ArgSpec, field: string): EvalScalarArg {
   const v = a.value;
@@ -507,7 +386,7 @@ function fieldMapper(candidate: string): (jobPath: string) => string {
  *
  * @throws CompatClientError (400) in the original's ClientError shape.
  */
-export function evaluateJob(request: EvaluationRequest): CompatJob {
+export function evaluateJob(request: EvaluationRequest, options: { python?: boolean } = {}): CompatJob {
   const numTrials = request.num_trials ?? COMPAT_DEFAULTS.numTrials;
   const timeoutSeconds = request.timeout ?? COMPAT_DEFAULTS.timeoutSeconds;
   checkBounds(numTrials, timeoutSeconds);
@@ -515,7 +394,24 @@ export function evaluateJob(request: EvaluationRequest): CompatJob {
   if (k.kernel_type === 'triton' && (k.io === undefined || k.io === null)) {
     throw new CompatClientError('Triton kernels require io_contract to be specified', { kernel_type: 'triton' });
   }
-  if (k.kernel_type !== 'cuda') throw unsupportedCandidate('kernel', k.kernel_type);
+  if (k.kernel_type !== 'cuda') {
+    if (options.python !== true) throw unsupportedCandidate('kernel', k.kernel_type);
+    const { timing, fields } = serviceFields(numTrials, timeoutSeconds, request.cudakit);
+    const c = pythonCandidateOf('kernel', k);
+    const body = pythonCandidateBody(c);
+    if (request.cudakit?.expected !== undefined) {
+      body.reference = { expected: expectedOf(request.cudakit.expected, k.io!.args) };
+    }
+    return {
+      kind: 'evaluate',
+      body: { ...body, timing, ...fields },
+      timeoutSeconds,
+      maxQueueSeconds: fields.maxQueueSeconds,
+      warnings: [],
+      fieldOf: fieldMapper('kernel'),
+      python: { candidate: c.candidate },
+    };
+  }
   if (k.io === undefined || k.io === null) {
     throw new CompatClientError('CUDA kernels require io_contract to be specified', { kernel_type: 'cuda' });
   }
@@ -558,6 +454,47 @@ function expectedOf(expected: Record<string, TensorData>, args: readonly ArgSpec
   return out;
 }
 
+/** A Python candidate's job body: its source and entry point's name (nothing compiles them), its tensors as args. */
+function pythonCandidateBody(c: PythonCandidate): Record<string, unknown> {
+  const one = { x: 1, y: 1, z: 1 }; // a Python candidate launches itself: its job's launch is a placeholder
+  return { name: c.name, source: c.candidate.source, kernel: c.name, grid: one, block: one, args: c.args };
+}
+
+/**
+ * POST /compare with a Python custom_kernel: checked against a Python ref_kernel (each in a runner of its own, the
+ * reference's inputs the candidate's by name), both timed.
+ */
+function pythonCompareJob(request: CompareRequest, numTrials: number, timeoutSeconds: number): CompatJob {
+  const { ref_kernel: ref, custom_kernel: custom } = request;
+  if (ref.kernel_type === 'cuda') {
+    throw new CompatClientError(
+      "A Python custom_kernel is compared with a Python ref_kernel here (kernel_type 'torch', 'torch_cuda', " +
+        "'triton' or 'multi_kernel'): a 'cuda' reference for it is not supported; /evaluate with cudakit.expected " +
+        'checks it against literal outputs',
+      { field: 'ref_kernel -> kernel_type', kernel_type: 'cuda' },
+    );
+  }
+  if (request.cudakit?.expected !== undefined) {
+    throw new CompatClientError("cudakit.expected belongs to /evaluate (a compare's reference is ref_kernel)", {
+      field: 'cudakit -> expected',
+    });
+  }
+  const c = pythonCandidateOf('custom_kernel', custom);
+  const reference = pythonReferenceOf('ref_kernel', ref, c.args);
+  const atol = request.atol ?? COMPAT_DEFAULTS.atol;
+  const rtol = request.rtol ?? COMPAT_DEFAULTS.rtol;
+  const { timing, fields } = serviceFields(numTrials, timeoutSeconds, request.cudakit);
+  return {
+    kind: 'compare',
+    body: { ...pythonCandidateBody(c), check: { atol, rtol }, timing, ...fields },
+    timeoutSeconds,
+    maxQueueSeconds: fields.maxQueueSeconds,
+    warnings: [],
+    fieldOf: fieldMapper('custom_kernel'),
+    python: { candidate: c.candidate, reference },
+  };
+}
+
 const sameArgs = (a: readonly EvalArgObject[], b: readonly EvalArgObject[]): boolean =>
   JSON.stringify(a) === JSON.stringify(b);
 
@@ -584,7 +521,10 @@ export function compareJob(request: CompareRequest, options: { python?: boolean 
   const { ref_kernel: ref, custom_kernel: custom } = request;
   const python = ref.kernel_type !== 'cuda';
   if (python && options.python !== true) throw pythonReference('ref_kernel', ref.kernel_type);
-  if (custom.kernel_type !== 'cuda') throw unsupportedCandidate('custom_kernel', custom.kernel_type);
+  if (custom.kernel_type !== 'cuda') {
+    if (options.python !== true) throw unsupportedCandidate('custom_kernel', custom.kernel_type);
+    return pythonCompareJob(request, numTrials, timeoutSeconds);
+  }
   if (custom.io === undefined || custom.io === null) {
     throw new CompatClientError('CUDA kernels require io_contract to be specified', {
       kernel: 'custom_kernel',
@@ -609,7 +549,7 @@ export function compareJob(request: CompareRequest, options: { python?: boolean 
     warnings,
     fieldOf: fieldMapper('custom_kernel'),
   });
-  if (python) return { ...job(candidateBody(c)), python: pythonReferenceOf('ref_kernel', ref, c.args!) };
+  if (python) return { ...job(candidateBody(c)), python: { reference: pythonReferenceOf('ref_kernel', ref, c.args!) } };
   const r = cudaKernelOf('ref_kernel', ref, warnings);
   const kernelRef: EvalKernelRef = {
     source: r.source,

@@ -1,16 +1,23 @@
 // SPDX-License-Identifier: MIT
-// A Python reference of the compatible routes (kernel_type torch, torch_cuda, triton or multi_kernel in ref_kernel,
-// with a server started with --python): mapped onto the job's PythonJob. Its inputs are the CUDA candidate's input
-// buffers, the same bytes (the original materialised each kernel's inputs from one seed, so a reference and a
-// candidate with the same specs saw the same values; here they are shared outright): an input tensor takes the
-// candidate's input of the same name, else the next of the candidate's inputs not taken by name, and must have its
-// element type and size. The reference's outputs (its return values, in order) stand for the candidate's output
-// tensors, in order; their count is checked when it runs.
-import type { EvalArgObject } from 'cudakit';
-import type { PythonJob, PythonJobArg } from '../run/protocol.js';
+// A Python kernel of the compatible routes (kernel_type torch, torch_cuda, triton or multi_kernel, with a server
+// started with --python), mapped onto the job's PythonJob.
+//
+// A Python reference (ref_kernel): its inputs are the candidate's input buffers, the same bytes (the original
+// materialised each kernel's inputs from one seed, so a reference and a candidate with the same specs saw the same
+// values; here they are shared outright): an input tensor takes the candidate's input of the same name, else the next
+// of the candidate's inputs not taken by name, and must have its element type and size. The reference's outputs (its
+// return values, in order) stand for the candidate's output tensors, in order; their count is checked when it runs.
+//
+// A Python candidate (custom_kernel, or /evaluate's kernel): the job's arguments are its tensors, each a cudakit
+// buffer made as a CUDA kernel's would be (the same seeded inputs, poisoned outputs), and it must declare its outputs
+// (role output or inout, with dtype and shape): its return values, or for Triton its output arguments, are read into
+// them in order, and the check compares them. Its scalars stay with its PythonJob.
+import type { EvalArgObject, EvalBufferArg } from 'cudakit';
+import type { PythonJobArg, PythonKernelSpec } from '../run/protocol.js';
 import type { PythonKernelType, RunnerDType } from '../run/python-runner.js';
 import { CompatClientError } from './errors.js';
 import { type ArgSpec, CUDAKIT_DTYPES, type KernelCode } from './schemas.js';
+import { tensorOf } from './tensors.js';
 
 /** Metadata a Python kernel's entry point is found by (the runner reads these; other keys are dropped). */
 const METADATA_KEYS = ['function_name', 'class_name', 'method_name', 'entry_point', 'kernel_name'] as const;
@@ -18,10 +25,11 @@ const METADATA_KEYS = ['function_name', 'class_name', 'method_name', 'entry_poin
 const numel = (shape: readonly number[]): number => shape.reduce((n, d) => n * d, 1);
 
 /**
- * ref_kernel in Python as the job's PythonJob, its inputs taken from `candidate`'s arguments (the job's args).
+ * ref_kernel in Python as the job's PythonJob's reference, its inputs taken from `candidate`'s arguments (the job's
+ * args).
  * @throws CompatClientError (400) naming the field, for io the mapping cannot follow.
  */
-export function pythonReferenceOf(key: string, ref: KernelCode, candidate: readonly EvalArgObject[]): PythonJob {
+export function pythonReferenceOf(key: string, ref: KernelCode, candidate: readonly EvalArgObject[]): PythonKernelSpec {
   const type = ref.kernel_type as PythonKernelType;
   const io = ref.io ?? undefined;
   if (io === undefined) {
@@ -42,31 +50,106 @@ export function pythonReferenceOf(key: string, ref: KernelCode, candidate: reado
     }
   const free = inputs.filter((i) => !taken.has(i));
   const args = io.args.map((a, k) => argOf(a, `${key} -> io -> args -> ${k}`, candidate, byName, free));
-  const launch = io.launch ?? undefined;
+  return { ...kernelOf(ref), args, outputs };
+}
+
+/** What the runner loads of a Python kernel: its type, source, entry-point metadata and Triton launch. */
+function kernelOf(k: KernelCode): Pick<PythonKernelSpec, 'type' | 'source' | 'metadata' | 'launch'> {
+  const launch = k.io?.launch ?? undefined;
   const metadata: Record<string, string> = {};
   for (const name of METADATA_KEYS) {
-    const v = (ref.metadata as Record<string, unknown> | null | undefined)?.[name];
+    const v = (k.metadata as Record<string, unknown> | null | undefined)?.[name];
     if (typeof v === 'string') metadata[name] = v.slice(0, 200);
   }
   return {
-    reference: {
-      type,
-      source: ref.source_code,
-      metadata,
-      launch:
-        launch === undefined || launch === null
-          ? null
-          : {
-              ...(launch.grid === undefined || launch.grid === null
-                ? {}
-                : { grid: { x: launch.grid.x ?? 1, y: launch.grid.y ?? 1, z: launch.grid.z ?? 1 } }),
-              ...(typeof launch.num_warps === 'number' ? { num_warps: launch.num_warps } : {}),
-              ...(typeof launch.num_stages === 'number' ? { num_stages: launch.num_stages } : {}),
-            },
-      args,
-      outputs,
-    },
+    type: k.kernel_type as PythonKernelType,
+    source: k.source_code,
+    metadata,
+    launch:
+      launch === undefined || launch === null
+        ? null
+        : {
+            ...(launch.grid === undefined || launch.grid === null
+              ? {}
+              : { grid: { x: launch.grid.x ?? 1, y: launch.grid.y ?? 1, z: launch.grid.z ?? 1 } }),
+            ...(typeof launch.num_warps === 'number' ? { num_warps: launch.num_warps } : {}),
+            ...(typeof launch.num_stages === 'number' ? { num_stages: launch.num_stages } : {}),
+          },
   };
+}
+
+/** Python's identifiers (ASCII): a Triton constexpr is passed by its name, and every name names a file. */
+const PYTHON_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** A Python candidate as the job's arguments (its tensors) and its PythonJob's candidate; its name for the report. */
+export interface PythonCandidate {
+  args: EvalBufferArg[];
+  candidate: PythonKernelSpec;
+  /** Its entry point's name where the metadata gives one, else its kernel type: the job's kernel and name. */
+  name: string;
+}
+
+/**
+ * custom_kernel (or /evaluate's kernel) in Python as the job's arguments and PythonJob candidate.
+ * @throws CompatClientError (400) naming the field, for io the mapping cannot follow.
+ */
+export function pythonCandidateOf(key: string, k: KernelCode): PythonCandidate {
+  const io = k.io ?? undefined;
+  if (io === undefined) {
+    throw new CompatClientError(
+      `A Python ${key} needs io here: its tensors' dtypes and shapes, and which of them are its outputs`,
+      { field: `${key} -> io` },
+    );
+  }
+  const args: EvalBufferArg[] = [];
+  const pythonArgs = io.args.map((a, i): PythonJobArg => {
+    const field = `${key} -> io -> args -> ${i}`;
+    if (!PYTHON_NAME.test(a.name)) {
+      throw new CompatClientError(`Argument names are Python identifiers here: '${a.name.slice(0, 60)}' is not`, {
+        field: `${field} -> name`,
+      });
+    }
+    const role = a.role ?? 'input';
+    if (role !== 'input' && role !== 'output' && role !== 'inout') {
+      throw new CompatClientError(`Unknown role '${role.slice(0, 40)}': input, output or inout`, {
+        field: `${field} -> role`,
+      });
+    }
+    if (a.type !== 'tensor') return scalarOf(a, field);
+    const buffer = tensorOf(a, role === 'input' ? 'in' : 'out', role === 'inout', field);
+    args.push(buffer);
+    const dtype = (a.tensor_spec?.data?.dtype ?? a.tensor_spec?.dtype ?? 'float32') as RunnerDType;
+    const shape = buffer.shape === undefined ? [buffer.length ?? 1] : [...buffer.shape];
+    return { name: a.name, kind: 'tensor', dtype, shape, role, from: args.length - 1 };
+  });
+  const outputs = args.flatMap((a, i) => (a.role === 'out' ? [i] : []));
+  if (outputs.length === 0) {
+    throw new CompatClientError(
+      `A Python ${key} declares its outputs here: give each tensor it returns (or, for Triton, writes) an io ` +
+        "argument with role 'output' and its tensor_spec's dtype and shape",
+      { field: `${key} -> io -> args` },
+    );
+  }
+  const metadata = (k.metadata ?? {}) as Record<string, unknown>;
+  const entry = ['function_name', 'kernel_name', 'class_name', 'entry_point']
+    .map((m) => metadata[m])
+    .find((v): v is string => typeof v === 'string' && PYTHON_NAME.test(v));
+  return { args, candidate: { ...kernelOf(k), args: pythonArgs, outputs }, name: entry ?? k.kernel_type };
+}
+
+/** A scalar argument of a Python kernel: its value as given, a Triton constexpr when is_meta. */
+function scalarOf(a: ArgSpec, field: string): PythonJobArg {
+  if (a.type !== 'int' && a.type !== 'float' && a.type !== 'str' && a.type !== 'bool') {
+    throw new CompatClientError(`Unknown type '${a.type.slice(0, 40)}': tensor, int, float, str or bool`, {
+      field: `${field} -> type`,
+    });
+  }
+  const v = a.value;
+  if (v === undefined || v === null) {
+    if (a.is_meta === true) throw new CompatClientError('A meta argument needs a value here', { field });
+    throw new CompatClientError(`A scalar argument needs a value (type '${a.type}')`, { field: `${field} -> value` });
+  }
+  return { name: a.name, kind: 'scalar', dtype: a.type, value: v, role: 'input', meta: a.is_meta === true };
 }
 
 function argOf(
@@ -82,19 +165,7 @@ function argOf(
       field: `${field} -> role`,
     });
   }
-  if (a.type !== 'tensor' && a.type !== 'int' && a.type !== 'float' && a.type !== 'str' && a.type !== 'bool') {
-    throw new CompatClientError(`Unknown type '${a.type.slice(0, 40)}': tensor, int, float, str or bool`, {
-      field: `${field} -> type`,
-    });
-  }
-  if (a.type !== 'tensor') {
-    const v = a.value;
-    if (v === undefined || v === null) {
-      if (a.is_meta === true) throw new CompatClientError('A meta argument needs a value here', { field });
-      throw new CompatClientError(`A scalar argument needs a value (type '${a.type}')`, { field: `${field} -> value` });
-    }
-    return { name: a.name, kind: 'scalar', dtype: a.type, value: v, role: 'input', meta: a.is_meta === true };
-  }
+  if (a.type !== 'tensor') return scalarOf(a, field);
   const spec = a.tensor_spec ?? undefined;
   const dtype = (spec?.dtype ?? 'float32') as RunnerDType;
   if (!Object.hasOwn(CUDAKIT_DTYPES, dtype)) {

@@ -150,7 +150,8 @@ export async function compatRoutes(app: App, options: CompatOptions): Promise<vo
 function evaluate(syncWaitMs: SyncWaitMs | undefined) {
   return async function evaluate(request: RouteRequest<typeof evaluateSchema>, reply: FastifyReply) {
     if (request.validationError !== undefined) throw request.validationError;
-    const job = evaluateJob(request.body);
+    const python = request.server.service.slots().some((s) => s.python !== undefined);
+    const job = evaluateJob(request.body, { python });
     const record = await submitCompatJob(request.server.service, request.principal.name, job);
     return answer(job, record, syncWaitMs, request, reply);
   };

@@ -27,6 +27,13 @@ export const PHASE_DEFAULTS_MS = {
   profile: 120_000,
 } as const;
 
+/**
+ * A job with a Python kernel: its runner starts and imports torch, and a torch_cuda kernel's first build runs nvcc
+ * (a minute or more, cold): its load (a candidate's) and check (where a reference loads) phases get this long, at
+ * most the job's limit.
+ */
+export const PYTHON_BUILD_MS = 300_000;
+
 /** Timing's allowance beyond the stopping rule: warm-up and the peak-bandwidth measurement. */
 export const TIMING_ALLOWANCE_MS = 30_000;
 
@@ -36,11 +43,12 @@ export const TIMING_FACTOR = { bench: 2, compare: 4 } as const;
 /**
  * The deadlines of `job` run within `timeoutSeconds` (the request's limit): compile 60 s, check 60 s, time
  * 2 × the stopping rule's timeoutMs + 30 s (4 × for a comparison), recheck 60 s, profile 120 s, each at most the
- * whole job's limit, which is timeoutSeconds.
+ * whole job's limit, which is timeoutSeconds. With `python` (a Python reference or candidate), load and check get
+ * PYTHON_BUILD_MS.
  *
  * @throws RangeError when timeoutSeconds is not a positive finite number.
  */
-export function jobDeadlines(job: EvalJob, timeoutSeconds: number): Deadlines {
+export function jobDeadlines(job: EvalJob, timeoutSeconds: number, o: { python?: boolean } = {}): Deadlines {
   if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) {
     throw new RangeError(`Expected a positive number of seconds for timeoutSeconds but received ${timeoutSeconds}`);
   }
@@ -54,8 +62,8 @@ export function jobDeadlines(job: EvalJob, timeoutSeconds: number): Deadlines {
     phaseMs: {
       validate: cap(PHASE_DEFAULTS_MS.validate),
       compile: cap(PHASE_DEFAULTS_MS.compile),
-      load: cap(PHASE_DEFAULTS_MS.load),
-      check: cap(PHASE_DEFAULTS_MS.check),
+      load: cap(o.python === true ? PYTHON_BUILD_MS : PHASE_DEFAULTS_MS.load),
+      check: cap(o.python === true ? PYTHON_BUILD_MS : PHASE_DEFAULTS_MS.check),
       time: timeMs,
       recheck: cap(PHASE_DEFAULTS_MS.recheck),
       profile: cap(PHASE_DEFAULTS_MS.profile),

@@ -79,20 +79,32 @@ export interface JobExtras {
    * the worker runs evaluateProblem(problem, job) in place of evaluate(job).
    */
   problem?: EvalProblem;
-  /** A reference in Python (cudakit-server --python): run by the job's runner, which the slot starts on request. */
+  /**
+   * A reference or a candidate in Python (cudakit-server --python), each run by a runner of its own, which the slot
+   * starts on the worker's request.
+   */
   python?: PythonJob;
 }
 
-/** A Python argument and, for an input tensor, the job's argument whose bytes it gets (its index in job.args). */
+/** A Python argument and, for a tensor, the job's argument whose bytes it gets (its index in job.args). */
 export type PythonJobArg = PythonArg & { from?: number };
 
 /**
- * A job's Python part: its reference, whose outputs, in order, are the job's output buffers' expected contents
- * (each of the same element type and length as the job's output it stands for).
+ * A Python kernel of a job: the runner loads it; `outputs` are the job's arguments (indices in job.args) that its
+ * outputs, in order, stand for (each of the same element type and length as the job's output it stands for).
+ */
+export type PythonKernelSpec = PythonKernel & { args: PythonJobArg[]; outputs: number[] };
+
+/** Which of a job's Python kernels a runner serves: each has a runner (and a folder) of its own. */
+export type PythonRole = 'reference' | 'candidate';
+
+/**
+ * A job's Python part: a reference, whose outputs are what the job's outputs must hold; a candidate, the kernel under
+ * test in place of the job's CUDA kernel (the job's source and kernel then name it; nothing is compiled); or both.
  */
 export interface PythonJob {
-  /** `outputs`: the job's arguments (indices in job.args) that the reference's outputs stand for, in order. */
-  reference: PythonKernel & { args: PythonJobArg[]; outputs: number[] };
+  reference?: PythonKernelSpec;
+  candidate?: PythonKernelSpec;
 }
 
 /** What a worker runs: an EvalJob, or a submission to the problem of its extras. */
@@ -124,8 +136,8 @@ export type ParentMessage =
   | { v: 1; t: 'job'; id: string; job: RunJob; seedSalt: string; deadlines: Deadlines; extras?: JobExtras }
   /** Finish nothing more and exit (a warm worker between jobs, or a drain). */
   | { v: 1; t: 'shutdown' }
-  /** The job's Python runner: started (its folder), a line it wrote, or its end. */
-  | { v: 1; t: 'python'; id: string; event: RelayEvent };
+  /** One of the job's Python runners: started (its folder), a line it wrote, or its end. */
+  | { v: 1; t: 'python'; id: string; runner: PythonRole; event: RelayEvent };
 
 export type ChildMessage =
   /** Node is up and cudakit is imported, no CUDA context yet: the child counts as capacity from now on. */
@@ -138,8 +150,8 @@ export type ChildMessage =
   | { v: 1; t: 'result'; id: string; report: RunReport; device: DeviceFacts | undefined }
   /** Something outside any job's verdict broke (the device could not be opened, say); the child exits next. */
   | { v: 1; t: 'fatal'; id: string | undefined; error: { code: string; message: string } }
-  /** For the job's Python runner: start it, send it a line, stop it. */
-  | { v: 1; t: 'python'; id: string; op: 'start' | 'line' | 'stop'; line?: string };
+  /** For one of the job's Python runners: start it, send it a line, stop it. */
+  | { v: 1; t: 'python'; id: string; runner: PythonRole; op: 'start' | 'line' | 'stop'; line?: string };
 
 /** Whether `value` is a message of this protocol from a child (type and version; fields are checked by the user). */
 export function isChildMessage(value: unknown): value is ChildMessage {
@@ -195,6 +207,9 @@ export function checkJobMessage(m: ChildMessage, id: string): string | undefined
   if (m.id !== id) return `a ${m.t} message for job ${String(m.id)}, not ${id}`;
   if (m.t === 'phase' && !PHASES.has(m.phase)) return `an unknown phase ${describeMessage(m.phase)}`;
   if (m.t === 'python' && !['start', 'line', 'stop'].includes(m.op)) return `a python message ${describeMessage(m.op)}`;
+  if (m.t === 'python' && m.runner !== 'reference' && m.runner !== 'candidate') {
+    return `a python message for runner ${describeMessage(m.runner)}`;
+  }
   if (m.t === 'progress') {
     const p = m.progress as unknown;
     if (typeof p !== 'object' || p === null || typeof (p as { kind?: unknown }).kind !== 'string') {

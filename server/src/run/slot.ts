@@ -29,7 +29,7 @@ import {
 import { type Containment, defaultContainment } from './containment.js';
 import { type GpuReleased, gpuReleasedBySmi } from './nvidia-smi.js';
 import type { RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from './pool.js';
-import { type ChildMessage, type Deadlines, type DeviceFacts, type JobExtras, type RunJob } from './protocol.js';
+import type { ChildMessage, Deadlines, DeviceFacts, JobExtras, PythonRole, RunJob } from './protocol.js';
 import { checkJobMessage, isChildMessage, workerStays } from './protocol.js';
 import { PythonRelay, type PythonService } from './python-relay.js';
 import { RestartCounts, killReasonOf } from './restarts.js';
@@ -106,8 +106,8 @@ interface ActiveJob {
   jobTimer: NodeJS.Timeout | undefined;
   phaseTimer: NodeJS.Timeout | undefined;
   resolve: (outcome: SlotOutcome) => void;
-  /** The job's Python runner, once the worker asked for it. */
-  relay?: PythonRelay;
+  /** The job's Python runners (its reference's, its candidate's), each once the worker asked for it. */
+  relays: Map<PythonRole, PythonRelay>;
 }
 
 export class GpuSlot {
@@ -464,6 +464,7 @@ export class GpuSlot {
         jobTimer: undefined,
         phaseTimer: undefined,
         resolve,
+        relays: new Map(),
       };
       this.#active = active;
       this.#jobs++;
@@ -523,13 +524,20 @@ export class GpuSlot {
       }
       case 'ready':
         return this.#protocolError(active, 'a second ready');
-      case 'python':
-        active.relay ??= new PythonRelay({
-          python: this.#o.python,
-          containment: this.#o.containment ?? defaultContainment(),
-          emit: (event) => void (active.settled || active.child.send({ v: 1, t: 'python', id: active.id, event })),
-        });
-        return active.relay.handle(m.op, m.line);
+      case 'python': {
+        const { runner } = m;
+        let relay = active.relays.get(runner);
+        if (relay === undefined) {
+          relay = new PythonRelay({
+            python: this.#o.python,
+            containment: this.#o.containment ?? defaultContainment(),
+            emit: (event) =>
+              void (active.settled || active.child.send({ v: 1, t: 'python', id: active.id, runner, event })),
+          });
+          active.relays.set(runner, relay);
+        }
+        return relay.handle(m.op, m.line);
+      }
     }
   }
 
@@ -550,7 +558,7 @@ export class GpuSlot {
     active.settled = true;
     clearTimeout(active.jobTimer);
     clearTimeout(active.phaseTimer);
-    active.relay?.stop();
+    for (const relay of active.relays.values()) relay.stop();
     active.child.onMessage = undefined;
     active.child.onExit = undefined;
   }

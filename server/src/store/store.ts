@@ -24,10 +24,11 @@ export interface ServiceOptions {
   /** The JavaScript reference module of the job's registry problem, for its worker to import. */
   referenceModule?: string;
   /**
-   * A reference in Python (the compatible routes, with --python), for the job's runner: run/protocol.ts's PythonJob,
-   * kept as plain data (the store knows no worker types). Never a client's field.
+   * A reference or a candidate in Python (the compatible routes, with --python), each for a runner of the job's:
+   * run/protocol.ts's PythonJob, kept as plain data (the store knows no worker types). Never a client's field. With a
+   * candidate, the job's source and kernel are the Python kernel's, and nothing compiles it.
    */
-  python?: { reference: object };
+  python?: { reference?: object; candidate?: object };
   /**
    * A re-run the service queued (never a client's field): the id of the job whose leaderboard entry it confirms. Its
    * result confirms the entry or leaves it provisional, and is never an entry itself.

@@ -301,8 +301,16 @@ function otherKernels(job: Record<string, unknown>): [string, Record<string, unk
   return all.filter((e): e is [string, Record<string, unknown>] => isObject(e[1]) && !('expected' in e[1]));
 }
 
-/** Everything the service refuses in `job` (the body without the service's fields); [] when nothing. */
-export function admissionProblems(job: Record<string, unknown>, limits: AdmissionLimits): JobProblem[] {
+/**
+ * Everything the service refuses in `job` (the body without the service's fields); [] when nothing. `pythonCandidate`:
+ * the job's source is a Python candidate's (the compatible routes, with --python), which NVRTC never reads: its
+ * `#` lines are Python's comments, or CUDA that its contained runner builds, and are not scanned for #include.
+ */
+export function admissionProblems(
+  job: Record<string, unknown>,
+  limits: AdmissionLimits,
+  o: { pythonCandidate?: boolean } = {},
+): JobProblem[] {
   const problems: JobProblem[] = [];
   if (nestedDeeperThan(job, MAX_NESTING_DEPTH)) {
     const message = `Expected a job nested at most ${MAX_NESTING_DEPTH} levels deep for job but received a deeper one`;
@@ -345,7 +353,7 @@ export function admissionProblems(job: Record<string, unknown>, limits: Admissio
         ' (the server does not read its own files)',
       );
     }
-    includes(`${path}.source`, isObject(s) ? s.text : s);
+    if (!(o.pythonCandidate === true && path === 'job')) includes(`${path}.source`, isObject(s) ? s.text : s);
     // NVRTC writes a kernel's name (cudakit asks for its lowered name) and each name expression as a line of a file
     // of its own: a line break in one starts a directive of the client's, an #include of any host file.
     const oneLine = (at: string, v: unknown): void => {

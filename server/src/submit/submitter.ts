@@ -327,7 +327,8 @@ export class Submitter {
     const { job: rawJob, problem } = this.#problems.expand(body);
     const referenceModule = problem === undefined ? undefined : this.#problems.modulePath(problem);
     if (referenceModule !== undefined) options.referenceModule = referenceModule;
-    const problems = admissionProblems(rawJob, this.#admissionLimits());
+    const pythonCandidate = options.python?.candidate !== undefined;
+    const problems = admissionProblems(rawJob, this.#admissionLimits(), { pythonCandidate });
     if (problems.length > 0) throw new InvalidJobError(problems);
     const job = validated(() => validateJob(rawJob), 'validateJob');
     return { job, compiled: job };
@@ -343,8 +344,10 @@ export class Submitter {
     const reason = pool.unavailableReason;
     if (reason !== undefined) {
       // What NVRTC can tell without a GPU, the client learns now: a kernel that does not compile is not worth a retry.
+      // A Python candidate has nothing for NVRTC.
       const deadlines = this.#deadlines(job, options);
-      const checked = await this.#compileCheck?.check(job, {
+      const compileCheck = options.python?.candidate === undefined ? this.#compileCheck : undefined;
+      const checked = await compileCheck?.check(job, {
         ...(isArch(options.gpu) ? { arch: options.gpu } : {}),
         timeoutMs: deadlines.phaseMs.compile ?? deadlines.jobMs,
       });

@@ -45,7 +45,7 @@ describe('a Python reference on the compatible routes', () => {
       kernel: (payload.custom_kernel.metadata as { kernel_name: string }).kernel_name,
       check: { atol: 0.01 },
     });
-    const ref = job.python!.reference;
+    const ref = job.python!.reference!;
     expect(ref).toMatchObject({ type: 'torch', source: payload.ref_kernel.source_code, metadata: {}, launch: null });
     expect(ref.args.map((a) => a.from)).toEqual(MAPPED[file]!.from);
     expect(ref.outputs).toEqual(MAPPED[file]!.outputs);
@@ -115,7 +115,7 @@ describe('a Python reference on the compatible routes', () => {
     p.ref_kernel.metadata = { kernel_name: 'add', secret: 'dropped' };
     p.ref_kernel.io!.args.push({ name: 'BLOCK', type: 'int', value: 256, is_meta: true });
     p.ref_kernel.io!.launch = { grid: { x: 4 }, num_warps: 4 };
-    const ref = compareJob(p, { python: true }).python!.reference;
+    const ref = compareJob(p, { python: true }).python!.reference!;
     expect(ref.metadata).toEqual({ kernel_name: 'add' });
     expect(ref.launch).toEqual({ grid: { x: 4, y: 1, z: 1 }, num_warps: 4 });
     expect(ref.args[2]).toEqual({ name: 'BLOCK', kind: 'scalar', dtype: 'int', value: 256, role: 'input', meta: true });

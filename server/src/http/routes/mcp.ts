@@ -507,10 +507,10 @@ function compatJobOf(
   args: Record<string, unknown>,
   request: FastifyRequest,
 ): CompatJob {
-  // A Python reference runs where a GPU's host has the service's Python (--python), as on POST /compare.
+  // A Python kernel runs where a GPU's host has the service's Python (--python), as on POST /evaluate and /compare.
   const python = request.server.service.slots().some((s) => s.python !== undefined);
   const map = (a: Record<string, unknown>): CompatJob =>
-    kind === 'evaluate' ? evaluateJob(a as EvaluationRequest) : compareJob(a as CompareRequest, { python });
+    kind === 'evaluate' ? evaluateJob(a as EvaluationRequest, { python }) : compareJob(a as CompareRequest, { python });
   const validate = request.compileValidationSchema(schema);
   if (validate(args)) return map(args);
   const errors = validate.errors ?? [];

@@ -15,6 +15,8 @@
 //   fake:fault                   a RUNTIME_ERROR report with a sticky CUDA error, then exits (warm or not)
 //   fake:fatal                   a `fatal` message, then exits
 //   fake:linger                  a passing report, but no exit afterwards
+//   fake:python-runners          asks the slot for the job's two Python runners (candidate and reference), waits for
+//                                each one's first line, and passes with `python <role> <folder> <line>` warnings
 //   fake:kill-agent[:<phase>]    SIGKILLs the distributed mode's agent that runs it (CUDAKIT_SERVER_AGENT_PID): a
 //                                job that takes its whole host down
 //
@@ -286,6 +288,24 @@ async function runFakeJob(id: string, job: RunJob, problem: EvalProblem | undefi
       process.stderr.write(`fake worker: killing the agent (pid ${agentPid})\n`);
       if (Number.isInteger(agentPid) && agentPid > 1) process.kill(agentPid, 'SIGKILL');
       return hang();
+    }
+    case 'python-runners': {
+      const ran = await phases(id, 'load', 0);
+      const { relayedRunner, stopRelayedRunner } = await import('./relay-link.js');
+      const said = await Promise.all(
+        (['candidate', 'reference'] as const).map(async (role) => {
+          try {
+            const { link, dir } = await relayedRunner(id, role);
+            const line = await new Promise<string>((resolve) => link.onLine(resolve));
+            stopRelayedRunner(id, role);
+            return `python ${role} ${dir} ${line.slice(0, 200)}`;
+          } catch (e) {
+            return `python ${role} failed: ${(e as Error).message}`;
+          }
+        }),
+      );
+      const report = { ...fakeReport(name, ran), warnings: said };
+      return done({ v, t: 'result', id, report, device: undefined }, !warm);
     }
     case 'linger': {
       const ran = await phases(id, undefined, 0);

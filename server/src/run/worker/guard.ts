@@ -8,7 +8,7 @@
 // thread in the child that polls getppid() and SIGKILLs its own process when the parent changes. The thread has an
 // event loop of its own, so a busy main thread does not stop it. 'disconnect' covers the ordinary case in both.
 import { Worker } from 'node:worker_threads';
-import { type ChildMessage, type ParentMessage, WORKER_ENV, isParentMessage } from '../protocol.js';
+import { type ChildMessage, type ParentMessage, type PythonRole, WORKER_ENV, isParentMessage } from '../protocol.js';
 
 /** How often the watchdog thread looks at its parent. */
 export const WATCHDOG_POLL_MS = 100;
@@ -54,7 +54,7 @@ export function onParentMessage(listener: (message: JobMessage) => void): void {
       process.stderr.write(`cudakit worker: not a protocol message from the parent (${typeof m})\n`);
       process.exit(2);
     }
-    if (m.t === 'python') relayListener?.(m);
+    if (m.t === 'python') relayListeners.get(m.runner)?.(m);
     else listener(m);
   });
 }
@@ -62,11 +62,16 @@ export function onParentMessage(listener: (message: JobMessage) => void): void {
 /** A message of the parent's about a job: the job itself, or the end of work. */
 export type JobMessage = Exclude<ParentMessage, { t: 'python' }>;
 
-let relayListener: ((m: Extract<ParentMessage, { t: 'python' }>) => void) | undefined;
+type RelayMessage = Extract<ParentMessage, { t: 'python' }>;
+const relayListeners = new Map<PythonRole, (m: RelayMessage) => void>();
 
-/** Where the job's Python runner's events go (python-reference.ts); undefined: nowhere (none was asked for). */
-export function onRelayEvent(listener: ((m: Extract<ParentMessage, { t: 'python' }>) => void) | undefined): void {
-  relayListener = listener;
+/**
+ * Where the events of the job's Python runner for `runner` go (python-reference.ts); undefined: nowhere (none was
+ * asked for, or it is done).
+ */
+export function onRelayEvent(runner: PythonRole, listener: ((m: RelayMessage) => void) | undefined): void {
+  if (listener === undefined) relayListeners.delete(runner);
+  else relayListeners.set(runner, listener);
 }
 
 /** Sends `message`, then exits with `code` (after the message is written, so the parent gets it). */

@@ -13,6 +13,7 @@ import {
   type CheckResult,
   type EvalCheck,
   type EvalError,
+  type EvalJob,
   type EvalPhase,
   type EvalReport,
   type HostValue,
@@ -21,14 +22,19 @@ import {
   check,
   checkArgSpecs,
   emptyReport,
+  prepareJob,
 } from 'cudakit';
+import type { PythonJob } from '../protocol.js';
 import { RunnerError } from '../python-runner.js';
 import {
   type PythonReference,
   type PythonReferenceReport,
   type PythonTiming,
   describeRunnerError,
+  referenceRule,
+  startPythonKernel,
 } from './python-reference.js';
+import { stopRelayedRunner } from './relay-link.js';
 
 /** What the worker runs for a Python candidate. */
 export interface PythonCandidateJob {
@@ -44,8 +50,16 @@ export interface PythonCandidateJob {
   rule: StoppingRule;
 }
 
-/** The report of a Python candidate: evaluate()'s shape, with the runner's side of it. */
-export type PythonCandidateReport = EvalReport & { pythonCandidate: PythonReferenceReport };
+/** The report of a Python candidate: evaluate()'s shape, with the runner's side of it (and its Python reference's). */
+export type PythonCandidateReport = EvalReport & {
+  pythonCandidate: PythonReferenceReport;
+  pythonReference?: PythonReferenceReport;
+};
+
+/** A reference's own failure inside check(): the report blames the reference, not the candidate. */
+class ReferenceFailure extends Error {
+  override name = 'ReferenceFailure';
+}
 
 /** The re-check after timing draws its inputs from a seed of its own, past the check's trials. */
 const RECHECK_SEED_OFFSET = 1_000_003;
@@ -82,6 +96,20 @@ export async function evaluatePythonCandidate(
     return false;
   };
   const host = { host: (args: HostValue[]) => candidate.call(args) };
+  const given = reference?.reference;
+  // A reference function's failure is the reference's: told apart from the candidate's (errorOfPython).
+  const against: Reference | null =
+    given === undefined
+      ? null
+      : typeof given === 'function'
+        ? async (args: HostValue[]) => {
+            try {
+              await given(args);
+            } catch (e) {
+              throw new ReferenceFailure(e instanceof Error ? e.message : String(e));
+            }
+          }
+        : given;
   const checkOptions: CheckOptions = { ...job.check };
   const ran =
     (await phase('validate', async () => {
@@ -93,7 +121,7 @@ export async function evaluatePythonCandidate(
       return undefined;
     })) &&
     (await phase('check', async () => {
-      const r = await check(host, reference?.reference ?? null, job.io, checkOptions);
+      const r = await check(host, against, job.io, checkOptions);
       report.check = checkOf(r, reference?.label, checkOptions);
       return r.passed ? undefined : verdictOf(r);
     }));
@@ -109,7 +137,7 @@ export async function evaluatePythonCandidate(
       })) &&
       (await phase('recheck', async () => {
         const seed = (checkOptions.seed ?? 42) + RECHECK_SEED_OFFSET;
-        const r = await check(host, reference?.reference ?? null, job.io, {
+        const r = await check(host, against, job.io, {
           ...checkOptions,
           trials: 1,
           seed,
@@ -147,6 +175,9 @@ function verdictOf(r: CheckResult): EvalError {
  * source's frames only), anything else (an io the library refuses: a TypeError or RangeError) by its name and message.
  */
 function errorOfPython(e: unknown): EvalError {
+  if (e instanceof ReferenceFailure) {
+    return { kind: 'exception', code: 'ERR_PYTHON_REFERENCE', message: e.message, kernel: 'reference' };
+  }
   if (e instanceof RunnerError) {
     // 'gone': it did not answer in time, or exited (a crash, a kill); anything else is the kernel's own failure.
     const code = e.kind === 'gone' ? 'ERR_PYTHON_RUNNER_GONE' : 'ERR_PYTHON_KERNEL';
@@ -154,4 +185,129 @@ function errorOfPython(e: unknown): EvalError {
   }
   const error = e instanceof Error ? e : new Error(String(e));
   return { kind: 'exception', code: error.name, message: error.message, kernel: 'candidate' };
+}
+
+/** The check's options an EvalJob's check gives a Python candidate. */
+const CHECK_KEYS = ['trials', 'seed', 'atol', 'rtol', 'tolerances', 'determinism', 'requireDeterminism'] as const;
+
+/**
+ * A job whose kernel under test is Python, as the worker runs it (runJob, its seed already mixed): the candidate's
+ * runner, and its Python reference's when it has one, started through the slot; the check against that reference,
+ * else the job's expected outputs, else reference-free; then the reference timed beside the candidate when the
+ * candidate passed and was timed. Resolves to the report whatever fails; stops both runners.
+ */
+export async function runPythonCandidateJob(
+  job: EvalJob,
+  python: PythonJob,
+  jobId: string,
+  onPhase?: (phase: EvalPhase) => void,
+): Promise<PythonCandidateReport> {
+  const name = job.name ?? job.kernel;
+  const prepared = prepareJob(job);
+  if (Array.isArray(prepared)) {
+    // The service validated the job before it was queued: a job that fails here is reported, never thrown.
+    const message = prepared.map((p) => `${p.path}: ${p.message}`).join('; ');
+    return failedBefore(name, 'validate', 'ERR_INVALID_JOB_ARGS', message, 'its validate phase failed');
+  }
+  const checkOptions: PythonCandidateJob['check'] = {};
+  for (const key of CHECK_KEYS) {
+    const value = job.check?.[key as keyof typeof job.check];
+    if (value !== undefined) (checkOptions as Record<string, unknown>)[key] = value;
+  }
+  const candidateJob: PythonCandidateJob = {
+    name,
+    io: prepared.args.map((a) => a.spec),
+    check: checkOptions,
+    skipTiming: job.timing?.skip === true,
+    rule: referenceRule(job),
+  };
+  const started: PythonReference[] = [];
+  try {
+    let candidate: PythonReference;
+    try {
+      candidate = await startPythonKernel(python.candidate!, jobId, 'candidate');
+      started.push(candidate);
+    } catch (e) {
+      const message = (e as Error).message;
+      return failedBefore(name, 'load', 'ERR_PYTHON_RUNNER_GONE', message, 'its runner could not start');
+    }
+    let pythonReference: PythonReference | undefined;
+    let reference: { reference: Reference; label: string } | undefined;
+    if (python.reference !== undefined) {
+      try {
+        pythonReference = await startPythonKernel(python.reference, jobId, 'reference');
+        started.push(pythonReference);
+        reference = { reference: pythonReference.reference, label: `the Python reference (${python.reference.type})` };
+      } catch (e) {
+        const error = e as Error;
+        reference = { reference: () => Promise.reject(error), label: 'the Python reference' };
+      }
+    } else if (prepared.expected !== undefined) {
+      reference = { reference: expectedReference(prepared.expected), label: 'the expected outputs' };
+    }
+    const report: PythonCandidateReport = await evaluatePythonCandidate(candidateJob, candidate, reference, onPhase);
+    if (pythonReference !== undefined) {
+      report.pythonReference = await timeReference(pythonReference, report, candidateJob.rule, onPhase);
+    }
+    return report;
+  } finally {
+    for (const kernel of started) kernel.close();
+    stopRelayedRunner(jobId, 'candidate');
+    if (python.reference !== undefined) stopRelayedRunner(jobId, 'reference');
+  }
+}
+
+/** A reference that writes the job's expected outputs (argument index → bytes) into the output arrays. */
+function expectedReference(expected: Map<number, Uint8Array>): Reference {
+  return (args: HostValue[]) => {
+    for (const [i, bytes] of expected) {
+      const target = args[i];
+      if (!ArrayBuffer.isView(target)) throw new TypeError(`The job's argument ${i} is no output array`);
+      new Uint8Array(target.buffer, target.byteOffset, target.byteLength).set(bytes);
+    }
+  };
+}
+
+/** The Python reference's part of the report: timed with the job's rule once the candidate passed and was timed. */
+async function timeReference(
+  reference: PythonReference,
+  report: PythonCandidateReport,
+  rule: StoppingRule,
+  onPhase: ((phase: EvalPhase) => void) | undefined,
+): Promise<PythonReferenceReport> {
+  if (!report.passed || report.pythonCandidate.timing === undefined) {
+    const why = report.passed ? 'the kernel was not timed' : 'the kernel did not pass its check';
+    return reference.reportOf(undefined, why);
+  }
+  try {
+    onPhase?.('time');
+    return await reference.reportOf(await reference.time(rule));
+  } catch (e) {
+    const why = e instanceof RunnerError ? describeRunnerError(e) : (e as Error).message;
+    return reference.reportOf(undefined, `timing the reference failed: ${why}`);
+  }
+}
+
+/** The report of a candidate that failed before its runner loaded it (its job's io, or its runner's start). */
+function failedBefore(
+  name: string,
+  phase: 'validate' | 'load',
+  code: string,
+  message: string,
+  notTimed: string,
+): PythonCandidateReport {
+  return {
+    ...emptyReport(name),
+    phase,
+    phases: [{ phase, ms: 0 }],
+    error: { kind: 'exception', code, message, kernel: 'candidate' },
+    pythonCandidate: {
+      type: 'unknown',
+      entry: undefined,
+      loadMs: undefined,
+      runtime: undefined,
+      timing: undefined,
+      notTimed,
+    },
+  };
 }

@@ -7,6 +7,7 @@
 // back and every statistic, and the stopping rule, are computed here (the runner executes a request's code: it
 // reports, it does not judge).
 import {
+  Device,
   type EvalJob,
   type HostValue,
   type JsReference,
@@ -30,8 +31,8 @@ import {
   tensorBytes,
   tensorFileName,
 } from '../python-runner.js';
-import { PROTOCOL_VERSION, type PythonJob } from '../protocol.js';
-import { onRelayEvent, send } from './guard.js';
+import type { PythonKernelSpec, PythonRole } from '../protocol.js';
+import { relayedRunner } from './relay-link.js';
 
 /** The reference's timing, as compat's ref_runtime and the report show it. */
 export interface PythonTiming {
@@ -74,7 +75,7 @@ const BATCH = 20;
 /** A Python reference for one job: `reference` for evaluate(), then `time()`, then `close()`. */
 export class PythonReference {
   readonly runner: PythonRunner;
-  #spec: PythonJob['reference'];
+  #spec: PythonKernelSpec;
   #o: Required<PythonReferenceOptions>;
   #calls = 0;
   /** Input files of the first calls, kept for timing. */
@@ -82,7 +83,7 @@ export class PythonReference {
   #loaded: { entry: string; ms: number } | undefined;
   #loading: Promise<void> | undefined;
 
-  constructor(link: RunnerLink, dir: string, spec: PythonJob['reference'], o: PythonReferenceOptions) {
+  constructor(link: RunnerLink, dir: string, spec: PythonKernelSpec, o: PythonReferenceOptions) {
     this.runner = new PythonRunner(link, dir);
     this.#spec = spec;
     this.#o = { role: 'reference', loadTimeoutMs: 600_000, callTimeoutMs: 120_000, ...o };
@@ -272,38 +273,24 @@ function copyInto(bytes: Uint8Array, t: RunnerTensor, target: HostValue | undefi
   );
 }
 
-/**
- * Asks the slot for the job's runner and resolves to a link to it over the IPC channel, with the runner's folder.
- * The slot answers 'started' (or 'exit' with why it could not start).
- */
-export function relayedRunner(id: string): Promise<{ link: RunnerLink; dir: string }> {
-  const lineListeners: ((line: string) => void)[] = [];
-  const closeListeners: ((why: string) => void)[] = [];
-  const link: RunnerLink = {
-    send: (line) => void send({ v: PROTOCOL_VERSION, t: 'python', id, op: 'line', line }),
-    onLine: (l) => lineListeners.push(l),
-    onClose: (l) => closeListeners.push(l),
-  };
-  return new Promise((resolve, reject) => {
-    onRelayEvent((m) => {
-      if (m.id !== id) return;
-      const e = m.event;
-      if (e.op === 'started') resolve({ link, dir: e.dir });
-      else if (e.op === 'line') for (const l of lineListeners) l(e.line);
-      else {
-        const tail = e.stderrTail.trim().split('\n').slice(-3).join(' | ');
-        const why = `${e.why}${tail === '' ? '' : ` (stderr: ${tail.slice(-600)})`}`;
-        reject(new Error(`the Python runner could not start: ${why}`));
-        for (const l of closeListeners) l(why);
-        onRelayEvent(undefined);
-      }
-    });
-    void send({ v: PROTOCOL_VERSION, t: 'python', id, op: 'start' });
-  });
-}
+/** L2 bytes assumed where the GPU cannot be read yet: the larger L2s of today's GPUs. */
+const FALLBACK_L2_BYTES = 64 << 20;
 
-/** Tells the slot the job is done with its runner (the slot also stops it when the job ends any other way). */
-export function stopRelayedRunner(id: string): void {
-  onRelayEvent(undefined);
-  void send({ v: PROTOCOL_VERSION, t: 'python', id, op: 'stop' });
+/**
+ * The job's Python kernel in `role`, in a runner the slot starts for it (relayedRunner), its timed calls flushing
+ * twice the GPU's L2. Rejects when the runner cannot start.
+ */
+export async function startPythonKernel(
+  spec: PythonKernelSpec,
+  jobId: string,
+  role: PythonRole,
+): Promise<PythonReference> {
+  const { link, dir } = await relayedRunner(jobId, role);
+  let l2Bytes = FALLBACK_L2_BYTES;
+  try {
+    l2Bytes = Device.get(0).l2CacheBytes;
+  } catch {
+    // no device yet: the fallback
+  }
+  return new PythonReference(link, dir, spec, { role, flushBytes: 2 * l2Bytes });
 }

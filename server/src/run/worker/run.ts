@@ -22,15 +22,16 @@ import {
   profileJob,
 } from 'cudakit';
 import { importJsReference } from './reference-module.js';
-import type { Deadlines, DeviceFacts, PythonJob, RunProgress } from '../protocol.js';
+import type { Deadlines, DeviceFacts, PythonJob, PythonKernelSpec, RunProgress } from '../protocol.js';
 import {
   PythonReference,
   type PythonReferenceReport,
   type PythonTiming,
   referenceRule,
-  relayedRunner,
-  stopRelayedRunner,
+  startPythonKernel,
 } from './python-reference.js';
+import { stopRelayedRunner } from './relay-link.js';
+import { type PythonCandidateReport, runPythonCandidateJob } from './python-candidate.js';
 import { deviceFacts } from './facts.js';
 
 /**
@@ -40,6 +41,7 @@ import { deviceFacts } from './facts.js';
 export type WorkerReport = EvalReport & {
   deviceMetrics?: DeviceMetrics | null;
   pythonReference?: PythonReferenceReport;
+  pythonCandidate?: PythonCandidateReport['pythonCandidate'];
 };
 
 export interface RunJobOptions {
@@ -59,7 +61,10 @@ export interface RunJobOptions {
   referenceModule?: string;
   /** profileJob, or a stand-in. */
   profile?: (job: EvalJob, options: ProfileJobOptions) => Promise<ProfileResult>;
-  /** A reference in Python (JobExtras.python), run by a runner the slot starts for job `jobId`. */
+  /**
+   * A reference or a candidate in Python (JobExtras.python), each run by a runner the slot starts for job `jobId`. With
+   * a candidate, the job's source and kernel name it and nothing is compiled (python-candidate.ts).
+   */
   python?: PythonJob;
   jobId?: string;
 }
@@ -159,8 +164,13 @@ export async function runJob(
 ): Promise<{ report: WorkerReport; device: DeviceFacts | undefined }> {
   const { signal, onPhase, onProgress, zeroOnFree = false } = options;
   const run = prepareForRun(job, seedSalt, zeroOnFree);
-  const python =
-    options.python === undefined ? undefined : await startPythonReference(options.python, options.jobId ?? '');
+  if (options.python?.candidate !== undefined) {
+    const report = await runPythonCandidateJob(run, options.python, options.jobId ?? '', onPhase);
+    const plain = formatJson(report as unknown as Record<string, unknown>);
+    return { report: JSON.parse(plain) as WorkerReport, device: workerDevice() };
+  }
+  const spec = options.python?.reference;
+  const python = spec === undefined ? undefined : await startPythonReference(spec, options.jobId ?? '');
   const reference =
     python?.reference ??
     (options.referenceModule === undefined ? undefined : await importJsReference(options.referenceModule));
@@ -175,7 +185,7 @@ export async function runJob(
   if (python !== undefined) {
     const pythonReference = await timePythonReference(python, report, run, onPhase);
     if (pythonReference !== undefined) report = { ...report, pythonReference };
-    stopRelayedRunner(options.jobId ?? '');
+    stopRelayedRunner(options.jobId ?? '', 'reference');
   }
   if (options.deviceMetrics === true) {
     const elapsedMs = Date.now() - (options.receivedAtMs ?? Date.now());
@@ -275,19 +285,11 @@ export async function collectDeviceMetrics(
 
 /** Starts the job's runner through the slot and makes its reference; a runner that cannot start fails the check. */
 async function startPythonReference(
-  spec: PythonJob,
+  spec: PythonKernelSpec,
   jobId: string,
 ): Promise<PythonReference | { reference: JsReference }> {
   try {
-    const { link, dir } = await relayedRunner(jobId);
-    const l2Bytes = (() => {
-      try {
-        return Device.get(0).l2CacheBytes;
-      } catch {
-        return 64 << 20; // no device yet: the larger L2s of today's GPUs
-      }
-    })();
-    return new PythonReference(link, dir, spec.reference, { flushBytes: 2 * l2Bytes });
+    return await startPythonKernel(spec, jobId, 'reference');
   } catch (e) {
     const error = e as Error;
     return { reference: () => Promise.reject(error) };
