@@ -5,7 +5,7 @@
 // run.ts's launch rows compare cudakit with C in one process; a change to the launch path shows as a change of
 // Kernel.launch over the raw layer (native().launchKernel(slot)), tens of nanoseconds, which the host's drift between
 // two runs of run.ts outweighs. Here both builds' dist/ are imported side by side (each with its own addon), each
-// compiles and loads the same empty kernel on device 0, and batches of 1000 launches run interleaved: in every round,
+// compiles and loads the same empty kernel on device 0, and batches of 100 launches run interleaved: in every round,
 // each build's raw layer, Kernel.launch with a frozen config and with a plain config, the order rotating from round to
 // round. Each round gives each build's Kernel.launch − raw; after − before is the median over the rounds of their
 // paired differences, with its distribution-free interval.
@@ -23,10 +23,12 @@ type Way = 'raw' | 'frozen' | 'plain';
 
 const USAGE = `Usage: npx tsx bench/launch-ab.ts --before <dir> [--rounds n] [--write]
   --before <dir>  another checkout of this repository with its dist/ and addon built: "before"; this one is "after"
-  --rounds <n>    interleaved rounds (default 21)
+  --rounds <n>    interleaved rounds (default 401)
   --write         replace the launch-ab section of bench/RESULTS.md
 `;
-const BATCH = 1000;
+// Well below the launches a stream may hold pending: a batch that fills the queue waits for the GPU to drain it, and
+// then times the GPU's pace, not the host's cost per launch.
+const BATCH = 100;
 const SOURCE = 'extern "C" __global__ void empty() {}\n';
 
 interface Launcher {
@@ -77,7 +79,8 @@ async function launcher(side: Side, root: string): Promise<Launcher> {
       for (let i = 0; i < BATCH; i++) empty.launch(plain);
     }),
   };
-  for (const way of Object.keys(batch) as Way[]) for (let i = 0; i < 3; i++) batch[way]();
+  // Warm: every loop compiled by the JIT, the stream's first launches behind it.
+  for (const way of Object.keys(batch) as Way[]) for (let i = 0; i < 50; i++) batch[way]();
   return {
     side,
     root,
@@ -102,7 +105,7 @@ async function main(): Promise<number> {
   const { values: v } = parseArgs({
     options: {
       before: { type: 'string' },
-      rounds: { type: 'string', default: '21' },
+      rounds: { type: 'string', default: '401' },
       write: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },

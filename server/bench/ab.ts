@@ -733,7 +733,32 @@ function markdown(r: Results): string {
     r.problems.length === 0 ? [] : ['Problems in this run:', '', ...r.problems.map((p) => `- ${p.split('\n')[0]}`)];
   const builds = SIDES.map((side) => `- ${buildWords(r.builds[side])}`);
   const title = "## Before and after: the service's overhead per job, interleaved";
-  return [title, '', where, '', ...builds, '', table, '', verdict, '', method, '', ...problems].join('\n');
+  const phases = phaseTable(r.rounds);
+  return [title, '', where, '', ...builds, '', table, '', verdict, '', ...phases, method, '', ...problems].join('\n');
+}
+
+/**
+ * Where the worker's evaluate() spends its time, per phase and build: the median over every passing job of the
+ * rounds (a change of evaluate() itself shows here, apart from the service's overhead).
+ */
+function phaseTable(rounds: readonly Round[]): string[] {
+  const jobs = (side: Side) => rounds.flatMap((x) => x[side].jobs).filter((j) => Number.isFinite(j.wallMs));
+  const names = [...new Set(SIDES.flatMap((side) => jobs(side).flatMap((j) => Object.keys(j.workerPhasesMs))))];
+  if (names.length === 0) return [];
+  const of = (side: Side, phase: string): string => {
+    const values = jobs(side)
+      .map((j) => j.workerPhasesMs[phase])
+      .filter((v): v is number => typeof v === 'number');
+    return values.length === 0 ? '—' : ms(median(values));
+  };
+  return [
+    "The worker's evaluate() by phase (median over the passing jobs):",
+    '',
+    '| phase | before | after |',
+    '| --- | ---: | ---: |',
+    ...names.map((phase) => `| ${phase} | ${of('before', phase)} | ${of('after', phase)} |`),
+    '',
+  ];
 }
 
 async function main(argv: readonly string[]): Promise<number> {

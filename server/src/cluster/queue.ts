@@ -6,10 +6,10 @@
 // tensor bytes (the agent reads the job from the store).
 //
 // - ApiQueue (api role): queues jobs (queuing twice is one job), removes queued ones on cancel, answers positions and
-//   depths, and reconciles the queue with the store: queued rows the queue lost are queued again (a Redis that died
-//   between fsyncs loses nothing), queued rows past their maxQueueSeconds expire, and running rows whose job the
-//   queue failed (a host died on it more than maxStalledCount times) or forgot are reported lost. One API node
-//   reconciles at a time (a Redis lock).
+//   depths, and reconciles the queue with the store: queued rows the queue lost are queued again once older than a
+//   lock (a Redis that died between fsyncs loses nothing; a younger row's own submission queues it), queued rows past
+//   their maxQueueSeconds expire, and running rows whose job the queue failed (a host died on it more than
+//   maxStalledCount times) or forgot are reported lost. One API node reconciles at a time (a Redis lock).
 // - AgentQueue (agent role): takes a job only when a local GPU slot is free (one fair-share take, then BullMQ's manual
 //   fetching: no processor, so several classes never oversubscribe the slots), keeps its lock renewed while it runs,
 //   and completes it once the result is stored. Both roles run BullMQ's stalled-job checker, so a job whose host died
@@ -242,7 +242,10 @@ export class ApiQueue extends ClusterQueueBase implements SubmitQueue {
   /**
    * The reconciler's pass over queued rows: those past maxQueueSeconds are removed from the queue and returned (the
    * service fails them with QUEUE_TIMEOUT, only while they are still queued); those the queue lost are queued again
-   * (one script call each, in one round trip: a job waiting its turn, leaving or in BullMQ is left as it is).
+   * (one script call each, in one round trip: a job waiting its turn, leaving or in BullMQ is left as it is). A row
+   * younger than a lock is not lost but on its way: its submission stores it, then its 'queued' event (its arrival
+   * position, read from the queue), then queues it. Queued here in between, it would count itself in its own arrival
+   * position, and an agent could store its 'started' before that event.
    */
   async expire(nowMs: number): Promise<QueuedJob[]> {
     if (!(await this.#lock())) return [];
@@ -254,8 +257,11 @@ export class ApiQueue extends ClusterQueueBase implements SubmitQueue {
     const live: ClusterJobData[] = [];
     for (const record of records) {
       const job = queuedJobOf(record);
-      if (job.expiresAtMs > nowMs) live.push({ ...job, timeoutSeconds: record.options.timeoutSeconds });
-      else if (await this.#expireOne(job)) expired.push(job);
+      if (job.expiresAtMs <= nowMs) {
+        if (await this.#expireOne(job)) expired.push(job);
+      } else if (nowMs - record.createdAt >= this.o.lockMs) {
+        live.push({ ...job, timeoutSeconds: record.options.timeoutSeconds });
+      }
     }
     await this.fair.enqueueAll(live);
     this.#lastSweepMs = nowMs;

@@ -456,7 +456,7 @@ function expectedOf(expected: Record<string, TensorData>, args: readonly ArgSpec
 
 /** A Python candidate's job body: its source and entry point's name (nothing compiles them), its tensors as args. */
 function pythonCandidateBody(c: PythonCandidate): Record<string, unknown> {
-  const one = { x: 1, y: 1, z: 1 }; // a Python candidate launches itself: its job's launch is a placeholder
+  const one = [1, 1, 1]; // a Python candidate launches itself: its job's launch is a placeholder
   return { name: c.name, source: c.candidate.source, kernel: c.name, grid: one, block: one, args: c.args };
 }
 

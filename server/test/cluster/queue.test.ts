@@ -3,13 +3,14 @@
 // and agents' queues in this process, each with its own connections, as the processes of a deployment have. Turns
 // between principals, priority only within one, one turn across a slot's classes, positions that match the order
 // jobs are taken in, two agents taking at once (no job twice, no turn skipped), removal and expiry, a job put back,
-// and a job lost between the fair-share take and BullMQ, queued again by the reconciler.
+// a job lost between the fair-share take and BullMQ, queued again by the reconciler, and a job being submitted, which
+// the reconciler leaves to its submission.
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { RedisClusterBus } from '../../src/cluster/bus.js';
 import { RedisFairShare } from '../../src/cluster/fair.js';
 import { AgentQueue, ApiQueue, queueName } from '../../src/cluster/queue.js';
-import type { QueuedJob } from '../../src/schedule/queue.js';
+import { queuedJobOf, type QueuedJob } from '../../src/schedule/queue.js';
 import { MemoryJobStore } from '../../src/store/memory.js';
 import { jobRecord } from '../store/store.contract.js';
 import { describeWithServices, startRedis, type ServiceServer } from '../support/services.js';
@@ -220,7 +221,8 @@ describeWithServices('distributed queue: fair share on Redis', ['redis'], () => 
   it('queues again a job whose agent died between the fair-share take and BullMQ', async () => {
     const lockMs = 60_000;
     const { api, agents, store, prefix } = deployment([['any']], lockMs);
-    const row = jobRecord({ principal: 'alice', createdAt: Date.now() });
+    // Stored a lock ago: no submission of its own is on its way to the queue any more.
+    const row = jobRecord({ principal: 'alice', createdAt: Date.now() - lockMs });
     await store.insert(row);
     await api.enqueue({ ...job('alice'), id: row.id, enqueuedAtMs: row.createdAt });
     // The dead agent: a take of its own, never added to BullMQ.
@@ -239,5 +241,26 @@ describeWithServices('distributed queue: fair share on Redis', ['redis'], () => 
     await api.expire(Date.now());
     expect(await api.position(row.id)).toBe(1);
     expect((await agents[0]!.take(['any']))?.id).toBe(row.id);
+  });
+
+  it('leaves a job being submitted to its submission: its arrival position never counts itself', async () => {
+    const { api, store } = deployment();
+    // A submission stores its row, reads its arrival position for its 'queued' event, then queues it; the
+    // reconciler's pass comes in between.
+    const row = jobRecord({ principal: 'alice', createdAt: Date.now() });
+    await store.insert(row);
+    await api.expire(Date.now());
+    expect(await api.position(row.id)).toBeUndefined();
+    expect(await api.arrivalPosition(queuedJobOf(row))).toBe(1);
+    await api.enqueue(queuedJobOf(row));
+    expect(await api.position(row.id)).toBe(1);
+
+    // One whose API node died before it queued it is lost: queued again a lock after it was stored, behind the first.
+    const orphan = jobRecord({ principal: 'alice', createdAt: row.createdAt + 1 });
+    await store.insert(orphan);
+    await api.expire(orphan.createdAt + LOCK_MS - 1);
+    expect(await api.position(orphan.id)).toBeUndefined();
+    await api.expire(orphan.createdAt + LOCK_MS);
+    expect(await api.position(orphan.id)).toBe(2);
   });
 });
