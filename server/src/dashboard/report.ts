@@ -27,7 +27,11 @@ import type { StoredJob } from '../store/store.js';
  * The report as stored: evaluate()'s, with the device metrics the worker adds when asked, and what it says of a
  * Python reference (run/worker/python-reference.ts; read here as stored JSON, every field checked).
  */
-export type StoredReport = Partial<EvalReport> & { deviceMetrics?: DeviceMetrics | null; pythonReference?: unknown };
+export type StoredReport = Partial<EvalReport> & {
+  deviceMetrics?: DeviceMetrics | null;
+  pythonReference?: unknown;
+  pythonCandidate?: unknown;
+};
 
 const ROLES: readonly EvalKernelRole[] = ['candidate', 'reference', 'baseline', 'precise'];
 const DEFAULT_SOURCE_NAME: Record<EvalKernelRole, string> = {
@@ -344,6 +348,15 @@ ${samplesSvg('samples', [{ label: name, samples }], num(stats.median))}</figure>
 
 /** A Python reference (a server with --python): what it was, where it ran, and its timing, or why it was not timed. */
 export function pythonReferenceSection(stored: unknown): Html | '' {
+  return pythonKernelSection(stored, 'python-reference', 'Python reference');
+}
+
+/** A Python candidate (a server with --python): as a Python reference's section, its runner's timing its own. */
+export function pythonCandidateSection(stored: unknown): Html | '' {
+  return pythonKernelSection(stored, 'python-candidate', 'Python kernel');
+}
+
+function pythonKernelSection(stored: unknown, id: string, title: string): Html | '' {
   if (!isObject(stored)) return '';
   const p = stored;
   const runtime = part(p.runtime as Record<string, unknown> | undefined);
@@ -371,7 +384,7 @@ export function pythonReferenceSection(stored: unknown): Html | '' {
     text(timing.stopReason) !== undefined && ['Stopped', text(timing.stopReason)!],
     text(timing.timer) !== undefined && ['Timer', text(timing.timer)!],
   ])}</div>`;
-  return section('python-reference', 'Python reference', body);
+  return section(id, title, body);
 }
 
 /** compare()'s result: the speedup of B over A with its bootstrap interval, and both kernels' timings. */

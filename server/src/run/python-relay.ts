@@ -7,7 +7,7 @@
 // process group is killed when the job ends in any way, and its folder unmounted and removed.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { copyFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { type Containment, makeWorkerDir, removeWorkerDir, workerEnv } from './containment.js';
 import { ANSWER_CHARS_MAX } from './python-runner.js';
 import {
@@ -103,6 +103,9 @@ export class PythonRelay {
       // job plant what another loads.
       const extra = { TORCH_EXTENSIONS_DIR: join(dir, '.torch_extensions'), TRITON_CACHE_DIR: join(dir, '.triton') };
       const env = workerEnv(process.env, { ...extra, ...python.env }, dir, containment.cacheDir);
+      // The tools installed beside the interpreter (a virtual environment's ninja, which torch_cuda's build runs)
+      // come first on PATH, as in that environment's own shell.
+      env.PATH = [dirname(python.path), env.PATH].filter((p) => p !== undefined && p !== '').join(':');
       const command = [python.path, '-I', runner, '--serve'];
       const argv = python.unsandboxed
         ? command

@@ -6,16 +6,9 @@
 // TEST_PYTHON, else python3 on PATH. Without them the suite skips and says why, unless CUDAKIT_REQUIRE_PYTHON=1.
 import { readFileSync, readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/http/app.js';
-import { type App } from '../../src/http/shared.js';
-import { serviceContainment } from '../../src/run/containment.js';
-import { LocalGpuPool } from '../../src/run/local-pool.js';
-import { checkPython, pythonHidden, type PythonFacts } from '../../src/run/python.js';
-import { findExecutable } from '../../src/run/which.js';
-import { EmbeddedQueue } from '../../src/schedule/embedded-queue.js';
-import { EvalService } from '../../src/service.js';
-import { MemoryJobStore } from '../../src/store/memory.js';
+import type { App } from '../../src/http/shared.js';
 import { describeGpu } from '../../../test/helpers.js';
+import { type PythonService, startPythonService } from '../support/python-service.js';
 
 const FIXTURES = new URL('../fixtures/compat/', import.meta.url);
 const ORIGINALS = readdirSync(FIXTURES)
@@ -37,53 +30,19 @@ interface Answer {
 }
 
 describeGpu('the original server’s payloads with a PyTorch reference (--python)', () => {
-  let app: App | undefined;
-  let service: EvalService | undefined;
-  let why: string | undefined;
-  const store = new MemoryJobStore();
+  let python: PythonService | undefined;
+  const app = (): App | undefined => python?.app;
 
   beforeAll(async () => {
-    const python = process.env.CUDAKIT_TEST_PYTHON ?? (await findExecutable('python3'));
-    let facts: PythonFacts | undefined;
-    let hidden: string[] = [];
-    const containment = process.getuid?.() === 0 ? serviceContainment('nobody') : undefined;
-    if (containment === undefined) why = 'not root (the sandbox of Python jobs needs root)';
-    else if (python === undefined) why = 'no python3 on PATH';
-    else {
-      hidden = pythonHidden(containment, []);
-      facts = await checkPython(python, containment, hidden).catch((e: Error) => {
-        why = e.message;
-        return undefined;
-      });
-    }
-    if (why !== undefined) {
-      if (process.env.CUDAKIT_REQUIRE_PYTHON === '1') throw new Error(`CUDAKIT_REQUIRE_PYTHON=1, but ${why}`);
-      console.log(`python GPU tests skipped: ${why}`);
-      return;
-    }
-    console.log(`python GPU tests: Python ${facts!.python}, torch ${facts!.torch}, triton ${facts!.triton}`);
-    const pool = new LocalGpuPool({
-      isolation: 'process',
-      containment: containment!,
-      python: facts!,
-      pythonService: { path: python!, hidden },
-    });
-    const queue = new EmbeddedQueue();
-    service = new EvalService({ store, submitQueue: queue, runQueue: queue, pool });
-    app = await buildApp({ service, underPressure: false });
-    await pool.start();
-    await service.start();
-    expect(pool.unavailableReason).toBeUndefined();
+    python = await startPythonService('python GPU tests');
   }, 180_000);
 
   afterAll(async () => {
-    await service?.drain(5000);
-    await app?.close();
-    await store.close();
+    await python?.close();
   });
 
   async function post(payload: unknown): Promise<Answer> {
-    const res = await app!.inject({ method: 'POST', url: '/compare', payload: payload as object });
+    const res = await app()!.inject({ method: 'POST', url: '/compare', payload: payload as object });
     expect(res.statusCode, res.body).toBe(200);
     return res.json() as Answer;
   }
@@ -91,7 +50,7 @@ describeGpu('the original server’s payloads with a PyTorch reference (--python
   it.each(ORIGINALS)(
     '%s, posted as it is: compiled, correct, both timed',
     async (file) => {
-      if (app === undefined) return;
+      if (app() === undefined) return;
       const payload = fixture(file);
       // The original's sum_reduction declares extern __shared__ memory and gives none (the original launched it with
       // 0 bytes): as it is, the kernel faults (CUDA_ERROR_ILLEGAL_ADDRESS), reported as its failure; with the bytes
@@ -121,7 +80,7 @@ describeGpu('the original server’s payloads with a PyTorch reference (--python
     ])(
       'a reference that %s',
       async (_, body, message) => {
-        if (app === undefined) return;
+        if (app() === undefined) return;
         const payload = fixture('vector_add.json');
         payload.ref_kernel.source_code = payload.ref_kernel.source_code.replace('return a + b', body);
         const r = (await post(payload)).kernel_exec_result;

@@ -2,7 +2,7 @@
 // The dashboard's section for a Python reference (src/dashboard/report.ts): what it was, where it ran and its timing,
 // or why it was not timed; every stored field read as untrusted JSON (escaped, wrong types ignored).
 import { describe, expect, it } from 'vitest';
-import { pythonReferenceSection } from '../../src/dashboard/report.js';
+import { pythonCandidateSection, pythonReferenceSection } from '../../src/dashboard/report.js';
 
 const html = (v: unknown): string => String(pythonReferenceSection(v));
 
@@ -38,5 +38,14 @@ describe('the Python reference section', () => {
     expect(out).toContain('&lt;script&gt;');
     expect(html(undefined)).toBe('');
     expect(html('torch')).toBe('');
+  });
+
+  it('shows a Python candidate the same way, under its own title', () => {
+    const stored = { type: 'triton', entry: 'add', timing: { stats: { median: 0.02, n: 40 }, timer: 'cuda-events' } };
+    const out = String(pythonCandidateSection(stored));
+    expect(out).toContain('Python kernel');
+    expect(out).toContain('id="python-candidate"');
+    expect(out).not.toContain('Python reference');
+    expect(out).toContain('triton');
   });
 });

@@ -94,6 +94,29 @@ describe('a job’s Python runner, owned by its slot', () => {
     120_000,
   );
 
+  it.runIf(torchHere)(
+    "puts the interpreter's own folder first on the runner's PATH (a virtual environment's ninja, for torch_cuda)",
+    async () => {
+      const containment = makeContainment({ user: undefined, cacheDir: undefined });
+      const python = {
+        path: PYTHON,
+        hidden: [],
+        env: { CUDAKIT_RUNNER_DEVICE: 'cpu', PATH: '/x/bin' },
+        unsandboxed: true,
+      };
+      const { relay, next } = relayOf(python, containment);
+      relay.handle('start');
+      await next('started');
+      await next('line'); // ready
+      const source = 'import os\nraise ValueError("PATH=" + os.environ["PATH"])\n';
+      relay.handle('line', JSON.stringify({ ...JSON.parse(LOAD), kernel: { ...JSON.parse(LOAD).kernel, source } }));
+      const answer = (await next('line')) as { line: string };
+      expect(answer.line).toContain('PATH=/usr/bin:/x/bin');
+      relay.handle('stop');
+    },
+    120_000,
+  );
+
   it.runIf(torchHere && root)(
     'runs the runner in the sandbox as the worker user, where it still serves',
     async () => {
