@@ -74,7 +74,7 @@ const thrown = (f: () => unknown): CompatClientError => {
 };
 
 describe('a Python candidate on the compatible routes', () => {
-  it('maps /compare: its tensors are the job’s arguments, its scalars its own, the reference’s inputs its by name', () => {
+  it('maps /compare: its tensors are the job’s args, its scalars its own, the reference’s inputs its by name', () => {
     const job = compareJob(tritonCompare(), { python: true });
     expect(job.body).toMatchObject({ name: 'add', kernel: 'add', check: { atol: 0.01, rtol: 0.01 } });
     const args = job.body.args as { name: string; role: string; init?: { kind: string } }[];
@@ -157,7 +157,7 @@ describe('a Python candidate on the compatible routes', () => {
     expect(e.details).toMatchObject({ field: 'ref_kernel -> kernel_type' });
   });
 
-  it('leaves a torch_cuda candidate’s #include lines to its contained build, and still scans a CUDA kernel’s', () => {
+  it('leaves a torch_cuda candidate’s #include lines to its contained build, still scans a CUDA kernel’s', () => {
     const source = '# include the extension\nsrc = """#include "/etc/passwd"\n"""\n';
     const job = { source, kernel: 'k', grid: [1, 1, 1], block: [1, 1, 1], args: [] };
     const limits = { maxDeviceBytes: 1 << 30, maxInputBytes: 1 << 30 } as never;
@@ -165,7 +165,7 @@ describe('a Python candidate on the compatible routes', () => {
     expect(admissionProblems(job, limits).map((p) => p.path)).toEqual(['job.source']);
   });
 
-  it('reaches the worker through POST /compare and /evaluate with its Python kernels, compiled by nothing', async () => {
+  it('reaches the worker through POST /compare and /evaluate with its Python kernels, compiled by none', async () => {
     const { app, pool } = await harness({ gpus: [{ ...H200, python: PYTHON }] });
     const compare = await app.inject({
       method: 'POST',
