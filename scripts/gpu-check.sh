@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Every check that needs an NVIDIA GPU, in one go:
 #   bash scripts/gpu-check.sh [tests] [gpu | gpu-main gpu-problems gpu-problem-set gpu-adversarial] [sanitizer]
-#     [bench] [memory] [harness] [cli] [examples] [service-bench] [multi-gpu-bench]
+#     [bench] [memory] [harness] [cli] [examples] [service-bench] [multi-gpu-bench] [python-aa]
 # (tests: every tier; gpu: the GPU tier alone, in its four parts, which gpu-main, gpu-problems, gpu-problem-set and
 # gpu-adversarial run one at a time; service-bench: the evaluation service's GPU benchmark;
-# multi-gpu-bench: the service on two GPUs, which says why and writes nothing on a machine with fewer.)
+# multi-gpu-bench: the service on two GPUs, which says why and writes nothing on a machine with fewer;
+# python-aa: cudakit's timing and the Python runner's on the same CUBIN, with PYTHON or python3 on PATH.)
 # Logs, JSON reports and a copy of bench/RESULTS.md go to the folder $OUT names, or ./gpu-out.
 set -uo pipefail
 out=${OUT:-gpu-out}
@@ -181,6 +182,12 @@ if [[ " $steps " == *" multi-gpu-bench "* ]]; then
   abs_out=$(cd "$out" && pwd)
   (cd server && timeout 330 npx tsx bench/multi-gpu.ts --write --json "$abs_out/multi-gpu-bench.json") 2>&1 |
     tee "$out/multi-gpu-bench.log"
+  cp server/bench/RESULTS.md "$out/server-RESULTS.md" 2>/dev/null
+fi
+if [[ " $steps " == *" python-aa "* ]]; then
+  abs_out=$(cd "$out" && pwd)
+  (cd server && timeout 300 npx tsx bench/python-aa.ts --python "${PYTHON:-python3}" --write \
+    --json "$abs_out/python-aa.json") 2>&1 | tee "$out/python-aa.log"
   cp server/bench/RESULTS.md "$out/server-RESULTS.md" 2>/dev/null
 fi
 echo "=== summary ==="
