@@ -946,6 +946,7 @@ describe('auth, /health, /job, /stats, /admin/cleanup-jobs', () => {
       status: 'ok',
       gpus: 1,
       reason: null,
+      python: [],
     });
   });
 

@@ -186,4 +186,16 @@ describe('a Python candidate on the compatible routes', () => {
     expect(evaluate.statusCode, evaluate.body).toBe(200);
     expect(pool.runs[1]!.extras?.python).toEqual({ candidate: expect.objectContaining({ type: 'torch' }) });
   });
+
+  it('shows the Python it serves in /v1/health, by its versions alone (the route answers anyone: no path)', async () => {
+    const { app } = await harness({
+      gpus: [
+        { ...H200, python: PYTHON },
+        { ...H200, uuid: 'GPU-2', python: PYTHON },
+      ],
+    });
+    const health = (await app.inject({ method: 'GET', url: '/v1/health' })).json();
+    expect(health.python).toEqual([{ python: '3.12.3', torch: '2.11.0+cu130', triton: '3.6.0', cudaVersion: '13.0' }]);
+    expect(JSON.stringify(health)).not.toContain(PYTHON.path);
+  });
 });

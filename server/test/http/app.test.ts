@@ -505,6 +505,7 @@ describe('operations', () => {
       status: 'ok',
       gpus: 1,
       reason: null,
+      python: [],
     });
     expect((await app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({ status: 'ok' });
     expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ status: 'ready', reasons: [] });

@@ -24,6 +24,17 @@ const Health = Type.Object({
   status: Type.Union([Type.Literal('ok'), Type.Literal('degraded'), Type.Literal('unavailable')]),
   gpus: Type.Integer({ description: 'GPUs in service (not quarantined)' }),
   reason: Type.Union([Type.String(), Type.Null()]),
+  python: Type.Array(
+    Type.Object({
+      python: Type.String(),
+      torch: Type.String(),
+      triton: Type.Union([Type.String(), Type.Null()]),
+      cudaVersion: Type.Union([Type.String(), Type.Null()]),
+    }),
+    {
+      description: "The Pythons the GPUs' hosts serve the Python kernel types with (--python), each once; [] for none",
+    },
+  ),
 });
 
 const Ready = Type.Object({
@@ -103,7 +114,13 @@ async function health(request: FastifyRequest): Promise<Static<typeof Health>> {
   const reason = service.pool.unavailableReason ?? null;
   const status: 'ok' | 'degraded' | 'unavailable' =
     reason !== null || inService === 0 ? 'unavailable' : inService < slots.length ? 'degraded' : 'ok';
-  return { status, gpus: inService, reason };
+  // Versions only: this route answers anyone, and an interpreter's path is the host's.
+  const pythons = new Map<string, Static<typeof Health>['python'][number]>();
+  for (const p of slots.flatMap((slot) => (slot.python === undefined ? [] : [slot.python]))) {
+    const versions = { python: p.python, torch: p.torch, triton: p.triton, cudaVersion: p.cudaVersion };
+    pythons.set(JSON.stringify(versions), versions);
+  }
+  return { status, gpus: inService, reason, python: [...pythons.values()] };
 }
 
 /** GET /metrics: the registry the plugin is given. */
