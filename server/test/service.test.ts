@@ -413,6 +413,15 @@ describe('SUSPICIOUS', () => {
     expect(suspicionsOf(compare, job(4 * 2 ** 20), device)).toEqual([]);
     // The same speedup where the candidate's median is under the floor of the bytes it must move is flagged.
     expect(suspicionsOf(compare, job(512 * 2 ** 20), device)[0]).toMatch(/below the roofline floor/);
+    // A Python candidate's median, its runner's, is held to the same floor.
+    const python = (medianMs: number) => ({
+      ...passedReport('k'),
+      pythonCandidate: { timing: { stats: { median: medianMs } } },
+    });
+    expect(suspicionsOf(python(0.5), job(4.8e9), device)[0]).toMatch(
+      /below the roofline floor of 1\.\d+ ms on NVIDIA H200/,
+    );
+    expect(suspicionsOf(python(2), job(4.8e9), device)).toEqual([]);
   });
 
   it('marks a passing job SUSPICIOUS and keeps its report', async () => {
