@@ -62,10 +62,13 @@ onParentMessage((m) => {
   const receivedAtMs = Date.now();
   running = job;
   // The context is created while evaluate() validates and compiles; its load phase waits for it. A failure shows
-  // there, as the job's.
-  Device.get(0)
-    .createContextAsync()
-    .catch(() => {});
+  // there, as the job's. A Python candidate's job has none: its runners launch on their own contexts, and an idle
+  // context of this process beside them would share the GPU with what they time.
+  if (m.extras?.python?.candidate === undefined) {
+    Device.get(0)
+      .createContextAsync()
+      .catch(() => {});
+  }
   void (async () => {
     try {
       const options = {
