@@ -6,7 +6,9 @@
 // stream, its L2 flushed by the runner, its raw timestamps turned into statistics here with the same stopping rule).
 // The two medians must agree within ±2 % for kernels of 20 µs and more; a plain torch copy of the same bytes
 // (`c.copy_(a)`) is reported beside them, without a bound. Rounds alternate the two paths, so a drift of the clock
-// falls on both; each figure is the median over the rounds.
+// falls on both; each figure is the median over the rounds. cudakit is also timed before any runner starts: the
+// runners' contexts sit idle beside its timing in the service (a Python reference's), and the two cudakit figures
+// say whether that costs anything.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -67,6 +69,8 @@ const TORCH_COPY = 'def custom_kernel(a, c):\n    c.copy_(a)\n    return c\n';
 
 interface Row {
   n: number;
+  /** cudakit's medians with no runner alive; `cudakitMs` with both runners alive and idle beside it. */
+  aloneMs: number[];
   cudakitMs: number[];
   runnerMs: number[];
   torchMs: number[];
@@ -136,7 +140,18 @@ async function main(): Promise<number> {
   const flushBytes = 2 * device.l2CacheBytes;
   const rows: Row[] = [];
   for (const n of SIZES) {
-    const row: Row = { n, cudakitMs: [], runnerMs: [], torchMs: [] };
+    const row: Row = { n, aloneMs: [], cudakitMs: [], runnerMs: [], torchMs: [] };
+    const job = {
+      source: SOURCE,
+      kernel: 'copy',
+      grid: [Math.ceil(n / BLOCK)] as const,
+      block: [BLOCK] as const,
+      args: [`ptr:f32[${n}]=uniform(-1,1)`, `ptr:f32[${n}]:out`, `i64=${n}`],
+      check: { skip: true },
+      timing: { preset: 'default' as const },
+    };
+    // First with no other process on the GPU: what a runner's idle context beside cudakit's timing costs, if anything.
+    for (let round = 0; round < rounds; round++) row.aloneMs.push((await evaluate(job)).timing?.stats.median ?? NaN);
     const ctypesRunner = runnerOf(v.python!, ctypesSource(cubin), n, flushBytes);
     const torchRunner = runnerOf(v.python!, TORCH_COPY, n, flushBytes);
     try {
@@ -147,15 +162,6 @@ async function main(): Promise<number> {
         await r.kernel.call(inputs.map((x) => (x as Float32Array).slice()));
       }
       for (let round = 0; round < rounds; round++) {
-        const job = {
-          source: SOURCE,
-          kernel: 'copy',
-          grid: [Math.ceil(n / BLOCK)] as const,
-          block: [BLOCK] as const,
-          args: [`ptr:f32[${n}]=uniform(-1,1)`, `ptr:f32[${n}]:out`, `i64=${n}`],
-          check: { skip: true },
-          timing: { preset: 'default' as const },
-        };
         // Alternate which path goes first, so that neither always follows the other.
         const paths = [
           async () => row.cudakitMs.push((await evaluate(job)).timing?.stats.median ?? NaN),
@@ -189,8 +195,9 @@ function markdown(rows: readonly Row[], gpu: string, rounds: number): string {
       `${BLOCK}), compiled once by NVRTC; ${rounds} rounds per size, the two paths alternating, the default preset's ` +
       'stopping rule for both; each figure the median over the rounds of the run medians.',
     '',
-    '| elements | cudakit | Python runner (ctypes → libcuda) | runner ÷ cudakit | within ±2 % | torch `c.copy_(a)` |',
-    '| ---: | ---: | ---: | ---: | --- | ---: |',
+    '| elements | cudakit | Python runner (ctypes → libcuda) | runner ÷ cudakit | within ±2 % | torch `c.copy_(a)` ' +
+      '| cudakit, no runner alive | with ÷ without |',
+    '| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |',
   ];
   for (const r of rows) {
     const a = median(r.cudakitMs);
