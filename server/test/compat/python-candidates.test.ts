@@ -187,7 +187,7 @@ describe('a Python candidate on the compatible routes', () => {
     expect(pool.runs[1]!.extras?.python).toEqual({ candidate: expect.objectContaining({ type: 'torch' }) });
   });
 
-  it('shows the Python it serves in /v1/health, by its versions alone (the route answers anyone: no path)', async () => {
+  it('shows the Python it serves in /v1/health, by its versions alone (it answers anyone: no path)', async () => {
     const { app } = await harness({
       gpus: [
         { ...H200, python: PYTHON },
