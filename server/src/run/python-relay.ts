@@ -100,8 +100,13 @@ export class PythonRelay {
       const runner = join(dir, '.cudakit_runner.py');
       copyFileSync(RUNNER_PATH, runner);
       // Compiled extensions and Triton's kernels stay in the job's folder: a cache shared between jobs would let one
-      // job plant what another loads.
-      const extra = { TORCH_EXTENSIONS_DIR: join(dir, '.torch_extensions'), TRITON_CACHE_DIR: join(dir, '.triton') };
+      // job plant what another loads. So do the compilers' temporary files (gcc's and nvcc's, for torch_cuda's build
+      // and Triton's launcher): the sandbox's /tmp is an empty read-only file system.
+      const extra = {
+        TORCH_EXTENSIONS_DIR: join(dir, '.torch_extensions'),
+        TRITON_CACHE_DIR: join(dir, '.triton'),
+        TMPDIR: dir,
+      };
       const env = workerEnv(process.env, { ...extra, ...python.env }, dir, containment.cacheDir);
       // The tools installed beside the interpreter (a virtual environment's ninja, which torch_cuda's build runs)
       // come first on PATH, as in that environment's own shell.

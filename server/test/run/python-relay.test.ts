@@ -95,7 +95,7 @@ describe('a job’s Python runner, owned by its slot', () => {
   );
 
   it.runIf(torchHere)(
-    "puts the interpreter's own folder first on the runner's PATH (a virtual environment's ninja, for torch_cuda)",
+    "puts the interpreter's folder first on the runner's PATH (a venv's ninja), and its TMPDIR in the job's folder",
     async () => {
       const containment = makeContainment({ user: undefined, cacheDir: undefined });
       const python = {
@@ -106,12 +106,16 @@ describe('a job’s Python runner, owned by its slot', () => {
       };
       const { relay, next } = relayOf(python, containment);
       relay.handle('start');
-      await next('started');
+      const started = (await next('started')) as Extract<RelayEvent, { op: 'started' }>;
       await next('line'); // ready
-      const source = 'import os\nraise ValueError("PATH=" + os.environ["PATH"])\n';
+      const source = 'import os\nraise ValueError("PATH=" + os.environ["PATH"] + " TMPDIR=" + os.environ["TMPDIR"])\n';
       relay.handle('line', JSON.stringify({ ...JSON.parse(LOAD), kernel: { ...JSON.parse(LOAD).kernel, source } }));
       const answer = (await next('line')) as { line: string };
       expect(answer.line).toContain('PATH=/usr/bin:/x/bin');
+      // The compilers' temporary files go to the job's folder: the sandbox's /tmp cannot be written. (The runner
+      // writes its folder as '.' in what it answers: no answer carries a path.)
+      expect(answer.line).toMatch(/TMPDIR=\.["\s]/);
+      expect(existsSync(started.dir)).toBe(true);
       relay.handle('stop');
     },
     120_000,
