@@ -9,6 +9,7 @@
 // each build's raw layer, Kernel.launch with a frozen config and with a plain config, the order rotating from round to
 // round. Each round gives each build's Kernel.launch − raw; after − before is the median over the rounds of their
 // paired differences, with its distribution-free interval.
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -98,6 +99,18 @@ const median = (v: readonly number[]): number => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
+/** A checkout's git revision, '+' when it has uncommitted changes; 'unknown' without git. */
+function revOf(root: string): string {
+  const git = (...args: string[]): string =>
+    execFileSync('git', ['-C', root, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  try {
+    const changed = git('status', '--porcelain', '--untracked-files=no') !== '';
+    return `${git('rev-parse', '--short', 'HEAD')}${changed ? '+' : ''}`;
+  } catch {
+    return 'unknown';
+  }
+}
+
 const ns = (us: number): string => `${(us * 1000).toFixed(0)} ns`;
 const signedNs = (us: number): string => `${us >= 0 ? '+' : '−'}${Math.abs(us * 1000).toFixed(0)} ns`;
 
@@ -139,7 +152,8 @@ async function main(): Promise<number> {
   say('## Launch path, before and after');
   say('');
   say(
-    `${date}, device 0, Node ${process.version}; before: \`${before.root}\`, after: this repository; ${rounds} ` +
+    `${date}, device 0, Node ${process.version}; before: another checkout (rev ${revOf(before.root)}), after: ` +
+      `this repository (rev ${revOf(after.root)}); ${rounds} ` +
       `rounds of batches of ${BATCH} empty-kernel launches, both builds in one process, interleaved.`,
   );
   say('');

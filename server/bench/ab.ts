@@ -674,12 +674,14 @@ const signedMs = (x: number): string => signed(x, ms(x));
 const signedPct = (x: number): string => signed(x, Number.isFinite(x) ? `${fmt(x, 1)} %` : '—');
 
 function buildWords(b: Build): string {
-  const where = b.side === 'after' ? 'this repository' : `\`${b.root}\``;
+  // Paths within each checkout: where a checkout lies says nothing of what was measured.
+  const inside = (path: string): string => relative(b.root, path) || '.';
+  const where = b.side === 'after' ? 'this repository' : 'another checkout';
   const rev = b.rev === undefined ? 'no git revision' : `rev ${b.rev.replace(/\+$/, ' with uncommitted changes')}`;
   const stale = b.libStale ? ' (dist/ older than lib/)' : '';
-  const addon = b.addons.length === 0 ? '' : `, its worker's addon \`${b.addons.join('`, `')}\``;
+  const addon = b.addons.length === 0 ? '' : `, its worker's addon \`${b.addons.map(inside).join('`, `')}\``;
   return (
-    `${b.side}: ${where} (${rev}; server/src and dist/ hash ${b.codeHash}): its server's cudakit \`${b.lib}\`` +
+    `${b.side}: ${where} (${rev}; server/src and dist/ hash ${b.codeHash}): its server's cudakit \`${inside(b.lib)}\`` +
     `${stale}${addon}; in-process evaluate() by ${b.evaluateWords}`
   );
 }

@@ -5,27 +5,16 @@
 // bytes from them and keeps its scalars; a Python ref_kernel takes its inputs from the candidate's by name. A server
 // without a Python refuses it as before and says how to enable it; so does io the mapping cannot follow. Through the
 // routes (fake GPUs), the job reaches its worker with both Python kernels and is never compiled by NVRTC.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CompatClientError } from '../../src/compat/errors.js';
 import { compareJob, evaluateJob } from '../../src/compat/jobs.js';
 import type { CompareRequest, EvaluationRequest, KernelCode } from '../../src/compat/schemas.js';
-import type { PythonFacts } from '../../src/run/python.js';
 import { admissionProblems } from '../../src/submit/admission.js';
 import { auth, harness } from '../support/app-harness.js';
+import { PYTHON, compatFixture } from '../support/compat-fixtures.js';
 import { H200 } from '../support/fake-pool.js';
 
-const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'compat');
-const fixture = (f: string): CompareRequest => JSON.parse(readFileSync(join(FIXTURES, f), 'utf8')) as CompareRequest;
-
-const PYTHON: PythonFacts = {
-  path: '/usr/bin/python3',
-  python: '3.12.3',
-  torch: '2.11.0+cu130',
-  triton: '3.6.0',
-  cudaVersion: '13.0',
-};
+const fixture = compatFixture;
 
 /** vector_add's payload with a Triton custom_kernel: a, b, out (role output), n and BLOCK (a constexpr). */
 function tritonCompare(): CompareRequest {

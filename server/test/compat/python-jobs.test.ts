@@ -4,27 +4,17 @@
 // else in order) and whose outputs stand for its output buffers; io the mapping cannot follow is a 400 naming the
 // field; and through POST /compare on a server with a Python (fake GPUs), the job reaches its worker with its Python
 // reference, while a server without one refuses it as before.
-import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CompatClientError } from '../../src/compat/errors.js';
 import { compareJob } from '../../src/compat/jobs.js';
 import type { CompareRequest } from '../../src/compat/schemas.js';
-import type { PythonFacts } from '../../src/run/python.js';
 import { auth, harness } from '../support/app-harness.js';
+import { COMPAT_FIXTURES, PYTHON, compatFixture } from '../support/compat-fixtures.js';
 import { H200 } from '../support/fake-pool.js';
 
-const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'compat');
-const ORIGINALS = readdirSync(FIXTURES).filter((f) => /^[a-z_]+\.json$/.test(f));
-const fixture = (f: string): CompareRequest => JSON.parse(readFileSync(join(FIXTURES, f), 'utf8')) as CompareRequest;
-
-const PYTHON: PythonFacts = {
-  path: '/usr/bin/python3',
-  python: '3.12.3',
-  torch: '2.11.0+cu130',
-  triton: '3.6.0',
-  cudaVersion: '13.0',
-};
+const ORIGINALS = readdirSync(COMPAT_FIXTURES).filter((f) => /^[a-z_]+\.json$/.test(f));
+const fixture = compatFixture;
 
 /** Where each payload's reference inputs come from (the candidate's argument indices), and its outputs' places. */
 const MAPPED: Record<string, { from: number[]; outputs: number[] }> = {
