@@ -156,22 +156,13 @@ describe('a Python candidate on the compatible routes', () => {
 
   it('reaches the worker through POST /compare and /evaluate with its Python kernels, compiled by none', async () => {
     const { app, pool } = await harness({ gpus: [{ ...H200, python: PYTHON }] });
-    const compare = await app.inject({
-      method: 'POST',
-      url: '/compare',
-      headers: auth('alice'),
-      payload: tritonCompare(),
-    });
+    const post = (url: string, payload: object) => app.inject({ method: 'POST', url, headers: auth('alice'), payload });
+    const compare = await post('/compare', tritonCompare());
     expect(compare.statusCode, compare.body).toBe(200);
     const body = compare.json();
     expect(body).toMatchObject({ status: 'success', kernel_exec_result: { metadata: { kernel_type: 'triton' } } });
     expect(pool.runs[0]!.extras?.python).toMatchObject({ candidate: { type: 'triton' }, reference: { type: 'torch' } });
-    const evaluate = await app.inject({
-      method: 'POST',
-      url: '/evaluate',
-      headers: auth('alice'),
-      payload: evaluateTorch(),
-    });
+    const evaluate = await post('/evaluate', evaluateTorch());
     expect(evaluate.statusCode, evaluate.body).toBe(200);
     expect(pool.runs[1]!.extras?.python).toEqual({ candidate: expect.objectContaining({ type: 'torch' }) });
   });
