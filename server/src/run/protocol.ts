@@ -84,6 +84,11 @@ export interface JobExtras {
    * starts on the worker's request.
    */
   python?: PythonJob;
+  /**
+   * Whose builds a Python kernel of the job may reuse, and for whom it keeps its own (torch_cuda's extensions,
+   * Triton's kernels): a hash of the job's principal. None: nothing is kept.
+   */
+  buildScope?: string;
 }
 
 /** A Python argument and, for a tensor, the job's argument whose bytes it gets (its index in job.args). */

@@ -8,10 +8,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { copyFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { type Containment, makeWorkerDir, removeWorkerDir, workerEnv } from './containment.js';
+import { type Containment, makeWorkerDir, removeWorkerDir, runsAsRoot, workerEnv } from './containment.js';
+import { BUILD_FOLDERS, type PythonBuilds, buildKey, buildsOf } from './python-builds.js';
 import { ANSWER_CHARS_MAX } from './python-runner.js';
 import {
   DEFAULT_SANDBOX_LIMITS,
+  SANDBOX_DIR_ALIAS,
   type SandboxLimits,
   mountDiskQuota,
   sandboxArgv,
@@ -35,24 +37,47 @@ export interface PythonService {
   unsandboxed?: boolean;
 }
 
-/** What the relay tells the worker. */
+/**
+ * What the relay tells the worker. `builds` (with a build key): 'kept', the builds of an earlier job of the same
+ * principal with the same source were copied into the folder; 'new', there were none.
+ */
 export type RelayEvent =
-  { op: 'started'; dir: string } | { op: 'line'; line: string } | { op: 'exit'; why: string; stderrTail: string };
+  | { op: 'started'; dir: string; builds?: 'kept' | 'new' }
+  | { op: 'line'; line: string }
+  | { op: 'exit'; why: string; stderrTail: string };
+
+export interface RelayOptions {
+  python: PythonService | undefined;
+  containment: Containment;
+  emit: (e: RelayEvent) => void;
+  /**
+   * The job's kernel, whose builds (python-builds.ts) are kept for the later jobs of `scope` (a principal's hash) on
+   * a GPU of `gpu`'s architecture; none: nothing is kept or reused.
+   */
+  build?: { scope: string; gpu: string; kernel: { type: string; source: string } };
+}
+
+/** How the runner's answer to a load begins (its JSON, compact, with the protocol's version first). */
+const LOADED_PREFIX = '{"v":1,"t":"loaded"';
 
 /** Characters of the runner's stderr kept for the job's error. */
 const STDERR_TAIL_CHARS = 4000;
 
 /** One job's runner: started on the worker's 'start', fed its 'line's, stopped with the job. */
 export class PythonRelay {
-  #o: { python: PythonService | undefined; containment: Containment; emit: (e: RelayEvent) => void };
+  #o: RelayOptions;
   #child: ChildProcess | undefined;
   #dir: string | undefined;
   /** Whether #dir is a quota file system to unmount. */
   #mounted = false;
   #stopped = false;
   #stderr = '';
+  /** Whether the runner answered its kernel's load, and whether the job's builds came from an earlier job. */
+  #loaded = false;
+  #restored = false;
+  #saved: Promise<void> | undefined;
 
-  constructor(o: { python: PythonService | undefined; containment: Containment; emit: (e: RelayEvent) => void }) {
+  constructor(o: RelayOptions) {
     this.#o = o;
   }
 
@@ -62,13 +87,16 @@ export class PythonRelay {
     if (op === 'stop') return this.stop();
     if (op === 'start') {
       if (this.#child !== undefined) return this.#exit('the worker asked for a second runner');
-      return this.#start();
+      return void this.#start();
     }
     if (this.#child === undefined || typeof line !== 'string') return this.#exit('a line for no runner');
     this.#child.stdin?.write(`${line}\n`);
   }
 
-  /** Kills the runner's process group and removes its folder. Never throws; later calls do nothing. */
+  /**
+   * Kills the runner's process group, keeps what its job built (when it loaded its kernel and nothing was kept under
+   * its key yet), then removes its folder. Never throws; later calls do nothing.
+   */
   stop(): void {
     if (this.#stopped) return;
     this.#stopped = true;
@@ -80,14 +108,27 @@ export class PythonRelay {
         // gone already
       }
     }
-    if (this.#dir === undefined) return;
-    if (this.#mounted) unmountDiskQuota(this.#dir);
-    removeWorkerDir(this.#dir);
+    const dir = this.#dir;
+    if (dir === undefined) return;
+    const build = this.#o.python === undefined ? undefined : this.#build(this.#o.python);
+    const keep = build !== undefined && this.#loaded && !this.#restored;
+    const remove = (): void => {
+      if (this.#mounted) unmountDiskQuota(dir);
+      removeWorkerDir(dir);
+    };
+    if (!keep) return remove();
+    this.#saved = build.builds.save(build.key, dir).then(remove, remove);
   }
 
-  #start(): void {
+  /** Resolves once stop() has kept the job's builds and removed its folder (tests). */
+  get settled(): Promise<void> {
+    return this.#saved ?? Promise.resolve();
+  }
+
+  async #start(): Promise<void> {
     const { python, containment } = this.#o;
     if (python === undefined) return this.#exit('this server was started without --python');
+    const build = this.#build(python);
     try {
       const dir = makeWorkerDir(containment);
       this.#dir = dir;
@@ -97,14 +138,19 @@ export class PythonRelay {
         mountDiskQuota(dir, limits.diskBytes, user);
         this.#mounted = true;
       }
+      const restored = build !== undefined && (await build.builds.restore(build.key, dir, this.#owner()));
+      if (this.#stopped) return; // stopped while the builds were copied: stop() found no runner, and its folder
+      this.#restored = restored;
       const runner = join(dir, '.cudakit_runner.py');
       copyFileSync(RUNNER_PATH, runner);
-      // Compiled extensions and Triton's kernels stay in the job's folder: a cache shared between jobs would let one
-      // job plant what another loads. So do the compilers' temporary files (gcc's and nvcc's, for torch_cuda's build
-      // and Triton's launcher): the sandbox's /tmp is an empty read-only file system.
+      // Compiled extensions and Triton's kernels go to the job's folder, at the path every sandbox gives it (torch's
+      // build.ninja names its files by absolute paths: the same paths let a build kept from an earlier job be reused
+      // without a rebuild). So do the compilers' temporary files (gcc's and nvcc's, for torch_cuda's build and
+      // Triton's launcher): the sandbox's /tmp is an empty read-only file system.
+      const alias = python.unsandboxed ? undefined : SANDBOX_DIR_ALIAS;
       const extra = {
-        TORCH_EXTENSIONS_DIR: join(dir, '.torch_extensions'),
-        TRITON_CACHE_DIR: join(dir, '.triton'),
+        TORCH_EXTENSIONS_DIR: join(alias ?? dir, BUILD_FOLDERS.torch),
+        TRITON_CACHE_DIR: join(alias ?? dir, BUILD_FOLDERS.triton),
         TMPDIR: dir,
       };
       const env = workerEnv(process.env, { ...extra, ...python.env }, dir, containment.cacheDir);
@@ -120,6 +166,7 @@ export class PythonRelay {
             user,
             limits,
             env,
+            ...(alias === undefined ? {} : { alias }),
           });
       const child = spawn(argv[0]!, argv.slice(1), {
         cwd: dir,
@@ -133,10 +180,26 @@ export class PythonRelay {
       child.stdin!.on('error', () => {}); // a write after its exit: the exit says why
       child.on('error', (e) => this.#exit(`the runner could not start (${e.message})`));
       child.on('exit', (code, signal) => this.#exit(signal === null ? `it exited with ${code}` : `it got ${signal}`));
-      this.#o.emit({ op: 'started', dir });
+      const buildState = build === undefined ? {} : { builds: restored ? ('kept' as const) : ('new' as const) };
+      this.#o.emit({ op: 'started', dir, ...buildState });
     } catch (e) {
       this.#exit(`the runner could not start (${(e as Error).message})`);
     }
+  }
+
+  /** Where this job's builds are kept, under which key (every part of the key is the job's or the server's). */
+  #build(python: PythonService): { builds: PythonBuilds; key: string } | undefined {
+    const b = this.#o.build;
+    if (b === undefined) return undefined;
+    const { type, source } = b.kernel;
+    const key = buildKey({ scope: b.scope, python: python.path, gpu: b.gpu, type, source });
+    return { builds: buildsOf(this.#o.containment), key };
+  }
+
+  /** Whom the restored builds belong to: the runner's user in the sandbox, else (unsandboxed) the server. */
+  #owner(): { uid: number; gid: number } | undefined {
+    if (this.#o.python?.unsandboxed === true || !runsAsRoot()) return undefined;
+    return this.#o.containment.user ?? { uid: 65534, gid: 65534 };
   }
 
   /** Lines of the runner's stdout to the worker; a line over the bound ends the runner (a hostile one's flood). */
@@ -148,7 +211,11 @@ export class PythonRelay {
       while ((nl = buffered.indexOf('\n')) >= 0) {
         const line = buffered.slice(0, nl);
         buffered = buffered.slice(nl + 1);
-        if (!this.#stopped) this.#o.emit({ op: 'line', line });
+        if (this.#stopped) continue;
+        // Its kernel loaded: what the job builds from now on is worth keeping. (A kernel that forges this line can
+        // only have its own builds kept, for its own principal.)
+        if (line.startsWith(LOADED_PREFIX)) this.#loaded = true;
+        this.#o.emit({ op: 'line', line });
       }
       if (buffered.length > ANSWER_CHARS_MAX) this.#exit(`it wrote a line over ${ANSWER_CHARS_MAX} characters`);
     });

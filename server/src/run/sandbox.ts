@@ -44,7 +44,15 @@ export interface Sandbox {
   limits: SandboxLimits;
   /** The whole environment of the command. */
   env: Readonly<Record<string, string>>;
+  /**
+   * A second path of the private folder, the same in every sandbox (SANDBOX_DIR_ALIAS): builds that write absolute
+   * paths into what they keep (torch's build.ninja) find their files again in the next job. Must be in a hidden folder.
+   */
+  alias?: string;
 }
+
+/** The private folder's second path in each sandbox: in /tmp, which each sandbox covers with its own file system. */
+export const SANDBOX_DIR_ALIAS = '/tmp/cudakit-job';
 
 /**
  * Folders a host keeps private things in: temporary files and shared memory, runtime sockets (a database's, a
@@ -107,6 +115,7 @@ function script(s: Sandbox): string {
     'done',
     `mkdir -p ${quote(s.dir)}`,
     `mount --no-canonicalize --bind . ${quote(s.dir)}`,
+    ...(s.alias === undefined ? [] : aliasLines(s.alias)),
     'mount -o remount,bind,ro /',
     `for h in ${hidden}; do`,
     '  if [ -d "$h" ] && [ ! -L "$h" ] && mountpoint -q "$h"; then mount -o remount,ro,nosuid,nodev "$h"; fi',
@@ -118,6 +127,16 @@ function script(s: Sandbox): string {
   ].join('\n');
 }
 
+/** Binds the private folder at `alias` too: only inside a hidden folder's own file system, never on the host's. */
+function aliasLines(alias: string): string[] {
+  const parent = alias.slice(0, alias.lastIndexOf('/')) || '/';
+  return [
+    `if ! mountpoint -q ${quote(parent)}; then echo "cudakit-sandbox: ${parent} is not covered" >&2; exit 1; fi`,
+    `mkdir ${quote(alias)}`,
+    `mount --no-canonicalize --bind . ${quote(alias)}`,
+  ];
+}
+
 /**
  * The argument vector that runs `command` in `sandbox`: give argv[0] and the rest to spawn(). The command's own
  * arguments travel as arguments, never inside the script.
@@ -127,6 +146,13 @@ function script(s: Sandbox): string {
 export function sandboxArgv(command: readonly string[], sandbox: Sandbox): string[] {
   checkPath(sandbox.dir, 'sandbox.dir');
   for (const h of sandbox.hidden) checkPath(h, 'sandbox.hidden');
+  if (sandbox.alias !== undefined) {
+    checkPath(sandbox.alias, 'sandbox.alias');
+    const parent = sandbox.alias.slice(0, sandbox.alias.lastIndexOf('/'));
+    if (!sandbox.hidden.includes(parent)) {
+      throw new TypeError(`Expected sandbox.alias in one of the hidden folders but received '${sandbox.alias}'`);
+    }
+  }
   for (const [k, v] of Object.entries(sandbox.limits)) {
     if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`Expected a positive integer for limits.${k}`);
   }

@@ -108,6 +108,8 @@ interface ActiveJob {
   resolve: (outcome: SlotOutcome) => void;
   /** The job's Python runners (its reference's, its candidate's), each once the worker asked for it. */
   relays: Map<PythonRole, PythonRelay>;
+  /** Its Python kernels, and whose builds they may reuse. */
+  extras: JobExtras | undefined;
 }
 
 export class GpuSlot {
@@ -465,6 +467,7 @@ export class GpuSlot {
         phaseTimer: undefined,
         resolve,
         relays: new Map(),
+        extras,
       };
       this.#active = active;
       this.#jobs++;
@@ -528,11 +531,14 @@ export class GpuSlot {
         const { runner } = m;
         let relay = active.relays.get(runner);
         if (relay === undefined) {
+          const kernel = active.extras?.python?.[runner];
+          const scope = active.extras?.buildScope;
           relay = new PythonRelay({
             python: this.#o.python,
             containment: this.#o.containment ?? defaultContainment(),
             emit: (event) =>
               void (active.settled || active.child.send({ v: 1, t: 'python', id: active.id, runner, event })),
+            ...(kernel === undefined || scope === undefined ? {} : { build: { scope, gpu: this.#facts.arch, kernel } }),
           });
           active.relays.set(runner, relay);
         }

@@ -4,7 +4,7 @@
 // once, and a 'done' event. Phases and progress of a run are its events; a drain lets the runs in flight end. A
 // submission to a problem with cases runs with the problem from this process's registry, and its events say nothing
 // of a hidden case but that it started (judge/problem-report.ts).
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { EvalJob, EvalPhase, EvalProblem, EvalTimingOptions, ProblemSubmission } from 'cudakit';
 import { queueTimeoutOutcome, resultOf } from '../judge/outcome.js';
 import { type ProblemEventFilter, problemEventFilter } from '../judge/problem-report.js';
@@ -241,7 +241,7 @@ export class Dispatcher {
       deviceMetrics,
       ...(referenceModule === undefined ? {} : { referenceModule }),
       // Made by compat/python-jobs.ts as a PythonJob; the store keeps it as plain data.
-      ...(python === undefined ? {} : { python: python as unknown as PythonJob }),
+      ...(python === undefined ? {} : { python: python as unknown as PythonJob, buildScope: buildScopeOf(record) }),
     };
     const run = this.#runOf(record);
     if (run.problem !== undefined) extras.problem = run.problem;
@@ -344,4 +344,9 @@ function timedJob(problem: EvalProblem, submission: ProblemSubmission): EvalJob 
     timing: { ...(preset === undefined ? {} : { preset }), ...(rule === undefined ? {} : { rule }) },
     ...(baseline === undefined ? {} : { compare: { source: baseline.source, kernel: baseline.kernel } }),
   };
+}
+
+/** Whose Python builds a job may reuse: its principal's alone (one principal's job never loads what another built). */
+function buildScopeOf(record: JobRecord): string {
+  return createHash('sha256').update(`python-builds\0${record.principal}`).digest('hex');
 }

@@ -161,6 +161,46 @@ describeGpu('Python candidates (--python)', () => {
     400_000,
   );
 
+  it('a torch_cuda kernel posted again loads the build its first job kept: no rebuild', async () => {
+    if (skip()) return;
+    // What the kernel returns says whether its build was kept (a + b + 1) or made (a + b); a kept build that
+    // ninja made again raises. So the first job passes against a + b, the second only against a + b + 1.
+    const source = TORCH_CUDA.replace('name="cudakit_add"', 'name="cudakit_add_kept"')
+      .replace(
+        'from torch.utils.cpp_extension import load_inline',
+        [
+          'import os, time',
+          'from torch.utils.cpp_extension import load_inline',
+          'folder = os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], "cudakit_add_kept")',
+          'kept = os.path.exists(os.path.join(folder, "kept"))',
+          'began = time.time()',
+        ].join('\n'),
+      )
+      .replace(
+        'def custom_kernel(a, b):\n    return ext.add(a, b)',
+        [
+          'if kept and os.path.getmtime(ext.__file__) >= began:',
+          '    raise RuntimeError("the kept build was built again")',
+          'open(os.path.join(folder, "kept"), "w").close()',
+          '',
+          'def custom_kernel(a, b):',
+          '    return ext.add(a, b) + (1 if kept else 0)',
+        ].join('\n'),
+      );
+    expect(source).toContain('+ (1 if kept else 0)');
+    const custom = { source_code: source, kernel_type: 'torch_cuda', metadata: { function_name: 'custom_kernel' } };
+    const withReference = (body: string) => {
+      const payload = compare({ io: { args: [...INPUTS, OUT] }, ...custom }) as Record<string, any>;
+      const model = 'class Model(torch.nn.Module):\n    def forward(self, a, b):';
+      payload.ref_kernel.source_code = `import torch\n\n${model}\n${body}\n`;
+      return payload;
+    };
+    const made = (await post('/compare', withReference('        return a + b'))).kernel_exec_result;
+    expect(made, JSON.stringify(made)).toMatchObject({ compiled: true, correctness: true });
+    const kept = (await post('/compare', withReference('        return a + b + 1'))).kernel_exec_result;
+    expect(kept, JSON.stringify(kept)).toMatchObject({ compiled: true, correctness: true });
+  }, 600_000);
+
   it('a torch kernel on /evaluate: checked reference-free and timed', async () => {
     if (skip()) return;
     const payload = { kernel: torchCandidate('    return a + b'), num_trials: 20, timeout: 120 };

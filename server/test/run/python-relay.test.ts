@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type Containment, makeContainment } from '../../src/run/containment.js';
-import { PythonRelay, type PythonService, type RelayEvent } from '../../src/run/python-relay.js';
+import { PythonRelay, type PythonService, type RelayEvent, type RelayOptions } from '../../src/run/python-relay.js';
 import { pythonHidden } from '../../src/run/python.js';
 import { DEFAULT_SANDBOX_LIMITS, quotaMountsUnder } from '../../src/run/sandbox.js';
 
@@ -23,7 +23,7 @@ afterAll(() => {
 });
 
 /** A relay and the events it emitted, with a wait for the next one that matches. */
-function relayOf(python: PythonService | undefined, containment: Containment) {
+function relayOf(python: PythonService | undefined, containment: Containment, build?: RelayOptions['build']) {
   const events: RelayEvent[] = [];
   const waiters: (() => void)[] = [];
   const relay = new PythonRelay({
@@ -33,6 +33,7 @@ function relayOf(python: PythonService | undefined, containment: Containment) {
       events.push(e);
       for (const w of waiters.splice(0)) w();
     },
+    ...(build === undefined ? {} : { build }),
   });
   relays.push(relay);
   const next = async (op: RelayEvent['op'], timeoutMs = 60_000): Promise<RelayEvent> => {
@@ -175,6 +176,56 @@ describe('a job’s Python runner, owned by its slot', () => {
       relay.stop();
       expect(quotaMountsUnder(containment.rootDir)).toEqual([]);
       expect(existsSync(started.dir)).toBe(false);
+    },
+    120_000,
+  );
+
+  it.runIf(torchHere)(
+    'keeps what a job built for the next job with its key, without the links and pipes it planted, and no other key',
+    async () => {
+      const user = root ? { name: 'nobody', uid: 65534, gid: 65534 } : undefined;
+      const containment = makeContainment({ user, cacheDir: undefined });
+      const python: PythonService = root
+        ? { path: PYTHON, hidden: pythonHidden(containment, []), env: { CUDAKIT_RUNNER_DEVICE: 'cpu' } }
+        : { path: PYTHON, hidden: [], env: { CUDAKIT_RUNNER_DEVICE: 'cpu' }, unsandboxed: true };
+      // A build that left a file, a link to a host file and a pipe; a later job with the same key finds the file.
+      const source = [
+        'import os',
+        'd = os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], "ext")',
+        'if os.path.exists(os.path.join(d, "made")):',
+        '    kept = sorted(os.listdir(d))',
+        '    raise ValueError(f"kept {kept} {open(os.path.join(d, \'made\')).read()}")',
+        'os.makedirs(d)',
+        'with open(os.path.join(d, "made"), "w") as f:',
+        '    f.write("by job one")',
+        'os.symlink("/etc/passwd", os.path.join(d, "passwd"))',
+        'os.mkfifo(os.path.join(d, "pipe"))',
+        'def f(x):',
+        '    return x',
+        '',
+      ].join('\n');
+      const load = JSON.parse(LOAD) as { kernel: { type: string; source: string } };
+      load.kernel.source = source;
+      const job = async (scope: string) => {
+        const { relay, next } = relayOf(python, containment, { scope, gpu: 'sm_90', kernel: load.kernel });
+        relay.handle('start');
+        const started = (await next('started')) as Extract<RelayEvent, { op: 'started' }>;
+        await next('line'); // ready
+        relay.handle('line', JSON.stringify(load));
+        const answer = JSON.parse(((await next('line')) as { line: string }).line) as Record<string, unknown>;
+        relay.stop();
+        await relay.settled;
+        expect(existsSync(started.dir)).toBe(false);
+        return { builds: started.builds, answer };
+      };
+      const first = await job('a');
+      expect(first).toMatchObject({ builds: 'new', answer: { t: 'loaded' } });
+      const again = await job('a');
+      expect(again.builds).toBe('kept');
+      expect(again.answer).toMatchObject({ t: 'error', phase: 'load' });
+      expect(String(again.answer.message)).toContain("kept ['made'] by job one");
+      // Another principal's job with the same source gets nothing of it.
+      expect(await job('b')).toMatchObject({ builds: 'new', answer: { t: 'loaded' } });
     },
     120_000,
   );

@@ -49,6 +49,11 @@ export interface PythonReferenceReport {
   type: string;
   entry: string | undefined;
   loadMs: number | undefined;
+  /**
+   * 'kept': what it builds (torch_cuda's extension, Triton's kernels) was copied in from an earlier job of the same
+   * principal with the same source, so its load paid no cold build; 'new': nothing was kept for it.
+   */
+  builds?: 'kept' | 'new';
   runtime: { python: string; torch: string; device: string } | undefined;
   timing: PythonTiming | undefined;
   /** Why it was not timed, when it was not. */
@@ -82,9 +87,17 @@ export class PythonReference {
   #sets: Record<string, string>[] = [];
   #loaded: { entry: string; ms: number } | undefined;
   #loading: Promise<void> | undefined;
+  #builds: 'kept' | 'new' | undefined;
 
-  constructor(link: RunnerLink, dir: string, spec: PythonKernelSpec, o: PythonReferenceOptions) {
+  constructor(
+    link: RunnerLink,
+    dir: string,
+    spec: PythonKernelSpec,
+    o: PythonReferenceOptions,
+    builds?: 'kept' | 'new',
+  ) {
     this.runner = new PythonRunner(link, dir);
+    this.#builds = builds;
     this.#spec = spec;
     this.#o = { role: 'reference', loadTimeoutMs: 600_000, callTimeoutMs: 120_000, ...o };
   }
@@ -190,6 +203,7 @@ export class PythonReference {
       type: this.#spec.type,
       entry: this.#loaded?.entry,
       loadMs: this.#loaded?.ms,
+      ...(this.#builds === undefined ? {} : { builds: this.#builds }),
       runtime: ready === undefined ? undefined : { python: ready.python, torch: ready.torch, device: ready.device },
       timing,
       ...(notTimed === undefined ? {} : { notTimed }),
@@ -285,12 +299,12 @@ export async function startPythonKernel(
   jobId: string,
   role: PythonRole,
 ): Promise<PythonReference> {
-  const { link, dir } = await relayedRunner(jobId, role);
+  const { link, dir, builds } = await relayedRunner(jobId, role);
   let l2Bytes = FALLBACK_L2_BYTES;
   try {
     l2Bytes = Device.get(0).l2CacheBytes;
   } catch {
     // no device yet: the fallback
   }
-  return new PythonReference(link, dir, spec, { role, flushBytes: 2 * l2Bytes });
+  return new PythonReference(link, dir, spec, { role, flushBytes: 2 * l2Bytes }, builds);
 }

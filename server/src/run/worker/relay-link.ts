@@ -9,7 +9,10 @@ import { onRelayEvent, send } from './guard.js';
  * Asks the slot for the job's runner and resolves to a link to it over the IPC channel, with the runner's folder.
  * The slot answers 'started' (or 'exit' with why it could not start).
  */
-export function relayedRunner(id: string, runner: PythonRole): Promise<{ link: RunnerLink; dir: string }> {
+export function relayedRunner(
+  id: string,
+  runner: PythonRole,
+): Promise<{ link: RunnerLink; dir: string; builds: 'kept' | 'new' | undefined }> {
   const lineListeners: ((line: string) => void)[] = [];
   const closeListeners: ((why: string) => void)[] = [];
   const link: RunnerLink = {
@@ -21,7 +24,7 @@ export function relayedRunner(id: string, runner: PythonRole): Promise<{ link: R
     onRelayEvent(runner, (m) => {
       if (m.id !== id) return;
       const e = m.event;
-      if (e.op === 'started') resolve({ link, dir: e.dir });
+      if (e.op === 'started') resolve({ link, dir: e.dir, builds: e.builds });
       else if (e.op === 'line') for (const l of lineListeners) l(e.line);
       else {
         const tail = e.stderrTail.trim().split('\n').slice(-3).join(' | ');
