@@ -43,8 +43,10 @@ export {
   defaultCacheDir,
   freeHost,
   fromBf16Bits,
+  fromFp8Bits,
   fromHalfBits,
   isArch,
+  isFp8,
   isPinned,
   native,
   nextCode,
@@ -54,6 +56,7 @@ export {
   supportedArchNames,
   supportedArchs,
   toBf16Bits,
+  toFp8Bits,
   toHalfBits,
 } from './core/index.js';
 export {
@@ -130,6 +133,7 @@ export type {
   DeviceCopy,
   Diagnostic,
   Dim3,
+  Fp8DType,
   Handle,
   JitOptions,
   KernelAttributes,

@@ -3,7 +3,7 @@
 // C layout (size, alignment, field offsets) and a validating writer per type that packs a JavaScript value into a
 // launch slot. Pure: no driver call, tested without a GPU.
 import { DeviceBuffer } from './memory.js';
-import { SCALAR_BYTES, type ScalarType, toBf16Bits, toHalfBits } from './dtype.js';
+import { SCALAR_BYTES, type ScalarType, toBf16Bits, toFp8Bits, toHalfBits } from './dtype.js';
 import { checkSize, rangeError, typeError } from './validate.js';
 
 export type { ScalarType } from './dtype.js';
@@ -147,12 +147,15 @@ function int64Writer(where: string, signed: boolean): Writer {
   };
 }
 
-function floatWriter(where: string, kind: 'f16' | 'bf16' | 'f32' | 'f64'): Writer {
+function floatWriter(where: string, kind: 'f8e4m3' | 'f8e5m2' | 'f16' | 'bf16' | 'f32' | 'f64'): Writer {
   const check = (v: unknown): number => {
     if (typeof v !== 'number') throw typeError(where, 'a number', v);
     return v;
   };
   switch (kind) {
+    case 'f8e4m3':
+    case 'f8e5m2':
+      return (dv, o, v) => dv.setUint8(o, toFp8Bits(kind, check(v)));
     case 'f16':
       return (dv, o, v) => dv.setUint16(o, toHalfBits(check(v)), true);
     case 'bf16':

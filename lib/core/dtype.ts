@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Element types: the one table of what each type is (size, range, the typed arrays that hold it, check()'s default
-// tolerances and poison), the f16/bf16 conversions, and encoding logical values to device bytes and back. Kernel
+// tolerances and poison), the f16/bf16/fp8 conversions, and encoding logical values to device bytes and back. Kernel
 // argument packing (args.ts), argument specs (measure/argspec.ts) and correctness checks (measure/check.ts) all read
 // it from here.
 
 /** Element types a device buffer can hold (and the numeric scalar parameter types). */
-export type DType = 'i8' | 'u8' | 'i16' | 'u16' | 'i32' | 'u32' | 'i64' | 'u64' | 'f16' | 'bf16' | 'f32' | 'f64';
+export type DType =
+  'i8' | 'u8' | 'i16' | 'u16' | 'i32' | 'u32' | 'i64' | 'u64' | 'f8e4m3' | 'f8e5m2' | 'f16' | 'bf16' | 'f32' | 'f64';
 /** Scalar kernel parameter types: the element types, a device pointer and a C++ bool. */
 export type ScalarType = DType | 'ptr' | 'bool';
 
@@ -38,7 +39,7 @@ export const TYPED_ARRAYS: readonly TypedArrayConstructor[] = Object.freeze([
   BigUint64Array,
 ]);
 
-/** A typed array of logical values: what JavaScript sees of a buffer (f16 and bf16 widened to Float32Array). */
+/** A typed array of logical values: what JavaScript sees of a buffer (fp8, f16 and bf16 widened to Float32Array). */
 export type HostArray = ArrayBufferView & ArrayLike<number | bigint>;
 type HostArrayConstructor = new (lengthOrBuffer: number | ArrayBuffer) => HostArray;
 
@@ -47,7 +48,7 @@ export interface DTypeInfo {
   readonly name: DType;
   /** Bytes per element on the device. */
   readonly bytes: number;
-  /** A floating-point type (f16, bf16, f32, f64). */
+  /** A floating-point type (f8e4m3, f8e5m2, f16, bf16, f32, f64). */
   readonly float: boolean;
   /** Values are bigint (i64, u64). */
   readonly bigint: boolean;
@@ -55,7 +56,7 @@ export interface DTypeInfo {
   readonly range: readonly [bigint, bigint] | undefined;
   /** Largest finite magnitude of a float type (beyond it a value becomes Infinity); undefined for integers. */
   readonly maxFinite: number | undefined;
-  /** The typed array of logical values (Float32Array for f16 and bf16, whose bits have no array of their own). */
+  /** The typed array of logical values (Float32Array for fp8, f16 and bf16, whose bits have no array of their own). */
   readonly hostArray: HostArrayConstructor;
   /** check()'s default tolerances: |actual − expected| ≤ atol + rtol·|expected|. Integers compare exactly. */
   readonly atol: number;
@@ -67,7 +68,8 @@ export interface DTypeInfo {
   readonly poison: readonly number[];
   /**
    * A float type's unit roundoff, 2^-(significand bits): the largest relative error of rounding a real number to it
-   * (f32 2^-24, f16 2^-11, bf16 2^-8); undefined for integers. The precision policy's floor (check()).
+   * (f32 2^-24, f16 2^-11, bf16 2^-8, f8e4m3 2^-4, f8e5m2 2^-3); undefined for integers. The precision policy's
+   * floor (check()).
    */
   readonly unitRoundoff: number | undefined;
 }
@@ -122,6 +124,10 @@ export const DTYPE_INFO: Readonly<Record<DType, DTypeInfo>> = Object.freeze({
   u32: int('u32', 4, false, Uint32Array),
   i64: int('i64', 8, true, BigInt64Array as unknown as HostArrayConstructor),
   u64: int('u64', 8, false, BigUint64Array as unknown as HostArrayConstructor),
+  // CUDA's __nv_fp8_e4m3 and __nv_fp8_e5m2 (torch's float8_e4m3fn and float8_e5m2): 3 and 2 mantissa bits; e4m3
+  // has no infinities. Their tolerances are two units of their roundoff; their poison a NaN (0x7f in both).
+  f8e4m3: float('f8e4m3', 1, 448, 0.125, [0x7f], 4),
+  f8e5m2: float('f8e5m2', 1, 57344, 0.25, [0x7f], 3),
   f16: float('f16', 2, 65504, 1e-2, [0x00, 0x7e], 11),
   bf16: float('bf16', 2, 3.3895313892515355e38, 1e-2, [0xc0, 0x7f], 8),
   f32: float('f32', 4, 3.4028234663852886e38, 1e-4, [0x00, 0x00, 0xc0, 0x7f], 24),
@@ -140,6 +146,8 @@ export const SCALAR_BYTES: Readonly<Record<ScalarType, number>> = Object.freeze(
   ptr: 8,
   i8: 1,
   u8: 1,
+  f8e4m3: 1,
+  f8e5m2: 1,
   bool: 1,
   i16: 2,
   u16: 2,
@@ -211,15 +219,87 @@ export function fromBf16Bits(h: number): number {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// fp8 (e4m3 and e5m2)
+
+/** The two fp8 formats: mantissa bits, exponent bias, smallest normal exponent. */
+const FP8: Readonly<
+  Record<'f8e4m3' | 'f8e5m2', { mantissaBits: number; bias: number; minExponent: number; maxFinite: number }>
+> = {
+  f8e4m3: { mantissaBits: 3, bias: 7, minExponent: -6, maxFinite: 448 },
+  f8e5m2: { mantissaBits: 2, bias: 15, minExponent: -14, maxFinite: 57344 },
+};
+
+/** An fp8 element type. */
+export type Fp8DType = 'f8e4m3' | 'f8e5m2';
+
+/** Whether an element type is one of the fp8 formats. */
+export function isFp8(dtype: DType): dtype is Fp8DType {
+  return dtype === 'f8e4m3' || dtype === 'f8e5m2';
+}
+
+/** The value of fp8 bits (exact): e4m3's 0x7f and 0xff are NaN (it has no infinities), e5m2's are IEEE-like. */
+export function fromFp8Bits(dtype: Fp8DType, bits: number): number {
+  const f = FP8[dtype];
+  const sign = bits & 0x80 ? -1 : 1;
+  const exponentField = (bits & 0x7f) >> f.mantissaBits;
+  const mantissa = bits & ((1 << f.mantissaBits) - 1);
+  const top = (1 << (7 - f.mantissaBits)) - 1;
+  if (dtype === 'f8e4m3' && exponentField === top && mantissa === (1 << f.mantissaBits) - 1) return Number.NaN;
+  if (dtype === 'f8e5m2' && exponentField === top) return mantissa === 0 ? sign * Infinity : Number.NaN;
+  if (exponentField === 0) return sign * mantissa * 2 ** (f.minExponent - f.mantissaBits);
+  return sign * (1 + mantissa / (1 << f.mantissaBits)) * 2 ** (exponentField - f.bias);
+}
+
+/**
+ * fp8 bits of x as CUDA's __nv_fp8_e4m3(x) and __nv_fp8_e5m2(x) make them (__NV_SATFINITE): rounded to nearest
+ * even, values past the largest finite one (infinities included) saturated to it, NaN kept (0x7f, with x's sign).
+ */
+export function toFp8Bits(dtype: Fp8DType, x: number): number {
+  const f = FP8[dtype];
+  const sign = x < 0 || Object.is(x, -0) ? 0x80 : 0;
+  const abs = Math.abs(x);
+  if (Number.isNaN(abs)) return sign | 0x7f;
+  if (abs === 0) return sign;
+  const maxBits = dtype === 'f8e4m3' ? 0x7e : 0x7b;
+  if (abs >= f.maxFinite) return sign | maxBits;
+  // The exponent of abs, exactly (log2 can be one off next to a power of two), no lower than the normals' smallest.
+  let e = Math.floor(Math.log2(abs));
+  if (2 ** e > abs) e--;
+  else if (2 ** (e + 1) <= abs) e++;
+  e = Math.max(e, f.minExponent);
+  const quantum = 2 ** (e - f.mantissaBits);
+  const scaled = abs / quantum; // exact: a power of two
+  let m = Math.floor(scaled);
+  const rest = scaled - m;
+  if (rest > 0.5 || (rest === 0.5 && m % 2 === 1)) m++;
+  if (m * quantum > f.maxFinite) return sign | maxBits;
+  const implicit = 1 << f.mantissaBits;
+  if (m < implicit) return sign | m; // a subnormal (or zero), e at its smallest
+  if (m === 2 * implicit) return sign | ((e + 1 + f.bias) << f.mantissaBits); // rounded up into the next binade
+  return sign | ((e + f.bias) << f.mantissaBits) | (m - implicit);
+}
+
+/** Every fp8 byte's value, per format: fromDeviceBytes looks them up. */
+const FP8_VALUES: Record<Fp8DType, Float32Array> = {
+  f8e4m3: Float32Array.from({ length: 256 }, (_, b) => fromFp8Bits('f8e4m3', b)),
+  f8e5m2: Float32Array.from({ length: 256 }, (_, b) => fromFp8Bits('f8e5m2', b)),
+};
+
+// ---------------------------------------------------------------------------------------------------------------
 // Logical values ⇄ device bytes
 
 /**
  * Device bytes (little-endian) of `values`, element by element as the type converts them: f16/bf16 rounded to
- * nearest even, integers wrapped as their typed array wraps them, i64/u64 from bigints.
+ * nearest even, fp8 as toFp8Bits, integers wrapped as their typed array wraps them, i64/u64 from bigints.
  */
 export function toDeviceBytes(dtype: DType, values: ArrayLike<number | bigint>): Uint8Array {
   const d = DTYPE_INFO[dtype];
   const n = values.length;
+  if (isFp8(dtype)) {
+    const bits = new Uint8Array(n);
+    for (let i = 0; i < n; i++) bits[i] = toFp8Bits(dtype, values[i] as number);
+    return bits;
+  }
   if (dtype === 'f16' || dtype === 'bf16') {
     const bits = new Uint16Array(n);
     const convert = dtype === 'f16' ? toHalfBits : toBf16Bits;
@@ -232,11 +312,15 @@ export function toDeviceBytes(dtype: DType, values: ArrayLike<number | bigint>):
   return new Uint8Array(arr.buffer);
 }
 
-/** The logical values of device bytes: a typed array of its own (f16/bf16 as Float32Array, i64/u64 as bigints). */
+/** The logical values of device bytes: a typed array of its own (fp8/f16/bf16 as Float32Array, i64/u64 as bigints). */
 export function fromDeviceBytes(dtype: DType, bytes: Uint8Array): HostArray {
   const d = DTYPE_INFO[dtype];
   const n = Math.floor(bytes.byteLength / d.bytes);
   const aligned = new Uint8Array(bytes.subarray(0, n * d.bytes)); // own, aligned copy
+  if (isFp8(dtype)) {
+    const values = FP8_VALUES[dtype];
+    return Float32Array.from(aligned, (b) => values[b]!);
+  }
   if (dtype === 'f16' || dtype === 'bf16') {
     const bits = new Uint16Array(aligned.buffer);
     const out = new Float32Array(n);

@@ -20,7 +20,7 @@ export {
 export { Module } from './module.js';
 export { Kernel } from './kernel.js';
 export { KernelFunction } from './function.js';
-export { fromBf16Bits, fromHalfBits, toBf16Bits, toHalfBits } from './dtype.js';
+export { fromBf16Bits, fromFp8Bits, fromHalfBits, isFp8, toBf16Bits, toFp8Bits, toHalfBits } from './dtype.js';
 export { Stream } from './stream.js';
 export { Event } from './event.js';
 export { Graph, GraphExec } from './graph.js';
@@ -91,4 +91,4 @@ export {
   typeError,
 } from './validate.js';
 export { DTYPES, DTYPE_INFO, SCALAR_BYTES, TYPED_ARRAYS, fromDeviceBytes, isDType, toDeviceBytes } from './dtype.js';
-export type { DTypeInfo, HostArray } from './dtype.js';
+export type { DTypeInfo, Fp8DType, HostArray } from './dtype.js';

@@ -39,7 +39,7 @@ export type EvalSource =
 export type EvalScalarType = Extract<ArgSpec, { kind: 'scalar' }>['type'];
 
 /**
- * Literal bytes in JSON: base64 of the device bytes (little-endian, C order, f16/bf16 as their bit patterns),
+ * Literal bytes in JSON: base64 of the device bytes (little-endian, C order, fp8/f16/bf16 as their bit patterns),
  * optionally zlib-compressed. validateJob checks that it decodes to exactly the buffer's size.
  */
 export interface EvalData {
@@ -257,7 +257,7 @@ export interface EvalJob {
 }
 
 /**
- * A JavaScript reference: given host copies of the arguments (typed arrays for buffers, f16/bf16 as Float32Array;
+ * A JavaScript reference: given host copies of the arguments (typed arrays for buffers, fp8/f16/bf16 as Float32Array;
  * numbers, bigints or booleans for scalars), it writes the expected outputs into them in place.
  */
 export type JsReference = (args: HostValue[]) => void | Promise<void>;

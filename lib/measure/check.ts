@@ -142,9 +142,9 @@ export interface CheckPrecision {
 /**
  * A candidate computed outside cudakit's launches (another runtime's kernel, a process of its own, the host): check()
  * calls `host` with each trial's arguments as a JavaScript reference gets them, in `io`'s order (scalars as their
- * values, buffers as typed arrays of logical values: f16 and bf16 widened to Float32Array, i64 and u64 as bigints),
- * inputs holding the trial's values and pure outputs the poison; `host` writes its outputs into those arrays. It is
- * checked with the defences that apply off the GPU (see check()).
+ * values, buffers as typed arrays of logical values: fp8, f16 and bf16 widened to Float32Array, i64 and u64 as
+ * bigints), inputs holding the trial's values and pure outputs the poison; `host` writes its outputs into those
+ * arrays. It is checked with the defences that apply off the GPU (see check()).
  */
 export interface HostCandidate {
   /** Computes the outputs into `args`' output arrays; may return a promise. */
@@ -443,7 +443,8 @@ async function runHost(
     bytes: io.map((a, i) => {
       if (a.kind !== 'buffer') return undefined;
       const arr = arrays[i] as HostArray;
-      if (a.dtype === 'f16' || a.dtype === 'bf16') return toDeviceBytes(a.dtype, arr as Float32Array);
+      // fp8, f16 and bf16 are held widened (Float32Array): back to their own bytes.
+      if (arr.byteLength !== arr.length * DTYPE_INFO[a.dtype].bytes) return toDeviceBytes(a.dtype, arr as Float32Array);
       return new Uint8Array(arr.buffer, arr.byteOffset, arr.byteLength);
     }),
   };

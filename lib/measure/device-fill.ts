@@ -66,6 +66,25 @@ __device__ __forceinline__ unsigned short bf16_bits(double v) {
   return (unsigned short)(((f + 0x7fffu + ((f >> 16) & 1u)) >> 16) & 0xffffu);
 }
 
+__device__ __forceinline__ unsigned char fp8_bits(double v, int mantissa_bits, int bias, int min_exponent,
+                                                  double max_finite, unsigned int max_bits) {
+  // dtype.ts's toFp8Bits (CUDA's __NV_SATFINITE conversion): round to nearest even from the double, saturate.
+  unsigned int sign = (unsigned int)(__double_as_longlong(v) >> 56) & 0x80u;
+  double x = fabs(v);
+  if (!(x == x)) return (unsigned char)(sign | 0x7fu);
+  if (x == 0.0) return (unsigned char)sign;
+  if (x >= max_finite) return (unsigned char)(sign | max_bits);
+  int e = max(ilogb(x), min_exponent);
+  double quantum = ldexp(1.0, e - mantissa_bits);
+  double m = rint(x / quantum); // exact division; rint rounds half to even
+  if (m * quantum > max_finite) return (unsigned char)(sign | max_bits);
+  unsigned int implicit = 1u << mantissa_bits;
+  unsigned int mi = (unsigned int)m;
+  if (mi < implicit) return (unsigned char)(sign | mi);
+  if (mi == 2u * implicit) return (unsigned char)(sign | ((unsigned int)(e + 1 + bias) << mantissa_bits));
+  return (unsigned char)(sign | ((unsigned int)(e + bias) << mantissa_bits) | (mi - implicit));
+}
+
 __device__ __forceinline__ u64 wrap64(double v) {
   // What a typed array's element assignment does to a number: truncate toward zero, then modulo 2^width (NaN and
   // the infinities give 0). Every width's value is the low bits of this one. fmod is exact, so |m| < 2^64 is an
@@ -78,7 +97,7 @@ __device__ __forceinline__ u64 wrap64(double v) {
 
 // kind: 0 uniform (a = lo, b = hi - lo), 1 normal (a = mean, b = std), 2 randint (a = lo, b = hi - lo),
 // 3 const (a = value), 4 sequence (a = start, b = step, along a period of 'period' elements).
-// dtype: 0 f32, 1 f64, 2 f16, 3 bf16, 4 i8, 5 u8, 6 i16, 7 u16, 8 i32, 9 u32, 10 i64, 11 u64.
+// dtype: 0 f32, 1 f64, 2 f16, 3 bf16, 4 i8, 5 u8, 6 i16, 7 u16, 8 i32, 9 u32, 10 i64, 11 u64, 12 f8e4m3, 13 f8e5m2.
 // epoch: null, or a u32 the harness writes before each timed sample; a non-zero epoch e draws from state ^
 // splitmix64(e) instead (epochState() in device-fill.ts), so every sample's inputs are new.
 // changes: 0 fills all n elements; c > 0 only c of them, element splitmix64(spot + (first + j) * gamma) % n for
@@ -119,6 +138,8 @@ extern "C" __global__ void cudakit_fill(void* out, u64 n, int dtype, int kind, d
       case 4: case 5: ((unsigned char*)out)[i] = (unsigned char)wrap64(v); break;
       case 6: case 7: ((unsigned short*)out)[i] = (unsigned short)wrap64(v); break;
       case 8: case 9: ((unsigned int*)out)[i] = (unsigned int)wrap64(v); break;
+      case 12: ((unsigned char*)out)[i] = fp8_bits(v, 3, 7, -6, 448.0, 0x7eu); break;
+      case 13: ((unsigned char*)out)[i] = fp8_bits(v, 2, 15, -14, 57344.0, 0x7bu); break;
       default: ((u64*)out)[i] = wrap64(v); break;
     }
   }
@@ -164,6 +185,8 @@ const DTYPE_CODE: Record<BufferDType, number> = {
   u32: 9,
   i64: 10,
   u64: 11,
+  f8e4m3: 12,
+  f8e5m2: 13,
 };
 
 /** Where a buffer's random values come from: a generator's state and the first of its draws to use. */

@@ -125,7 +125,7 @@ function fillValues(out: Float64Array, init: Exclude<InitSpec, { kind: 'data' }>
 export interface TrialInputs {
   /** Exact device bytes per argument (undefined for scalars and pure outputs). */
   bytes: (Uint8Array | undefined)[];
-  /** The same as logical values, what a JavaScript reference sees (f16/bf16 as Float32Array). */
+  /** The same as logical values, what a JavaScript reference sees (fp8/f16/bf16 as Float32Array). */
   values: (HostArray | undefined)[];
 }
 

@@ -17,7 +17,7 @@ import {
 import { type ArgSpec, type BufferArgSpec, argumentLabel, checkArgSpecs, roleOf } from './argspec.js';
 import { type TrialInputs, releaseBuffers } from './inputs.js';
 
-/** Values the JavaScript reference receives: logical host arrays (f16/bf16 as Float32Array) and scalars. */
+/** Values the JavaScript reference receives: logical host arrays (fp8/f16/bf16 as Float32Array) and scalars. */
 export type HostValue = ArrayBufferView | number | bigint | boolean;
 
 /**

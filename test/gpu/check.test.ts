@@ -1,5 +1,15 @@
 import { expect, it, vi } from 'vitest';
-import { Device, DeviceBuffer, Program, bench, check, inputSets, parseArgSpecs } from '../../lib/index.js';
+import {
+  Device,
+  DeviceBuffer,
+  Program,
+  bench,
+  check,
+  fromFp8Bits,
+  inputSets,
+  parseArgSpecs,
+  toFp8Bits,
+} from '../../lib/index.js';
 import { describeGpu } from '../helpers.js';
 import { runScript } from '../child.js';
 
@@ -372,6 +382,50 @@ describeGpu('check', () => {
     expect(first.actual).toBe(-(first.expected as number)); // negated: written by a launch after the 20th
     sets.dispose();
     m.dispose();
+  });
+});
+
+describeGpu('check: fp8 buffers and scalars (cuda_fp8.h)', () => {
+  // y = a·x in e4m3 and e5m2, converted as CUDA converts (round to nearest even, saturated), against a JavaScript
+  // reference that rounds with toFp8Bits: bit for bit where both round the same product.
+  const FP8 = String.raw`
+#include <cuda_fp8.h>
+extern "C" __global__ void scale8(const __nv_fp8_e4m3* x, __nv_fp8_e5m2* y, __nv_fp8_e4m3 a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = __nv_fp8_e5m2(float(x[i]) * float(a));
+}`;
+  it('passes a kernel on e4m3 inputs, e5m2 outputs and an e4m3 scalar against a JavaScript reference', async () => {
+    const n = 5000;
+    const io = parseArgSpecs([`ptr:f8e4m3[${n}]=uniform(-400,400)`, `ptr:f8e5m2[${n}]:out`, 'f8e4m3=3', `i32=${n}`]);
+    const m = Device.get(0).loadModule(new Program(FP8).compile());
+    const k = m.getKernel('scale8', ['ptr', 'ptr', 'f8e4m3', 'i32']);
+    const reference = (args: unknown[]): void => {
+      const [x, y, a] = args as [Float32Array, Float32Array, number];
+      for (let i = 0; i < x.length; i++) y[i] = fromFp8Bits('f8e5m2', toFp8Bits('f8e5m2', Math.fround(x[i]! * a)));
+    };
+    const r = await check({ kernel: k, config: { grid: Math.ceil(n / 256), block: 256 } }, reference, io);
+    expect(r.passed, r.summary).toBe(true);
+    expect(r.maxAbsError).toBe(0);
+    // A kernel that writes e4m3 bits where e5m2 is declared is caught.
+    const wrong = String.raw`
+#include <cuda_fp8.h>
+extern "C" __global__ void scale8(const __nv_fp8_e4m3* x, __nv_fp8_e4m3* y, __nv_fp8_e4m3 a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = __nv_fp8_e4m3(float(x[i]) * float(a));
+}`;
+    const m2 = Device.get(0).loadModule(new Program(wrong).compile());
+    const bad = await check(
+      {
+        kernel: m2.getKernel('scale8', ['ptr', 'ptr', 'f8e4m3', 'i32']),
+        config: { grid: Math.ceil(n / 256), block: 256 },
+      },
+      reference,
+      io,
+      { trials: 1 },
+    );
+    expect(bad.passed).toBe(false);
+    m.dispose();
+    m2.dispose();
   });
 });
 

@@ -36,6 +36,16 @@ describeGpu('inputs generated on the GPU', () => {
       ],
     ],
     [
+      'fp8: rounded to nearest even, saturated past the largest finite value, subnormals',
+      [
+        `a@ptr:f8e4m3[${N}]=uniform(-500,500)`,
+        `b@ptr:f8e5m2[${N}]=uniform(-70000,70000)`,
+        `c@ptr:f8e4m3[${N}]=uniform(-0.02,0.02)`,
+        `d@ptr:f8e5m2[${N}]=seq(-3e-5,1.7e-7)`,
+        `e@ptr:f8e4m3[${N}]=randint(-20,20)`,
+      ],
+    ],
+    [
       'integers: randint, sequences that wrap, constants, the default init',
       [
         `a@ptr:i8[${N}]=randint(-128,128)`,
@@ -80,7 +90,7 @@ describeGpu('inputs generated on the GPU', () => {
     }
   });
 
-  it.each(['f32', 'f64', 'f16', 'bf16'] as const)(
+  it.each(['f32', 'f64', 'f16', 'bf16', 'f8e4m3', 'f8e5m2'] as const)(
     'normal deviates in %s: what JavaScript draws, to the last bits',
     (dtype) => {
       const device = Device.get(0);
@@ -102,7 +112,9 @@ describeGpu('inputs generated on the GPU', () => {
         // A last-bit difference of the double can move the rounded value by one step of the element type at most. In
         // f64 the double is the value: log and cos within 1 and 2 ulps (CUDA's documented bounds) and V8's within 1,
         // through sqrt and the products, keep mean + std·z within 8 ulps of its larger term.
-        const eps = dtype === 'f64' ? 2 ** -49 : dtype === 'f32' ? 2 ** -23 : dtype === 'f16' ? 2 ** -10 : 2 ** -7;
+        const eps = { f64: 2 ** -49, f32: 2 ** -23, f16: 2 ** -10, bf16: 2 ** -7, f8e4m3: 2 ** -3, f8e5m2: 2 ** -2 }[
+          dtype
+        ];
         let differing = 0;
         let worst = 0;
         for (let k = 0; k < N; k++) {

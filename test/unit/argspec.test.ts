@@ -240,9 +240,9 @@ describe('parseArgSpec: buffers', () => {
       ['ptr:f32', 'ptr:<dtype>[<length>] such as ptr:f32[1024]'],
       ['ptr:f32[4', 'ptr:<dtype>[<length>] such as ptr:f32[1024]'],
       ['ptr:f32]4[', 'ptr:<dtype>[<length>] such as ptr:f32[1024]'],
-      ['ptr:f33[4]', 'a buffer element type (i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64)'],
-      ['ptr:bool[4]', 'a buffer element type (i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64)'],
-      ['ptr:[4]', 'a buffer element type (i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64)'],
+      ['ptr:f33[4]', 'a buffer element type (i8 u8 i16 u16 i32 u32 i64 u64 f8e4m3 f8e5m2 f16 bf16 f32 f64)'],
+      ['ptr:bool[4]', 'a buffer element type (i8 u8 i16 u16 i32 u32 i64 u64 f8e4m3 f8e5m2 f16 bf16 f32 f64)'],
+      ['ptr:[4]', 'a buffer element type (i8 u8 i16 u16 i32 u32 i64 u64 f8e4m3 f8e5m2 f16 bf16 f32 f64)'],
       ['ptr:f32[abc]', 'a positive integer length such as 1024, 4M or 1024*1024'],
       ['ptr:f32[]', 'a positive integer length such as 1024, 4M or 1024*1024'],
       ['ptr:f32[4m]', 'a positive integer length such as 1024, 4M or 1024*1024'],
@@ -496,7 +496,7 @@ describe('checkArgSpecs (the object form)', () => {
   it('names the field that is wrong, in the standard message', () => {
     expect(check([f32({ dtype: 'f33' })])).toThrow(
       new TypeError(
-        'Expected an element type (i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64) for io[0].dtype ' +
+        'Expected an element type (i8 u8 i16 u16 i32 u32 i64 u64 f8e4m3 f8e5m2 f16 bf16 f32 f64) for io[0].dtype ' +
           "but received 'f33' of type string",
       ),
     );

@@ -78,6 +78,12 @@ describe('generated values', () => {
     expect(new Set(r)).toEqual(new Set([-5, -4, -3, -2, -1, 0, 1, 2, 3, 4]));
     const h = values('ptr:f16[100]=normal(0,1)');
     for (const x of h) expect(Math.fround(x)).toBe(x);
+    // fp8: one byte each, the f64 draws rounded as CUDA rounds them.
+    const wide = values('ptr:f64[1000]=uniform(-440,440)');
+    const spec = buffer('ptr:f8e4m3[1000]=uniform(-440,440)');
+    const bytes = generateBytes(spec, spec.init!, createRng(1));
+    expect(bytes).toEqual(toDeviceBytes('f8e4m3', wide));
+    expect(() => buffer('ptr:f8e4m3[4]=uniform(-600,600)')).toThrow(/within ±448 for f8e4m3/);
   });
 });
 
@@ -129,6 +135,8 @@ describe('poison', () => {
     expect(Number.isNaN(new Float64Array(poisonBytes('f64', 2).buffer)[1])).toBe(true);
     expect(Number.isNaN(fromDeviceBytes('f16', poisonBytes('f16', 2))[0] as number)).toBe(true);
     expect(Number.isNaN(fromDeviceBytes('bf16', poisonBytes('bf16', 2))[1] as number)).toBe(true);
+    expect(Number.isNaN(fromDeviceBytes('f8e4m3', poisonBytes('f8e4m3', 2))[1] as number)).toBe(true);
+    expect(Number.isNaN(fromDeviceBytes('f8e5m2', poisonBytes('f8e5m2', 2))[1] as number)).toBe(true);
     expect(new Uint32Array(poisonBytes('u32', 2).buffer)[1]).toBe(0xdeadbeef);
     expect(new BigUint64Array(poisonBytes('u64', 1).buffer)[0]).toBe(0xdeadbeefdeadbeefn);
     expect(new Uint16Array(poisonBytes('i16', 1).buffer)[0]).toBe(0xbeef);
