@@ -30,7 +30,8 @@ PROTOCOL_VERSION = 1
 MESSAGE_MAX_CHARS = 2000
 TRACEBACK_MAX_CHARS = 4000
 KERNEL_FILE = "kernel.py"
-DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int64", "int32", "int16",
+               "int8", "uint8", "bool")
 TORCH_KINDS = ("torch", "torch_cuda", "multi_kernel")
 
 # The phase an answer's error belongs to, per command; an unknown command is a protocol error.
@@ -238,7 +239,8 @@ class Job:
         self.device = device
         self.timer = timer
         self.cwd = cwd
-        self.dtypes = {name: getattr(torch, name) for name in DTYPE_NAMES}
+        # An older torch has no float8 types: a tensor of one is then refused by name (torch_dtype).
+        self.dtypes = {name: getattr(torch, name) for name in DTYPE_NAMES if hasattr(torch, name)}
         self.dtype_names = {dtype: name for name, dtype in self.dtypes.items()}
         self.load_tried = False
         self.kind = None
@@ -299,10 +301,17 @@ def check_args(args):
     return args
 
 
+def torch_dtype(job, name):
+    dtype = job.dtypes.get(name)
+    if dtype is None:
+        raise MissingError(f"this torch ({job.torch.__version__}) has no {name}")
+    return dtype
+
+
 def read_tensor(job, arg, path):
     """Raw little-endian C-order bytes of exactly dtype x shape, as the parent wrote them."""
     torch = job.torch
-    dtype = job.dtypes[arg["dtype"]]
+    dtype = torch_dtype(job, arg["dtype"])
     try:
         with open(relative_path(path, f"file of {arg['name']}"), "rb") as f:
             data = f.read()
@@ -348,7 +357,7 @@ def make_call(job, files):
             elif role in ("input", "inout"):
                 raise ProtocolError(f"files has no file for the {role} tensor {arg['name']}")
             else:
-                value = job.torch.empty(arg["shape"], dtype=job.dtypes[arg["dtype"]], device=job.device)
+                value = job.torch.empty(arg["shape"], dtype=torch_dtype(job, arg["dtype"]), device=job.device)
             tensors[arg["name"]] = value
         else:
             value = scalar_value(arg)

@@ -25,6 +25,8 @@ export const COMPAT_DTYPES = [
   'float64',
   'float16',
   'bfloat16',
+  'float8_e4m3fn',
+  'float8_e5m2',
   'int64',
   'int32',
   'int16',
@@ -34,12 +36,17 @@ export const COMPAT_DTYPES = [
 ] as const;
 export type CompatDType = (typeof COMPAT_DTYPES)[number];
 
-/** The original's dtype → cudakit's buffer dtype. bool is a byte holding 0 or 1. */
+/**
+ * The original's dtype → cudakit's buffer dtype. bool is a byte holding 0 or 1. float8_e4m3fn and float8_e5m2
+ * (torch's names) are cudakit's additions.
+ */
 export const CUDAKIT_DTYPES: Readonly<Record<CompatDType, EvalBufferArg['dtype']>> = {
   float32: 'f32',
   float64: 'f64',
   float16: 'f16',
   bfloat16: 'bf16',
+  float8_e4m3fn: 'f8e4m3',
+  float8_e5m2: 'f8e5m2',
   int64: 'i64',
   int32: 'i32',
   int16: 'i16',

@@ -6,7 +6,7 @@ import type { EvalBufferArg, EvalInit } from 'cudakit';
 import { CompatClientError } from './errors.js';
 import { CUDAKIT_DTYPES, type ArgSpec, type CompatDType } from './schemas.js';
 
-const FLOAT_DTYPES = new Set(['float32', 'float64', 'float16', 'bfloat16']);
+const FLOAT_DTYPES = new Set(['float32', 'float64', 'float16', 'bfloat16', 'float8_e4m3fn', 'float8_e5m2']);
 /** What the original's randn draws into an integer tensor: inclusive bounds per dtype. */
 const INT_RANDN_RANGE: Record<string, [number, number]> = {
   int8: [-128, 127],

@@ -271,12 +271,14 @@ describe('IOContract → argspec', () => {
   const out = { name: 'o', type: 'tensor', role: 'output', tensor_spec: { shape: [4] } };
   const one = (spec: unknown) => args([spec, out])[0];
 
-  it('maps every dtype (bool as a byte of 0 or 1)', () => {
+  it('maps every dtype (bool as a byte of 0 or 1; torch’s float8 names are cudakit’s additions)', () => {
     const dtypes = {
       float32: 'f32',
       float64: 'f64',
       float16: 'f16',
       bfloat16: 'bf16',
+      float8_e4m3fn: 'f8e4m3',
+      float8_e5m2: 'f8e5m2',
       int64: 'i64',
       int32: 'i32',
       int16: 'i16',
@@ -301,6 +303,7 @@ describe('IOContract → argspec', () => {
     expect(init('uint8', { kind: 'randn', seed: 1 })).toEqual({ kind: 'randint', lo: 0, hi: 256, seed: 1 });
     expect(init('bool', { kind: 'randn' })).toEqual({ kind: 'randint', lo: 0, hi: 2 });
     expect(init('float16', { kind: 'uniform', low: -1, high: 1 })).toEqual({ kind: 'uniform', lo: -1, hi: 1 });
+    expect(init('float8_e5m2', { kind: 'randn' })).toEqual({ kind: 'normal', mean: 0, std: 1 });
     expect(init('float32', { kind: 'uniform' })).toEqual({ kind: 'uniform', lo: 0, hi: 1 });
     expect(init('int16', { kind: 'uniform', low: 5, high: 9 })).toEqual({ kind: 'randint', lo: 5, hi: 10 });
     expect(init('int16', { kind: 'uniform' })).toEqual({ kind: 'randint', lo: 0, hi: 101 });

@@ -15,10 +15,12 @@ import {
   type StoppingRule,
   type Summary,
   fromBf16Bits,
+  fromFp8Bits,
   fromHalfBits,
   shouldStop,
   summarize,
   toBf16Bits,
+  toFp8Bits,
   toHalfBits,
 } from 'cudakit';
 import {
@@ -241,35 +243,42 @@ function bytesOf(v: HostValue | undefined, what: string): Uint8Array {
   return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
 
-const HALF = { float16: [toHalfBits, fromHalfBits], bfloat16: [toBf16Bits, fromBf16Bits] } as const;
+/** The runner's narrow floats, whose host arrays hold logical values (a Float32Array): their size, bits both ways. */
+const NARROW: Partial<
+  Record<RunnerDType, { bytes: 1 | 2; toBits: (x: number) => number; fromBits: (b: number) => number }>
+> = {
+  float16: { bytes: 2, toBits: toHalfBits, fromBits: fromHalfBits },
+  bfloat16: { bytes: 2, toBits: toBf16Bits, fromBits: fromBf16Bits },
+  float8_e4m3fn: { bytes: 1, toBits: (x) => toFp8Bits('f8e4m3', x), fromBits: (b) => fromFp8Bits('f8e4m3', b) },
+  float8_e5m2: { bytes: 1, toBits: (x) => toFp8Bits('f8e5m2', x), fromBits: (b) => fromFp8Bits('f8e5m2', b) },
+};
 
 /**
- * The bytes a runner's tensor of `dtype` gets from a job's host array: its own bytes, but for float16 and bfloat16,
- * whose host arrays hold logical values (a Float32Array, as check() and a JavaScript reference see them), rounded to
- * the tensor's bits.
+ * The bytes a runner's tensor of `dtype` gets from a job's host array: its own bytes, but for the narrow floats
+ * (float16, bfloat16, float8), whose host arrays hold logical values (a Float32Array, as check() and a JavaScript
+ * reference see them), rounded to the tensor's bits.
  */
 function runnerBytes(v: HostValue | undefined, dtype: RunnerDType, what: string): Uint8Array {
-  if ((dtype === 'float16' || dtype === 'bfloat16') && v instanceof Float32Array) {
-    const [toBits] = HALF[dtype];
-    const bits = new Uint16Array(v.length);
-    for (let i = 0; i < v.length; i++) bits[i] = toBits(v[i]!);
-    return new Uint8Array(bits.buffer);
-  }
-  return bytesOf(v, what);
+  const narrow = NARROW[dtype];
+  if (narrow === undefined || !(v instanceof Float32Array)) return bytesOf(v, what);
+  const bits = narrow.bytes === 2 ? new Uint16Array(v.length) : new Uint8Array(v.length);
+  for (let i = 0; i < v.length; i++) bits[i] = narrow.toBits(v[i]!);
+  return new Uint8Array(bits.buffer);
 }
 
 /**
  * Copies a runner's tensor into a job's host array. Same size: the bytes as they are (the mapping made their element
- * types agree). A float64 tensor for a Float32Array (torch promotes some results) is converted, and float16 and
- * bfloat16 bits are widened into a Float32Array of logical values.
+ * types agree). A float64 tensor for a Float32Array (torch promotes some results) is converted, and the narrow
+ * floats' bits are widened into a Float32Array of logical values.
  */
 function copyInto(bytes: Uint8Array, t: RunnerTensor, target: HostValue | undefined, what: string): void {
   const into = bytesOf(target, `the job's ${what}`);
-  if ((t.dtype === 'float16' || t.dtype === 'bfloat16') && target instanceof Float32Array) {
-    if (bytes.byteLength === target.length * 2) {
-      const [, fromBits] = HALF[t.dtype];
-      const bits = new Uint16Array(bytes.slice().buffer);
-      for (let i = 0; i < bits.length; i++) target[i] = fromBits(bits[i]!);
+  const narrow = NARROW[t.dtype];
+  if (narrow !== undefined && target instanceof Float32Array) {
+    if (bytes.byteLength === target.length * narrow.bytes) {
+      const copy = bytes.slice();
+      const bits = narrow.bytes === 2 ? new Uint16Array(copy.buffer) : copy;
+      for (let i = 0; i < bits.length; i++) target[i] = narrow.fromBits(bits[i]!);
       return;
     }
   } else if (bytes.byteLength === into.byteLength) {
