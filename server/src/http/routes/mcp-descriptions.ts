@@ -85,8 +85,9 @@ function kernelFields(taken: readonly CompatKernelType[], io: string, indent: st
     `${i}  - args: one per kernel parameter, in order (at most 64). Each has a name (a C identifier) and a type:`,
     `${i}    - a tensor, a device buffer: { name, type: 'tensor', role: 'input' (default), 'output' or 'inout', ` +
       "tensor_spec: { shape: [d0, d1, ...], dtype: 'float32' (default), 'float64', 'float16', 'bfloat16', " +
-      "'float8_e4m3fn', 'float8_e5m2', 'int64', 'int32', 'int16', 'int8', 'uint8' or 'bool', init } }. init: { kind: 'randn' (default, with mean, " +
-      "std), 'uniform' (low, high), 'zeros', 'ones', 'full' (fill_value) or 'arange' (start, step), seed }; an " +
+      "'float8_e4m3fn', 'float8_e5m2', 'int64', 'int32', 'int16', 'int8', 'uint8' or 'bool', init } }. " +
+      "init: { kind: 'randn' (default, with mean, std), 'uniform' (low, high), 'zeros', 'ones', 'full' " +
+      "(fill_value) or 'arange' (start, step), seed }; an " +
       'output without init starts filled with a poison value, so elements the kernel never writes are caught.',
     `${i}    - a scalar, passed by value: { name, type: 'int', 'float' or 'bool', value }: int is a 32-bit int ` +
       "(64-bit when the value needs it), float a 32-bit float; dtype: 'int64', 'float64' ... gives another width.",
