@@ -133,6 +133,8 @@ async function copyTree(from: string, to: string, found: Found[], owner: { uid: 
 export class PythonBuilds {
   readonly dir: string;
   #limits: BuildLimits;
+  /** Saves under way, by key: a restore of the key waits for its save (the next job may start before it ends). */
+  #saving = new Map<string, Promise<boolean>>();
 
   constructor(dir: string, limits: BuildLimits = DEFAULT_BUILD_LIMITS) {
     this.dir = dir;
@@ -147,6 +149,7 @@ export class PythonBuilds {
   async restore(key: string, jobDir: string, owner: { uid: number; gid: number } | undefined): Promise<boolean> {
     const entry = join(this.dir, key);
     try {
+      await this.#saving.get(key);
       if (!(await stat(entry)).isDirectory()) return false;
       for (const folder of Object.values(BUILD_FOLDERS)) {
         const from = join(entry, folder);
@@ -166,7 +169,16 @@ export class PythonBuilds {
    * Keeps what the job built under `key`, unless builds are kept under it already or they are over the limits, then
    * evicts the least recently used builds over the total. Called once the job's runner is killed. Never rejects.
    */
-  async save(key: string, jobDir: string): Promise<boolean> {
+  save(key: string, jobDir: string): Promise<boolean> {
+    const saving = (this.#saving.get(key) ?? Promise.resolve(false)).then(() => this.#save(key, jobDir));
+    this.#saving.set(key, saving);
+    void saving.finally(() => {
+      if (this.#saving.get(key) === saving) this.#saving.delete(key);
+    });
+    return saving;
+  }
+
+  async #save(key: string, jobDir: string): Promise<boolean> {
     const entry = join(this.dir, key);
     const partial = join(this.dir, `.partial-${randomBytes(8).toString('hex')}`);
     try {

@@ -70,6 +70,15 @@ describe('Python builds kept between jobs', () => {
     expect(await builds.restore('other', folder(), undefined)).toBe(false);
   });
 
+  it('lets a restore wait for the save of its key still under way (the next job may start first)', async () => {
+    const builds = new PythonBuilds(folder());
+    const saved = builds.save('k', jobWith({ 'ext.so': 100 }));
+    const next = folder();
+    expect(await builds.restore('k', next, undefined)).toBe(true);
+    expect(await saved).toBe(true);
+    expect(readdirSync(join(next, BUILD_FOLDERS.torch, 'ext'))).toEqual(['ext.so']);
+  });
+
   it('keeps nothing over its limits, and evicts the least recently used over the total', async () => {
     const limits = { ...DEFAULT_BUILD_LIMITS, entryBytes: 1000, totalBytes: 2500 };
     const builds = new PythonBuilds(folder(), limits);
