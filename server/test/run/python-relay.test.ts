@@ -4,7 +4,8 @@
 // request that makes no sense answered with an exit rather than a crash. The runner is the real one, on the CPU,
 // where this host's Python has torch; in the sandbox too where the tests run as root.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type Containment, makeContainment } from '../../src/run/containment.js';
 import { PythonRelay, type PythonService, type RelayEvent, type RelayOptions } from '../../src/run/python-relay.js';
@@ -226,6 +227,38 @@ describe('a job’s Python runner, owned by its slot', () => {
       expect(String(again.answer.message)).toContain("kept ['made'] by job one");
       // Another principal's job with the same source gets nothing of it.
       expect(await job('b')).toMatchObject({ builds: 'new', answer: { t: 'loaded' } });
+    },
+    120_000,
+  );
+
+  it.runIf(torchHere)(
+    'takes a float8 tensor where the torch has float8, and refuses it by name where it has not',
+    async () => {
+      const containment = makeContainment({ user: undefined, cacheDir: undefined });
+      const python = { path: PYTHON, hidden: [], env: { CUDAKIT_RUNNER_DEVICE: 'cpu' }, unsandboxed: true };
+      const { relay, next } = relayOf(python, containment);
+      relay.handle('start');
+      const started = (await next('started')) as Extract<RelayEvent, { op: 'started' }>;
+      await next('line'); // ready
+      const x = { name: 'x', kind: 'tensor', dtype: 'float8_e4m3fn', shape: [4], role: 'input' };
+      const load = { ...JSON.parse(LOAD), args: [x] };
+      load.kernel.source = 'def f(x):\n    return x.float() * 2\n';
+      relay.handle('line', JSON.stringify(load));
+      expect(JSON.parse(((await next('line')) as { line: string }).line)).toMatchObject({ t: 'loaded' });
+      writeFileSync(join(started.dir, 'x.bin'), Buffer.from([0x38, 0xc0, 0x30, 0x7e])); // 1, -2, 0.5, 448
+      relay.handle('line', JSON.stringify({ v: 1, t: 'run', id: 2, files: { x: 'x.bin' }, out: 'out' }));
+      const answer = JSON.parse(((await next('line')) as { line: string }).line) as Record<string, unknown>;
+      const hasFloat8 =
+        spawnSync(PYTHON, ['-c', 'import torch; torch.float8_e4m3fn'], { timeout: 60_000 }).status === 0;
+      if (hasFloat8) {
+        expect(answer).toMatchObject({ t: 'ran', outputs: [{ dtype: 'float32', shape: [4] }] });
+        const out = readFileSync(join(started.dir, 'out', 'o0.bin'));
+        expect(Array.from(new Float32Array(out.buffer, out.byteOffset, 4))).toEqual([2, -4, 1, 896]);
+      } else {
+        expect(answer).toMatchObject({ t: 'error', phase: 'run' });
+        expect(String(answer.message)).toMatch(/has no float8_e4m3fn/);
+      }
+      relay.stop();
     },
     120_000,
   );
