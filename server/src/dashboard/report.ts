@@ -376,6 +376,10 @@ function pythonKernelSection(stored: unknown, id: string, title: string): Html |
     ['Kernel type', text(p.type) ?? '—'],
     ['Entry point', text(p.entry) ?? '—'],
     num(p.loadMs) !== undefined && ['Load', ms(p.loadMs)],
+    (p.builds === 'kept' || p.builds === 'new') && [
+      'Builds',
+      p.builds === 'kept' ? 'kept from an earlier job (no cold build)' : 'made by this job',
+    ],
     text(runtime.python) !== undefined && [
       'Python / torch',
       `${text(runtime.python)} / ${text(runtime.torch) ?? '—'} (${text(runtime.device) ?? '?'})`,

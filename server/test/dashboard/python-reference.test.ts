@@ -41,9 +41,17 @@ describe('the Python reference section', () => {
   });
 
   it('shows a Python candidate the same way, under its own title', () => {
-    const stored = { type: 'triton', entry: 'add', timing: { stats: { median: 0.02, n: 40 }, timer: 'cuda-events' } };
+    const stored = {
+      type: 'triton',
+      entry: 'add',
+      builds: 'kept',
+      timing: { stats: { median: 0.02, n: 40 }, timer: 'cuda-events' },
+    };
     const out = String(pythonCandidateSection(stored));
     expect(out).toContain('Python kernel');
+    expect(out).toContain('kept from an earlier job (no cold build)');
+    expect(String(pythonCandidateSection({ ...stored, builds: 'new' }))).toContain('made by this job');
+    expect(String(pythonCandidateSection({ ...stored, builds: '<b>' }))).not.toContain('Builds');
     expect(out).toContain('id="python-candidate"');
     expect(out).not.toContain('Python reference');
     expect(out).toContain('triton');
