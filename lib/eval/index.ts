@@ -4,7 +4,7 @@
 // core/index.ts and measure/index.ts. The first block is the public API, which the package root re-exports; the
 // second is for the command line above it.
 export { evaluate } from './pipeline.js';
-export { emptyReport } from './report.js';
+export { emptyReport, errorOf as evalErrorOf } from './report.js';
 export { InvalidJobError, validateJob } from './validate.js';
 export { profileJob } from './profile.js';
 export { DIM_EXPR_LIMITS, evalDimExpr, parseDimExpr } from './dims.js';
@@ -64,5 +64,7 @@ export type { ProfileJobOptions } from './profile.js';
 export { compileSource, externCKernels, readSource } from './source.js';
 export type { SourceText } from './source.js';
 export { prepareJob } from './validate.js';
+export { loadJobReference } from './reference-kernel.js';
+export type { LoadedReference } from './reference-kernel.js';
 export type { PreparedArg, PreparedJob } from './validate.js';
 export { paint, progressLine, row } from '../measure/index.js';

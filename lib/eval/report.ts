@@ -151,7 +151,7 @@ export function emptyReport(name: string): EvalReport {
   };
 }
 
-/** The EvalError for an exception caught in a phase. */
+/** The EvalError for an exception caught in a phase (the package root's evalErrorOf), blamed on `kernel`. */
 export function errorOf(e: unknown, kernel?: EvalKernelRole): EvalError {
   const role = kernel === undefined ? {} : { kernel };
   if (e instanceof InvalidJobError) {

@@ -462,33 +462,57 @@ function pythonCandidateBody(c: PythonCandidate): Record<string, unknown> {
 
 /**
  * POST /compare with a Python custom_kernel: checked against a Python ref_kernel (each in a runner of its own, the
- * reference's inputs the candidate's by name), both timed.
+ * reference's inputs the candidate's by name), both timed; or against a CUDA ref_kernel (its own io, its buffers
+ * matched to the candidate's by name), the check's reference only.
  */
 function pythonCompareJob(request: CompareRequest, numTrials: number, timeoutSeconds: number): CompatJob {
   const { ref_kernel: ref, custom_kernel: custom } = request;
-  if (ref.kernel_type === 'cuda') {
-    throw new CompatClientError(
-      "A Python custom_kernel is compared with a Python ref_kernel here (kernel_type 'torch', 'torch_cuda', " +
-        "'triton' or 'multi_kernel'): a 'cuda' reference for it is not supported; /evaluate with cudakit.expected " +
-        'checks it against literal outputs',
-      { field: 'ref_kernel -> kernel_type', kernel_type: 'cuda' },
-    );
-  }
   if (request.cudakit?.expected !== undefined) {
     throw new CompatClientError("cudakit.expected belongs to /evaluate (a compare's reference is ref_kernel)", {
       field: 'cudakit -> expected',
     });
   }
   const c = pythonCandidateOf('custom_kernel', custom);
-  const reference = pythonReferenceOf('ref_kernel', ref, c.args);
   const atol = request.atol ?? COMPAT_DEFAULTS.atol;
   const rtol = request.rtol ?? COMPAT_DEFAULTS.rtol;
   const { timing, fields } = serviceFields(numTrials, timeoutSeconds, request.cudakit);
+  const job = { kind: 'compare', timeoutSeconds, maxQueueSeconds: fields.maxQueueSeconds } as const;
+  const body = { ...pythonCandidateBody(c), check: { atol, rtol }, timing, ...fields };
+  if (ref.kernel_type === 'cuda') {
+    if (ref.io === undefined || ref.io === null) {
+      throw new CompatClientError('CUDA kernels require io_contract to be specified', {
+        kernel: 'ref_kernel',
+        kernel_type: 'cuda',
+      });
+    }
+    const warnings: string[] = [];
+    const r = cudaKernelOf('ref_kernel', ref, warnings);
+    const reference: EvalKernelRef & { args: EvalArgObject[] } = {
+      source: r.source,
+      kernel: r.kernel,
+      name: r.kernel,
+      ...(Object.keys(r.compile).length === 0 ? {} : { compile: r.compile }),
+      // The candidate's launch is a placeholder: the reference's is always its own (the original's default).
+      grid: r.grid,
+      block: r.block,
+      ...(r.sharedMemBytes === undefined ? {} : { sharedMemBytes: r.sharedMemBytes }),
+      args: r.args!,
+    };
+    warnings.push(
+      "ref_runtime is not measured: a CUDA ref_kernel of a Python custom_kernel is the check's reference only",
+    );
+    return {
+      ...job,
+      body: { ...body, reference },
+      warnings,
+      fieldOf: fieldMapper('custom_kernel'),
+      python: { candidate: c.candidate },
+    };
+  }
+  const reference = pythonReferenceOf('ref_kernel', ref, c.args);
   return {
-    kind: 'compare',
-    body: { ...pythonCandidateBody(c), check: { atol, rtol }, timing, ...fields },
-    timeoutSeconds,
-    maxQueueSeconds: fields.maxQueueSeconds,
+    ...job,
+    body,
     warnings: [],
     fieldOf: fieldMapper('custom_kernel'),
     python: { candidate: c.candidate, reference },

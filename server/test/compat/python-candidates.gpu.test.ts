@@ -201,6 +201,30 @@ describeGpu('Python candidates (--python)', () => {
     expect(kept, JSON.stringify(kept)).toMatchObject({ compiled: true, correctness: true });
   }, 600_000);
 
+  it('a torch custom_kernel against a CUDA ref_kernel: checked by it (not timed), right and wrong', async () => {
+    if (skip()) return;
+    const ref = {
+      source_code:
+        'extern "C" __global__ void add_ref(const float* a, const float* b, float* c, int n) {\n' +
+        '  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n' +
+        '    c[i] = a[i] + b[i];\n' +
+        '}\n',
+      kernel_type: 'cuda',
+      metadata: { kernel_name: 'add_ref' },
+      io: {
+        args: [...INPUTS, OUT, { name: 'n', type: 'int', value: N }],
+        launch: { grid: { x: 256 }, block: { x: 256 } },
+      },
+    };
+    const right = (await post('/compare', { ...compare(torchCandidate('    return a + b')), ref_kernel: ref }))
+      .kernel_exec_result;
+    expect(right, JSON.stringify(right)).toMatchObject({ compiled: true, correctness: true });
+    const wrong = (await post('/compare', { ...compare(torchCandidate('    return a - b')), ref_kernel: ref }))
+      .kernel_exec_result;
+    expect(wrong, JSON.stringify(wrong)).toMatchObject({ correctness: false });
+    expect(wrong.validation_error).toMatch(/mismatch|INCORRECT/);
+  }, 240_000);
+
   it('a torch kernel on /evaluate: checked reference-free and timed', async () => {
     if (skip()) return;
     const payload = { kernel: torchCandidate('    return a + b'), num_trials: 20, timeout: 120 };

@@ -5,6 +5,7 @@
 // bytes from them and keeps its scalars; a Python ref_kernel takes its inputs from the candidate's by name. A server
 // without a Python refuses it as before and says how to enable it; so does io the mapping cannot follow. Through the
 // routes (fake GPUs), the job reaches its worker with both Python kernels and is never compiled by NVRTC.
+import { prepareJob } from 'cudakit';
 import { describe, expect, it } from 'vitest';
 import { CompatClientError } from '../../src/compat/errors.js';
 import { compareJob, evaluateJob } from '../../src/compat/jobs.js';
@@ -138,12 +139,28 @@ describe('a Python candidate on the compatible routes', () => {
     expect(e.details).toMatchObject({ field });
   });
 
-  it('refuses a CUDA reference for it, naming what works instead', () => {
+  it('checks it against a CUDA reference (its own io and launch), not timed, and refuses one without io', () => {
     const p = tritonCompare();
     p.ref_kernel = fixture('vector_add.cuda-ref.json').ref_kernel;
+    // Matched to the candidate's buffers by name; its output starts poisoned, as the candidate's does.
+    p.ref_kernel.io!.args[2]!.name = 'out';
+    delete p.ref_kernel.io!.args[2]!.tensor_spec!.init;
+    const job = compareJob(p, { python: true });
+    expect(job.python).toEqual({ candidate: expect.objectContaining({ type: 'triton' }) });
+    expect(job.body.reference).toMatchObject({
+      kernel: 'vector_add_ref',
+      grid: [4, 1, 1],
+      block: [256, 1, 1],
+      args: [{ name: 'a' }, { name: 'b' }, { name: 'out' }, { name: 'n' }],
+    });
+    expect(job.warnings).toEqual([expect.stringMatching(/^ref_runtime is not measured/)]);
+    // The job the worker gets is one the library takes: the reference's buffers match the candidate's.
+    const jobKeys = ['name', 'source', 'kernel', 'grid', 'block', 'args', 'check', 'timing', 'reference'];
+    const plain = Object.fromEntries(Object.entries(job.body).filter(([k]) => jobKeys.includes(k)));
+    expect(prepareJob(plain)).not.toBeInstanceOf(Array);
+    delete p.ref_kernel.io;
     const e = thrown(() => compareJob(p, { python: true }));
-    expect(e.message).toMatch(/a 'cuda' reference for it is not supported/);
-    expect(e.details).toMatchObject({ field: 'ref_kernel -> kernel_type' });
+    expect(e.message).toMatch(/CUDA kernels require io_contract/);
   });
 
   it('leaves a torch_cuda candidate’s #include lines to its contained build, still scans a CUDA kernel’s', () => {
@@ -165,6 +182,14 @@ describe('a Python candidate on the compatible routes', () => {
     const evaluate = await post('/evaluate', evaluateTorch());
     expect(evaluate.statusCode, evaluate.body).toBe(200);
     expect(pool.runs[1]!.extras?.python).toEqual({ candidate: expect.objectContaining({ type: 'torch' }) });
+    const cudaRef = tritonCompare();
+    cudaRef.ref_kernel = fixture('vector_add.cuda-ref.json').ref_kernel;
+    cudaRef.ref_kernel.io!.args[2]!.name = 'out';
+    delete cudaRef.ref_kernel.io!.args[2]!.tensor_spec!.init;
+    const checked = await post('/compare', cudaRef);
+    expect(checked.statusCode, checked.body).toBe(200);
+    expect(pool.runs[2]!.extras?.python).toEqual({ candidate: expect.objectContaining({ type: 'triton' }) });
+    expect((pool.runs[2]!.job as { reference?: { kernel?: string } }).reference?.kernel).toBe('vector_add_ref');
   });
 
   it('shows the Python it serves in /v1/health, by its versions alone (it answers anyone: no path)', async () => {

@@ -9,6 +9,8 @@
 // shape every part of the service reads, with the runner's side in `pythonCandidate`.
 import {
   type ArgSpec,
+  Device,
+  type LoadedReference,
   type CheckOptions,
   type CheckResult,
   type EvalCheck,
@@ -22,6 +24,8 @@ import {
   check,
   checkArgSpecs,
   emptyReport,
+  evalErrorOf,
+  loadJobReference,
   prepareJob,
 } from 'cudakit';
 import type { PythonJob } from '../protocol.js';
@@ -207,7 +211,12 @@ export async function runPythonCandidateJob(
   if (Array.isArray(prepared)) {
     // The service validated the job before it was queued: a job that fails here is reported, never thrown.
     const message = prepared.map((p) => `${p.path}: ${p.message}`).join('; ');
-    return failedBefore(name, 'validate', 'ERR_INVALID_JOB_ARGS', message, 'its validate phase failed');
+    return failedBefore(
+      name,
+      'validate',
+      { kind: 'exception', code: 'ERR_INVALID_JOB_ARGS', message, kernel: 'candidate' },
+      'its validate phase failed',
+    );
   }
   const checkOptions: PythonCandidateJob['check'] = {};
   for (const key of CHECK_KEYS) {
@@ -222,6 +231,7 @@ export async function runPythonCandidateJob(
     rule: referenceRule(job),
   };
   const started: PythonReference[] = [];
+  let cudaReference: LoadedReference | undefined;
   try {
     let candidate: PythonReference;
     try {
@@ -229,7 +239,12 @@ export async function runPythonCandidateJob(
       started.push(candidate);
     } catch (e) {
       const message = (e as Error).message;
-      return failedBefore(name, 'load', 'ERR_PYTHON_RUNNER_GONE', message, 'its runner could not start');
+      return failedBefore(
+        name,
+        'load',
+        { kind: 'exception', code: 'ERR_PYTHON_RUNNER_GONE', message, kernel: 'candidate' },
+        'its runner could not start',
+      );
     }
     let pythonReference: PythonReference | undefined;
     let reference: { reference: Reference; label: string } | undefined;
@@ -242,6 +257,16 @@ export async function runPythonCandidateJob(
         const error = e as Error;
         reference = { reference: () => Promise.reject(error), label: 'the Python reference' };
       }
+    } else if (prepared.job.reference !== undefined && 'kernel' in prepared.job.reference) {
+      onPhase?.('compile');
+      try {
+        cudaReference = await loadJobReference(prepared.job, Device.get(0));
+      } catch (e) {
+        return failedBefore(name, 'compile', evalErrorOf(e, 'reference'), 'its CUDA reference could not be loaded');
+      }
+      if (cudaReference !== undefined) {
+        reference = { reference: cudaReference.reference, label: `the CUDA reference ${cudaReference.label}` };
+      }
     } else if (prepared.expected !== undefined) {
       reference = { reference: expectedReference(prepared.expected), label: 'the expected outputs' };
     }
@@ -251,6 +276,7 @@ export async function runPythonCandidateJob(
     }
     return report;
   } finally {
+    cudaReference?.dispose();
     for (const kernel of started) kernel.close();
     stopRelayedRunner(jobId, 'candidate');
     if (python.reference !== undefined) stopRelayedRunner(jobId, 'reference');
@@ -291,16 +317,15 @@ async function timeReference(
 /** The report of a candidate that failed before its runner loaded it (its job's io, or its runner's start). */
 function failedBefore(
   name: string,
-  phase: 'validate' | 'load',
-  code: string,
-  message: string,
+  phase: 'validate' | 'compile' | 'load',
+  error: EvalError,
   notTimed: string,
 ): PythonCandidateReport {
   return {
     ...emptyReport(name),
     phase,
     phases: [{ phase, ms: 0 }],
-    error: { kind: 'exception', code, message, kernel: 'candidate' },
+    error,
     pythonCandidate: {
       type: 'unknown',
       entry: undefined,
