@@ -54,13 +54,7 @@ export async function loadJobReference(
     if (sharedMemBytes > 0) config.sharedMemBytes = sharedMemBytes;
     else delete config.sharedMemBytes;
     if (sharedMemBytes > kernel.attributes.maxDynamicSharedSizeBytes) kernel.setMaxDynamicSharedMemory(sharedMemBytes);
-    const dispose = (): void => {
-      try {
-        module.dispose();
-      } catch {
-        // cleanup never throws: a lost context has unloaded it already
-      }
-    };
+    const dispose = (): void => module.dispose(); // idempotent, never throws
     return {
       reference: { kernel, config, ...(io === undefined ? {} : { io }) },
       label: `${r.name ?? r.kernel} in ${src.name}`,

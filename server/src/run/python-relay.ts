@@ -76,6 +76,8 @@ export class PythonRelay {
   #loaded = false;
   #restored = false;
   #saved: Promise<void> | undefined;
+  /** Where this job's builds are kept and under which key, from #start (none: nothing is kept). */
+  #target: { builds: PythonBuilds; key: string } | undefined;
 
   constructor(o: RelayOptions) {
     this.#o = o;
@@ -110,7 +112,7 @@ export class PythonRelay {
     }
     const dir = this.#dir;
     if (dir === undefined) return;
-    const build = this.#o.python === undefined ? undefined : this.#build(this.#o.python);
+    const build = this.#target;
     const keep = build !== undefined && this.#loaded && !this.#restored;
     const remove = (): void => {
       if (this.#mounted) unmountDiskQuota(dir);
@@ -129,6 +131,7 @@ export class PythonRelay {
     const { python, containment } = this.#o;
     if (python === undefined) return this.#exit('this server was started without --python');
     const build = this.#build(python);
+    this.#target = build;
     try {
       const dir = makeWorkerDir(containment);
       this.#dir = dir;

@@ -16,8 +16,17 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { BUILD_FOLDERS, DEFAULT_BUILD_LIMITS, PythonBuilds, buildKey } from '../../src/run/python-builds.js';
+
+// A link put in place of a file between the walk and the copy: lstat answers for the file that was there.
+vi.mock('node:fs/promises', async (original) => {
+  const fs = await original<typeof import('node:fs/promises')>();
+  const lstat: typeof fs.lstat = (async (path: string, ...rest: []) =>
+    String(path).endsWith('swapped') ? fs.lstat(fileURLToPath(import.meta.url)) : fs.lstat(path, ...rest)) as never;
+  return { ...fs, lstat, default: { ...fs, lstat } };
+});
 
 const scratch = mkdtempSync(join(tmpdir(), 'cudakit-builds-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -68,6 +77,16 @@ describe('Python builds kept between jobs', () => {
     expect(statSync(join(restored, 'main.o')).mtimeMs).toBe(1_000_000_000_000);
     expect(readFileSync(join(next, BUILD_FOLDERS.triton, 'kernel.cubin'), 'utf8')).toBe('cubin');
     expect(await builds.restore('other', folder(), undefined)).toBe(false);
+  });
+
+  it('copies no link put in place of a file after the walk (it opens without following one)', async () => {
+    const builds = new PythonBuilds(folder());
+    const job = jobWith({ 'ext.so': 100 });
+    symlinkSync('/etc/passwd', join(job, BUILD_FOLDERS.torch, 'ext', 'swapped'));
+    expect(await builds.save('k', job)).toBe(true);
+    const next = folder();
+    expect(await builds.restore('k', next, undefined)).toBe(true);
+    expect(readdirSync(join(next, BUILD_FOLDERS.torch, 'ext'))).toEqual(['ext.so']);
   });
 
   it('lets a restore wait for the save of its key still under way (the next job may start first)', async () => {

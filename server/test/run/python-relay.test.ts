@@ -200,6 +200,7 @@ describe('a job’s Python runner, owned by its slot', () => {
         'with open(os.path.join(d, "made"), "w") as f:',
         '    f.write("by job one")',
         'os.symlink("/etc/passwd", os.path.join(d, "passwd"))',
+        'os.symlink("/etc", os.path.join(d, "etc"))',
         'os.mkfifo(os.path.join(d, "pipe"))',
         'def f(x):',
         '    return x',
