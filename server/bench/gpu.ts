@@ -1337,7 +1337,7 @@ async function main(argv: readonly string[]): Promise<number> {
 /** Prints the section; writes the raw numbers to --json's file, and the section into --results' file with --write. */
 export function writeOutputs(
   o: { json: string | undefined; write: boolean; results: string },
-  section: 'gpu' | 'multi-gpu' | 'before-after' | 'python-aa',
+  section: 'gpu' | 'multi-gpu' | 'before-after' | 'python-aa' | 'standby',
   text: string,
   raw: object,
 ): void {

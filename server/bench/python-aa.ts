@@ -204,7 +204,11 @@ function markdown(rows: readonly Row[], gpu: string, rounds: number): string {
     const b = median(r.runnerMs);
     const bounded = a >= MIN_BOUNDED_MS;
     const within = !bounded ? 'not bounded (< 20 µs)' : Math.abs(b / a - 1) <= BOUND ? 'yes' : 'no';
-    lines.push(`| ${r.n} | ${us(a)} | ${us(b)} | ${(b / a).toFixed(3)} | ${within} | ${us(median(r.torchMs))} |`);
+    const alone = median(r.aloneMs);
+    lines.push(
+      `| ${r.n} | ${us(a)} | ${us(b)} | ${(b / a).toFixed(3)} | ${within} | ${us(median(r.torchMs))} ` +
+        `| ${us(alone)} | ${(a / alone).toFixed(3)} |`,
+    );
   }
   return lines.join('\n');
 }
