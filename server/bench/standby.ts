@@ -18,7 +18,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Device, type EvalJob, Program, evaluate, probe } from 'cudakit';
-import { exitWith, writeOutputs } from './gpu.js';
+import { exitWith, median, writeOutputs } from './gpu.js';
 import { RESULTS_FILE } from './results.js';
 
 const USAGE = `Usage: npx tsx bench/standby.ts [--rounds n] [--write] [--json FILE]
@@ -143,12 +143,6 @@ interface Row {
   /** What each neighbour did while the job was timed, per round. */
   work: Record<Neighbour, string[]>;
 }
-
-const median = (v: readonly number[]): number => {
-  const s = [...v].filter(Number.isFinite).sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length === 0 ? NaN : s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 /** The order of round `r`: the neighbours rotated by r, reversed in odd rounds. */
 export function roundOrder(r: number): Neighbour[] {
