@@ -117,7 +117,16 @@ export interface ProblemReport {
   warnings: string[];
 }
 
-const OPTION_KEYS = ['reference', 'onProgress', 'signal', 'baseDir', 'device', 'cases', 'preset'] as const;
+const OPTION_KEYS = [
+  'reference',
+  'onProgress',
+  'signal',
+  'baseDir',
+  'device',
+  'cases',
+  'preset',
+  'waitForGpu',
+] as const;
 
 /**
  * Evaluates `submission` on every case of `problem`: each case's job (caseJob()) through evaluate() on one device,
@@ -146,6 +155,12 @@ export async function evaluateProblem(
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') {
     throw typeError('options.onProgress', 'a function', o.onProgress);
   }
+  if (o.waitForGpu !== undefined && typeof o.waitForGpu !== 'function') {
+    throw typeError('options.waitForGpu', 'a function', o.waitForGpu);
+  }
+  // Waited for once: every case after the first has the GPU already.
+  let waited: Promise<void> | undefined;
+  const waitForGpu = o.waitForGpu === undefined ? undefined : () => (waited ??= o.waitForGpu!());
   const label =
     typeof submission === 'object' && submission !== null && typeof submission.kernel === 'string'
       ? (submission.name ?? submission.kernel)
@@ -211,6 +226,7 @@ export async function evaluateProblem(
     if (o.signal !== undefined) caseOptions.signal = o.signal;
     if (o.baseDir !== undefined) caseOptions.baseDir = o.baseDir;
     if (device !== undefined) caseOptions.device = device;
+    if (waitForGpu !== undefined) caseOptions.waitForGpu = waitForGpu;
     const onProgress = o.onProgress;
     if (onProgress !== undefined) caseOptions.onProgress = (e) => onProgress({ ...e, caseIndex: entry.index });
     const r = await evaluate(job, caseOptions);

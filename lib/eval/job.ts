@@ -338,6 +338,13 @@ export interface EvalOptions {
   baseDir?: string;
   /** The device to run on. Default: Device.get(0). Its arch is the default compile arch. */
   device?: Device;
+  /**
+   * Awaited once, after the compile phase and before the load phase, the job's first work on the GPU: a caller that
+   * shares one GPU among several jobs resolves it when this job may use the GPU (the service's per-GPU lease), so
+   * that another job's timing never runs beside this one's GPU work. A rejection fails the load phase with its error.
+   * The time spent waiting is in no phase.
+   */
+  waitForGpu?: () => Promise<void>;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -135,7 +135,7 @@ export async function evaluate(job: EvalJob, options?: EvalOptions): Promise<Eva
 }
 
 function checkEvalOptions(options: EvalOptions | undefined): EvalOptions {
-  const keys = ['reference', 'onProgress', 'signal', 'baseDir', 'device'] as const;
+  const keys = ['reference', 'onProgress', 'signal', 'baseDir', 'device', 'waitForGpu'] as const;
   const o = checkOptions('options', options, keys) as EvalOptions;
   const bad = (key: string, expected: string, value: unknown): never => {
     throw typeError(`options.${key}`, expected, value);
@@ -145,6 +145,7 @@ function checkEvalOptions(options: EvalOptions | undefined): EvalOptions {
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) bad('signal', 'an AbortSignal', o.signal);
   if (o.baseDir !== undefined && typeof o.baseDir !== 'string') bad('baseDir', 'a string', o.baseDir);
   if (o.device !== undefined && !(o.device instanceof Device)) bad('device', 'a Device', o.device);
+  if (o.waitForGpu !== undefined && typeof o.waitForGpu !== 'function') bad('waitForGpu', 'a function', o.waitForGpu);
   return o;
 }
 
@@ -204,6 +205,7 @@ class Pipeline {
   async all(job: EvalJob): Promise<EvalReport> {
     const plan = this.#validate(job);
     await this.#compile(plan);
+    await this.#waitForGpu();
     const loaded = await this.#load(plan);
     const reference = this.#referenceOf(plan, loaded);
     await this.#check(plan, loaded, reference);
@@ -230,6 +232,18 @@ class Pipeline {
     this.#begin('compile');
     for (const k of plan.kernels) await this.#compileKernel(k, plan.job);
     this.#end();
+  }
+
+  /** Waits for the caller's turn on the GPU (EvalOptions.waitForGpu); its rejection fails the load phase. */
+  async #waitForGpu(): Promise<void> {
+    const wait = this.#o.waitForGpu;
+    if (wait === undefined) return;
+    try {
+      await wait();
+    } catch (e) {
+      this.#begin('load');
+      this.#fail(errorOf(e));
+    }
   }
 
   /** 'load': the device, and every kernel into a module of its own (the check's), its attributes into the report. */

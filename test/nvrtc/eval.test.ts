@@ -143,4 +143,28 @@ describeNvrtc('evaluate(): compile', () => {
       expect(report.compile).toEqual({}); // NVRTC did not run
     },
   );
+
+  it('waits for its turn on the GPU (waitForGpu) after compiling and before loading, and never for a failed compile', async () => {
+    const steps: string[] = [];
+    const onProgress = (p: { kind: string; phase?: string }) => p.kind === 'phase' && steps.push(p.phase!);
+    const waitForGpu = () => {
+      steps.push('wait');
+      return new Promise<void>((resolve) => setTimeout(resolve, 30));
+    };
+    const job = base({ check: { skip: true }, timing: { skip: true } });
+    const report = await evaluate(job, { onProgress, waitForGpu });
+    expect(steps).toEqual(['validate', 'compile', 'wait', 'load']);
+    // The wait is in no phase: load's time starts once the GPU is this job's (without a GPU, load fails at once).
+    if (!machine.ok) expect(report.phases.find((p) => p.phase === 'load')!.ms).toBeLessThan(30);
+    expect(report.phase).toBe(machine.ok ? undefined : 'load');
+
+    steps.length = 0;
+    const bad = await evaluate(base({ source: BAD }), { onProgress, waitForGpu });
+    expect(bad.phase).toBe('compile');
+    expect(steps).toEqual(['validate', 'compile']);
+
+    const refused = await evaluate(job, { waitForGpu: () => Promise.reject(new Error('the slot was stopped')) });
+    expect(refused).toMatchObject({ passed: false, phase: 'load', error: { message: 'the slot was stopped' } });
+    await expect(evaluate(job, { waitForGpu: 1 as never })).rejects.toThrow(/options\.waitForGpu/);
+  });
 });
