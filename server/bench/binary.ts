@@ -149,11 +149,11 @@ export function buildFakeWorker(dir: string): string {
 
 /** One line of CUDAKIT_FAKE_LOG. */
 export interface FakeLogEvent {
-  event: 'spawn' | 'start' | 'end';
+  event: 'spawn' | 'start' | 'gpu' | 'end';
   pid: number;
   /** The UUID the worker was given (CUDA_VISIBLE_DEVICES). */
   gpu: string;
-  /** The job, for 'start' and 'end'. */
+  /** The job, for 'start', 'gpu' (its turn on the GPU came) and 'end'. */
   id?: string;
   atMs: number;
 }

@@ -144,7 +144,7 @@ describeNvrtc('evaluate(): compile', () => {
     },
   );
 
-  it('waits for its turn on the GPU (waitForGpu) after compiling and before loading, and never for a failed compile', async () => {
+  it('waits for its turn on the GPU (waitForGpu) after compile, before load; not after a bad compile', async () => {
     const steps: string[] = [];
     const onProgress = (p: { kind: string; phase?: string }) => p.kind === 'phase' && steps.push(p.phase!);
     const waitForGpu = () => {

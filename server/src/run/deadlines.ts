@@ -79,3 +79,56 @@ function stoppingRuleTimeoutMs(job: EvalJob): number | undefined {
   const preset = timing.preset ?? job.preset ?? 'default';
   return PRESET_TIMEOUT_MS[preset] ?? PRESET_TIMEOUT_MS.default;
 }
+
+/** setTimeout's largest delay (a larger one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** `ms` as setTimeout can take it. */
+export function timerMs(ms: number): number {
+  return Math.min(Math.max(0, ms), MAX_TIMER_MS);
+}
+
+/**
+ * A running job's two deadlines, as its slot arms them: the job's own, whose clock stops while the job waits for its
+ * turn on the GPU (another job's GPU work is not its time, and that job has deadlines of its own), and its current
+ * phase's, armed at each phase message and over once the phase is.
+ */
+export class JobClock {
+  #jobTimer: NodeJS.Timeout | undefined;
+  #phaseTimer: NodeJS.Timeout | undefined;
+  #leftMs: number;
+  #endsAtMs = 0;
+  readonly #jobExpired: () => void;
+
+  /** Starts the job's clock: `jobExpired` is called when `jobMs` of its time have passed. */
+  constructor(jobMs: number, jobExpired: () => void) {
+    this.#leftMs = jobMs;
+    this.#jobExpired = jobExpired;
+    this.resume();
+  }
+
+  /** A phase began: its deadline replaces the last phase's (none when `limitMs` is undefined). */
+  phase(limitMs: number | undefined, expired: () => void): void {
+    clearTimeout(this.#phaseTimer);
+    this.#phaseTimer = limitMs === undefined ? undefined : setTimeout(expired, timerMs(limitMs));
+  }
+
+  /** The job waits for the GPU: its clock stops, and its last phase is over. */
+  pause(): void {
+    this.stop();
+    this.#leftMs = Math.max(0, this.#endsAtMs - Date.now());
+  }
+
+  /** The job's clock runs again, with the time it had left. */
+  resume(): void {
+    clearTimeout(this.#jobTimer);
+    this.#endsAtMs = Date.now() + this.#leftMs;
+    this.#jobTimer = setTimeout(this.#jobExpired, timerMs(this.#leftMs));
+  }
+
+  /** The job is decided: no deadline fires any more. */
+  stop(): void {
+    clearTimeout(this.#jobTimer);
+    clearTimeout(this.#phaseTimer);
+  }
+}

@@ -3,6 +3,7 @@
 // child at a time. run/slot.ts implements a slot, run/local-pool.ts the pool of this host's GPUs (found by a probe
 // child: the API process never loads the addon).
 import type { EvalPhase } from 'cudakit';
+import type { ChildExit } from './child.js';
 import type { Deadlines, DeviceFacts, JobExtras, LaunchFacts, RunJob, RunProgress, RunReport } from './protocol.js';
 import type { PythonFacts } from './python.js';
 
@@ -66,6 +67,16 @@ export interface RunHooks {
    * deadline, no message of the worker's. Default true.
    */
   showsDetails?(): boolean;
+}
+
+/** A crash's outcome: the child `e` died (or broke the protocol, or was killed for it) in `phase`. */
+export function crashedOutcome(
+  phase: EvalPhase | 'profile' | undefined,
+  e: ChildExit | undefined,
+  stderrTail: string,
+  reason: string,
+): SlotOutcome {
+  return { kind: 'crashed', phase, signal: e?.signal ?? undefined, exitCode: e?.code ?? undefined, stderrTail, reason };
 }
 
 /** A slot leased to one job. */

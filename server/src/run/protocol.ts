@@ -142,7 +142,9 @@ export type ParentMessage =
   /** Finish nothing more and exit (a warm worker between jobs, or a drain). */
   | { v: 1; t: 'shutdown' }
   /** One of the job's Python runners: started (its folder), a line it wrote, or its end. */
-  | { v: 1; t: 'python'; id: string; runner: PythonRole; event: RelayEvent };
+  | { v: 1; t: 'python'; id: string; runner: PythonRole; event: RelayEvent }
+  /** The job's turn on the GPU has come (the answer to the child's `gpu`): its GPU work may begin. */
+  | { v: 1; t: 'gpu'; id: string };
 
 export type ChildMessage =
   /** Node is up and cudakit is imported, no CUDA context yet: the child counts as capacity from now on. */
@@ -156,7 +158,12 @@ export type ChildMessage =
   /** Something outside any job's verdict broke (the device could not be opened, say); the child exits next. */
   | { v: 1; t: 'fatal'; id: string | undefined; error: { code: string; message: string } }
   /** For one of the job's Python runners: start it, send it a line, stop it. */
-  | { v: 1; t: 'python'; id: string; runner: PythonRole; op: 'start' | 'line' | 'stop'; line?: string };
+  | { v: 1; t: 'python'; id: string; runner: PythonRole; op: 'start' | 'line' | 'stop'; line?: string }
+  /**
+   * The job is ready for the GPU: its GPU work (a CUDA context, the load phase and every phase after it, a Python
+   * runner) waits for the parent's `gpu`, which comes when no other job's GPU work runs on this GPU. Once per job.
+   */
+  | { v: 1; t: 'gpu'; id: string };
 
 /** Whether `value` is a message of this protocol from a child (type and version; fields are checked by the user). */
 export function isChildMessage(value: unknown): value is ChildMessage {
@@ -169,7 +176,8 @@ export function isChildMessage(value: unknown): value is ChildMessage {
       m.t === 'progress' ||
       m.t === 'result' ||
       m.t === 'fatal' ||
-      m.t === 'python')
+      m.t === 'python' ||
+      m.t === 'gpu')
   );
 }
 
@@ -177,7 +185,7 @@ export function isChildMessage(value: unknown): value is ChildMessage {
 export function isParentMessage(value: unknown): value is ParentMessage {
   if (typeof value !== 'object' || value === null) return false;
   const m = value as { v?: unknown; t?: unknown };
-  return m.v === PROTOCOL_VERSION && (m.t === 'job' || m.t === 'shutdown' || m.t === 'python');
+  return m.v === PROTOCOL_VERSION && (m.t === 'job' || m.t === 'shutdown' || m.t === 'python' || m.t === 'gpu');
 }
 
 /** What the parent tells a worker child through its environment, beside CUDA_VISIBLE_DEVICES. */
@@ -186,7 +194,15 @@ export const WORKER_ENV = {
   isolation: 'CUDAKIT_WORKER_ISOLATION',
   /** 'watchdog': the child runs its own parent-death watchdog (the parent found no setpriv to do it). */
   guard: 'CUDAKIT_WORKER_GUARD',
+  /**
+   * 'standby': the child creates its CUDA context before it says `ready`; otherwise once its job's turn on the GPU
+   * has come (the slot's standbyContext).
+   */
+  context: 'CUDAKIT_WORKER_CONTEXT',
 } as const;
+
+/** The phases that use the GPU: a job's message for one of them before its turn on the GPU breaks the protocol. */
+export const GPU_PHASES: ReadonlySet<string> = new Set(['load', 'check', 'time', 'recheck', 'profile']);
 
 /** A short description of an unexpected message, for lastError (never the whole of it). */
 export function describeMessage(m: unknown): string {

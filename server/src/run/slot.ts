@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// GpuSlot: the supervisor of one GPU. It keeps one worker child ready (Node up, cudakit loaded, no CUDA context),
-// leases it to one job at a time, times every phase of the job from the child's `phase` messages (the child cannot
-// time itself out: a kernel that never ends blocks its event loop), and on a deadline, a cancel, a crash or a
-// protocol error kills the child's process group, waits for the exit and for the GPU to drop the PID, and starts
-// another. A slot is capacity only while a child that said `ready` is alive.
+// GpuSlot: the supervisor of one lane of a GPU (a GPU has one lane or more, whose jobs take turns on it: gpu-gate.ts).
+// It keeps one worker child ready (Node up, cudakit loaded, NVRTC warm; its CUDA context too with standbyContext),
+// leases it to one job at a time, gives the job its turn on the GPU when it asks, times every phase of the job from
+// the child's `phase` messages (the child cannot time itself out: a kernel that never ends blocks its event loop), and
+// on a deadline, a cancel, a crash or a protocol error kills the child's process group, waits for the exit and for
+// the GPU to drop the PID, and starts another. A slot is capacity only while a child that said `ready` is alive.
 //
 //   starting ──ready──▶ idle ──lease()──▶ busy ──report──▶ idle (warm: the same child)
 //      │                 ▲                  ├──report──▶ restarting (process per job: the child exits)
@@ -14,7 +15,7 @@
 //                                           └── reprobe() ──▶ starting
 //
 // Process per job (the default): the child exits after its job, and the next one is started while the job runs, so
-// it is ready when the job ends (it creates its context only when it gets a job). Warm: the child stays.
+// it is ready when the job ends. Warm: the child stays. A job's turn on the GPU ends once its child has exited.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EvalPhase } from 'cudakit';
 import {
@@ -27,66 +28,27 @@ import {
   workerScript,
 } from './child.js';
 import { type Containment, defaultContainment } from './containment.js';
-import { type GpuReleased, gpuReleasedBySmi } from './nvidia-smi.js';
-import type { RunHooks, SlotInfo, SlotLease, SlotOutcome, SlotState } from './pool.js';
+import { GpuGate } from './gpu-gate.js';
+import { JobClock } from './deadlines.js';
+import { gpuReleasedBySmi } from './nvidia-smi.js';
+import {
+  type RunHooks,
+  type SlotInfo,
+  type SlotLease,
+  type SlotOutcome,
+  type SlotState,
+  crashedOutcome,
+} from './pool.js';
 import type { ChildMessage, Deadlines, DeviceFacts, JobExtras, PythonRole, RunJob } from './protocol.js';
-import { checkJobMessage, isChildMessage, workerStays } from './protocol.js';
+import { GPU_PHASES, WORKER_ENV, checkJobMessage, isChildMessage, workerStays } from './protocol.js';
 import { PythonRelay, type PythonService } from './python-relay.js';
 import { RestartCounts, killReasonOf } from './restarts.js';
+import { type Isolation, SLOT_DEFAULTS, type SlotOptions, definedOnly } from './slot-options.js';
 
-export type Isolation = 'process' | 'warm';
-
-export interface SlotOptions {
-  /** The GPU, as the probe saw it. */
-  facts: DeviceFacts;
-  /** The classes it serves (local-pool.ts: its model, its arch, 'any'). */
-  classes: readonly string[];
-  /** Other processes use it too, or it is a MIG slice. Default false. */
-  shared?: boolean;
-  /** 'process' (default): a fresh child per job; 'warm': one child across jobs. */
-  isolation?: Isolation;
-  /** The worker script: 'fake', a path, or the real one (default: $CUDAKIT_SERVER_WORKER; see child.ts). */
-  worker?: string;
-  /** Set for the children on top of the allowed part of the service's environment (containment.ts). */
-  env?: Readonly<Record<string, string | undefined>>;
-  /** The children's folders, environment and user. Default: defaultContainment(). */
-  containment?: Containment;
-  /** The service's Python (--python), for a job's runner (python-relay.ts); none without. */
-  python?: PythonService;
-  /** 'auto' (default): setpriv --pdeathsig where it works, else the child's watchdog thread. */
-  deathGuard?: 'auto' | 'watchdog';
-  /** From fork to `ready`. Default 30 s. */
-  startTimeoutMs?: number;
-  /** Failed starts in a row before the slot is quarantined. Default 3. */
-  maxFailedStarts?: number;
-  /** Pause after a failed start. Default 1 s. */
-  restartDelayMs?: number;
-  /** Process per job: how long a child may take to exit after its result before it is killed. Default 5 s. */
-  exitGraceMs?: number;
-  /** After SIGKILL: how long to wait for the exit before the slot is quarantined. Default 10 s. */
-  killWaitMs?: number;
-  /** Whether the GPU dropped a killed child's PID (default: nvidia-smi, polled). */
-  gpuReleased?: GpuReleased;
-  /** How long the GPU may keep a killed child's PID before the slot is quarantined. Default 30 s. */
-  releaseTimeoutMs?: number;
-  /** How much of a child's stderr (its last characters) is kept for a crash report. Default 8192. */
-  stderrTailChars?: number;
-}
-
-export const SLOT_DEFAULTS = {
-  startTimeoutMs: 30_000,
-  maxFailedStarts: 3,
-  restartDelayMs: 1_000,
-  exitGraceMs: 5_000,
-  killWaitMs: 10_000,
-  releaseTimeoutMs: 30_000,
-  stderrTailChars: 8_192,
-} as const;
+export type { Isolation, SlotOptions } from './slot-options.js';
 
 /** How long a crashed child's stderr may take to drain after its exit. */
 const STDERR_DRAIN_MS = 500;
-/** setTimeout's largest delay (a larger one fires at once). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 type Phase = EvalPhase | 'profile';
 
@@ -103,8 +65,9 @@ interface ActiveJob {
   hooks: RunHooks;
   phase: Phase | undefined;
   settled: boolean;
-  jobTimer: NodeJS.Timeout | undefined;
-  phaseTimer: NodeJS.Timeout | undefined;
+  clock: JobClock;
+  /** Its turn on the GPU: not asked for, asked for and waited for, or come. */
+  gpu: 'none' | 'waiting' | 'held';
   resolve: (outcome: SlotOutcome) => void;
   /** The job's Python runners (its reference's, its candidate's), each once the worker asked for it. */
   relays: Map<PythonRole, PythonRelay>;
@@ -119,7 +82,10 @@ export class GpuSlot {
   readonly #shared: boolean;
   readonly #isolation: Isolation;
   readonly #o: Required<
-    Omit<SlotOptions, 'facts' | 'classes' | 'shared' | 'isolation' | 'worker' | 'containment' | 'python'>
+    Omit<
+      SlotOptions,
+      'facts' | 'classes' | 'shared' | 'isolation' | 'worker' | 'containment' | 'python' | 'gate' | 'standbyContext'
+    >
   > & { worker: string | undefined; containment: Containment | undefined; python: PythonService | undefined };
   #state: SlotState = 'starting';
   #jobs = 0;
@@ -136,8 +102,9 @@ export class GpuSlot {
   #stopping = false;
   /** Bumped by quarantine and stop: work begun before then drops what it started. */
   #epoch = 0;
-  /** The killed child's PID the GPU kept (the reason for a quarantine). */
-  #heldPid: number | undefined;
+  readonly #gate: GpuGate;
+  /** The jobs that asked the gate for a turn and have not given it back, by worker (which may still hold the GPU). */
+  readonly #gpuJobs = new Map<WorkerChild, string>();
   #guard: Promise<DeathGuard> | undefined;
   #started: Promise<void> | undefined;
   #reprobing: Promise<SlotInfo> | undefined;
@@ -151,12 +118,15 @@ export class GpuSlot {
     this.#classes = [...options.classes];
     this.#shared = options.shared ?? false;
     this.#isolation = options.isolation ?? 'process';
+    this.#gate = options.gate ?? new GpuGate();
+    this.#gate.onQuarantine((q, from) => from !== this && this.#quarantine(q.reason));
+    const context = options.standbyContext === true ? { [WORKER_ENV.context]: 'standby' } : {};
     this.#o = {
       ...SLOT_DEFAULTS,
-      env: {},
       deathGuard: 'auto',
       gpuReleased: gpuReleasedBySmi,
       ...definedOnly(options),
+      env: { ...options.env, ...context },
       worker: options.worker,
       containment: options.containment,
       python: options.python,
@@ -217,6 +187,7 @@ export class GpuSlot {
   /** Leases the slot to one job when it is idle. */
   lease(): SlotLease | undefined {
     if (this.#state !== 'idle' || this.#stopping || this.#child === undefined) return undefined;
+    if (this.#gate.quarantined !== undefined) return undefined;
     const record: LeaseRecord = { used: false, cancelled: false };
     this.#lease = record;
     this.#setState('busy');
@@ -238,14 +209,12 @@ export class GpuSlot {
       const epoch = this.#epoch;
       this.#failedStarts = 0;
       this.#setState('starting');
-      const held = this.#heldPid;
-      if (held !== undefined) {
-        if (!(await this.#released(held, 0))) {
-          if (epoch === this.#epoch) this.#quarantine(`the GPU still lists the killed worker's PID ${held}`);
-          return this.info();
-        }
-        this.#heldPid = undefined;
+      const held = this.#gate.quarantined?.heldPid;
+      if (held !== undefined && !(await this.#released(held, 0))) {
+        if (epoch === this.#epoch) this.#quarantine(`the GPU still lists the killed worker's PID ${held}`);
+        return this.info();
       }
+      this.#gate.clearQuarantine();
       await this.#bringUp(undefined);
       return this.info();
     })().finally(() => (this.#reprobing = undefined));
@@ -265,6 +234,7 @@ export class GpuSlot {
       await Promise.race([Promise.all(all.map((c) => c.exited)), sleep(this.#o.killWaitMs)]);
     }
     this.#child = undefined;
+    this.#releaseGpu();
   }
 
   /** Resolves when the slot is not busy (the pool's drain). */
@@ -386,12 +356,13 @@ export class GpuSlot {
       const released = await this.#released(old.pid, this.#o.releaseTimeoutMs);
       if (epoch !== this.#epoch) return;
       if (!released) {
-        this.#heldPid = old.pid;
-        this.#quarantine(`the GPU still lists the killed worker's PID ${old.pid} after ${this.#o.releaseTimeoutMs} ms`);
+        const why = `the GPU still lists the killed worker's PID ${old.pid} after ${this.#o.releaseTimeoutMs} ms`;
+        this.#quarantine(why, old.pid);
         void spare?.then((c) => c?.kill());
         return;
       }
     }
+    this.#releaseGpu(old); // the killed worker is gone from the GPU
     await this.#bringUp(spare);
   }
 
@@ -403,15 +374,40 @@ export class GpuSlot {
     }
   }
 
-  #quarantine(reason: string): void {
+  /**
+   * Takes the GPU out of service, with every lane of it (the gate tells the others): a job another lane runs ends
+   * 'cancelled' (the service's, not the kernel's), and its worker is killed.
+   */
+  #quarantine(reason: string, heldPid?: number): void {
     this.#epoch++;
     this.#lastError = reason;
     this.#child = undefined;
+    const active = this.#active;
+    this.#active = undefined;
+    this.#lease = undefined;
+    if (active !== undefined && !active.settled) {
+      this.#settle(active);
+      active.resolve({ kind: 'cancelled' });
+    }
     for (const c of this.#children) c.kill();
     const spare = this.#spare;
     this.#spare = undefined;
     void spare?.then((c) => c?.kill());
+    this.#releaseGpu();
     this.#setState('quarantined');
+    this.#gate.quarantine({ reason, heldPid }, this);
+  }
+
+  /**
+   * Gives back the turn on the GPU (or the wait for one) of `child`'s job, or of every job of this lane: the next
+   * job's GPU work may begin.
+   */
+  #releaseGpu(child?: WorkerChild): void {
+    for (const [c, id] of [...this.#gpuJobs]) {
+      if (child !== undefined && c !== child) continue;
+      this.#gpuJobs.delete(c);
+      this.#gate.release(id);
+    }
   }
 
   #setState(state: SlotState): void {
@@ -452,7 +448,7 @@ export class GpuSlot {
       this.#restarts.count('exit-before-job');
       this.#endJob(child, 'killed');
       const tail = child?.stderrTail() ?? '';
-      return Promise.resolve(crashed(undefined, e, tail, reason));
+      return Promise.resolve(crashedOutcome(undefined, e, tail, reason));
     }
     return new Promise<SlotOutcome>((resolve) => {
       const active: ActiveJob = {
@@ -463,8 +459,8 @@ export class GpuSlot {
         hooks,
         phase: undefined,
         settled: false,
-        jobTimer: undefined,
-        phaseTimer: undefined,
+        clock: new JobClock(deadlines.jobMs, () => this.#expire(active, 'job', deadlines.jobMs)),
+        gpu: 'none',
         resolve,
         relays: new Map(),
         extras,
@@ -475,7 +471,6 @@ export class GpuSlot {
       child.onMessage = (m) => this.#message(active, m);
       child.onExit = () => void this.#crashed(active);
       child.send({ v: 1, t: 'job', id, job, seedSalt, deadlines, ...(extras === undefined ? {} : { extras }) });
-      active.jobTimer = setTimeout(() => this.#expire(active, 'job', deadlines.jobMs), timerMs(deadlines.jobMs));
       // Process per job: the next child starts now, so it is ready when this one is done.
       if (this.#isolation === 'process') this.#spare = this.#readyChild();
     });
@@ -503,12 +498,12 @@ export class GpuSlot {
     if (problem !== undefined) return this.#protocolError(active, problem);
     switch (m.t) {
       case 'phase': {
-        active.phase = m.phase;
-        clearTimeout(active.phaseTimer);
-        const limitMs = active.deadlines.phaseMs[m.phase];
-        if (limitMs !== undefined) {
-          active.phaseTimer = setTimeout(() => this.#expire(active, 'phase', limitMs), timerMs(limitMs));
+        if (GPU_PHASES.has(m.phase) && active.gpu !== 'held') {
+          return this.#protocolError(active, `the ${m.phase} phase began before the job's turn on the GPU`);
         }
+        active.phase = m.phase;
+        const limitMs = active.deadlines.phaseMs[m.phase];
+        active.clock.phase(limitMs, () => this.#expire(active, 'phase', limitMs!));
         quietly(() => active.hooks.onPhase?.(m.phase));
         return;
       }
@@ -522,12 +517,17 @@ export class GpuSlot {
         return;
       case 'fatal': {
         const reason = `the worker failed: ${m.error.code}: ${m.error.message}`;
-        void this.#kill(active, (c) => crashed(active.phase, c.exit, c.stderrTail(), reason), reason);
+        void this.#kill(active, (c) => crashedOutcome(active.phase, c.exit, c.stderrTail(), reason), reason);
         return;
       }
       case 'ready':
         return this.#protocolError(active, 'a second ready');
+      case 'gpu':
+        return this.#askForGpu(active);
       case 'python': {
+        if (m.op === 'start' && active.gpu !== 'held') {
+          return this.#protocolError(active, "a Python runner asked for before the job's turn on the GPU");
+        }
         const { runner } = m;
         let relay = active.relays.get(runner);
         if (relay === undefined) {
@@ -547,9 +547,23 @@ export class GpuSlot {
     }
   }
 
+  /** The job asks for its turn on the GPU: its clock stops until the turn comes (JobClock), its last phase is over. */
+  #askForGpu(active: ActiveJob): void {
+    if (active.gpu !== 'none') return this.#protocolError(active, 'a second gpu message');
+    active.gpu = 'waiting';
+    active.clock.pause();
+    this.#gpuJobs.set(active.child, active.id);
+    this.#gate.request(active.id, () => {
+      if (active.settled) return;
+      active.gpu = 'held';
+      active.clock.resume();
+      active.child.send({ v: 1, t: 'gpu', id: active.id });
+    });
+  }
+
   #protocolError(active: ActiveJob, problem: string): void {
     const reason = `protocol error: ${problem}`;
-    void this.#kill(active, (c) => crashed(active.phase, c.exit, c.stderrTail(), reason), reason);
+    void this.#kill(active, (c) => crashedOutcome(active.phase, c.exit, c.stderrTail(), reason), reason);
   }
 
   #expire(active: ActiveJob, scope: 'phase' | 'job', limitMs: number): void {
@@ -562,8 +576,8 @@ export class GpuSlot {
   /** The job is decided: no more timers or messages count. */
   #settle(active: ActiveJob): void {
     active.settled = true;
-    clearTimeout(active.jobTimer);
-    clearTimeout(active.phaseTimer);
+    active.clock.stop();
+    if (active.gpu === 'waiting') this.#releaseGpu(active.child); // it never had the GPU: its wait just ends
     for (const relay of active.relays.values()) relay.stop();
     active.child.onMessage = undefined;
     active.child.onExit = undefined;
@@ -596,7 +610,7 @@ export class GpuSlot {
     const reason = `the worker died ${where} (${describeExit(child.exit!)})`;
     this.#lastError = publicReason(active, reason);
     this.#restarts.count('crash');
-    active.resolve(crashed(phase, child.exit, child.stderrTail(), reason));
+    active.resolve(crashedOutcome(phase, child.exit, child.stderrTail(), reason));
     this.#endJob(child, 'killed');
   }
 
@@ -609,6 +623,7 @@ export class GpuSlot {
     this.#active = undefined;
     if (this.#stopping) return;
     if (this.#isolation === 'warm' && !ends && child.exit === undefined) {
+      this.#releaseGpu(child); // an idle context stays, doing nothing
       child.onMessage = (m) => this.#idleMessage(child, m);
       child.onExit = (e) => this.#idleExit(child, e);
       this.#setState('idle');
@@ -617,14 +632,16 @@ export class GpuSlot {
     this.#child = undefined;
     this.#setState('restarting');
     const epoch = this.#epoch;
-    // The pre-started child takes over now, not once this one has exited: tearing a CUDA context down takes tens of
-    // ms, and the next job begins on the CPU (validation, NVRTC) and times its kernel long after. A child that does
-    // not exit within the grace is killed, and the slot is quarantined when the GPU keeps it or it cannot be killed.
+    // The pre-started child takes over now, not once this one has exited: it begins on the CPU (validation, NVRTC),
+    // and its GPU work waits for the turn this one gives back once it has exited (its CUDA context torn down). A
+    // child that does not exit within the grace is killed, and the slot is quarantined when the GPU keeps it or it
+    // cannot be killed.
     const spare = this.#spare;
     this.#spare = undefined;
     const nextReady = this.#bringUp(spare);
     if (await child.waitExit(this.#o.exitGraceMs)) {
       child.kill(); // anything it left running in its group
+      this.#releaseGpu(child);
       return nextReady;
     }
     child.kill();
@@ -637,9 +654,11 @@ export class GpuSlot {
     }
     if (child.pid !== undefined && !(await this.#released(child.pid, this.#o.releaseTimeoutMs))) {
       if (epoch !== this.#epoch) return;
-      this.#heldPid = child.pid;
-      this.#quarantine(`the GPU still lists the killed worker's PID ${child.pid} after ${this.#o.releaseTimeoutMs} ms`);
+      const why = `the GPU still lists the killed worker's PID ${child.pid} after ${this.#o.releaseTimeoutMs} ms`;
+      this.#quarantine(why, child.pid);
+      return;
     }
+    this.#releaseGpu(child);
   }
 
   /** After a kill or a crash: the lease is over; the slot replaces the child (or is quarantined or stopping). */
@@ -658,21 +677,6 @@ export class GpuSlot {
   }
 }
 
-function crashed(phase: Phase | undefined, e: ChildExit | undefined, stderrTail: string, reason: string): SlotOutcome {
-  return {
-    kind: 'crashed',
-    phase,
-    signal: e?.signal ?? undefined,
-    exitCode: e?.code ?? undefined,
-    stderrTail,
-    reason,
-  };
-}
-
-function timerMs(ms: number): number {
-  return Math.min(Math.max(0, ms), MAX_TIMER_MS);
-}
-
 function lastLine(text: string): string {
   const lines = text.trim().split('\n');
   return (lines[lines.length - 1] ?? '').slice(0, 300);
@@ -685,10 +689,6 @@ function quietly(f: () => void): void {
   } catch {
     // a hook that throws must not break supervision
   }
-}
-
-function definedOnly<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 /** What the slot's lastError may say of a job's failure: `reason`, or only that a hidden case failed (RunHooks). */

@@ -29,6 +29,7 @@ describe('protocol', () => {
       { v: 1, t: 'phase', id: 'j', phase: 'check', atMs: 0 },
       { v: 1, t: 'progress', id: 'j', progress: { kind: 'phase', phase: 'time' } },
       { v: 1, t: 'fatal', id: undefined, error: { code: 'NO_DEVICE', message: 'none' } },
+      { v: 1, t: 'gpu', id: 'j' },
     ];
     for (const m of ok) expect(isChildMessage(m)).toBe(true);
     const bad: unknown[] = [null, 'ready', 7, [], {}, { v: 2, t: 'ready', pid: 1 }, { v: 1, t: 'job' }, { t: 'ready' }];
@@ -38,6 +39,7 @@ describe('protocol', () => {
   it('accepts every parent message of this version, and nothing else', () => {
     expect(isParentMessage(job)).toBe(true);
     expect(isParentMessage({ v: 1, t: 'shutdown' })).toBe(true);
+    expect(isParentMessage({ v: 1, t: 'gpu', id: 'j' })).toBe(true);
     for (const m of [null, 'job', { v: 1, t: 'ready' }, { v: 0, t: 'shutdown' }])
       expect(isParentMessage(m)).toBe(false);
   });
@@ -67,6 +69,10 @@ describe('protocol', () => {
 
   it('names the environment it gives a worker', () => {
     expect(PROTOCOL_VERSION).toBe(1);
-    expect(WORKER_ENV).toEqual({ isolation: 'CUDAKIT_WORKER_ISOLATION', guard: 'CUDAKIT_WORKER_GUARD' });
+    expect(WORKER_ENV).toEqual({
+      isolation: 'CUDAKIT_WORKER_ISOLATION',
+      guard: 'CUDAKIT_WORKER_GUARD',
+      context: 'CUDAKIT_WORKER_CONTEXT',
+    });
   });
 });

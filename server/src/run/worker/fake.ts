@@ -17,6 +17,8 @@
 //   fake:linger                  a passing report, but no exit afterwards
 //   fake:python-runners          asks the slot for the job's two Python runners (candidate and reference), waits for
 //                                each one's first line, and passes with `python <role> <folder> <line>` warnings
+//   fake:skip-turn[:python]      uses the GPU without its turn: sends its load phase (or asks for a Python runner)
+//                                without asking for the GPU first, then hangs
 //   fake:kill-agent[:<phase>]    SIGKILLs the distributed mode's agent that runs it (CUDAKIT_SERVER_AGENT_PID): a
 //                                job that takes its whole host down
 //
@@ -35,8 +37,9 @@
 // `key=value` pairs joined by '+' after the arch set others: threads (per block), block and grid (XxYxZ), smem
 // (opt-in shared memory bytes), cluster (blocks): 'NVIDIA A100-SXM4-80GB@sm_80@smem=166912+cluster=0'.
 // CUDAKIT_FAKE_LOG = a file: each worker appends a JSON line `{ event, pid, gpu, id, atMs }` when it starts ('spawn'),
-// takes a job ('start') and is done with it ('end': its result goes out next, then it exits), so a test can find every
-// worker a server started and see which jobs ran on which GPU when.
+// takes a job ('start'), has its turn on the GPU ('gpu') and is done with it ('end': its result goes out next, then
+// it exits), so a test can find every worker a server started and see which jobs used which GPU when.
+// Every job asks for its turn on the GPU before its load phase, as the real worker does.
 import { spawn } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -50,7 +53,7 @@ import {
   WORKER_ENV,
 } from '../protocol.js';
 import type { FakeProblemOutcome } from './fake-problem.js';
-import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
+import { gpuTurn, installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
 
 const FAKE_ENV = {
   start: 'CUDAKIT_FAKE_START',
@@ -169,11 +172,21 @@ const STICKY_FAULT: EvalError = {
 };
 
 /** Appends one line to CUDAKIT_FAKE_LOG, when it is set (one write: lines of several workers do not mix). */
-function logEvent(event: 'spawn' | 'start' | 'end', id?: string): void {
+function logEvent(event: 'spawn' | 'start' | 'gpu' | 'end', id?: string): void {
   const file = process.env[FAKE_ENV.log];
   if (file === undefined || file === '') return;
   const gpu = process.env.CUDA_VISIBLE_DEVICES;
   appendFileSync(file, `${JSON.stringify({ event, pid: process.pid, gpu, id, atMs: Date.now() })}\n`);
+}
+
+const turnsTaken = new Set<string>();
+
+/** Waits for job `id`'s turn on the GPU (asked once per job), and logs it when it comes. */
+async function turnOnGpu(id: string): Promise<void> {
+  await gpuTurn(id);
+  if (turnsTaken.has(id)) return;
+  turnsTaken.add(id);
+  logEvent('gpu', id);
 }
 
 function hang(): Promise<never> {
@@ -185,6 +198,7 @@ function hang(): Promise<never> {
 async function phases(id: string, until: EvalPhase | undefined, totalMs: number): Promise<EvalPhase[]> {
   const ran: EvalPhase[] = [];
   for (const phase of PHASES) {
+    if (phase === 'load') await turnOnGpu(id);
     await send({ v, t: 'phase', id, phase, atMs: Date.now() });
     ran.push(phase);
     if (phase === 'time') {
@@ -215,6 +229,7 @@ async function runFakeProblem(
   for (const p of progress) {
     await send({ v, t: 'progress', id, progress: p });
     if (p.kind !== 'case') continue;
+    await turnOnGpu(id); // asked once, before the first case's load phase
     for (const phase of PHASES) await send({ v, t: 'phase', id, phase, atMs: Date.now() });
     if (totalMs > 0) await sleep(totalMs / progress.length);
   }
@@ -282,6 +297,11 @@ async function runFakeJob(id: string, job: RunJob, problem: EvalProblem | undefi
       await phases(id, 'load', 0);
       await sendAndExit({ v, t: 'fatal', id, error: { code: 'NO_DEVICE', message: 'fake: no device' } }, 1);
       return;
+    case 'skip-turn':
+      await phases(id, 'compile', 0);
+      if (arg === 'python') await send({ v, t: 'python', id, runner: 'candidate', op: 'start' });
+      else await send({ v, t: 'phase', id, phase: 'load', atMs: Date.now() });
+      return hang();
     case 'kill-agent': {
       await phases(id, phaseArg(arg, 'time'), 0);
       const agentPid = Number(process.env.CUDAKIT_SERVER_AGENT_PID);
@@ -309,6 +329,7 @@ async function runFakeJob(id: string, job: RunJob, problem: EvalProblem | undefi
     }
     case 'linger': {
       const ran = await phases(id, undefined, 0);
+      logEvent('end', id);
       await send({ v, t: 'result', id, report: fakeReport(name, ran), device: undefined });
       return hang();
     }

@@ -8,7 +8,14 @@
 // thread in the child that polls getppid() and SIGKILLs its own process when the parent changes. The thread has an
 // event loop of its own, so a busy main thread does not stop it. 'disconnect' covers the ordinary case in both.
 import { Worker } from 'node:worker_threads';
-import { type ChildMessage, type ParentMessage, type PythonRole, WORKER_ENV, isParentMessage } from '../protocol.js';
+import {
+  type ChildMessage,
+  type ParentMessage,
+  PROTOCOL_VERSION,
+  type PythonRole,
+  WORKER_ENV,
+  isParentMessage,
+} from '../protocol.js';
 
 /** How often the watchdog thread looks at its parent. */
 export const WATCHDOG_POLL_MS = 100;
@@ -55,12 +62,29 @@ export function onParentMessage(listener: (message: JobMessage) => void): void {
       process.exit(2);
     }
     if (m.t === 'python') relayListeners.get(m.runner)?.(m);
-    else listener(m);
+    else if (m.t === 'gpu') {
+      if (turn?.id === m.id) turn.granted();
+    } else listener(m);
   });
 }
 
 /** A message of the parent's about a job: the job itself, or the end of work. */
-export type JobMessage = Exclude<ParentMessage, { t: 'python' }>;
+export type JobMessage = Exclude<ParentMessage, { t: 'python' | 'gpu' }>;
+
+let turn: { id: string; promise: Promise<void>; granted: () => void } | undefined;
+
+/**
+ * Asks the slot for job `id`'s turn on the GPU and resolves when it has come (the slot answers when no other job's
+ * GPU work runs on this GPU). Asked once per job: a second call for the same job returns the same promise.
+ */
+export function gpuTurn(id: string): Promise<void> {
+  if (turn?.id === id) return turn.promise;
+  let granted = (): void => {};
+  const promise = new Promise<void>((resolve) => (granted = resolve));
+  turn = { id, promise, granted };
+  void send({ v: PROTOCOL_VERSION, t: 'gpu', id });
+  return promise;
+}
 
 type RelayMessage = Extract<ParentMessage, { t: 'python' }>;
 const relayListeners = new Map<PythonRole, (m: RelayMessage) => void>();

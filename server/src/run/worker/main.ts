@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The GPU worker child. The slot (run/slot.ts) forks it with CUDA_VISIBLE_DEVICES set to one GPU's UUID. It loads
-// cudakit, the driver and NVRTC (a small compile), says `ready` and waits: no CUDA context until a job comes (an
-// idle second context on the GPU slows the process being timed). On `job` it runs evaluate() (then, with
-// deviceMetrics, one launch under Nsight Compute in a child of its own), or evaluateProblem() for a submission to the
-// problem with cases its extras carry, and reports phases, progress and the result; then it exits (process per job,
-// the default) or waits for the next job (warm: the context stays, buffers are scrubbed before they are freed and the
-// memory pool is trimmed between jobs; after a problem with cases it exits, as evaluateProblem() scrubs nothing).
+// cudakit, the driver and NVRTC (a small compile), with the slot's standbyContext creates its CUDA context, says
+// `ready` and waits. On `job` it runs evaluate() (then, with deviceMetrics, one launch under Nsight Compute in a child
+// of its own), or evaluateProblem() for a submission to the problem with cases its extras carry, and reports phases,
+// progress and the result; then it exits (process per job, the default) or waits for the next job (warm: the context
+// stays, buffers are scrubbed before they are freed and the memory pool is trimmed between jobs; after a problem with
+// cases it exits, as evaluateProblem() scrubs nothing). The job's GPU work (its context, when the worker has none yet,
+// and everything from the load phase on) waits for its turn on the GPU, which the slot gives when no other job uses it.
 // The parent times every phase and kills the process group when a deadline passes: this process never times itself
 // out (a kernel that never ends blocks it); only ncu, which it kills itself before the profile deadline so the job
 // keeps its verdict.
@@ -20,7 +21,7 @@ import {
   probe,
 } from 'cudakit';
 import { PROTOCOL_VERSION, type RunProgress, WORKER_ENV, isProblemReport } from '../protocol.js';
-import { installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
+import { gpuTurn, installParentDeathGuard, onParentMessage, send, sendAndExit } from './guard.js';
 import { runJob, runProblemJob, workerDevice } from './run.js';
 
 installParentDeathGuard();
@@ -42,6 +43,12 @@ if (facts !== undefined && isArch(facts.arch)) {
   const warmUp = 'extern "C" __global__ void warm_up(float* y) { y[threadIdx.x] = 2.0f * y[threadIdx.x]; }';
   await new Program(warmUp, { name: 'warm-up.cu' }).compileAsync({ arch: facts.arch, cache: false }).catch(() => {});
 }
+// A standby worker's job does not wait for a context. A failure here is the job's to report, at its load phase.
+if (facts !== undefined && process.env[WORKER_ENV.context] === 'standby') {
+  await Device.get(0)
+    .createContextAsync()
+    .catch(() => {});
+}
 
 let running: { id: string; abort: AbortController } | undefined;
 let shutdownAfterJob = false;
@@ -61,14 +68,17 @@ onParentMessage((m) => {
   const job = { id: m.id, abort: new AbortController() };
   const receivedAtMs = Date.now();
   running = job;
-  // The context is created while evaluate() validates and compiles; its load phase waits for it. A failure shows
-  // there, as the job's. A Python candidate's job has none: its runners launch on their own contexts, and an idle
-  // context of this process beside them would share the GPU with what they time.
-  if (m.extras?.python?.candidate === undefined) {
-    Device.get(0)
-      .createContextAsync()
-      .catch(() => {});
-  }
+  // The job's turn on the GPU, then its context where the worker has none yet (a failure shows at the load phase, as
+  // the job's). A Python candidate's job makes none: its runners launch on their own contexts.
+  const candidate = m.extras?.python?.candidate !== undefined;
+  const waitForGpu = () =>
+    gpuTurn(m.id).then(() =>
+      candidate
+        ? undefined
+        : Device.get(0)
+            .createContextAsync()
+            .catch(() => {}),
+    );
   void (async () => {
     try {
       const options = {
@@ -79,6 +89,7 @@ onParentMessage((m) => {
         ...(m.extras?.python === undefined ? {} : { python: m.extras.python, jobId: m.id }),
         deadlines: m.deadlines,
         receivedAtMs,
+        waitForGpu,
         onPhase: (phase: EvalPhase | 'profile') => void send({ v, t: 'phase', id: m.id, phase, atMs: Date.now() }),
         onProgress: (progress: RunProgress) => void send({ v, t: 'progress', id: m.id, progress }),
       };

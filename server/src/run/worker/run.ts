@@ -67,6 +67,11 @@ export interface RunJobOptions {
    */
   python?: PythonJob;
   jobId?: string;
+  /**
+   * Resolves when the job's turn on the GPU has come (EvalOptions.waitForGpu): evaluate() waits before its load
+   * phase, a job with a Python kernel before its first runner starts.
+   */
+  waitForGpu?: () => Promise<void>;
 }
 
 /** check()'s default seed, mixed like any other when the job names none. */
@@ -164,6 +169,9 @@ export async function runJob(
 ): Promise<{ report: WorkerReport; device: DeviceFacts | undefined }> {
   const { signal, onPhase, onProgress, zeroOnFree = false } = options;
   const run = prepareForRun(job, seedSalt, zeroOnFree);
+  const { waitForGpu } = options;
+  // A runner's Python is the job's code and uses the GPU from its start: it starts in the job's turn.
+  if (options.python !== undefined) await waitForGpu?.();
   if (options.python?.candidate !== undefined) {
     const report = await runPythonCandidateJob(run, options.python, options.jobId ?? '', onPhase);
     const plain = formatJson(report as unknown as Record<string, unknown>);
@@ -176,6 +184,7 @@ export async function runJob(
     (options.referenceModule === undefined ? undefined : await importJsReference(options.referenceModule));
   let report: WorkerReport = await evaluate(run, {
     ...(signal === undefined ? {} : { signal }),
+    ...(waitForGpu === undefined ? {} : { waitForGpu }),
     ...(reference === undefined ? {} : { reference }),
     onProgress: (p) => {
       if (p.kind === 'phase') onPhase?.(p.phase);
@@ -218,6 +227,7 @@ export async function runProblemJob(
     options.referenceModule === undefined ? undefined : await importJsReference(options.referenceModule);
   const report = await evaluateProblem(run.problem, run.submission, {
     ...(signal === undefined ? {} : { signal }),
+    ...(options.waitForGpu === undefined ? {} : { waitForGpu: options.waitForGpu }),
     ...(reference === undefined ? {} : { reference }),
     onProgress: (p) => {
       if (p.kind === 'phase') onPhase?.(p.phase);
