@@ -37,6 +37,13 @@ export interface ServerConfig {
   gpus: 'all' | string[];
   /** 'process': a fresh worker per job (default); 'warm': workers stay between jobs (trusted clients). */
   isolation: 'process' | 'warm';
+  /**
+   * Jobs a GPU may have at once, each in a worker of its own: one uses the GPU while the others start, validate and
+   * compile, or wait for their turn (1 to 4; 1 with warm isolation).
+   */
+  lanes: number;
+  /** 'process': the next worker waits started, without a CUDA context; 'context': with its context made. */
+  standby: 'process' | 'context';
   /** Nsight Compute for device metrics: 'auto' (ncu on PATH, if any), 'off', or its path. */
   ncu: string;
   /** Whom the workers run as when the server runs as root (a name, uid or uid:gid); undefined: 'nobody'. */
@@ -104,6 +111,10 @@ Options (each also as an environment variable, e.g. --data-dir as CUDAKIT_SERVER
   --tokens-file <file>       bearer tokens: one name:sha256hex[:scopes] line each (scopes: submit,read,admin)
   --gpus <list>              'all' (default), or GPU indices / UUIDs separated by commas
   --isolation <mode>         process (default: a fresh worker per job) | warm (workers stay; trusted clients)
+  --lanes <n>                jobs a GPU may have at once, 1 to 4 (default 1): one uses the GPU while the
+                             next ones start, validate and compile, their GPU work waiting its turn
+  --standby <what>           process (default: the next worker started, no CUDA context) | context (its
+                             CUDA context made too, holding GPU memory while it waits)
   --ncu <path|off|auto>      Nsight Compute for deviceMetrics (default auto: ncu on PATH)
   --worker-user <user>       with the server running as root, the user its GPU workers run as (a name,
                              uid or uid:gid; default nobody); not for a server that is not root
@@ -132,6 +143,8 @@ const OPTIONS = {
   'tokens-file': { type: 'string' },
   gpus: { type: 'string' },
   isolation: { type: 'string' },
+  lanes: { type: 'string' },
+  standby: { type: 'string' },
   ncu: { type: 'string' },
   'worker-user': { type: 'string' },
   python: { type: 'string' },
@@ -268,6 +281,10 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
     } else gpus = list;
   }
   const isolation = choice('isolation', 'process', ['process', 'warm'] as const);
+  const lanes = number('lanes', 1, 1, 4, true);
+  if (lanes > 1 && isolation === 'warm')
+    problems.push(`--lanes ${lanes} needs --isolation process (a warm worker stays)`);
+  const standby = choice('standby', 'process', ['process', 'context'] as const);
   const ncu = get('ncu')?.value ?? 'auto';
   const workerUser = get('worker-user')?.value;
   const pythonRaw = get('python');
@@ -365,6 +382,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Se
     tokensFile,
     gpus,
     isolation,
+    lanes,
+    standby,
     ncu,
     workerUser,
     python,

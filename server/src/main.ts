@@ -218,6 +218,8 @@ async function assemble(
     new LocalGpuPool({
       ...(config.gpus === 'all' ? {} : { gpus: config.gpus.map((g) => (/^\d+$/.test(g) ? Number(g) : g)) }),
       isolation: config.isolation,
+      lanes: config.lanes,
+      slot: { standbyContext: config.standby === 'context' },
       env,
       ...(containment === undefined ? {} : { containment }),
       ...(python === undefined ? {} : { python: python.facts, pythonService: python.service }),

@@ -175,6 +175,19 @@ describe('parseConfig', () => {
     );
   });
 
+  it('takes --lanes (1 to 4, 1 with warm isolation) and --standby (process or context)', () => {
+    type Lanes = { lanes: number; standby: string };
+    const of = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(argv, env) as Lanes;
+    expect(of([])).toMatchObject({ lanes: 1, standby: 'process' });
+    expect(of(['--lanes', '2', '--standby', 'context'])).toMatchObject({ lanes: 2, standby: 'context' });
+    expect(of([], { CUDAKIT_SERVER_LANES: '3' }).lanes).toBe(3);
+    expect(() => of(['--lanes', '5'])).toThrow("Expected an integer from 1 to 4 for --lanes but received '5'");
+    expect(() => of(['--lanes', '2', '--isolation', 'warm'])).toThrow('--lanes 2 needs --isolation process');
+    expect(() => of(['--standby', 'warm'])).toThrow(
+      "Expected one of process, context for --standby but received 'warm'",
+    );
+  });
+
   it('takes --max-device-bytes, or CUDAKIT_SERVER_MAX_DEVICE_BYTES; without either the GPUs decide', () => {
     const of = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(argv, env) as { maxDeviceBytes?: number };
     expect(of([]).maxDeviceBytes).toBeUndefined();

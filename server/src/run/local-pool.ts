@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: MIT
 // LocalGpuPool: the GpuPool of this host. A probe child (run/worker/probe.ts; the API process never loads the addon)
-// lists the GPUs; the configured ones each get a GpuSlot (slot.ts). Leases go to idle slots by class.
+// lists the GPUs; the configured ones each get one GpuSlot (slot.ts) per lane, the lanes of a GPU sharing its turns
+// (gpu-gate.ts): with two, the next job's worker starts, validates and compiles while a job uses the GPU. Leases go
+// to idle lanes by class, a GPU with fewer jobs on it first.
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type WorkerScript, workerScript } from './child.js';
 import type { Containment } from './containment.js';
 import { type ComputeApp, computeApps } from './nvidia-smi.js';
-import type { GpuPool, SlotInfo, SlotLease } from './pool.js';
+import type { GpuPool, SlotInfo, SlotLease, SlotState } from './pool.js';
 import type { PythonFacts } from './python.js';
 import type { PythonService } from './python-relay.js';
 import type { DeviceFacts, LaunchFacts } from './protocol.js';
+import { GpuGate } from './gpu-gate.js';
 import { GpuSlot, type Isolation, type SlotOptions } from './slot.js';
 
 export interface LocalPoolOptions {
@@ -17,6 +20,11 @@ export interface LocalPoolOptions {
   gpus?: readonly (number | string)[];
   /** Default 'process' (a fresh worker per job). */
   isolation?: Isolation;
+  /**
+   * Jobs a GPU may have at once, each in a worker of its own, one of them on the GPU and the others in their CPU work
+   * or waiting for their turn (1 to 4; warm isolation keeps 1). Default 1.
+   */
+  lanes?: number;
   /** The worker (and probe) script: 'fake', a path, or the real one (default: $CUDAKIT_SERVER_WORKER). */
   worker?: string;
   /** Added to the probe's environment, and set for the workers (containment.ts). */
@@ -144,10 +152,20 @@ function isLaunchFacts(l: unknown): l is LaunchFacts {
   );
 }
 
+/** The most lanes a GPU may have. */
+export const MAX_LANES = 4;
+
+/** One GPU of the pool: its lanes, which share its turns. */
+interface PoolGpu {
+  uuid: string;
+  shared: boolean;
+  lanes: GpuSlot[];
+}
+
 export class LocalGpuPool implements GpuPool {
   readonly #o: LocalPoolOptions;
   #slots: GpuSlot[] = [];
-  #byExclusive: GpuSlot[] = [];
+  #gpus: PoolGpu[] = [];
   #unavailableReason: string | undefined;
   #started: Promise<void> | undefined;
   #stopping = false;
@@ -185,21 +203,26 @@ export class LocalGpuPool implements GpuPool {
       return;
     }
     const apps = (await (this.#o.computeApps ?? computeApps)().catch(() => undefined)) ?? [];
-    this.#slots = chosen.map(
-      (facts) =>
-        new GpuSlot({
-          ...this.#o.slot,
-          facts,
-          classes: [...new Set([...gpuClasses(facts), ...(this.#o.extraClasses ?? [])])],
-          shared: facts.uuid.startsWith('MIG-') || apps.some((a) => a.uuid === facts.uuid),
-          isolation: this.#o.isolation ?? 'process',
-          env,
-          ...(this.#o.containment === undefined ? {} : { containment: this.#o.containment }),
-          ...(this.#o.worker === undefined ? {} : { worker: this.#o.worker }),
-          ...(this.#o.pythonService === undefined ? {} : { python: this.#o.pythonService }),
-        }),
-    );
-    this.#byExclusive = [...this.#slots].sort((a, b) => Number(a.info().shared) - Number(b.info().shared));
+    const isolation = this.#o.isolation ?? 'process';
+    const lanes = isolation === 'warm' ? 1 : (this.#o.lanes ?? 1);
+    this.#gpus = chosen.map((facts) => {
+      const gate = new GpuGate();
+      const shared = facts.uuid.startsWith('MIG-') || apps.some((a) => a.uuid === facts.uuid);
+      const options: SlotOptions = {
+        ...this.#o.slot,
+        facts,
+        classes: [...new Set([...gpuClasses(facts), ...(this.#o.extraClasses ?? [])])],
+        shared,
+        isolation,
+        env,
+        gate,
+        ...(this.#o.containment === undefined ? {} : { containment: this.#o.containment }),
+        ...(this.#o.worker === undefined ? {} : { worker: this.#o.worker }),
+        ...(this.#o.pythonService === undefined ? {} : { python: this.#o.pythonService }),
+      };
+      return { uuid: facts.uuid, shared, lanes: Array.from({ length: lanes }, () => new GpuSlot(options)) };
+    });
+    this.#slots = this.#gpus.flatMap((g) => g.lanes);
     for (const slot of this.#slots) {
       slot.onIdle(() => this.#emitIdle());
       void slot.start();
@@ -207,7 +230,7 @@ export class LocalGpuPool implements GpuPool {
     const every = this.#o.reprobeIntervalMs ?? 300_000;
     if (every > 0) {
       this.#reprobeTimer = setInterval(() => {
-        for (const s of this.#slots) if (s.state === 'quarantined') void s.reprobe();
+        for (const g of this.#gpus) if (g.lanes.some((l) => l.state === 'quarantined')) void this.reprobe(g.uuid);
       }, every);
       this.#reprobeTimer.unref();
     }
@@ -236,23 +259,37 @@ export class LocalGpuPool implements GpuPool {
     }
   }
 
-  /** The slot objects themselves (tests, the admin routes). */
+  /** The slot objects themselves, every lane of every GPU in GPU order (tests, the admin routes). */
   slotObjects(): readonly GpuSlot[] {
     return this.#slots;
   }
 
+  /** One entry per GPU, its lanes taken together (mergeLanes). */
   slots(): SlotInfo[] {
     const python = this.#o.python;
-    return this.#slots.map((s) => (python === undefined ? s.info() : { ...s.info(), python }));
+    return this.#gpus.map((g) => {
+      const info = mergeLanes(g.lanes.map((l) => l.info()));
+      return python === undefined ? info : { ...info, python };
+    });
   }
 
-  /** Leases an idle slot of the class: an exclusive GPU before a shared one (timings there are not disturbed). */
+  /**
+   * Leases an idle lane of the class: on an exclusive GPU before a shared one (timings there are not disturbed), and
+   * on a GPU with fewer jobs before one with more (a job waits for no turn where a GPU is free).
+   */
   lease(gpuClass: string): SlotLease | undefined {
     if (this.#stopping) return undefined;
-    for (const slot of this.#byExclusive) {
-      if (slot.state !== 'idle' || !slot.classes.includes(gpuClass)) continue;
-      const lease = slot.lease();
-      if (lease !== undefined) return lease;
+    const running = (g: PoolGpu) => g.lanes.filter((l) => l.state === 'busy').length;
+    const order = this.#gpus
+      .filter((g) => g.lanes[0]!.classes.includes(gpuClass))
+      .map((g) => ({ g, running: running(g) }))
+      .sort((a, b) => Number(a.g.shared) - Number(b.g.shared) || a.running - b.running);
+    for (const { g } of order) {
+      for (const slot of g.lanes) {
+        if (slot.state !== 'idle') continue;
+        const lease = slot.lease();
+        if (lease !== undefined) return lease;
+      }
     }
     return undefined;
   }
@@ -265,10 +302,14 @@ export class LocalGpuPool implements GpuPool {
     this.#idleListeners.push(listener);
   }
 
+  /** Reprobes every lane of the GPU, one after another (the first finds whether the GPU dropped a held PID). */
   async reprobe(uuid: string): Promise<SlotInfo | undefined> {
-    const info = await this.#slots.find((s) => s.uuid === uuid)?.reprobe();
+    const gpu = this.#gpus.find((g) => g.uuid === uuid);
+    if (gpu === undefined) return undefined;
+    for (const lane of gpu.lanes) await lane.reprobe();
+    const info = mergeLanes(gpu.lanes.map((l) => l.info()));
     const python = this.#o.python;
-    return info === undefined || python === undefined ? info : { ...info, python };
+    return python === undefined ? info : { ...info, python };
   }
 
   /** Drains: no more leases; running jobs get `graceMs` to finish; then every child is killed. */
@@ -282,4 +323,30 @@ export class LocalGpuPool implements GpuPool {
     grace.abort();
     await Promise.all(this.#slots.map((s) => s.stop()));
   }
+}
+
+/** The order of states in mergeLanes: a GPU is as available as its most available lane. */
+const STATE_RANK: Record<SlotState, number> = { idle: 0, busy: 1, starting: 2, restarting: 3, quarantined: 4 };
+
+/**
+ * What /v1/gpus shows of a GPU with several lanes: its most available lane's state (idle when any lane can take a
+ * job), the jobs and restarts of all, the last error any lane has, and how many jobs run on it now.
+ */
+export function mergeLanes(lanes: readonly SlotInfo[]): SlotInfo {
+  const first = lanes[0]!;
+  const state = lanes.map((l) => l.state).sort((a, b) => STATE_RANK[a] - STATE_RANK[b])[0]!;
+  const byReason: Record<string, number> = {};
+  for (const l of lanes) {
+    for (const [reason, n] of Object.entries(l.restartsByReason ?? {})) byReason[reason] = (byReason[reason] ?? 0) + n;
+  }
+  return {
+    ...first,
+    state,
+    jobs: lanes.reduce((n, l) => n + l.jobs, 0),
+    restarts: lanes.reduce((n, l) => n + l.restarts, 0),
+    restartsByReason: byReason,
+    lastError: lanes.find((l) => l.lastError !== undefined)?.lastError,
+    lanes: lanes.length,
+    running: lanes.filter((l) => l.state === 'busy').length,
+  };
 }

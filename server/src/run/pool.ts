@@ -39,6 +39,13 @@ export interface SlotInfo {
   host?: string;
   /** Its host's Python for the Python kernel types (--python); absent without one. */
   python?: PythonFacts;
+  /**
+   * Jobs it may have at once (--lanes): one on the GPU, the others starting, compiling or waiting for their turn;
+   * absent from older agents (one).
+   */
+  lanes?: number;
+  /** Jobs on it now (at most `lanes`). */
+  running?: number;
 }
 
 /** How a job ended on a slot. Only 'report' comes from the worker; the rest the supervisor decides. */

@@ -53,6 +53,47 @@ describe('gpuClasses', () => {
 });
 
 describe('LocalGpuPool', () => {
+  it(
+    'gives each GPU its lanes: one entry each in slots(), jobs to the emptier GPU first, as many at once as lanes',
+    async () => {
+      const pool = fakePool('2', { lanes: 2 });
+      await pool.start();
+      await until(() => pool.slotObjects().every((s) => s.state === 'idle'), { timeoutMs: 8_000, what: 'all lanes' });
+      expect(pool.slotObjects()).toHaveLength(4);
+      expect(pool.slots().map((s) => [s.uuid, s.lanes, s.running])).toEqual([
+        [UUID(0), 2, 0],
+        [UUID(1), 2, 0],
+      ]);
+      const runs = [];
+      const leasedOn: string[] = [];
+      for (const id of ['a', 'b', 'c', 'd']) {
+        const lease = pool.lease('H200');
+        if (lease === undefined) throw new Error(`no lane for ${id}: ${JSON.stringify(pool.slots())}`);
+        leasedOn.push(lease.info.uuid);
+        runs.push(lease.run(id, fakeJob('fake:pass:300ms'), 's', deadlines(), {}));
+      }
+      expect(pool.lease('H200')).toBeUndefined(); // two lanes on each GPU, all busy
+      // a and b went to different GPUs (the emptier first), then c and d beside them.
+      expect(leasedOn).toEqual([UUID(0), UUID(1), UUID(0), UUID(1)]);
+      expect(pool.slots().map((s) => [s.state, s.running])).toEqual([
+        ['busy', 2],
+        ['busy', 2],
+      ]);
+      const outcomes = await Promise.all(runs);
+      expect(outcomes.map((o) => o.kind)).toEqual(['report', 'report', 'report', 'report']);
+      await allIdle(pool);
+      expect(pool.slots().map((s) => s.jobs)).toEqual([2, 2]);
+    },
+    T,
+  );
+
+  it('keeps one lane with warm isolation', async () => {
+    const pool = fakePool('1', { lanes: 3, isolation: 'warm' });
+    await pool.start();
+    await allIdle(pool);
+    expect(pool.slots().map((s) => s.lanes)).toEqual([1]);
+  });
+
   it("shows its host's checked Python on every GPU, reprobed ones too, and none without one", async () => {
     const python = {
       path: '/opt/py/bin/python3',

@@ -322,6 +322,13 @@ export const Slot = Type.Object({
   lastError: Nullable(Type.String()),
   shared: Type.Boolean(),
   totalMemoryBytes: Type.Number(),
+  lanes: Type.Optional(
+    Type.Integer({
+      description:
+        'Jobs it may have at once (--lanes): one on the GPU, the others starting, compiling or waiting for their turn',
+    }),
+  ),
+  running: Type.Optional(Type.Integer({ description: 'Jobs on it now' })),
   python: Type.Optional(
     Nullable(
       Type.Object(
