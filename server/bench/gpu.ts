@@ -409,6 +409,8 @@ export interface Slot {
   jobs: number;
   restarts: number;
   lastError: string | null;
+  /** Jobs on it now (a GPU with several lanes is idle while one of them is). */
+  running?: number;
 }
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
@@ -453,15 +455,15 @@ export async function slots(url: string): Promise<{ gpus: Slot[]; reason: string
 }
 
 /**
- * Polls GET /v1/gpus every 10 ms until every slot is idle; when they were first seen so (both clocks), and the first
- * slot (the only one, on a server of one GPU).
+ * Polls GET /v1/gpus every 10 ms until every slot is idle with no job on it; when they were first seen so (both
+ * clocks), and the first slot (the only one, on a server of one GPU).
  */
-async function waitIdle(url: string, timeoutMs: number): Promise<{ atMs: number; epochMs: number; slot: Slot }> {
+export async function waitIdle(url: string, timeoutMs: number): Promise<{ atMs: number; epochMs: number; slot: Slot }> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const { gpus, reason } = await slots(url);
     const slot = gpus[0];
-    if (slot !== undefined && gpus.every((s) => s.state === 'idle')) {
+    if (slot !== undefined && gpus.every((s) => s.state === 'idle' && (s.running ?? 0) === 0)) {
       return { atMs: performance.now(), epochMs: Date.now(), slot };
     }
     const quarantined = gpus.find((s) => s.state === 'quarantined');
@@ -1337,7 +1339,7 @@ async function main(argv: readonly string[]): Promise<number> {
 /** Prints the section; writes the raw numbers to --json's file, and the section into --results' file with --write. */
 export function writeOutputs(
   o: { json: string | undefined; write: boolean; results: string },
-  section: 'gpu' | 'multi-gpu' | 'before-after' | 'python-aa' | 'standby',
+  section: 'gpu' | 'multi-gpu' | 'before-after' | 'python-aa' | 'standby' | 'pipeline',
   text: string,
   raw: object,
 ): void {

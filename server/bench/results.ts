@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // server/bench/RESULTS.md: one section per benchmark script (load.ts: 'load', gpu.ts: 'gpu', multi-gpu.ts:
-// 'multi-gpu', ab.ts: 'before-after', problems.ts: 'problems', python-aa.ts: 'python-aa', standby.ts: 'standby'),
-// each between its own begin and end markers, so that each script rewrites its figures and leaves the others', and the
-// hand-written notes outside the markers, as they are.
+// 'multi-gpu', ab.ts: 'before-after', problems.ts: 'problems', python-aa.ts: 'python-aa', standby.ts: 'standby',
+// pipeline.ts: 'pipeline'), each between its own begin and end markers, so that each script rewrites its figures and
+// leaves the others', and the hand-written notes outside the markers, as they are.
 import { join } from 'node:path';
 import { ROOT } from './binary.js';
 
@@ -28,12 +28,14 @@ replaces only its own section, between its begin and end markers:
   NVIDIA GPU and a Python with torch: the same CUBIN timed by cudakit and by the Python runner, which must agree.
 - **standby**: \`npm run bench:standby -w server -- --write\` (server/bench/standby.ts), on a machine with an NVIDIA
   GPU: a job's timing beside a standby worker's idle context, workers starting and exiting, and NVRTC compiles.
+- **pipeline**: \`npm run bench:pipeline -w server -- --write\` (server/bench/pipeline.ts), on a machine with an
+  NVIDIA GPU: one lane per GPU against two with standby contexts, and a job's timing with the pipeline full.
 `;
 
 /** `text` with section `name` replaced (or added at the end, or the file begun); everything else kept as it is. */
 export function replaceSection(
   text: string | undefined,
-  name: 'load' | 'gpu' | 'multi-gpu' | 'before-after' | 'problems' | 'python-aa' | 'standby',
+  name: 'load' | 'gpu' | 'multi-gpu' | 'before-after' | 'problems' | 'python-aa' | 'standby' | 'pipeline',
   body: string,
 ): string {
   const begin = `<!-- begin:${name} -->`;
