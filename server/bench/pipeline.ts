@@ -27,7 +27,8 @@ import {
 } from './gpu.js';
 import { RESULTS_FILE } from './results.js';
 
-const USAGE = `Usage: npx tsx bench/pipeline.ts [--gpu N|UUID] [--seconds s] [--clients n] [--rounds n] [--fake] [--write]
+const USAGE = `Usage: npx tsx bench/pipeline.ts [--gpu N|UUID] [--seconds s] [--clients n] [--rounds n] [--fake]
+                                     [--write]
   --gpu       the GPU, as the server's --gpus takes it (default 0)
   --seconds   each window's length (default 20)
   --clients   clients of the busy window (default 4)
@@ -210,7 +211,8 @@ function markdown(runs: readonly VariantRuns[], clients: number, seconds: number
   return [
     '## Pipelined lanes: one lane against two with standby contexts',
     '',
-    `${date}, Node ${process.version}; ${rounds} round(s) of one server each, windows of ${seconds} s. Run time ${s} s.`,
+    `${date}, Node ${process.version}; ${rounds} round(s) of one server each, windows of ${seconds} s. ` +
+      `Run time ${s} s.`,
     '',
     '| measurement | one lane | two lanes, standby context | two ÷ one |',
     '| --- | ---: | ---: | ---: |',
