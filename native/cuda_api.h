@@ -109,100 +109,104 @@ struct CUlaunchConfig {
 
 // Each driver entry point: name for cuGetProcAddress, the CUDA version whose ABI the signature below matches,
 // and the signature. X(field, "symbol", version, return(args)).
-#define CUDAKIT_DRIVER_API(X)                                                                                      \
-  X(cuInit, "cuInit", 2000, CUresult(unsigned flags))                                                              \
-  X(cuDriverGetVersion, "cuDriverGetVersion", 2020, CUresult(int* version))                                        \
-  X(cuGetErrorName, "cuGetErrorName", 6000, CUresult(CUresult error, const char** str))                            \
-  X(cuGetErrorString, "cuGetErrorString", 6000, CUresult(CUresult error, const char** str))                        \
-  X(cuDeviceGetCount, "cuDeviceGetCount", 2000, CUresult(int* count))                                              \
-  X(cuDeviceGet, "cuDeviceGet", 2000, CUresult(CUdevice* device, int ordinal))                                     \
-  X(cuDeviceGetName, "cuDeviceGetName", 2000, CUresult(char* name, int len, CUdevice dev))                         \
-  X(cuDeviceGetUuid, "cuDeviceGetUuid", 11040, CUresult(CUuuid* uuid, CUdevice dev))                               \
-  X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", 4010, CUresult(char* id, int len, CUdevice dev))                   \
-  X(cuDeviceGetAttribute, "cuDeviceGetAttribute", 2000, CUresult(int* pi, int attrib, CUdevice dev))               \
-  X(cuDeviceTotalMem, "cuDeviceTotalMem", 3020, CUresult(size_t* bytes, CUdevice dev))                             \
-  X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", 11020, CUresult(CUmemoryPool* pool, CUdevice dev))     \
-  X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute", 11020, CUresult(CUmemoryPool pool, int attr, void* value))     \
-  X(cuMemPoolGetAttribute, "cuMemPoolGetAttribute", 11020, CUresult(CUmemoryPool pool, int attr, void* value))     \
-  X(cuMemPoolTrimTo, "cuMemPoolTrimTo", 11020, CUresult(CUmemoryPool pool, size_t minBytesToKeep))                 \
-  X(cuMemPoolSetAccess, "cuMemPoolSetAccess", 11020,                                                               \
-    CUresult(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count))                                         \
-  X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", 4000, CUresult(int* can, CUdevice dev, CUdevice peer))         \
-  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 7000, CUresult(CUcontext* pctx, CUdevice dev))           \
-  X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 11000, CUresult(CUdevice dev))                         \
-  X(cuCtxGetCurrent, "cuCtxGetCurrent", 4000, CUresult(CUcontext* pctx))                                           \
-  X(cuCtxSetCurrent, "cuCtxSetCurrent", 4000, CUresult(CUcontext ctx))                                             \
-  X(cuCtxSynchronize, "cuCtxSynchronize", 2000, CUresult())                                                        \
-  X(cuCtxGetDevice, "cuCtxGetDevice", 2000, CUresult(CUdevice* device))                                            \
-  X(cuCtxSetLimit, "cuCtxSetLimit", 3010, CUresult(int limit, size_t value))                                       \
-  X(cuCtxGetLimit, "cuCtxGetLimit", 3010, CUresult(size_t* value, int limit))                                      \
-  X(cuCtxResetPersistingL2Cache, "cuCtxResetPersistingL2Cache", 11000, CUresult())                                 \
-  X(cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange", 5050, CUresult(int* least, int* greatest))         \
-  X(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", 4000, CUresult(CUcontext peerCtx, unsigned flags))             \
-  X(cuMemGetInfo, "cuMemGetInfo", 3020, CUresult(size_t* freeBytes, size_t* totalBytes))                           \
-  X(cuMemAlloc, "cuMemAlloc", 3020, CUresult(CUdeviceptr* dptr, size_t bytes))                                     \
-  X(cuMemFree, "cuMemFree", 3020, CUresult(CUdeviceptr dptr))                                                      \
-  X(cuMemAllocAsync, "cuMemAllocAsync", 11020, CUresult(CUdeviceptr* dptr, size_t bytes, CUstream s))              \
-  X(cuMemFreeAsync, "cuMemFreeAsync", 11020, CUresult(CUdeviceptr dptr, CUstream s))                               \
-  X(cuMemHostAlloc, "cuMemHostAlloc", 2020, CUresult(void** pp, size_t bytes, unsigned flags))                     \
-  X(cuMemFreeHost, "cuMemFreeHost", 2000, CUresult(void* p))                                                       \
-  X(cuMemHostRegister, "cuMemHostRegister", 6050, CUresult(void* p, size_t bytes, unsigned flags))                 \
-  X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer", 3020,                                                  \
-    CUresult(CUdeviceptr* dptr, void* p, unsigned flags))                                                          \
-  X(cuMemHostUnregister, "cuMemHostUnregister", 4000, CUresult(void* p))                                           \
-  X(cuMemcpyHtoD, "cuMemcpyHtoD", 3020, CUresult(CUdeviceptr dst, const void* src, size_t bytes))                  \
-  X(cuMemcpyDtoH, "cuMemcpyDtoH", 3020, CUresult(void* dst, CUdeviceptr src, size_t bytes))                        \
-  X(cuMemcpyDtoD, "cuMemcpyDtoD", 3020, CUresult(CUdeviceptr dst, CUdeviceptr src, size_t bytes))                  \
-  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync", 3020,                                                                  \
-    CUresult(CUdeviceptr dst, const void* src, size_t bytes, CUstream s))                                          \
-  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync", 3020, CUresult(void* dst, CUdeviceptr src, size_t bytes, CUstream s))  \
-  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", 3020,                                                                  \
-    CUresult(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s))                                          \
-  X(cuMemcpyPeer, "cuMemcpyPeer", 4000,                                                                            \
-    CUresult(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t bytes))                  \
-  X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 4000,                                                                  \
-    CUresult(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t bytes, CUstream s))      \
-  X(cuMemsetD8Async, "cuMemsetD8Async", 3020, CUresult(CUdeviceptr dst, unsigned char v, size_t n, CUstream s))    \
-  X(cuMemsetD16Async, "cuMemsetD16Async", 3020, CUresult(CUdeviceptr dst, unsigned short v, size_t n, CUstream s)) \
-  X(cuMemsetD32Async, "cuMemsetD32Async", 3020, CUresult(CUdeviceptr dst, unsigned v, size_t n, CUstream s))       \
-  X(cuModuleLoadDataEx, "cuModuleLoadDataEx", 2010,                                                                \
-    CUresult(CUmodule* m, const void* image, unsigned n, int* options, void** values))                             \
-  X(cuModuleUnload, "cuModuleUnload", 2000, CUresult(CUmodule m))                                                  \
-  X(cuModuleGetFunction, "cuModuleGetFunction", 2000, CUresult(CUfunction* f, CUmodule m, const char* name))       \
-  X(cuModuleGetGlobal, "cuModuleGetGlobal", 3020,                                                                  \
-    CUresult(CUdeviceptr* dptr, size_t* bytes, CUmodule m, const char* name))                                      \
-  X(cuFuncGetAttribute, "cuFuncGetAttribute", 2020, CUresult(int* pi, int attrib, CUfunction f))                   \
-  X(cuFuncSetAttribute, "cuFuncSetAttribute", 9000, CUresult(CUfunction f, int attrib, int value))                 \
-  X(cuFuncGetParamInfo, "cuFuncGetParamInfo", 12040,                                                               \
-    CUresult(CUfunction f, size_t index, size_t* offset, size_t* size))                                            \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050,              \
-    CUresult(int* numBlocks, CUfunction f, int blockSize, size_t smem))                                            \
-  X(cuOccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize", 6050,                                    \
-    CUresult(int* minGrid, int* block, CUfunction f, CUoccupancyB2DSize fn, size_t smem, int limit))               \
-  X(cuLaunchKernel, "cuLaunchKernel", 4000,                                                                        \
-    CUresult(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,           \
-             unsigned smem, CUstream s, void** params, void** extra))                                              \
-  X(cuLaunchKernelEx, "cuLaunchKernelEx", 11080,                                                                   \
-    CUresult(const CUlaunchConfig* config, CUfunction f, void** params, void** extra))                             \
-  X(cuStreamCreateWithPriority, "cuStreamCreateWithPriority", 5050,                                                \
-    CUresult(CUstream* s, unsigned flags, int priority))                                                           \
-  X(cuStreamDestroy, "cuStreamDestroy", 4000, CUresult(CUstream s))                                                \
-  X(cuStreamSynchronize, "cuStreamSynchronize", 2000, CUresult(CUstream s))                                        \
-  X(cuStreamQuery, "cuStreamQuery", 2000, CUresult(CUstream s))                                                    \
-  X(cuStreamWaitEvent, "cuStreamWaitEvent", 3020, CUresult(CUstream s, CUevent e, unsigned flags))                 \
-  X(cuStreamBeginCapture, "cuStreamBeginCapture", 10010, CUresult(CUstream s, int mode))                           \
-  X(cuStreamEndCapture, "cuStreamEndCapture", 10000, CUresult(CUstream s, CUgraph* g))                             \
-  X(cuEventCreate, "cuEventCreate", 2000, CUresult(CUevent* e, unsigned flags))                                    \
-  X(cuEventDestroy, "cuEventDestroy", 4000, CUresult(CUevent e))                                                   \
-  X(cuEventRecord, "cuEventRecord", 2000, CUresult(CUevent e, CUstream s))                                         \
-  X(cuEventSynchronize, "cuEventSynchronize", 2000, CUresult(CUevent e))                                           \
-  X(cuEventQuery, "cuEventQuery", 2000, CUresult(CUevent e))                                                       \
-  X(cuEventElapsedTime, "cuEventElapsedTime", 2000, CUresult(float* ms, CUevent start, CUevent end))               \
-  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040,                                             \
-    CUresult(CUgraphExec* exec, CUgraph g, unsigned long long flags))                                              \
-  X(cuGraphLaunch, "cuGraphLaunch", 10000, CUresult(CUgraphExec exec, CUstream s))                                 \
-  X(cuGraphGetNodes, "cuGraphGetNodes", 10000, CUresult(CUgraph g, void** nodes, size_t* count))                   \
-  X(cuGraphDestroy, "cuGraphDestroy", 10000, CUresult(CUgraph g))                                                  \
+#define CUDAKIT_DRIVER_API(X)                                                                                         \
+  X(cuInit, "cuInit", 2000, CUresult(unsigned flags))                                                                 \
+  X(cuDriverGetVersion, "cuDriverGetVersion", 2020, CUresult(int* version))                                           \
+  X(cuGetErrorName, "cuGetErrorName", 6000, CUresult(CUresult error, const char** str))                               \
+  X(cuGetErrorString, "cuGetErrorString", 6000, CUresult(CUresult error, const char** str))                           \
+  X(cuDeviceGetCount, "cuDeviceGetCount", 2000, CUresult(int* count))                                                 \
+  X(cuDeviceGet, "cuDeviceGet", 2000, CUresult(CUdevice* device, int ordinal))                                        \
+  X(cuDeviceGetName, "cuDeviceGetName", 2000, CUresult(char* name, int len, CUdevice dev))                            \
+  X(cuDeviceGetUuid, "cuDeviceGetUuid", 11040, CUresult(CUuuid* uuid, CUdevice dev))                                  \
+  X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", 4010, CUresult(char* id, int len, CUdevice dev))                      \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute", 2000, CUresult(int* pi, int attrib, CUdevice dev))                  \
+  X(cuDeviceTotalMem, "cuDeviceTotalMem", 3020, CUresult(size_t* bytes, CUdevice dev))                                \
+  X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", 11020, CUresult(CUmemoryPool* pool, CUdevice dev))        \
+  X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute", 11020, CUresult(CUmemoryPool pool, int attr, void* value))        \
+  X(cuMemPoolGetAttribute, "cuMemPoolGetAttribute", 11020, CUresult(CUmemoryPool pool, int attr, void* value))        \
+  X(cuMemPoolTrimTo, "cuMemPoolTrimTo", 11020, CUresult(CUmemoryPool pool, size_t minBytesToKeep))                    \
+  X(cuMemPoolSetAccess, "cuMemPoolSetAccess", 11020,                                                                  \
+    CUresult(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count))                                            \
+  X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", 4000, CUresult(int* can, CUdevice dev, CUdevice peer))            \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 7000, CUresult(CUcontext* pctx, CUdevice dev))              \
+  X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 11000, CUresult(CUdevice dev))                            \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent", 4000, CUresult(CUcontext* pctx))                                              \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent", 4000, CUresult(CUcontext ctx))                                                \
+  X(cuCtxSynchronize, "cuCtxSynchronize", 2000, CUresult())                                                           \
+  X(cuCtxGetDevice, "cuCtxGetDevice", 2000, CUresult(CUdevice* device))                                               \
+  X(cuCtxSetLimit, "cuCtxSetLimit", 3010, CUresult(int limit, size_t value))                                          \
+  X(cuCtxGetLimit, "cuCtxGetLimit", 3010, CUresult(size_t* value, int limit))                                         \
+  X(cuCtxResetPersistingL2Cache, "cuCtxResetPersistingL2Cache", 11000, CUresult())                                    \
+  X(cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange", 5050, CUresult(int* least, int* greatest))            \
+  X(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", 4000, CUresult(CUcontext peerCtx, unsigned flags))                \
+  X(cuMemGetInfo, "cuMemGetInfo", 3020, CUresult(size_t* freeBytes, size_t* totalBytes))                              \
+  X(cuMemAlloc, "cuMemAlloc", 3020, CUresult(CUdeviceptr* dptr, size_t bytes))                                        \
+  X(cuMemFree, "cuMemFree", 3020, CUresult(CUdeviceptr dptr))                                                         \
+  X(cuMemAllocAsync, "cuMemAllocAsync", 11020, CUresult(CUdeviceptr* dptr, size_t bytes, CUstream s))                 \
+  X(cuMemFreeAsync, "cuMemFreeAsync", 11020, CUresult(CUdeviceptr dptr, CUstream s))                                  \
+  X(cuMemHostAlloc, "cuMemHostAlloc", 2020, CUresult(void** pp, size_t bytes, unsigned flags))                        \
+  X(cuMemFreeHost, "cuMemFreeHost", 2000, CUresult(void* p))                                                          \
+  X(cuMemHostRegister, "cuMemHostRegister", 6050, CUresult(void* p, size_t bytes, unsigned flags))                    \
+  X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer", 3020,                                                     \
+    CUresult(CUdeviceptr* dptr, void* p, unsigned flags))                                                             \
+  X(cuMemHostUnregister, "cuMemHostUnregister", 4000, CUresult(void* p))                                              \
+  X(cuMemcpyHtoD, "cuMemcpyHtoD", 3020, CUresult(CUdeviceptr dst, const void* src, size_t bytes))                     \
+  X(cuMemcpyDtoH, "cuMemcpyDtoH", 3020, CUresult(void* dst, CUdeviceptr src, size_t bytes))                           \
+  X(cuMemcpyDtoD, "cuMemcpyDtoD", 3020, CUresult(CUdeviceptr dst, CUdeviceptr src, size_t bytes))                     \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync", 3020,                                                                     \
+    CUresult(CUdeviceptr dst, const void* src, size_t bytes, CUstream s))                                             \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync", 3020, CUresult(void* dst, CUdeviceptr src, size_t bytes, CUstream s))     \
+  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", 3020,                                                                     \
+    CUresult(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s))                                             \
+  X(cuMemcpyPeer, "cuMemcpyPeer", 4000,                                                                               \
+    CUresult(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t bytes))                     \
+  X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 4000,                                                                     \
+    CUresult(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t bytes, CUstream s))         \
+  X(cuMemsetD8Async, "cuMemsetD8Async", 3020, CUresult(CUdeviceptr dst, unsigned char v, size_t n, CUstream s))       \
+  X(cuMemsetD16Async, "cuMemsetD16Async", 3020, CUresult(CUdeviceptr dst, unsigned short v, size_t n, CUstream s))    \
+  X(cuMemsetD32Async, "cuMemsetD32Async", 3020, CUresult(CUdeviceptr dst, unsigned v, size_t n, CUstream s))          \
+  X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", 12000,                                                          \
+    CUresult(void* tensorMap, int dataType, unsigned rank, void* globalAddress, const cuuint64_t* globalDim,          \
+             const cuuint64_t* globalStrides, const unsigned* boxDim, const unsigned* elementStrides, int interleave, \
+             int swizzle, int l2Promotion, int oobFill))                                                              \
+  X(cuModuleLoadDataEx, "cuModuleLoadDataEx", 2010,                                                                   \
+    CUresult(CUmodule* m, const void* image, unsigned n, int* options, void** values))                                \
+  X(cuModuleUnload, "cuModuleUnload", 2000, CUresult(CUmodule m))                                                     \
+  X(cuModuleGetFunction, "cuModuleGetFunction", 2000, CUresult(CUfunction* f, CUmodule m, const char* name))          \
+  X(cuModuleGetGlobal, "cuModuleGetGlobal", 3020,                                                                     \
+    CUresult(CUdeviceptr* dptr, size_t* bytes, CUmodule m, const char* name))                                         \
+  X(cuFuncGetAttribute, "cuFuncGetAttribute", 2020, CUresult(int* pi, int attrib, CUfunction f))                      \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute", 9000, CUresult(CUfunction f, int attrib, int value))                    \
+  X(cuFuncGetParamInfo, "cuFuncGetParamInfo", 12040,                                                                  \
+    CUresult(CUfunction f, size_t index, size_t* offset, size_t* size))                                               \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050,                 \
+    CUresult(int* numBlocks, CUfunction f, int blockSize, size_t smem))                                               \
+  X(cuOccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize", 6050,                                       \
+    CUresult(int* minGrid, int* block, CUfunction f, CUoccupancyB2DSize fn, size_t smem, int limit))                  \
+  X(cuLaunchKernel, "cuLaunchKernel", 4000,                                                                           \
+    CUresult(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,              \
+             unsigned smem, CUstream s, void** params, void** extra))                                                 \
+  X(cuLaunchKernelEx, "cuLaunchKernelEx", 11080,                                                                      \
+    CUresult(const CUlaunchConfig* config, CUfunction f, void** params, void** extra))                                \
+  X(cuStreamCreateWithPriority, "cuStreamCreateWithPriority", 5050,                                                   \
+    CUresult(CUstream* s, unsigned flags, int priority))                                                              \
+  X(cuStreamDestroy, "cuStreamDestroy", 4000, CUresult(CUstream s))                                                   \
+  X(cuStreamSynchronize, "cuStreamSynchronize", 2000, CUresult(CUstream s))                                           \
+  X(cuStreamQuery, "cuStreamQuery", 2000, CUresult(CUstream s))                                                       \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent", 3020, CUresult(CUstream s, CUevent e, unsigned flags))                    \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture", 10010, CUresult(CUstream s, int mode))                              \
+  X(cuStreamEndCapture, "cuStreamEndCapture", 10000, CUresult(CUstream s, CUgraph* g))                                \
+  X(cuEventCreate, "cuEventCreate", 2000, CUresult(CUevent* e, unsigned flags))                                       \
+  X(cuEventDestroy, "cuEventDestroy", 4000, CUresult(CUevent e))                                                      \
+  X(cuEventRecord, "cuEventRecord", 2000, CUresult(CUevent e, CUstream s))                                            \
+  X(cuEventSynchronize, "cuEventSynchronize", 2000, CUresult(CUevent e))                                              \
+  X(cuEventQuery, "cuEventQuery", 2000, CUresult(CUevent e))                                                          \
+  X(cuEventElapsedTime, "cuEventElapsedTime", 2000, CUresult(float* ms, CUevent start, CUevent end))                  \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040,                                                \
+    CUresult(CUgraphExec* exec, CUgraph g, unsigned long long flags))                                                 \
+  X(cuGraphLaunch, "cuGraphLaunch", 10000, CUresult(CUgraphExec exec, CUstream s))                                    \
+  X(cuGraphGetNodes, "cuGraphGetNodes", 10000, CUresult(CUgraph g, void** nodes, size_t* count))                      \
+  X(cuGraphDestroy, "cuGraphDestroy", 10000, CUresult(CUgraph g))                                                     \
   X(cuGraphExecDestroy, "cuGraphExecDestroy", 10000, CUresult(CUgraphExec exec))
 
 }  // namespace cu

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Device and pinned host memory: cuMemAlloc*, cuMemFree*, cuMemcpy* (cuMemcpyPeer* between devices), cuMemset*,
-// cuMemHostAlloc/Register.
+// cuMemHostAlloc/Register; and tensor maps of device memory (cuTensorMapEncodeTiled).
+#include <cmath>
+#include <cstring>
+
 #include "common.h"
 
 namespace cudakit {
@@ -221,7 +224,68 @@ static Napi::Value MemHostGetDevicePointer(const Napi::CallbackInfo& info) {
   return ToBigInt(env, p);
 }
 
+// An array argument of at most `max` unsigned integers (numbers or bigints), each at most `limit`.
+static std::vector<uint64_t> ArgU64Array(const Napi::CallbackInfo& info, size_t i, const char* name, size_t max,
+                                         uint64_t limit) {
+  Napi::Env env = info.Env();
+  if (!info[i].IsArray()) throw Napi::TypeError::New(env, std::string("Expected an array of integers for ") + name);
+  Napi::Array a = info[i].As<Napi::Array>();
+  if (a.Length() > max) {
+    throw Napi::RangeError::New(env, std::string(name) + " has more than " + std::to_string(max) + " entries");
+  }
+  std::vector<uint64_t> out(a.Length());
+  for (uint32_t k = 0; k < a.Length(); k++) {
+    Napi::Value v = a.Get(k);
+    bool ok = false;
+    uint64_t x = 0;
+    if (v.IsBigInt()) {
+      x = v.As<Napi::BigInt>().Uint64Value(&ok);
+    } else if (v.IsNumber()) {
+      double d = v.As<Napi::Number>().DoubleValue();
+      ok = d >= 0 && d <= 9007199254740991.0 && std::floor(d) == d;
+      x = ok ? static_cast<uint64_t>(d) : 0;
+    }
+    if (!ok || x > limit) {
+      throw Napi::RangeError::New(
+          env, std::string(name) + "[" + std::to_string(k) + "] must be an integer from 0 to " + std::to_string(limit));
+    }
+    out[k] = x;
+  }
+  return out;
+}
+
+// tensorMapEncodeTiled(dataType, globalAddress, globalDim, globalStrides, boxDim, elementStrides, interleave, swizzle,
+// l2Promotion, oobFill) -> the 128-byte CUtensorMap as an ArrayBuffer. The rank is globalDim's length; globalStrides
+// has rank - 1 entries. No context is needed. The library checks the driver's rules before calling.
+static Napi::Value TensorMapEncodeTiled(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int32_t dataType = ArgI32(info, 0, "dataType");
+  uint64_t address = ArgU64(info, 1, "globalAddress");
+  std::vector<uint64_t> dims = ArgU64Array(info, 2, "globalDim", 5, UINT64_MAX);
+  std::vector<uint64_t> strides = ArgU64Array(info, 3, "globalStrides", 4, UINT64_MAX);
+  std::vector<uint64_t> box64 = ArgU64Array(info, 4, "boxDim", 5, UINT32_MAX);
+  std::vector<uint64_t> element64 = ArgU64Array(info, 5, "elementStrides", 5, UINT32_MAX);
+  if (dims.empty() || strides.size() + 1 != dims.size() || box64.size() != dims.size() ||
+      element64.size() != dims.size()) {
+    throw Napi::RangeError::New(env,
+                                "tensorMapEncodeTiled: globalDim, boxDim and elementStrides need the rank's "
+                                "length (1 to 5), globalStrides one less");
+  }
+  std::vector<unsigned> box(box64.begin(), box64.end());
+  std::vector<unsigned> element(element64.begin(), element64.end());
+  uint64_t none = 0;  // a rank-1 map has no strides, but the driver wants a pointer
+  alignas(64) uint64_t map[16] = {};
+  CU_CALL(env, cuTensorMapEncodeTiled, map, dataType, static_cast<unsigned>(dims.size()),
+          reinterpret_cast<void*>(static_cast<uintptr_t>(address)), dims.data(),
+          strides.empty() ? &none : strides.data(), box.data(), element.data(), ArgI32(info, 6, "interleave"),
+          ArgI32(info, 7, "swizzle"), ArgI32(info, 8, "l2Promotion"), ArgI32(info, 9, "oobFill"));
+  Napi::ArrayBuffer out = Napi::ArrayBuffer::New(env, sizeof map);
+  std::memcpy(out.Data(), map, sizeof map);
+  return out;
+}
+
 void InitMemory(Napi::Env env, Napi::Object exports) {
+  Export(env, exports, "tensorMapEncodeTiled", TensorMapEncodeTiled);
   Export(env, exports, "memHostGetDevicePointer", MemHostGetDevicePointer);
   Export(env, exports, "memAlloc", MemAlloc);
   Export(env, exports, "memAllocAsync", MemAllocAsync);

@@ -3,6 +3,7 @@
 // C layout (size, alignment, field offsets) and a validating writer per type that packs a JavaScript value into a
 // launch slot. Pure: no driver call, tested without a GPU.
 import { DeviceBuffer } from './memory.js';
+import { TensorMap } from './tensor-map.js';
 import { SCALAR_BYTES, type ScalarType, toBf16Bits, toFp8Bits, toHalfBits } from './dtype.js';
 import { checkSize, rangeError, typeError } from './validate.js';
 
@@ -35,13 +36,19 @@ export interface StructType {
   /** A power of two up to 256. */
   readonly align?: number;
 }
-/** Raw bytes passed by value (any POD type); its argument is an ArrayBuffer or a view of exactly `bytes` bytes. */
+/**
+ * Raw bytes passed by value (any POD type); its argument is an ArrayBuffer or a view of exactly `bytes` bytes, or a
+ * TensorMap for `{ bytes: 128, align: 64 }` (TENSOR_MAP_PARAM, a `const __grid_constant__ CUtensorMap`).
+ */
 export interface BytesType {
   /** Size of the value in bytes. */
   readonly bytes: number;
   /** Its alignment, a power of two up to 256. Default: the largest power of two that divides `bytes`, at most 8. */
   readonly align?: number;
 }
+/** The kernel parameter type of a tensor map (`const __grid_constant__ CUtensorMap`): 128 bytes, aligned to 64. */
+export const TENSOR_MAP_PARAM: BytesType = Object.freeze({ bytes: 128, align: 64 });
+
 /** One kernel parameter type: a scalar ('f32', 'ptr' ...), a CUDA vector type ('f32x4' ...), a struct or raw bytes. */
 export type ParamType = ScalarType | VectorType | StructType | BytesType;
 /**
@@ -66,7 +73,7 @@ export type ArgFor<P, Depth extends number = 4> = [Depth] extends [never]
             : P extends { readonly struct: infer F extends readonly unknown[] }
               ? { -readonly [K in keyof F]: ArgFor<F[K], PrevDepth[Depth]> }
               : P extends { readonly bytes: number }
-                ? ArrayBufferView | ArrayBuffer
+                ? ArrayBufferView | ArrayBuffer | TensorMap
                 : never;
 /**
  * One less than each depth: bounds how deep ArgFor recurses into nested structs.
@@ -355,6 +362,16 @@ export function layoutOf(p: ParamType, where: string): Layout {
       size,
       align,
       write: (dv, o, v) => {
+        if (v instanceof TensorMap) {
+          if (size !== 128 || align !== 64) {
+            throw rangeError(
+              where,
+              'a parameter of 128 bytes aligned to 64 for a TensorMap (TENSOR_MAP_PARAM)',
+              formatParam(p),
+            );
+          }
+          v = v.bytes;
+        }
         const src = ArrayBuffer.isView(v)
           ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength)
           : v instanceof ArrayBuffer

@@ -24,6 +24,9 @@ export { fromBf16Bits, fromFp8Bits, fromHalfBits, isFp8, toBf16Bits, toFp8Bits, 
 export { Stream } from './stream.js';
 export { Event } from './event.js';
 export { Graph, GraphExec } from './graph.js';
+export { TensorMap } from './tensor-map.js';
+export { TENSOR_MAP_PARAM } from './args.js';
+export { TENSOR_MAP_HEADER, TENSOR_MAP_HEADER_NAME } from './tensor-map-header.js';
 export { probe } from './probe.js';
 export { cuptiStatus } from './cupti.js';
 export { getNative as native } from './native.js';
@@ -56,6 +59,7 @@ export type {
   VectorType,
 } from './args.js';
 export type { Dim3, LaunchConfig } from './kernel.js';
+export type { TensorMapDType, TensorMapLayout, TensorMapTiledOptions } from './tensor-map.js';
 export type { CompiledParam, KernelAttributes } from './function.js';
 export type { StreamOptions, CaptureMode } from './stream.js';
 export type { RecordOptions } from './event.js';

@@ -194,6 +194,22 @@ export interface Native {
   /** cuMemPoolSetAccess with one descriptor: `device`'s access to the pool's allocations (0 none, 1 read, 3 rw). */
   memPoolSetAccess(pool: Handle, device: number, flags: number): void;
   // memory.cc
+  /**
+   * cuTensorMapEncodeTiled (CUDA 12.0): the 128-byte CUtensorMap of a tiled region of global memory. The rank is
+   * globalDim's length (1 to 5); globalStrides has one entry less. Enum values as CUDA's. No context is needed.
+   */
+  tensorMapEncodeTiled(
+    dataType: number,
+    globalAddress: Handle,
+    globalDim: readonly (number | bigint)[],
+    globalStrides: readonly (number | bigint)[],
+    boxDim: readonly number[],
+    elementStrides: readonly number[],
+    interleave: number,
+    swizzle: number,
+    l2Promotion: number,
+    oobFill: number,
+  ): ArrayBuffer;
   /** cuMemAlloc: a device address. */
   memAlloc(ctx: Handle, bytes: number): Handle;
   /** cuMemAllocAsync: a device address, from the pool, ordered on `stream`. */

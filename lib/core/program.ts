@@ -15,6 +15,7 @@ import {
 } from './cache.js';
 import { DEVICE_ATTRIBUTES, smArch } from './attributes.js';
 import { CompileError, type Diagnostic } from './errors.js';
+import { TENSOR_MAP_HEADER, TENSOR_MAP_HEADER_NAME } from './tensor-map-header.js';
 import { getNative, type CompileOutput, type CompileSpec } from './native.js';
 import {
   type ToolkitSearchEnv,
@@ -561,6 +562,10 @@ export class Program {
     if (o.headers !== undefined) {
       for (const [k, v] of Object.entries(checkObject('options.headers', o.headers)))
         headers[k] = checkString(`options.headers['${k}']`, v);
+    }
+    // cudakit's own header, for a source that names it and gives no header of that name.
+    if (headers[TENSOR_MAP_HEADER_NAME] === undefined && source.includes(TENSOR_MAP_HEADER_NAME)) {
+      headers[TENSOR_MAP_HEADER_NAME] = TENSOR_MAP_HEADER;
     }
     this.headers = Object.freeze(headers);
   }
