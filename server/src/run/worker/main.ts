@@ -71,14 +71,14 @@ onParentMessage((m) => {
   // The job's turn on the GPU, then its context where the worker has none yet (a failure shows at the load phase, as
   // the job's). A Python candidate's job makes none: its runners launch on their own contexts.
   const candidate = m.extras?.python?.candidate !== undefined;
-  const waitForGpu = () =>
-    gpuTurn(m.id).then(() =>
-      candidate
-        ? undefined
-        : Device.get(0)
-            .createContextAsync()
-            .catch(() => {}),
-    );
+  let turn: Promise<void> | undefined;
+  const waitForGpu = (): Promise<void> =>
+    (turn ??= gpuTurn(m.id).then(async () => {
+      if (!candidate)
+        await Device.get(0)
+          .createContextAsync()
+          .catch(() => {});
+    }));
   void (async () => {
     try {
       const options = {
