@@ -155,6 +155,8 @@ export interface FakeLogEvent {
   gpu: string;
   /** The job, for 'start', 'gpu' (its turn on the GPU came) and 'end'. */
   id?: string;
+  /** For 'spawn': when the worker makes its CUDA context ('job', 'turn', 'standby'). */
+  context?: string;
   atMs: number;
 }
 

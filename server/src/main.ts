@@ -219,7 +219,7 @@ async function assemble(
       ...(config.gpus === 'all' ? {} : { gpus: config.gpus.map((g) => (/^\d+$/.test(g) ? Number(g) : g)) }),
       isolation: config.isolation,
       lanes: config.lanes,
-      slot: { standbyContext: config.standby === 'context' },
+      ...(config.standby === 'context' ? { slot: { context: 'standby' as const } } : {}),
       env,
       ...(containment === undefined ? {} : { containment }),
       ...(python === undefined ? {} : { python: python.facts, pythonService: python.service }),

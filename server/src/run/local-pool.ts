@@ -205,6 +205,9 @@ export class LocalGpuPool implements GpuPool {
     const apps = (await (this.#o.computeApps ?? computeApps)().catch(() => undefined)) ?? [];
     const isolation = this.#o.isolation ?? 'process';
     const lanes = isolation === 'warm' ? 1 : (this.#o.lanes ?? 1);
+    // A waiting worker's context is made before its job with standby; else as its job starts where the GPU has one
+    // lane, and at its turn where lanes share it.
+    const context = this.#o.slot?.context ?? (lanes > 1 ? 'turn' : 'job');
     this.#gpus = chosen.map((facts) => {
       const gate = new GpuGate();
       const shared = facts.uuid.startsWith('MIG-') || apps.some((a) => a.uuid === facts.uuid);
@@ -216,6 +219,7 @@ export class LocalGpuPool implements GpuPool {
         isolation,
         env,
         gate,
+        context,
         ...(this.#o.containment === undefined ? {} : { containment: this.#o.containment }),
         ...(this.#o.worker === undefined ? {} : { worker: this.#o.worker }),
         ...(this.#o.pythonService === undefined ? {} : { python: this.#o.pythonService }),

@@ -194,12 +194,15 @@ export const WORKER_ENV = {
   isolation: 'CUDAKIT_WORKER_ISOLATION',
   /** 'watchdog': the child runs its own parent-death watchdog (the parent found no setpriv to do it). */
   guard: 'CUDAKIT_WORKER_GUARD',
-  /**
-   * 'standby': the child creates its CUDA context before it says `ready`; otherwise once its job's turn on the GPU
-   * has come (the slot's standbyContext).
-   */
+  /** When the child makes its CUDA context (WorkerContext): 'job' when unset. */
   context: 'CUDAKIT_WORKER_CONTEXT',
 } as const;
+
+/**
+ * When a worker makes its CUDA context: as its job starts ('job'), once the job's turn on the GPU has come ('turn'),
+ * or before it says `ready` ('standby').
+ */
+export type WorkerContext = 'job' | 'turn' | 'standby';
 
 /** The phases that use the GPU: a job's message for one of them before its turn on the GPU breaks the protocol. */
 export const GPU_PHASES: ReadonlySet<string> = new Set(['load', 'check', 'time', 'recheck', 'profile']);

@@ -3,7 +3,7 @@
 import type { Containment } from './containment.js';
 import type { GpuGate } from './gpu-gate.js';
 import type { GpuReleased } from './nvidia-smi.js';
-import type { DeviceFacts } from './protocol.js';
+import type { DeviceFacts, WorkerContext } from './protocol.js';
 import type { PythonService } from './python-relay.js';
 
 export type Isolation = 'process' | 'warm';
@@ -16,10 +16,11 @@ export interface SlotOptions {
   /** The GPU's turns, shared by the slots of its lanes (gpu-gate.ts). Default: a gate of its own (one lane). */
   gate?: GpuGate;
   /**
-   * Whether a worker creates its CUDA context before it says `ready` (a standby worker: the job does not wait for a
-   * context) or once its job's turn on the GPU has come. Default false.
+   * When a worker makes its CUDA context: 'job' (default), as its job starts, beside validation and NVRTC (a GPU of
+   * one lane: no other job's timing can be running); 'turn', once its job's turn on the GPU has come (lanes share the
+   * GPU); 'standby', before it says `ready` (the job waits for no context; the waiting worker holds its memory).
    */
-  standbyContext?: boolean;
+  context?: WorkerContext;
   /** Other processes use it too, or it is a MIG slice. Default false. */
   shared?: boolean;
   /** 'process' (default): a fresh child per job; 'warm': one child across jobs. */

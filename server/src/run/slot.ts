@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // GpuSlot: the supervisor of one lane of a GPU (a GPU has one lane or more, whose jobs take turns on it: gpu-gate.ts).
-// It keeps one worker child ready (Node up, cudakit loaded, NVRTC warm; its CUDA context too with standbyContext),
+// It keeps one worker child ready (Node up, cudakit loaded, NVRTC warm; its CUDA context too with context 'standby'),
 // leases it to one job at a time, gives the job its turn on the GPU when it asks, times every phase of the job from
 // the child's `phase` messages (the child cannot time itself out: a kernel that never ends blocks its event loop), and
 // on a deadline, a cancel, a crash or a protocol error kills the child's process group, waits for the exit and for
@@ -84,7 +84,7 @@ export class GpuSlot {
   readonly #o: Required<
     Omit<
       SlotOptions,
-      'facts' | 'classes' | 'shared' | 'isolation' | 'worker' | 'containment' | 'python' | 'gate' | 'standbyContext'
+      'facts' | 'classes' | 'shared' | 'isolation' | 'worker' | 'containment' | 'python' | 'gate' | 'context'
     >
   > & { worker: string | undefined; containment: Containment | undefined; python: PythonService | undefined };
   #state: SlotState = 'starting';
@@ -120,7 +120,7 @@ export class GpuSlot {
     this.#isolation = options.isolation ?? 'process';
     this.#gate = options.gate ?? new GpuGate();
     this.#gate.onQuarantine((q, from) => from !== this && this.#quarantine(q.reason));
-    const context = options.standbyContext === true ? { [WORKER_ENV.context]: 'standby' } : {};
+    const context = { [WORKER_ENV.context]: options.context ?? 'job' };
     this.#o = {
       ...SLOT_DEFAULTS,
       deathGuard: 'auto',

@@ -42,7 +42,7 @@ describeGpu('two lanes of one GPU, the real worker', () => {
     const gate = new GpuGate();
     for (let i = 0; i < 2; i++) {
       lanes.push(
-        new GpuSlot({ facts, classes: ['any'], worker: 'real', gate, standbyContext: true, startTimeoutMs: 60_000 }),
+        new GpuSlot({ facts, classes: ['any'], worker: 'real', gate, context: 'standby', startTimeoutMs: 60_000 }),
       );
     }
     await Promise.all(lanes.map((l) => l.start()));

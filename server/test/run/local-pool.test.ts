@@ -2,7 +2,11 @@
 // LocalGpuPool with the fake probe and worker: four fake GPUs and their classes, shared and MIG ones, the selection
 // from config, no GPU (unavailableReason), leases by class, onIdle, and stop() draining then killing. Also the real
 // probe script on this machine: without a GPU it answers with the reason.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { readFakeLog } from '../../bench/binary.js';
 import { workerScript } from '../../src/run/child.js';
 import { LocalGpuPool, type LocalPoolOptions, gpuClasses, runProbe } from '../../src/run/local-pool.js';
 import { fakeJob } from '../../../test/support/jobs.js';
@@ -56,7 +60,8 @@ describe('LocalGpuPool', () => {
   it(
     'gives each GPU its lanes: one entry each in slots(), jobs to the emptier GPU first, as many at once as lanes',
     async () => {
-      const pool = fakePool('2', { lanes: 2 });
+      const log = join(mkdtempSync(join(tmpdir(), 'cudakit-lanes-')), 'fake.log');
+      const pool = fakePool('2', { lanes: 2, env: { CUDAKIT_FAKE_GPUS: '2', CUDAKIT_FAKE_LOG: log } });
       await pool.start();
       await until(() => pool.slotObjects().every((s) => s.state === 'idle'), { timeoutMs: 8_000, what: 'all lanes' });
       expect(pool.slotObjects()).toHaveLength(4);
@@ -83,15 +88,22 @@ describe('LocalGpuPool', () => {
       expect(outcomes.map((o) => o.kind)).toEqual(['report', 'report', 'report', 'report']);
       await allIdle(pool);
       expect(pool.slots().map((s) => s.jobs)).toEqual([2, 2]);
+      // Lanes share the GPU: a worker makes its context once its job's turn has come.
+      const spawns = readFakeLog(log).filter((e) => e.event === 'spawn');
+      expect(spawns.length).toBeGreaterThanOrEqual(4);
+      expect(new Set(spawns.map((e) => e.context))).toEqual(new Set(['turn']));
     },
     T,
   );
 
   it('keeps one lane with warm isolation', async () => {
-    const pool = fakePool('1', { lanes: 3, isolation: 'warm' });
+    const log = join(mkdtempSync(join(tmpdir(), 'cudakit-lanes-')), 'fake.log');
+    const pool = fakePool('1', { lanes: 3, isolation: 'warm', env: { CUDAKIT_FAKE_GPUS: '1', CUDAKIT_FAKE_LOG: log } });
     await pool.start();
     await allIdle(pool);
     expect(pool.slots().map((s) => s.lanes)).toEqual([1]);
+    // One lane: the context is made as the job starts, beside its validation and compile.
+    expect(readFakeLog(log).find((e) => e.event === 'spawn')?.context).toBe('job');
   });
 
   it("shows its host's checked Python on every GPU, reprobed ones too, and none without one", async () => {

@@ -36,7 +36,8 @@
 // A GPU's launch limits are its arch's (an H200's on sm_90: 227 KiB of shared memory, clusters of 8); `@` and
 // `key=value` pairs joined by '+' after the arch set others: threads (per block), block and grid (XxYxZ), smem
 // (opt-in shared memory bytes), cluster (blocks): 'NVIDIA A100-SXM4-80GB@sm_80@smem=166912+cluster=0'.
-// CUDAKIT_FAKE_LOG = a file: each worker appends a JSON line `{ event, pid, gpu, id, atMs }` when it starts ('spawn'),
+// CUDAKIT_FAKE_LOG = a file: each worker appends a JSON line `{ event, pid, gpu, id, atMs }` when it starts ('spawn',
+// with `context`: when it was told to make its CUDA context),
 // takes a job ('start'), has its turn on the GPU ('gpu') and is done with it ('end': its result goes out next, then
 // it exits), so a test can find every worker a server started and see which jobs used which GPU when.
 // Every job asks for its turn on the GPU before its load phase, as the real worker does.
@@ -176,7 +177,8 @@ function logEvent(event: 'spawn' | 'start' | 'gpu' | 'end', id?: string): void {
   const file = process.env[FAKE_ENV.log];
   if (file === undefined || file === '') return;
   const gpu = process.env.CUDA_VISIBLE_DEVICES;
-  appendFileSync(file, `${JSON.stringify({ event, pid: process.pid, gpu, id, atMs: Date.now() })}\n`);
+  const context = event === 'spawn' ? process.env[WORKER_ENV.context] : undefined; // when it would make its context
+  appendFileSync(file, `${JSON.stringify({ event, pid: process.pid, gpu, id, atMs: Date.now(), context })}\n`);
 }
 
 const turnsTaken = new Set<string>();

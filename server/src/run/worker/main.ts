@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The GPU worker child. The slot (run/slot.ts) forks it with CUDA_VISIBLE_DEVICES set to one GPU's UUID. It loads
-// cudakit, the driver and NVRTC (a small compile), with the slot's standbyContext creates its CUDA context, says
+// cudakit, the driver and NVRTC (a small compile), with the slot's context 'standby' creates its CUDA context, says
 // `ready` and waits. On `job` it runs evaluate() (then, with deviceMetrics, one launch under Nsight Compute in a child
 // of its own), or evaluateProblem() for a submission to the problem with cases its extras carry, and reports phases,
 // progress and the result; then it exits (process per job, the default) or waits for the next job (warm: the context
@@ -44,7 +44,8 @@ if (facts !== undefined && isArch(facts.arch)) {
   await new Program(warmUp, { name: 'warm-up.cu' }).compileAsync({ arch: facts.arch, cache: false }).catch(() => {});
 }
 // A standby worker's job does not wait for a context. A failure here is the job's to report, at its load phase.
-if (facts !== undefined && process.env[WORKER_ENV.context] === 'standby') {
+const contextAt = process.env[WORKER_ENV.context] ?? 'job';
+if (facts !== undefined && contextAt === 'standby') {
   await Device.get(0)
     .createContextAsync()
     .catch(() => {});
@@ -68,17 +69,19 @@ onParentMessage((m) => {
   const job = { id: m.id, abort: new AbortController() };
   const receivedAtMs = Date.now();
   running = job;
-  // The job's turn on the GPU, then its context where the worker has none yet (a failure shows at the load phase, as
-  // the job's). A Python candidate's job makes none: its runners launch on their own contexts.
+  // The job's context where the worker has none yet: now, beside validation and NVRTC, on a GPU of one lane; after
+  // its turn where lanes share the GPU. A failure shows at the load phase, as the job's. A Python candidate's job
+  // makes none: its runners launch on their own contexts.
   const candidate = m.extras?.python?.candidate !== undefined;
-  let turn: Promise<void> | undefined;
-  const waitForGpu = (): Promise<void> =>
-    (turn ??= gpuTurn(m.id).then(async () => {
-      if (!candidate)
-        await Device.get(0)
+  const makeContext = () =>
+    candidate
+      ? Promise.resolve()
+      : Device.get(0)
           .createContextAsync()
           .catch(() => {});
-    }));
+  const early = contextAt === 'job' ? makeContext() : undefined;
+  let turn: Promise<void> | undefined;
+  const waitForGpu = (): Promise<void> => (turn ??= gpuTurn(m.id).then(() => early ?? makeContext()));
   void (async () => {
     try {
       const options = {
