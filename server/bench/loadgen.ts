@@ -296,7 +296,8 @@ export function workerRuns(events: readonly FakeLogEvent[], ids: readonly string
     if (e.id === undefined) continue;
     let r = runs.get(e.id);
     if (r === undefined) runs.set(e.id, (r = { starts: [], ends: [] }));
-    (e.event === 'start' ? r.starts : r.ends).push(e);
+    if (e.event === 'start') r.starts.push(e);
+    else if (e.event === 'end') r.ends.push(e);
   }
   const notOnce = ids.filter((id) => runs.get(id)?.starts.length !== 1 || runs.get(id)?.ends.length !== 1);
   const intervals = [...runs].map(([id, r]) => ({
