@@ -25,6 +25,7 @@ import {
   waitIdle,
   writeOutputs,
 } from './gpu.js';
+import { OUTPUT_ARGS, positiveInt } from './cli.js';
 import { RESULTS_FILE } from './results.js';
 
 const USAGE = `Usage: npx tsx bench/pipeline.ts [--gpu N|UUID] [--seconds s] [--clients n] [--rounds n] [--fake]
@@ -126,9 +127,7 @@ async function main(): Promise<number> {
       clients: { type: 'string', default: '4' },
       rounds: { type: 'string', default: '1' },
       fake: { type: 'boolean', default: false },
-      write: { type: 'boolean', default: false },
-      json: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+      ...OUTPUT_ARGS,
     },
   });
   if (v.help) {
@@ -137,10 +136,9 @@ async function main(): Promise<number> {
   }
   const seconds = Number(v.seconds);
   const clients = Number(v.clients);
-  const rounds = Number(v.rounds);
+  const rounds = positiveInt('rounds', v.rounds);
   if (!(seconds >= 2 && seconds <= 600)) throw new RangeError('--seconds expects 2 to 600');
   if (!Number.isInteger(clients) || clients < 2 || clients > 32) throw new RangeError('--clients expects 2 to 32');
-  if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError('--rounds expects a positive integer');
   if (v.fake && v.write) throw new Error('--fake figures are not written to server/bench/RESULTS.md');
   const dir = mkdtempSync(join(tmpdir(), 'cudakit-bench-pipeline-'));
   const runs = VARIANTS.map((): VariantRuns => ({ one: [], many: [], idleMemoryMiB: [] }));

@@ -14,11 +14,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Device, PRESETS, Program, type HostValue, evaluate, probe } from 'cudakit';
+import { Device, PRESETS, Program, type HostValue, evaluate } from 'cudakit';
 import { childLink } from '../src/run/python-runner.js';
 import { RUNNER_PATH } from '../src/run/python.js';
 import type { PythonKernelSpec } from '../src/run/protocol.js';
 import { PythonReference } from '../src/run/worker/python-reference.js';
+import { OUTPUT_ARGS, noGpu, positiveInt } from './cli.js';
 import { exitWith, writeOutputs } from './gpu.js';
 import { RESULTS_FILE } from './results.js';
 
@@ -118,22 +119,15 @@ async function main(): Promise<number> {
     options: {
       python: { type: 'string', default: 'python3' },
       rounds: { type: 'string', default: '5' },
-      write: { type: 'boolean', default: false },
-      json: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+      ...OUTPUT_ARGS,
     },
   });
   if (v.help) {
     process.stdout.write(USAGE);
     return 0;
   }
-  const rounds = Number(v.rounds);
-  if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError('--rounds expects a positive integer');
-  const machine = probe();
-  if (!machine.ok) {
-    process.stderr.write(`bench:python-aa needs an NVIDIA GPU: ${machine.reason ?? 'the probe failed'}\n`);
-    return 1;
-  }
+  const rounds = positiveInt('rounds', v.rounds);
+  if (noGpu('python-aa')) return 1;
   const device = Device.get(0);
   const cubin = new Program(SOURCE, { name: 'copy.cu' }).compile({ arch: device.arch, target: 'cubin' }).bytes;
   const rule = PRESETS.default;

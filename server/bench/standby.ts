@@ -17,7 +17,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Device, type EvalJob, Program, evaluate, probe } from 'cudakit';
+import { Device, type EvalJob, Program, evaluate } from 'cudakit';
+import { OUTPUT_ARGS, noGpu, positiveInt } from './cli.js';
 import { exitWith, median, writeOutputs } from './gpu.js';
 import { RESULTS_FILE } from './results.js';
 
@@ -156,9 +157,7 @@ async function main(): Promise<number> {
     options: {
       neighbour: { type: 'string' },
       rounds: { type: 'string', default: '4' },
-      write: { type: 'boolean', default: false },
-      json: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+      ...OUTPUT_ARGS,
     },
   });
   if (v.neighbour !== undefined) return neighbour(v.neighbour);
@@ -166,13 +165,8 @@ async function main(): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
-  const rounds = Number(v.rounds);
-  if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError('--rounds expects a positive integer');
-  const machine = probe();
-  if (!machine.ok) {
-    process.stderr.write(`bench:standby needs an NVIDIA GPU: ${machine.reason ?? 'the probe failed'}\n`);
-    return 1;
-  }
+  const rounds = positiveInt('rounds', v.rounds);
+  if (noGpu('standby')) return 1;
   const device = Device.get(0);
   const t0 = performance.now();
   const rows: Row[] = SIZES.map((n) => ({
